@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/log"
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version string
+
+// Exit codes, documented in the README.
+const (
+	exitOK       = 0
+	exitError    = 1 // an error, or fsck found a problem
+	exitUsage    = 2 // bad flags, arguments or names
+	exitConflict = 3 // lost a compare-and-swap race after every retry
+)
+
+// streams is where a command reads and writes.
+type streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// env is what the command layer reads from the process environment; lower
+// layers get it through options, never from os.Getenv.
+type env struct {
+	vars map[string]string
+	list []string
+}
+
+func newEnv(list []string) env {
+	e := env{vars: map[string]string{}, list: list}
+	for _, kv := range list {
+		k, v, _ := strings.Cut(kv, "=")
+		e.vars[k] = v
+	}
+	return e
+}
+
+// usageError marks an error as the caller's: exit 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// silentExit ends the program with a code after the command printed its own
+// report (fsck found problems).
+type silentExit struct{ code int }
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// app holds what every command shares.
+type app struct {
+	io     *streams
+	env    env
+	log    *log.Logger
+	runner *git.Runner
+	// unknown is set when the command line named no known command.
+	unknown bool
+}
+
+func (a *app) now() time.Time {
+	// FLUME_NOW fixes the clock (RFC 3339) so tests are reproducible.
+	if s := a.env.vars["FLUME_NOW"]; s != "" {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t
+		}
+	}
+	return time.Now()
+}
+
+// store opens the state store of the repository containing dir.
+func (a *app) store(ctx context.Context, dir string) (*refs.Store, error) {
+	repo, err := a.runner.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	s := refs.New(repo)
+	s.Now = a.now
+	return s, nil
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
+}
+
+func newApp(a *app) *cli.App {
+	return &cli.App{
+		Name:                      "git-flume",
+		HelpName:                  "git flume",
+		Usage:                     "run coding agents in places of their own, with all state in git",
+		Version:                   buildVersion(),
+		HideVersion:               true,
+		Reader:                    a.io.In,
+		Writer:                    a.io.Out,
+		ErrWriter:                 a.io.Err,
+		DisableSliceFlagSeparator: true,
+		// All exiting happens in run: urfave must not call os.Exit.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Description: "git-flume keeps every record as JSON in a commit chain under refs/flume/, " +
+			"moved by compare-and-swap. Exit codes: 0 success, 1 error (or fsck found a problem), " +
+			"2 usage, 3 lost a race after every retry.",
+		Commands: []*cli.Command{
+			versionCommand(a),
+			fsckCommand(a),
+			manCommand(a),
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
+		CommandNotFound: func(c *cli.Context, name string) {
+			a.unknown = true
+			fmt.Fprintf(a.io.Err, "git-flume: unknown command %q; see 'git flume -h'\n", name)
+		},
+	}
+}
+
+// run is the program: it returns the exit code.
+func run(ctx context.Context, args []string, io *streams, environ []string) int {
+	e := newEnv(environ)
+	logger := log.NewWithOptions(io.Err, log.Options{Prefix: "git-flume", ReportTimestamp: false})
+	if e.vars["FLUME_DEBUG"] != "" {
+		logger.SetLevel(log.DebugLevel)
+	}
+	a := &app{io: io, env: e, log: logger, runner: &git.Runner{Env: environ}}
+	err := newApp(a).RunContext(ctx, args)
+	if a.unknown {
+		return exitUsage
+	}
+	return exitCode(io.Err, err)
+}
+
+// exitCode maps an error to the documented exit codes and prints it. It is
+// the one place errors become codes.
+func exitCode(w io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var silent silentExit
+	if errors.As(err, &silent) {
+		return silent.code
+	}
+	fmt.Fprintf(w, "git-flume: %v\n", err)
+	var usage usageError
+	var name *refs.NameError
+	var conflict *refs.ConflictError
+	switch {
+	case errors.As(err, &usage), errors.As(err, &name):
+		return exitUsage
+	case errors.As(err, &conflict):
+		return exitConflict
+	}
+	return exitError
+}
+
+// noArgs refuses stray arguments: urfave stops parsing flags at the first
+// argument, so a flag written after one would be silently ignored.
+func noArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef("%s: unexpected argument %q (flags go before arguments)", c.Command.Name, c.Args().First())
+	}
+	return nil
+}
+
+func repoFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "repo", Value: ".", Usage: "the repository (any directory inside it)", TakesFile: true}
+}
+
+func jsonFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "json", Usage: "print a versioned JSON document"}
+}

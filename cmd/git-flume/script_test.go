@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite testscript files with actual output")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		// `git flume …` inside a script finds this binary on PATH as
+		// git-flume, so scripts run the real program.
+		"git-flume": func() {
+			os.Exit(run(context.Background(), os.Args, &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Environ()))
+		},
+	})
+}
+
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("..", "..", "testdata", "script"),
+		UpdateScripts:       *update,
+		RequireUniqueNames:  true,
+		RequireExplicitExec: false,
+		Setup:               hermetic,
+		Cmds:                scriptCmds,
+	})
+}
+
+// hermetic gives every script its own HOME, XDG folders and git
+// configuration, and fixes identities and dates, so nothing on the machine
+// running the tests reaches the scripts.
+func hermetic(e *testscript.Env) error {
+	home := filepath.Join(e.WorkDir, "home")
+	for _, d := range []string{home, filepath.Join(home, ".config"), filepath.Join(home, ".local", "share"), filepath.Join(home, ".local", "state"), filepath.Join(home, ".cache")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	vars := [][2]string{
+		{"HOME", home},
+		{"XDG_CONFIG_HOME", filepath.Join(home, ".config")},
+		{"XDG_DATA_HOME", filepath.Join(home, ".local", "share")},
+		{"XDG_STATE_HOME", filepath.Join(home, ".local", "state")},
+		{"XDG_CACHE_HOME", filepath.Join(home, ".cache")},
+		{"GIT_CONFIG_NOSYSTEM", "1"},
+		{"GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig")},
+		{"GIT_CONFIG_COUNT", "5"},
+		{"GIT_CONFIG_KEY_0", "init.defaultBranch"}, {"GIT_CONFIG_VALUE_0", "main"},
+		{"GIT_CONFIG_KEY_1", "core.autocrlf"}, {"GIT_CONFIG_VALUE_1", "false"},
+		{"GIT_CONFIG_KEY_2", "commit.gpgsign"}, {"GIT_CONFIG_VALUE_2", "false"},
+		{"GIT_CONFIG_KEY_3", "advice.detachedHead"}, {"GIT_CONFIG_VALUE_3", "false"},
+		{"GIT_CONFIG_KEY_4", "protocol.file.allow"}, {"GIT_CONFIG_VALUE_4", "always"},
+		{"GIT_AUTHOR_NAME", "Test Author"}, {"GIT_AUTHOR_EMAIL", "author@example.com"},
+		{"GIT_COMMITTER_NAME", "Test Committer"}, {"GIT_COMMITTER_EMAIL", "committer@example.com"},
+		{"GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"}, {"GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"},
+		{"GIT_TERMINAL_PROMPT", "0"},
+		{"GIT_EDITOR", "true"},
+		{"LC_ALL", "C"},
+		{"TZ", "UTC"},
+		{"FLUME_NOW", "2026-01-01T00:00:00Z"},
+	}
+	for _, kv := range vars {
+		e.Setenv(kv[0], kv[1])
+	}
+	return os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o644)
+}

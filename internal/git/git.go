@@ -1,0 +1,252 @@
+// Package git is the one place git-flume runs git. All shell-to-git
+// interactions go through it; no other package imports os/exec for git.
+//
+// Callers say what they mean (repo.ListRefs, repo.UpdateRefs) and never build
+// argv. Every child process gets a clean environment (SPEC R9): the GIT_DIR
+// family that a calling hook may have exported is removed, read-only calls set
+// GIT_OPTIONAL_LOCKS=0, revisions follow --end-of-options, and "not found" is
+// read from exit status, never from stderr text.
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotExist means git answered that the object, ref or path asked for does
+// not exist. It is decided from git's exit status.
+var ErrNotExist = errors.New("does not exist")
+
+// hookVars are the variables git exports to hooks and to commands run under
+// `git -C`/`--git-dir` that would point a child git at the wrong repository
+// (R9). They are removed before git runs against any path.
+var hookVars = map[string]bool{
+	"GIT_DIR":                          true,
+	"GIT_WORK_TREE":                    true,
+	"GIT_INDEX_FILE":                   true,
+	"GIT_OBJECT_DIRECTORY":             true,
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES": true,
+	"GIT_COMMON_DIR":                   true,
+	"GIT_NAMESPACE":                    true,
+	"GIT_PREFIX":                       true,
+	"GIT_INTERNAL_SUPER_PREFIX":        true,
+	"GIT_QUARANTINE_PATH":              true,
+	"GIT_OPTIONAL_LOCKS":               true,
+}
+
+// CleanEnv returns env without the variables that would redirect git to
+// another repository (R9). It is exported so that callers starting other
+// programs (agents, repository steps) can apply the same hygiene.
+func CleanEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if hookVars[name] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Error is a failed git invocation: its arguments, exit code and the tail of
+// what it wrote to stderr.
+type Error struct {
+	Args   []string
+	Code   int
+	Stderr string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("git %s: exit %d", strings.Join(e.Args, " "), e.Code)
+	if e.Code < 0 {
+		msg = fmt.Sprintf("git %s: %v", strings.Join(e.Args, " "), e.Err)
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// stderrLimit bounds how much of git's stderr an Error keeps.
+const stderrLimit = 4 << 10
+
+// tail keeps the last n bytes of b, cut at a line start where possible.
+func tail(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	b = b[len(b)-n:]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 && i < len(b)-1 {
+		b = b[i+1:]
+	}
+	return "…" + string(b)
+}
+
+// Runner runs git. The zero value runs the git on PATH with the process
+// environment.
+type Runner struct {
+	// Env is the base environment for child processes; nil means os.Environ.
+	Env []string
+	// Ident is the author and committer of the commits flume writes.
+	Ident Ident
+}
+
+// Ident names an author or committer.
+type Ident struct{ Name, Email string }
+
+// DefaultIdent is the fixed identity of flume's own state commits.
+var DefaultIdent = Ident{Name: "git-flume", Email: "git-flume@localhost"}
+
+func (r *Runner) env(readOnly bool, extra ...string) []string {
+	base := r.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	env := CleanEnv(base)
+	if readOnly {
+		env = append(env, "GIT_OPTIONAL_LOCKS=0")
+	}
+	return append(env, extra...)
+}
+
+// call is one git invocation.
+type call struct {
+	dir      string
+	args     []string
+	stdin    []byte
+	readOnly bool
+	env      []string
+}
+
+func (r *Runner) run(ctx context.Context, c call) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", c.args...)
+	cmd.Dir = c.dir
+	cmd.Env = r.env(c.readOnly, c.env...)
+	if c.stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), wrapExit(c.args, err, stderr.Bytes())
+	}
+	return stdout.Bytes(), nil
+}
+
+func wrapExit(args []string, err error, stderr []byte) error {
+	code := -1
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	}
+	return &Error{Args: args, Code: code, Stderr: tail(stderr, stderrLimit), Err: err}
+}
+
+// exitCode returns the exit status of a failed git call, or -1.
+func exitCode(err error) int {
+	var gerr *Error
+	if errors.As(err, &gerr) {
+		return gerr.Code
+	}
+	return -1
+}
+
+// Version returns the version of the git on PATH, such as "2.39.5".
+func (r *Runner) Version(ctx context.Context) (string, error) {
+	out, err := r.run(ctx, call{args: []string{"version"}, readOnly: true})
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(out))
+	v = strings.TrimPrefix(v, "git version ")
+	return v, nil
+}
+
+// Repo is a git repository, addressed by absolute paths so that no
+// environment variable can redirect it.
+type Repo struct {
+	r *Runner
+	// Dir is where git runs: the work tree's top, or the git dir of a bare
+	// repository.
+	Dir string
+	// GitDir is this checkout's git directory (a linked worktree has its own).
+	GitDir string
+	// CommonDir is the directory shared by all worktrees: objects and refs.
+	CommonDir string
+	// Bare reports whether the repository has no work tree.
+	Bare bool
+	// ObjectFormat is "sha1" or "sha256".
+	ObjectFormat string
+
+	objects objectStore
+}
+
+// Open finds the repository containing dir. It returns an error wrapping
+// ErrNotExist when dir is not inside a git repository.
+func (r *Runner) Open(ctx context.Context, dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open repository %q: %w", dir, err)
+	}
+	out, err := r.run(ctx, call{dir: abs, readOnly: true, args: []string{
+		"rev-parse", "--path-format=absolute",
+		"--is-bare-repository", "--git-dir", "--git-common-dir", "--show-object-format",
+	}})
+	if err != nil {
+		if exitCode(err) == 128 {
+			return nil, fmt.Errorf("open repository %q: not a git repository: %w", dir, ErrNotExist)
+		}
+		return nil, fmt.Errorf("open repository %q: %w", dir, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 4 {
+		return nil, fmt.Errorf("open repository %q: unexpected rev-parse output %q", dir, out)
+	}
+	repo := &Repo{
+		r:            r,
+		Bare:         lines[0] == "true",
+		GitDir:       lines[1],
+		CommonDir:    lines[2],
+		ObjectFormat: lines[3],
+	}
+	if repo.Bare {
+		repo.Dir = repo.GitDir
+		return repo, nil
+	}
+	top, err := r.run(ctx, call{dir: abs, readOnly: true, args: []string{"rev-parse", "--show-toplevel"}})
+	if err != nil {
+		// Inside the git dir of a non-bare repository: there is no work
+		// tree here, but refs and objects are still usable.
+		repo.Dir = repo.GitDir
+		return repo, nil
+	}
+	repo.Dir = strings.TrimSpace(string(top))
+	return repo, nil
+}
+
+// ZeroID is the all-zero object id of the repository's hash.
+func (repo *Repo) ZeroID() string {
+	if repo.ObjectFormat == "sha256" {
+		return strings.Repeat("0", 64)
+	}
+	return strings.Repeat("0", 40)
+}
+
+func (repo *Repo) read(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	return repo.r.run(ctx, call{dir: repo.Dir, args: args, stdin: stdin, readOnly: true})
+}
+
+func (repo *Repo) write(ctx context.Context, stdin []byte, env []string, args ...string) ([]byte, error) {
+	return repo.r.run(ctx, call{dir: repo.Dir, args: args, stdin: stdin, env: env})
+}

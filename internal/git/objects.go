@@ -1,0 +1,267 @@
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// TreeEntry is one file of a tree flume writes: state trees hold only
+// regular files at the top level.
+type TreeEntry struct {
+	Name string
+	ID   string
+}
+
+// objectStore builds objects in process with go-git's loose-object writer
+// (temp file, then rename: safe against concurrent git). It never touches
+// refs. It serves only SHA-1 repositories; others use the git CLI.
+type objectStore struct {
+	once sync.Once
+	st   *filesystem.Storage
+}
+
+func (repo *Repo) inProcess() *filesystem.Storage {
+	if repo.ObjectFormat != "sha1" {
+		return nil
+	}
+	repo.objects.once.Do(func() {
+		repo.objects.st = filesystem.NewStorage(osfs.New(repo.CommonDir), cache.NewObjectLRUDefault())
+	})
+	return repo.objects.st
+}
+
+// WriteBlob stores data as a blob and returns its id.
+func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
+	if st := repo.inProcess(); st != nil {
+		obj := st.NewEncodedObject()
+		obj.SetType(plumbing.BlobObject)
+		if err := writeAll(obj, data); err != nil {
+			return "", fmt.Errorf("write blob: %w", err)
+		}
+		id, err := st.SetEncodedObject(obj)
+		if err != nil {
+			return "", fmt.Errorf("write blob: %w", err)
+		}
+		return id.String(), nil
+	}
+	out, err := repo.write(ctx, data, nil, "hash-object", "-w", "-t", "blob", "--stdin")
+	if err != nil {
+		return "", fmt.Errorf("write blob: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// WriteTree stores a flat tree of regular files and returns its id.
+func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
+	if st := repo.inProcess(); st != nil {
+		tree := object.Tree{}
+		for _, e := range entries {
+			tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.Name, Mode: filemode.Regular, Hash: plumbing.NewHash(e.ID)})
+		}
+		sortTree(tree.Entries)
+		obj := st.NewEncodedObject()
+		if err := tree.Encode(obj); err != nil {
+			return "", fmt.Errorf("write tree: %w", err)
+		}
+		id, err := st.SetEncodedObject(obj)
+		if err != nil {
+			return "", fmt.Errorf("write tree: %w", err)
+		}
+		return id.String(), nil
+	}
+	var in bytes.Buffer
+	for _, e := range entries {
+		fmt.Fprintf(&in, "100644 blob %s\t%s\x00", e.ID, e.Name)
+	}
+	out, err := repo.write(ctx, in.Bytes(), nil, "mktree", "-z")
+	if err != nil {
+		return "", fmt.Errorf("write tree: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// sortTree orders entries as git does for regular files: bytewise by name.
+func sortTree(es []object.TreeEntry) {
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].Name < es[j-1].Name; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+}
+
+// CommitSpec describes a commit to write.
+type CommitSpec struct {
+	Tree    string
+	Parents []string
+	Message string
+	Author  Ident
+	When    time.Time
+}
+
+// WriteCommit stores a commit and returns its id. It moves no ref.
+func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error) {
+	if c.Author == (Ident{}) {
+		c.Author = DefaultIdent
+	}
+	if !strings.HasSuffix(c.Message, "\n") {
+		c.Message += "\n"
+	}
+	if st := repo.inProcess(); st != nil {
+		sig := object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: c.When}
+		commit := object.Commit{Author: sig, Committer: sig, Message: c.Message, TreeHash: plumbing.NewHash(c.Tree)}
+		for _, p := range c.Parents {
+			commit.ParentHashes = append(commit.ParentHashes, plumbing.NewHash(p))
+		}
+		obj := st.NewEncodedObject()
+		if err := commit.Encode(obj); err != nil {
+			return "", fmt.Errorf("write commit: %w", err)
+		}
+		id, err := st.SetEncodedObject(obj)
+		if err != nil {
+			return "", fmt.Errorf("write commit: %w", err)
+		}
+		return id.String(), nil
+	}
+	args := []string{"commit-tree"}
+	for _, p := range c.Parents {
+		args = append(args, "-p", p)
+	}
+	args = append(args, "--end-of-options", c.Tree)
+	date := c.When.Format("2006-01-02T15:04:05-0700")
+	env := []string{
+		"GIT_AUTHOR_NAME=" + c.Author.Name, "GIT_AUTHOR_EMAIL=" + c.Author.Email, "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=" + c.Author.Name, "GIT_COMMITTER_EMAIL=" + c.Author.Email, "GIT_COMMITTER_DATE=" + date,
+	}
+	out, err := repo.write(ctx, []byte(c.Message), env, args...)
+	if err != nil {
+		return "", fmt.Errorf("write commit: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func writeAll(obj plumbing.EncodedObject, data []byte) error {
+	w, err := obj.Writer()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// Object is one object read through a Batch.
+type Object struct {
+	ID   string
+	Type string
+	Data []byte
+}
+
+// Batch reads objects through one long-lived `git cat-file --batch`, so that
+// any number of reads costs one process (SPEC R4). It is not safe for
+// concurrent use.
+type Batch struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+	args   []string
+}
+
+// OpenBatch starts a batch reader. Close it when done.
+func (repo *Repo) OpenBatch(ctx context.Context) (*Batch, error) {
+	b := &Batch{args: []string{"cat-file", "--batch"}}
+	b.cmd = exec.CommandContext(ctx, "git", b.args...)
+	b.cmd.Dir = repo.Dir
+	b.cmd.Env = repo.r.env(true)
+	b.cmd.Stderr = &b.stderr
+	var err error
+	if b.in, err = b.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := b.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	b.out = bufio.NewReaderSize(stdout, 64<<10)
+	if err := b.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start git cat-file: %w", err)
+	}
+	return b, nil
+}
+
+// Read returns the object named by spec (an id, a ref, or "<rev>:<path>").
+// A spec that names nothing returns an error wrapping ErrNotExist.
+func (b *Batch) Read(spec string) (Object, error) {
+	if strings.ContainsAny(spec, "\n") {
+		return Object{}, fmt.Errorf("read %q: newline in object name", spec)
+	}
+	if _, err := io.WriteString(b.in, spec+"\n"); err != nil {
+		return Object{}, b.fail(spec, err)
+	}
+	header, err := b.out.ReadString('\n')
+	if err != nil {
+		return Object{}, b.fail(spec, err)
+	}
+	header = strings.TrimSuffix(header, "\n")
+	if strings.HasSuffix(header, " missing") || strings.HasSuffix(header, " ambiguous") {
+		return Object{}, fmt.Errorf("read %q: %w", spec, ErrNotExist)
+	}
+	fields := strings.Fields(header)
+	if len(fields) != 3 {
+		return Object{}, fmt.Errorf("read %q: unexpected cat-file header %q", spec, header)
+	}
+	size, err := strconv.Atoi(fields[2])
+	if err != nil {
+		return Object{}, fmt.Errorf("read %q: unexpected cat-file header %q", spec, header)
+	}
+	data := make([]byte, size+1)
+	if _, err := io.ReadFull(b.out, data); err != nil {
+		return Object{}, b.fail(spec, err)
+	}
+	return Object{ID: fields[0], Type: fields[1], Data: data[:size]}, nil
+}
+
+func (b *Batch) fail(spec string, err error) error {
+	return fmt.Errorf("read %q: %w", spec, &Error{Args: b.args, Code: -1, Stderr: tail(b.stderr.Bytes(), stderrLimit), Err: err})
+}
+
+// Close ends the batch process.
+func (b *Batch) Close() error {
+	b.in.Close()
+	err := b.cmd.Wait()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return wrapExit(b.args, err, b.stderr.Bytes())
+	}
+	return nil
+}
+
+// CommitTree returns the tree id of a commit read through a batch.
+func CommitTree(o Object) (string, error) {
+	if o.Type != "commit" {
+		return "", fmt.Errorf("object %s is a %s, not a commit", o.ID, o.Type)
+	}
+	line, _, _ := bytes.Cut(o.Data, []byte("\n"))
+	tree, ok := bytes.CutPrefix(line, []byte("tree "))
+	if !ok {
+		return "", fmt.Errorf("commit %s: no tree line", o.ID)
+	}
+	return string(tree), nil
+}

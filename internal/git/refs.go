@@ -1,0 +1,208 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Ref is a ref name and the object id it points at.
+type Ref struct {
+	Name string
+	ID   string
+}
+
+// ListRefs returns every ref under prefix (such as "refs/flume/") in one git
+// call, sorted by name. A ref git cannot read is left out by git itself and
+// reported on stderr; that is not an error here.
+func (repo *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
+	out, err := repo.read(ctx, nil, "for-each-ref", "--format=%(objectname) %(refname)", "--end-of-options", prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list refs under %q: %w", prefix, err)
+	}
+	var refs []Ref
+	for line := range strings.SplitSeq(strings.TrimRight(string(out), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		id, name, ok := strings.Cut(line, " ")
+		if !ok {
+			return nil, fmt.Errorf("list refs under %q: unexpected line %q", prefix, line)
+		}
+		refs = append(refs, Ref{Name: name, ID: id})
+	}
+	return refs, nil
+}
+
+// ResolveRef returns the object id ref points at, or an error wrapping
+// ErrNotExist.
+func (repo *Repo) ResolveRef(ctx context.Context, ref string) (string, error) {
+	out, err := repo.read(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", ref)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
+		}
+		return "", fmt.Errorf("resolve %q: %w", ref, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// RefOp is what a RefUpdate does.
+type RefOp int
+
+const (
+	// Create makes a ref that must not exist yet.
+	Create RefOp = iota
+	// Update moves a ref from Old to New.
+	Update
+	// Delete removes a ref that must be at Old.
+	Delete
+	// Verify checks that a ref is at Old (or absent when Old is empty)
+	// without changing it.
+	Verify
+)
+
+// RefUpdate is one compare-and-swap in a transaction.
+type RefUpdate struct {
+	Op   RefOp
+	Name string
+	New  string // for Create and Update
+	Old  string // for Update, Delete and Verify; empty means "must not exist"
+}
+
+// RefConflict is one ref a transaction expected at one value and found at
+// another.
+type RefConflict struct {
+	Name     string
+	Expected string // "" means absent
+	Found    string // "" means absent
+}
+
+// ConflictError reports a transaction that changed nothing because at least
+// one ref was not where the caller read it: a lost compare-and-swap race.
+type ConflictError struct {
+	Conflicts []RefConflict
+}
+
+func (e *ConflictError) Error() string {
+	parts := make([]string, len(e.Conflicts))
+	for i, c := range e.Conflicts {
+		parts[i] = fmt.Sprintf("%s: expected %s, found %s", c.Name, orAbsent(c.Expected), orAbsent(c.Found))
+	}
+	return "ref moved meanwhile: " + strings.Join(parts, "; ")
+}
+
+func orAbsent(id string) string {
+	if id == "" {
+		return "absent"
+	}
+	return id
+}
+
+// ErrLocked means a transaction could not take git's lock on a ref although
+// every ref was where the caller expected: another git process held it.
+var ErrLocked = errors.New("ref locked by another git process")
+
+// UpdateRefs applies updates as one transaction through
+// `git update-ref -z --stdin` (SPEC R2): either every ref moves or none does.
+//
+// When git refuses, the refs are read again to tell why, rather than reading
+// git's stderr: a ref that is not where the caller expected makes a
+// *ConflictError; refs that are all where expected mean a lock was held
+// (ErrLocked, with git's words attached).
+func (repo *Repo) UpdateRefs(ctx context.Context, updates []RefUpdate) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	zero := repo.ZeroID()
+	for _, u := range updates {
+		switch u.Op {
+		case Create:
+			fmt.Fprintf(&in, "create %s\x00%s\x00", u.Name, u.New)
+		case Update:
+			old := u.Old
+			if old == "" {
+				old = zero
+			}
+			fmt.Fprintf(&in, "update %s\x00%s\x00%s\x00", u.Name, u.New, old)
+		case Delete:
+			if u.Old == "" {
+				return fmt.Errorf("delete %s: no expected value given", u.Name)
+			}
+			fmt.Fprintf(&in, "delete %s\x00%s\x00", u.Name, u.Old)
+		case Verify:
+			old := u.Old
+			if old == "" {
+				old = zero
+			}
+			fmt.Fprintf(&in, "verify %s\x00%s\x00", u.Name, old)
+		default:
+			return fmt.Errorf("update %s: unknown op %d", u.Name, u.Op)
+		}
+	}
+	_, err := repo.write(ctx, in.Bytes(), nil, "update-ref", "-z", "--stdin")
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	conflicts, rerr := repo.conflicts(ctx, updates)
+	if rerr != nil {
+		return fmt.Errorf("%w (re-reading refs: %v)", err, rerr)
+	}
+	if len(conflicts) > 0 {
+		return &ConflictError{Conflicts: conflicts}
+	}
+	return fmt.Errorf("%w: %w", ErrLocked, err)
+}
+
+// conflicts reads the refs of a refused transaction and returns those not at
+// the value the transaction expected.
+func (repo *Repo) conflicts(ctx context.Context, updates []RefUpdate) ([]RefConflict, error) {
+	names := make([]string, len(updates))
+	for i, u := range updates {
+		names[i] = u.Name
+	}
+	found, err := repo.readRefs(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	var out []RefConflict
+	for _, u := range updates {
+		want := u.Old
+		if u.Op == Create {
+			want = ""
+		}
+		if got := found[u.Name]; got != want {
+			out = append(out, RefConflict{Name: u.Name, Expected: want, Found: got})
+		}
+	}
+	return out, nil
+}
+
+// readRefs returns the current value of each named ref ("" when absent), in
+// one git call.
+func (repo *Repo) readRefs(ctx context.Context, names []string) (map[string]string, error) {
+	args := append([]string{"for-each-ref", "--format=%(objectname) %(refname)", "--end-of-options"}, names...)
+	out, err := repo.read(ctx, nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	found := make(map[string]string, len(names))
+	for line := range strings.SplitSeq(strings.TrimRight(string(out), "\n"), "\n") {
+		id, name, ok := strings.Cut(line, " ")
+		// for-each-ref matches prefixes too: keep exact names only.
+		if ok && want[name] {
+			found[name] = id
+		}
+	}
+	return found, nil
+}

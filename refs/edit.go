@@ -1,0 +1,75 @@
+package refs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+// RetryPolicy bounds a read–decide–write loop.
+type RetryPolicy struct {
+	// Attempts is how many times the step runs at most.
+	Attempts int
+	// Base and Max bound the jittered back-off between attempts: the n-th
+	// wait is uniform in [0, min(Max, Base·2ⁿ)).
+	Base, Max time.Duration
+}
+
+// DefaultRetry suits a handful of processes contending for one record.
+var DefaultRetry = RetryPolicy{Attempts: 200, Base: 2 * time.Millisecond, Max: 100 * time.Millisecond}
+
+// Retry runs step until it returns nil or an error that is neither a lost
+// race (*ConflictError) nor a held lock (git.ErrLocked), or until the policy's
+// attempts run out; then it returns the last error.
+func (p RetryPolicy) Retry(ctx context.Context, step func(context.Context) error) error {
+	var err error
+	for n := 0; n < p.Attempts; n++ {
+		if n > 0 {
+			ceil := p.Base << min(n, 20)
+			if ceil > p.Max || ceil <= 0 {
+				ceil = p.Max
+			}
+			select {
+			case <-time.After(rand.N(ceil)):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err = step(ctx)
+		var conflict *ConflictError
+		if err == nil || !errors.As(err, &conflict) && !errors.Is(err, git.ErrLocked) {
+			return err
+		}
+	}
+	return fmt.Errorf("gave up after %d attempts: %w", p.Attempts, err)
+}
+
+// Edit runs a read–decide–write loop on one record under DefaultRetry.
+// decide gets the current record (nil when the ref does not exist) and
+// returns the change to write; its Ref and Old are filled in. Returning
+// ErrNoChange ends the edit without writing. On a lost race the record is
+// read again and decide runs again, so decide must not have side effects.
+func (s *Store) Edit(ctx context.Context, ref string, decide func(cur *Record) (Change, error)) error {
+	return DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		cur, err := s.Read(ctx, ref)
+		if errors.Is(err, ErrNotFound) {
+			cur, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+		ch, err := decide(cur)
+		if errors.Is(err, ErrNoChange) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ch.Ref, ch.Old = ref, cur
+		return s.Write(ctx, []Change{ch})
+	})
+}

@@ -1,0 +1,327 @@
+// Package refs is git-flume's state store: every mutable entity is one ref
+// under refs/flume/ pointing at a commit chain whose tip's tree holds the
+// entity's full record in state.json (SPEC R1). The chain is the entity's
+// history; `git log <ref>` is its audit trail.
+//
+// Every move is a compare-and-swap through `git update-ref -z --stdin`
+// naming the commit the writer read (R2); a lost race is a *ConflictError and
+// Edit re-reads, re-decides and retries with jittered back-off.
+package refs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+const (
+	// Prefix is the namespace of all flume state.
+	Prefix = "refs/flume/"
+	// SnapshotPrefix holds snapshot commits of work trees (SPEC W3). They
+	// are plain commits, not records, and are not read as records.
+	SnapshotPrefix = "refs/flume/snapshots/"
+	// StateFile is the name of the record in each state commit's tree.
+	StateFile = "state.json"
+)
+
+// DefaultSchemas are the record kinds this build knows and the newest schema
+// of each. A record of a newer schema is reported and never overwritten (R5).
+var DefaultSchemas = map[string]int{
+	"place":     1,
+	"claim":     1,
+	"workspace": 1,
+}
+
+// ErrNotFound means the ref holds no record.
+var ErrNotFound = errors.New("no such record")
+
+// ErrNoChange may be returned by an Edit's decide function to end the edit
+// without writing.
+var ErrNoChange = errors.New("no change")
+
+// ConflictError is a lost compare-and-swap race: a ref was not at the commit
+// the writer read. Nothing in the transaction was written.
+type ConflictError = git.ConflictError
+
+// MalformedError is a record that cannot be read: not a commit, no
+// state.json, not JSON, no schema or kind, or a kind this build does not know.
+type MalformedError struct {
+	Ref    string
+	Commit string
+	Reason string
+}
+
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("%s: %s", e.Ref, e.Reason)
+}
+
+// NewerSchemaError is a record written by a newer git-flume. It is never
+// overwritten (R5).
+type NewerSchemaError struct {
+	Ref    string
+	Kind   string
+	Schema int
+	Known  int
+}
+
+func (e *NewerSchemaError) Error() string {
+	return fmt.Sprintf("%s: %s record has schema %d, newer than %d which this git-flume knows; upgrade git-flume", e.Ref, e.Kind, e.Schema, e.Known)
+}
+
+// Record is one entity's state as read at one commit.
+type Record struct {
+	Ref string
+	// Commit is the state commit the record was read at: the old value of
+	// the next compare-and-swap.
+	Commit string
+	Kind   string
+	Schema int
+	// Data is state.json exactly as stored.
+	Data []byte
+}
+
+// Decode unmarshals the record's JSON into v.
+func (r *Record) Decode(v any) error {
+	if err := json.Unmarshal(r.Data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", r.Ref, err)
+	}
+	return nil
+}
+
+// header is the part of every record the store itself reads.
+type header struct {
+	Schema *int   `json:"schema"`
+	Kind   string `json:"kind"`
+}
+
+// Store reads and writes records in one repository.
+type Store struct {
+	repo *git.Repo
+	// Now is the clock for commit dates.
+	Now func() time.Time
+	// Schemas maps each known record kind to its newest schema.
+	Schemas map[string]int
+}
+
+// New returns a store over repo's refs/flume namespace.
+func New(repo *git.Repo) *Store {
+	return &Store{repo: repo, Now: time.Now, Schemas: DefaultSchemas}
+}
+
+// Repo returns the repository the store writes to.
+func (s *Store) Repo() *git.Repo { return s.repo }
+
+// parse checks a record read at commit and returns it, or a
+// *MalformedError or *NewerSchemaError naming its ref.
+func (s *Store) parse(ref, commit string, data []byte) (*Record, error) {
+	var h header
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&h); err != nil {
+		return nil, &MalformedError{Ref: ref, Commit: commit, Reason: fmt.Sprintf("%s is not a JSON object: %v", StateFile, err)}
+	}
+	if dec.More() {
+		return nil, &MalformedError{Ref: ref, Commit: commit, Reason: StateFile + " holds more than one JSON value"}
+	}
+	if h.Schema == nil || h.Kind == "" {
+		return nil, &MalformedError{Ref: ref, Commit: commit, Reason: StateFile + ` lacks "schema" or "kind"`}
+	}
+	known, ok := s.Schemas[h.Kind]
+	if !ok {
+		return nil, &MalformedError{Ref: ref, Commit: commit, Reason: fmt.Sprintf("unknown record kind %q", h.Kind)}
+	}
+	if *h.Schema > known {
+		return nil, &NewerSchemaError{Ref: ref, Kind: h.Kind, Schema: *h.Schema, Known: known}
+	}
+	if *h.Schema < 1 {
+		return nil, &MalformedError{Ref: ref, Commit: commit, Reason: fmt.Sprintf("schema %d is not a version", *h.Schema)}
+	}
+	return &Record{Ref: ref, Commit: commit, Kind: h.Kind, Schema: *h.Schema, Data: data}, nil
+}
+
+// Read returns the record at ref and the commit it was read at. It returns
+// ErrNotFound when the ref does not exist, and a *MalformedError or
+// *NewerSchemaError when it cannot be used.
+func (s *Store) Read(ctx context.Context, ref string) (*Record, error) {
+	b, err := s.repo.OpenBatch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	commit, err := b.Read(ref)
+	if errors.Is(err, git.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", ref, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.readAt(b, ref, commit)
+}
+
+// readAt reads the state.json of a ref's commit through a batch.
+func (s *Store) readAt(b *git.Batch, ref string, commit git.Object) (*Record, error) {
+	if commit.Type != "commit" {
+		return nil, &MalformedError{Ref: ref, Commit: commit.ID, Reason: fmt.Sprintf("points at a %s, not a state commit", commit.Type)}
+	}
+	blob, err := b.Read(commit.ID + ":" + StateFile)
+	if errors.Is(err, git.ErrNotExist) {
+		return nil, &MalformedError{Ref: ref, Commit: commit.ID, Reason: "commit " + commit.ID + " has no " + StateFile}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if blob.Type != "blob" {
+		return nil, &MalformedError{Ref: ref, Commit: commit.ID, Reason: StateFile + " is not a file"}
+	}
+	return s.parse(ref, commit.ID, blob.Data)
+}
+
+// Problem is a ref under refs/flume that List could not read as a record.
+type Problem struct {
+	Ref string
+	Err error
+}
+
+func (p *Problem) Error() string { return p.Err.Error() }
+func (p *Problem) Unwrap() error { return p.Err }
+
+// List reads every record under prefix in two git processes whatever their
+// number (R4): one listing, one batch read. Refs that cannot be read are
+// returned as problems, each naming its ref; the others still read (R5).
+// Snapshot refs are not records and are skipped.
+func (s *Store) List(ctx context.Context, prefix string) ([]*Record, []*Problem, error) {
+	refs, err := s.repo.ListRefs(ctx, prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	var records []*Record
+	var problems []*Problem
+	var b *git.Batch
+	for _, ref := range refs {
+		if strings.HasPrefix(ref.Name, SnapshotPrefix) {
+			continue
+		}
+		if b == nil {
+			if b, err = s.repo.OpenBatch(ctx); err != nil {
+				return nil, nil, err
+			}
+			defer b.Close()
+		}
+		obj, err := b.Read(ref.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		rec, err := s.readAt(b, ref.Name, obj)
+		if err != nil {
+			var mal *MalformedError
+			var newer *NewerSchemaError
+			if !errors.As(err, &mal) && !errors.As(err, &newer) {
+				return nil, nil, err
+			}
+			problems = append(problems, &Problem{Ref: ref.Name, Err: err})
+			continue
+		}
+		records = append(records, rec)
+	}
+	return records, problems, nil
+}
+
+// Change is one record's move in a transaction.
+type Change struct {
+	Ref string
+	// Old is the record as the writer read it; nil creates the ref, which
+	// must not exist yet.
+	Old *Record
+	// State is the new record, marshalled to JSON. It must carry the
+	// "schema" and "kind" of a known kind. Ignored when Delete is set.
+	State any
+	// Delete removes the ref (Old must be set).
+	Delete bool
+	// Message says what moved; it becomes the state commit's message.
+	Message string
+}
+
+// Write applies changes as one transaction (R2): every ref moves or none
+// does. A ref that moved since its Old was read fails the whole write with a
+// *ConflictError. Extra ref updates (for example a snapshot ref) join the
+// same transaction.
+func (s *Store) Write(ctx context.Context, changes []Change, extra ...git.RefUpdate) error {
+	updates := make([]git.RefUpdate, 0, len(changes)+len(extra))
+	for _, ch := range changes {
+		u, err := s.prepare(ctx, ch)
+		if err != nil {
+			return err
+		}
+		updates = append(updates, u)
+	}
+	updates = append(updates, extra...)
+	if err := s.repo.UpdateRefs(ctx, updates); err != nil {
+		var conflict *ConflictError
+		if errors.As(err, &conflict) {
+			return err
+		}
+		return fmt.Errorf("write %s: %w", refNames(updates), err)
+	}
+	return nil
+}
+
+func refNames(us []git.RefUpdate) string {
+	names := make([]string, len(us))
+	for i, u := range us {
+		names[i] = u.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// prepare builds the state commit of one change and returns its ref update.
+func (s *Store) prepare(ctx context.Context, ch Change) (git.RefUpdate, error) {
+	if !strings.HasPrefix(ch.Ref, Prefix) || strings.HasPrefix(ch.Ref, SnapshotPrefix) {
+		return git.RefUpdate{}, fmt.Errorf("write %s: not a record ref under %s", ch.Ref, Prefix)
+	}
+	if ch.Old != nil && ch.Old.Ref != ch.Ref {
+		return git.RefUpdate{}, fmt.Errorf("write %s: old record was read from %s", ch.Ref, ch.Old.Ref)
+	}
+	if ch.Delete {
+		if ch.Old == nil {
+			return git.RefUpdate{}, fmt.Errorf("delete %s: the record to delete was not read", ch.Ref)
+		}
+		return git.RefUpdate{Op: git.Delete, Name: ch.Ref, Old: ch.Old.Commit}, nil
+	}
+	data, err := json.Marshal(ch.State)
+	if err != nil {
+		return git.RefUpdate{}, fmt.Errorf("write %s: %w", ch.Ref, err)
+	}
+	// Check what we are about to store the way a reader will.
+	if _, err := s.parse(ch.Ref, "", data); err != nil {
+		return git.RefUpdate{}, fmt.Errorf("write %s: refusing to store an unreadable record: %w", ch.Ref, err)
+	}
+	blob, err := s.repo.WriteBlob(ctx, data)
+	if err != nil {
+		return git.RefUpdate{}, fmt.Errorf("write %s: %w", ch.Ref, err)
+	}
+	tree, err := s.repo.WriteTree(ctx, []git.TreeEntry{{Name: StateFile, ID: blob}})
+	if err != nil {
+		return git.RefUpdate{}, fmt.Errorf("write %s: %w", ch.Ref, err)
+	}
+	msg := ch.Message
+	if msg == "" {
+		msg = "update " + strings.TrimPrefix(ch.Ref, Prefix)
+	}
+	spec := git.CommitSpec{Tree: tree, Message: msg, When: s.Now()}
+	if ch.Old != nil {
+		spec.Parents = []string{ch.Old.Commit}
+	}
+	commit, err := s.repo.WriteCommit(ctx, spec)
+	if err != nil {
+		return git.RefUpdate{}, fmt.Errorf("write %s: %w", ch.Ref, err)
+	}
+	if ch.Old == nil {
+		return git.RefUpdate{Op: git.Create, Name: ch.Ref, New: commit}, nil
+	}
+	return git.RefUpdate{Op: git.Update, Name: ch.Ref, New: commit, Old: ch.Old.Commit}, nil
+}
