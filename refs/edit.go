@@ -53,8 +53,10 @@ func (p RetryPolicy) Retry(ctx context.Context, step func(context.Context) error
 // returns the change to write; its Ref and Old are filled in. Returning
 // ErrNoChange ends the edit without writing. On a lost race the record is
 // read again and decide runs again, so decide must not have side effects.
-func (s *Store) Edit(ctx context.Context, ref string, decide func(cur *Record) (Change, error)) error {
-	return DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+// Edit returns the record as it stands after the edit (nil once deleted).
+func (s *Store) Edit(ctx context.Context, ref string, decide func(cur *Record) (Change, error)) (*Record, error) {
+	var result *Record
+	err := DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		cur, err := s.Read(ctx, ref)
 		if errors.Is(err, ErrNotFound) {
 			cur, err = nil, nil
@@ -64,12 +66,19 @@ func (s *Store) Edit(ctx context.Context, ref string, decide func(cur *Record) (
 		}
 		ch, err := decide(cur)
 		if errors.Is(err, ErrNoChange) {
+			result = cur
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		ch.Ref, ch.Old = ref, cur
-		return s.Write(ctx, []Change{ch})
+		written, err := s.Write(ctx, []Change{ch})
+		if err != nil {
+			return err
+		}
+		result = written[0]
+		return nil
 	})
+	return result, err
 }

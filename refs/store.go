@@ -148,37 +148,27 @@ func (s *Store) parse(ref, commit string, data []byte) (*Record, error) {
 // ErrNotFound when the ref does not exist, and a *MalformedError or
 // *NewerSchemaError when it cannot be used.
 func (s *Store) Read(ctx context.Context, ref string) (*Record, error) {
-	b, err := s.repo.OpenBatch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	commit, err := b.Read(ref)
+	rf, err := s.repo.ReadRefFile(ctx, ref, StateFile)
 	if errors.Is(err, git.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", ref, ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.readAt(b, ref, commit)
+	return s.check(ref, rf)
 }
 
-// readAt reads the state.json of a ref's commit through a batch.
-func (s *Store) readAt(b *git.Batch, ref string, commit git.Object) (*Record, error) {
-	if commit.Type != "commit" {
-		return nil, &MalformedError{Ref: ref, Commit: commit.ID, Reason: fmt.Sprintf("points at a %s, not a state commit", commit.Type)}
+// check turns what a ref holds into a record, or says why it is not one.
+func (s *Store) check(ref string, rf git.RefFile) (*Record, error) {
+	switch {
+	case rf.Type != "commit":
+		return nil, &MalformedError{Ref: ref, Commit: rf.ID, Reason: fmt.Sprintf("points at a %s, not a state commit", rf.Type)}
+	case !rf.Found:
+		return nil, &MalformedError{Ref: ref, Commit: rf.ID, Reason: "commit " + rf.ID + " has no " + StateFile}
+	case !rf.IsFile:
+		return nil, &MalformedError{Ref: ref, Commit: rf.ID, Reason: StateFile + " is not a file"}
 	}
-	blob, err := b.Read(commit.ID + ":" + StateFile)
-	if errors.Is(err, git.ErrNotExist) {
-		return nil, &MalformedError{Ref: ref, Commit: commit.ID, Reason: "commit " + commit.ID + " has no " + StateFile}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if blob.Type != "blob" {
-		return nil, &MalformedError{Ref: ref, Commit: commit.ID, Reason: StateFile + " is not a file"}
-	}
-	return s.parse(ref, commit.ID, blob.Data)
+	return s.parse(ref, rf.ID, rf.Data)
 }
 
 // Problem is a ref under refs/flume that List could not read as a record.
@@ -212,11 +202,11 @@ func (s *Store) List(ctx context.Context, prefix string) ([]*Record, []*Problem,
 			}
 			defer b.Close()
 		}
-		obj, err := b.Read(ref.ID)
+		rf, err := b.ReadFileAt(ref.ID, StateFile)
 		if err != nil {
 			return nil, nil, err
 		}
-		rec, err := s.readAt(b, ref.Name, obj)
+		rec, err := s.check(ref.Name, rf)
 		if err != nil {
 			var mal *MalformedError
 			var newer *NewerSchemaError
@@ -249,25 +239,28 @@ type Change struct {
 // Write applies changes as one transaction (R2): every ref moves or none
 // does. A ref that moved since its Old was read fails the whole write with a
 // *ConflictError. Extra ref updates (for example a snapshot ref) join the
-// same transaction.
-func (s *Store) Write(ctx context.Context, changes []Change, extra ...git.RefUpdate) error {
+// same transaction. It returns the records as written, in the order of
+// changes (nil for a deletion), so a caller can chain its next move.
+func (s *Store) Write(ctx context.Context, changes []Change, extra ...git.RefUpdate) ([]*Record, error) {
 	updates := make([]git.RefUpdate, 0, len(changes)+len(extra))
-	for _, ch := range changes {
-		u, err := s.prepare(ctx, ch)
+	written := make([]*Record, len(changes))
+	for i, ch := range changes {
+		u, rec, err := s.prepare(ctx, ch)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		updates = append(updates, u)
+		written[i] = rec
 	}
 	updates = append(updates, extra...)
 	if err := s.repo.UpdateRefs(ctx, updates); err != nil {
 		var conflict *ConflictError
 		if errors.As(err, &conflict) {
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("write %s: %w", refNames(updates), err)
+		return nil, fmt.Errorf("write %s: %w", refNames(updates), err)
 	}
-	return nil
+	return written, nil
 }
 
 func refNames(us []git.RefUpdate) string {
@@ -278,35 +271,37 @@ func refNames(us []git.RefUpdate) string {
 	return strings.Join(names, ", ")
 }
 
-// prepare builds the state commit of one change and returns its ref update.
-func (s *Store) prepare(ctx context.Context, ch Change) (git.RefUpdate, error) {
+// prepare builds the state commit of one change and returns its ref update
+// and the record it will be once the update lands.
+func (s *Store) prepare(ctx context.Context, ch Change) (git.RefUpdate, *Record, error) {
 	if !strings.HasPrefix(ch.Ref, Prefix) || strings.HasPrefix(ch.Ref, SnapshotPrefix) {
-		return git.RefUpdate{}, fmt.Errorf("write %s: not a record ref under %s", ch.Ref, Prefix)
+		return git.RefUpdate{}, nil, fmt.Errorf("write %s: not a record ref under %s", ch.Ref, Prefix)
 	}
 	if ch.Old != nil && ch.Old.Ref != ch.Ref {
-		return git.RefUpdate{}, fmt.Errorf("write %s: old record was read from %s", ch.Ref, ch.Old.Ref)
+		return git.RefUpdate{}, nil, fmt.Errorf("write %s: old record was read from %s", ch.Ref, ch.Old.Ref)
 	}
 	if ch.Delete {
 		if ch.Old == nil {
-			return git.RefUpdate{}, fmt.Errorf("delete %s: the record to delete was not read", ch.Ref)
+			return git.RefUpdate{}, nil, fmt.Errorf("delete %s: the record to delete was not read", ch.Ref)
 		}
-		return git.RefUpdate{Op: git.Delete, Name: ch.Ref, Old: ch.Old.Commit}, nil
+		return git.RefUpdate{Op: git.Delete, Name: ch.Ref, Old: ch.Old.Commit}, nil, nil
 	}
 	data, err := json.Marshal(ch.State)
 	if err != nil {
-		return git.RefUpdate{}, fmt.Errorf("write %s: %w", ch.Ref, err)
+		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)
 	}
 	// Check what we are about to store the way a reader will.
-	if _, err := s.parse(ch.Ref, "", data); err != nil {
-		return git.RefUpdate{}, fmt.Errorf("write %s: refusing to store an unreadable record: %w", ch.Ref, err)
+	rec, err := s.parse(ch.Ref, "", data)
+	if err != nil {
+		return git.RefUpdate{}, nil, fmt.Errorf("write %s: refusing to store an unreadable record: %w", ch.Ref, err)
 	}
 	blob, err := s.repo.WriteBlob(ctx, data)
 	if err != nil {
-		return git.RefUpdate{}, fmt.Errorf("write %s: %w", ch.Ref, err)
+		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)
 	}
 	tree, err := s.repo.WriteTree(ctx, []git.TreeEntry{{Name: StateFile, ID: blob}})
 	if err != nil {
-		return git.RefUpdate{}, fmt.Errorf("write %s: %w", ch.Ref, err)
+		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)
 	}
 	msg := ch.Message
 	if msg == "" {
@@ -318,10 +313,11 @@ func (s *Store) prepare(ctx context.Context, ch Change) (git.RefUpdate, error) {
 	}
 	commit, err := s.repo.WriteCommit(ctx, spec)
 	if err != nil {
-		return git.RefUpdate{}, fmt.Errorf("write %s: %w", ch.Ref, err)
+		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)
 	}
+	rec.Commit = commit
 	if ch.Old == nil {
-		return git.RefUpdate{Op: git.Create, Name: ch.Ref, New: commit}, nil
+		return git.RefUpdate{Op: git.Create, Name: ch.Ref, New: commit}, rec, nil
 	}
-	return git.RefUpdate{Op: git.Update, Name: ch.Ref, New: commit, Old: ch.Old.Commit}, nil
+	return git.RefUpdate{Op: git.Update, Name: ch.Ref, New: commit, Old: ch.Old.Commit}, rec, nil
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +36,9 @@ type TreeEntry struct {
 type objectStore struct {
 	once sync.Once
 	st   *filesystem.Storage
+
+	reftableOnce sync.Once
+	isReftable   bool
 }
 
 func (repo *Repo) inProcess() *filesystem.Storage {
@@ -264,4 +269,120 @@ func CommitTree(o Object) (string, error) {
 		return "", fmt.Errorf("commit %s: no tree line", o.ID)
 	}
 	return string(tree), nil
+}
+
+// RefFile is what ReadRefFile found: the object a ref points at and, when
+// that is a commit whose tree has the file, the file's content.
+type RefFile struct {
+	ID   string // the object the ref points at
+	Type string // its type: "commit" for a state ref
+	// Found reports whether the commit's tree has the file.
+	Found bool
+	// IsFile reports whether what the tree holds under the name is a file.
+	IsFile bool
+	Data   []byte
+}
+
+// ReadRefFile reads one top-level file of the commit a ref points at, as of
+// one reading of the ref. It returns an error wrapping ErrNotExist when the
+// ref does not exist.
+//
+// It reads in process where it safely can (loose and packed refs are
+// replaced by rename, so a read never sees a torn value) and falls back to
+// one `git cat-file --batch` otherwise: reftable repositories, SHA-256, an
+// absent ref, or any in-process failure.
+func (repo *Repo) ReadRefFile(ctx context.Context, ref, file string) (RefFile, error) {
+	if rf, ok := repo.readRefFileInProcess(ref, file); ok {
+		return rf, nil
+	}
+	b, err := repo.OpenBatch(ctx)
+	if err != nil {
+		return RefFile{}, err
+	}
+	defer b.Close()
+	return b.ReadFileAt(ref, file)
+}
+
+// ReadFileAt reads one top-level file of the commit rev names, as
+// ReadRefFile does, through the batch.
+func (b *Batch) ReadFileAt(rev, file string) (RefFile, error) {
+	obj, err := b.Read(rev)
+	if err != nil {
+		return RefFile{}, err
+	}
+	rf := RefFile{ID: obj.ID, Type: obj.Type}
+	if obj.Type != "commit" {
+		return rf, nil
+	}
+	blob, err := b.Read(obj.ID + ":" + file)
+	if errors.Is(err, ErrNotExist) {
+		return rf, nil
+	}
+	if err != nil {
+		return RefFile{}, err
+	}
+	rf.Found, rf.IsFile, rf.Data = true, blob.Type == "blob", blob.Data
+	return rf, nil
+}
+
+func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool) {
+	st := repo.inProcess()
+	if st == nil || repo.reftable() {
+		return RefFile{}, false
+	}
+	r, err := st.Reference(plumbing.ReferenceName(ref))
+	if err != nil || r.Type() != plumbing.HashReference {
+		return RefFile{}, false
+	}
+	obj, err := st.EncodedObject(plumbing.AnyObject, r.Hash())
+	if err != nil {
+		return RefFile{}, false
+	}
+	rf := RefFile{ID: r.Hash().String(), Type: obj.Type().String()}
+	if obj.Type() != plumbing.CommitObject {
+		return rf, true
+	}
+	commit, err := object.DecodeCommit(st, obj)
+	if err != nil {
+		return RefFile{}, false
+	}
+	tree, err := object.GetTree(st, commit.TreeHash)
+	if err != nil {
+		return RefFile{}, false
+	}
+	for _, e := range tree.Entries {
+		if e.Name != file {
+			continue
+		}
+		rf.Found = true
+		if !e.Mode.IsFile() {
+			return rf, true
+		}
+		blob, err := st.EncodedObject(plumbing.BlobObject, e.Hash)
+		if err != nil {
+			return RefFile{}, false
+		}
+		rd, err := blob.Reader()
+		if err != nil {
+			return RefFile{}, false
+		}
+		data, err := io.ReadAll(rd)
+		rd.Close()
+		if err != nil {
+			return RefFile{}, false
+		}
+		rf.IsFile, rf.Data = true, data
+		return rf, true
+	}
+	return rf, true
+}
+
+// reftable reports whether refs are kept in a reftable, which go-git cannot
+// read: then every ref read goes through git.
+func (repo *Repo) reftable() bool {
+	repo.objects.reftableOnce.Do(func() {
+		_, err := os.Stat(filepath.Join(repo.CommonDir, "reftable"))
+		repo.objects.isReftable = err == nil
+	})
+	return repo.objects.isReftable
 }

@@ -1,0 +1,177 @@
+package git_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FLUME_GIT_HELPER") == "hookwrite" {
+		os.Exit(hookWrite())
+	}
+	os.Exit(m.Run())
+}
+
+// hookWrite runs inside a git hook of one repository and writes a ref in
+// another (FLUME_TARGET), with the hook's environment as it came.
+func hookWrite() int {
+	ctx := context.Background()
+	repo, err := (&git.Runner{}).Open(ctx, os.Getenv("FLUME_TARGET"))
+	if err == nil {
+		err = writeRef(ctx, repo, "refs/flume/hooked")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func writeRef(ctx context.Context, repo *git.Repo, ref string) error {
+	blob, err := repo.WriteBlob(ctx, []byte(`{"schema":1,"kind":"place"}`))
+	if err != nil {
+		return err
+	}
+	tree, err := repo.WriteTree(ctx, []git.TreeEntry{{Name: "state.json", ID: blob}})
+	if err != nil {
+		return err
+	}
+	commit, err := repo.WriteCommit(ctx, git.CommitSpec{Tree: tree, Message: "from a hook", When: time.Unix(0, 0)})
+	if err != nil {
+		return err
+	}
+	return repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: commit}})
+}
+
+func testEnv(t *testing.T) []string {
+	home := t.TempDir()
+	return []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
+	}
+}
+
+func gitOut(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func mustGit(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	out, err := gitOut(t, env, args...)
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// TestHookEnvironmentDoesNotRedirect_R9: run from a hook of repository A,
+// where git exported GIT_DIR and GIT_INDEX_FILE (absolute, pointing at A),
+// the runner writes to repository B, the one it was asked to write to.
+func TestHookEnvironmentDoesNotRedirect_R9(t *testing.T) {
+	env := testEnv(t)
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	for _, d := range []string{a, b} {
+		mustGit(t, env, "init", "-q", d)
+		mustGit(t, env, "-C", d, "commit", "-q", "--allow-empty", "-m", "init")
+	}
+	seen := filepath.Join(root, "hook-env")
+	hook := "#!/bin/sh\n" +
+		"export GIT_INDEX_FILE=\"${GIT_INDEX_FILE:-$GIT_DIR/index}\"\n" +
+		"env | grep '^GIT_' > '" + seen + "'\n" +
+		"exec '" + os.Args[0] + "'\n"
+	if err := os.WriteFile(filepath.Join(a, ".git", "hooks", "post-commit"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hookEnv := append(append([]string{}, env...), "FLUME_GIT_HELPER=hookwrite", "FLUME_TARGET="+b)
+	cmd := exec.Command("git", "--git-dir="+filepath.Join(a, ".git"), "--work-tree="+a, "commit", "-q", "--allow-empty", "-m", "trigger")
+	cmd.Dir = a
+	cmd.Env = hookEnv
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("commit in a: %v\n%s", err, out)
+	}
+	exported, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(exported), "GIT_DIR="+filepath.Join(a, ".git")) || !strings.Contains(string(exported), "GIT_INDEX_FILE=") {
+		t.Fatalf("the hook did not see GIT_DIR and GIT_INDEX_FILE pointing at a:\n%s", exported)
+	}
+	if _, err := gitOut(t, env, "-C", a, "rev-parse", "--verify", "refs/flume/hooked"); err == nil {
+		t.Fatal("the write landed in a, the hook's repository")
+	}
+	commit := mustGit(t, env, "-C", b, "rev-parse", "--verify", "refs/flume/hooked")
+	mustGit(t, env, "-C", b, "cat-file", "-e", commit+":state.json")
+	if _, err := gitOut(t, env, "-C", a, "cat-file", "-e", commit); err == nil {
+		t.Fatal("objects were written into a")
+	}
+}
+
+func TestCleanEnv(t *testing.T) {
+	in := []string{"PATH=/bin", "GIT_DIR=/x", "GIT_WORK_TREE=/y", "GIT_INDEX_FILE=/i", "GIT_OBJECT_DIRECTORY=/o", "GIT_COMMON_DIR=/c", "GIT_AUTHOR_NAME=n", "GIT_DIRX=keep"}
+	got := strings.Join(git.CleanEnv(in), " ")
+	if got != "PATH=/bin GIT_AUTHOR_NAME=n GIT_DIRX=keep" {
+		t.Fatalf("CleanEnv = %s", got)
+	}
+}
+
+func TestOpenOutsideRepository(t *testing.T) {
+	_, err := (&git.Runner{Env: testEnv(t)}).Open(context.Background(), t.TempDir())
+	if !errors.Is(err, git.ErrNotExist) {
+		t.Fatalf("got %v, want ErrNotExist", err)
+	}
+}
+
+func TestResolveRefNotFoundFromExitStatus_R9(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	repo, err := (&git.Runner{Env: env}).Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A name that looks like an option is taken as a revision, not a flag.
+	for _, ref := range []string{"refs/flume/none", "--all"} {
+		if _, err := repo.ResolveRef(context.Background(), ref); !errors.Is(err, git.ErrNotExist) {
+			t.Errorf("%s: got %v, want ErrNotExist", ref, err)
+		}
+	}
+}
+
+// TestLockedRefIsNotAConflict: a ref whose lock another git holds, but whose
+// value is what the caller read, is reported as locked, not as a lost race.
+func TestLockedRefIsNotAConflict(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "x")
+	head := mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
+	mustGit(t, env, "-C", dir, "update-ref", "refs/flume/l", head)
+	lock := filepath.Join(dir, ".git", "refs", "flume", "l.lock")
+	os.WriteFile(lock, nil, 0o644)
+	repo, _ := (&git.Runner{Env: env}).Open(context.Background(), dir)
+	err := repo.UpdateRefs(context.Background(), []git.RefUpdate{{Op: git.Delete, Name: "refs/flume/l", Old: head}})
+	var conflict *git.ConflictError
+	if !errors.Is(err, git.ErrLocked) || errors.As(err, &conflict) {
+		t.Fatalf("got %v, want ErrLocked", err)
+	}
+	os.Remove(lock)
+	if err := repo.UpdateRefs(context.Background(), []git.RefUpdate{{Op: git.Delete, Name: "refs/flume/l", Old: head}}); err != nil {
+		t.Fatal(err)
+	}
+}
