@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,43 +182,51 @@ func (p *Problem) Error() string { return p.Err.Error() }
 func (p *Problem) Unwrap() error { return p.Err }
 
 // List reads every record under prefix in two git processes whatever their
-// number (R4): one listing, one batch read. Refs that cannot be read are
-// returned as problems, each naming its ref; the others still read (R5).
-// Snapshot refs are not records and are skipped.
+// number (R4): one listing, one pipelined batch read. Refs that cannot be
+// read are returned as problems, each naming its ref; the others still read
+// (R5). Snapshot refs are not records and are skipped.
 func (s *Store) List(ctx context.Context, prefix string) ([]*Record, []*Problem, error) {
-	refs, err := s.repo.ListRefs(ctx, prefix)
+	listed, err := s.repo.ListRefs(ctx, prefix)
 	if err != nil {
 		return nil, nil, err
 	}
-	var records []*Record
+	var commits []git.Ref
+	var specs []string
 	var problems []*Problem
-	var b *git.Batch
-	for _, ref := range refs {
+	for _, ref := range listed {
 		if strings.HasPrefix(ref.Name, SnapshotPrefix) {
 			continue
 		}
-		if b == nil {
-			if b, err = s.repo.OpenBatch(ctx); err != nil {
-				return nil, nil, err
-			}
-			defer b.Close()
+		if ref.Type != "commit" {
+			problems = append(problems, &Problem{Ref: ref.Name, Err: &MalformedError{Ref: ref.Name, Commit: ref.ID, Reason: fmt.Sprintf("points at a %s, not a state commit", ref.Type)}})
+			continue
 		}
-		rf, err := b.ReadFileAt(ref.ID, StateFile)
-		if err != nil {
-			return nil, nil, err
-		}
+		commits = append(commits, ref)
+		specs = append(specs, ref.ID+":"+StateFile)
+	}
+	if len(specs) == 0 {
+		return nil, problems, nil
+	}
+	b, err := s.repo.OpenBatch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer b.Close()
+	blobs, err := b.ReadMany(specs)
+	if err != nil {
+		return nil, nil, err
+	}
+	records := make([]*Record, 0, len(commits))
+	for i, ref := range commits {
+		rf := git.RefFile{ID: ref.ID, Type: ref.Type, Found: blobs[i].Type != "", IsFile: blobs[i].Type == "blob", Data: blobs[i].Data}
 		rec, err := s.check(ref.Name, rf)
 		if err != nil {
-			var mal *MalformedError
-			var newer *NewerSchemaError
-			if !errors.As(err, &mal) && !errors.As(err, &newer) {
-				return nil, nil, err
-			}
 			problems = append(problems, &Problem{Ref: ref.Name, Err: err})
 			continue
 		}
 		records = append(records, rec)
 	}
+	slices.SortFunc(problems, func(a, b *Problem) int { return strings.Compare(a.Ref, b.Ref) })
 	return records, problems, nil
 }
 

@@ -221,6 +221,11 @@ func (b *Batch) Read(spec string) (Object, error) {
 	if _, err := io.WriteString(b.in, spec+"\n"); err != nil {
 		return Object{}, b.fail(spec, err)
 	}
+	return b.readAnswer(spec)
+}
+
+// readAnswer reads cat-file's answer to one request.
+func (b *Batch) readAnswer(spec string) (Object, error) {
 	header, err := b.out.ReadString('\n')
 	if err != nil {
 		return Object{}, b.fail(spec, err)
@@ -301,6 +306,44 @@ func (repo *Repo) ReadRefFile(ctx context.Context, ref, file string) (RefFile, e
 	}
 	defer b.Close()
 	return b.ReadFileAt(ref, file)
+}
+
+// ReadMany reads many objects in one pipelined exchange: the requests are
+// written while the answers are read, so the cost is one pass through the
+// pipe, not a round trip per object. An object that does not exist gets a
+// nil Data and an empty Type.
+func (b *Batch) ReadMany(specs []string) ([]Object, error) {
+	for _, spec := range specs {
+		if strings.ContainsAny(spec, "\n") {
+			return nil, fmt.Errorf("read %q: newline in object name", spec)
+		}
+	}
+	werr := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriter(b.in)
+		for _, spec := range specs {
+			if _, err := w.WriteString(spec + "\n"); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- w.Flush()
+	}()
+	objs := make([]Object, len(specs))
+	for i, spec := range specs {
+		obj, err := b.readAnswer(spec)
+		if errors.Is(err, ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		objs[i] = obj
+	}
+	if err := <-werr; err != nil {
+		return nil, b.fail("", err)
+	}
+	return objs, nil
 }
 
 // ReadFileAt reads one top-level file of the commit rev names, as

@@ -8,17 +8,18 @@ import (
 	"strings"
 )
 
-// Ref is a ref name and the object id it points at.
+// Ref is a ref name, the object id it points at and that object's type.
 type Ref struct {
 	Name string
 	ID   string
+	Type string
 }
 
 // ListRefs returns every ref under prefix (such as "refs/flume/") in one git
 // call, sorted by name. A ref git cannot read is left out by git itself and
 // reported on stderr; that is not an error here.
 func (repo *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
-	out, err := repo.read(ctx, nil, "for-each-ref", "--format=%(objectname) %(refname)", "--end-of-options", prefix)
+	out, err := repo.read(ctx, nil, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", "--end-of-options", prefix)
 	if err != nil {
 		return nil, fmt.Errorf("list refs under %q: %w", prefix, err)
 	}
@@ -27,11 +28,11 @@ func (repo *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
 		if line == "" {
 			continue
 		}
-		id, name, ok := strings.Cut(line, " ")
-		if !ok {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) != 3 {
 			return nil, fmt.Errorf("list refs under %q: unexpected line %q", prefix, line)
 		}
-		refs = append(refs, Ref{Name: name, ID: id})
+		refs = append(refs, Ref{ID: f[0], Type: f[1], Name: f[2]})
 	}
 	return refs, nil
 }
