@@ -243,6 +243,10 @@ type Change struct {
 	Delete bool
 	// Message says what moved; it becomes the state commit's message.
 	Message string
+	// Hold lists commits the new state commit also names as parents, so
+	// that git keeps them reachable from the record (X2): a tidied place
+	// holds its deleted branch's last commit this way.
+	Hold []string
 }
 
 // Write applies changes as one transaction (R2): every ref moves or none
@@ -320,6 +324,7 @@ func (s *Store) prepare(ctx context.Context, ch Change) (git.RefUpdate, *Record,
 	if ch.Old != nil {
 		spec.Parents = []string{ch.Old.Commit}
 	}
+	spec.Parents = append(spec.Parents, ch.Hold...)
 	commit, err := s.repo.WriteCommit(ctx, spec)
 	if err != nil {
 		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)

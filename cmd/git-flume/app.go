@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -25,6 +26,7 @@ const (
 	exitError    = 1 // an error, or fsck found a problem
 	exitUsage    = 2 // bad flags, arguments or names
 	exitConflict = 3 // lost a compare-and-swap race after every retry
+	exitRefused  = 4 // a gate refused: the place exists, or another session claims it
 )
 
 // streams is where a command reads and writes.
@@ -121,10 +123,16 @@ func newApp(a *app) *cli.App {
 		ExitErrHandler: func(*cli.Context, error) {},
 		Description: "git-flume keeps every record as JSON in a commit chain under refs/flume/, " +
 			"moved by compare-and-swap. Exit codes: 0 success, 1 error (or fsck found a problem), " +
-			"2 usage, 3 lost a race after every retry.",
+			"2 usage, 3 lost a race after every retry, 4 refused (the place exists, or another session claims it).",
 		Commands: []*cli.Command{
-			versionCommand(a),
+			launchCommand(a),
+			statusCommand(a),
+			useCommand(a),
+			releaseCommand(a),
+			dropCommand(a),
+			tidyCommand(a),
 			fsckCommand(a),
+			versionCommand(a),
 			manCommand(a),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
@@ -161,12 +169,19 @@ func exitCode(w io.Writer, err error) int {
 		return silent.code
 	}
 	fmt.Fprintf(w, "git-flume: %v\n", err)
-	var usage usageError
-	var name *refs.NameError
-	var conflict *refs.ConflictError
+	var (
+		usage    usageError
+		name     *refs.NameError
+		kind     *stage.UnknownKindError
+		conflict *refs.ConflictError
+		exists   *stage.ExistsError
+		claimed  *refs.ClaimedError
+	)
 	switch {
-	case errors.As(err, &usage), errors.As(err, &name):
+	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind):
 		return exitUsage
+	case errors.As(err, &exists), errors.As(err, &claimed):
+		return exitRefused
 	case errors.As(err, &conflict):
 		return exitConflict
 	}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -25,6 +28,62 @@ func cmdAt(ts *testscript.TestScript, neg bool, args []string) {
 
 func init() {
 	scriptCmds["putrecord"] = cmdPutRecord
+	scriptCmds["jsonget"] = cmdJSONGet
+	scriptCmds["mkbrief"] = cmdMkBrief
+}
+
+// jsonget FILE PATH OUT: write the string (or JSON) at a dotted PATH of the
+// JSON document in FILE into OUT, byte for byte. Numeric parts index arrays.
+func cmdJSONGet(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: jsonget FILE PATH OUT")
+	}
+	var doc any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &doc))
+	for _, part := range strings.Split(args[1], ".") {
+		switch v := doc.(type) {
+		case map[string]any:
+			doc = v[part]
+		case []any:
+			i, err := strconv.Atoi(part)
+			ts.Check(err)
+			if i >= len(v) {
+				ts.Fatalf("jsonget: index %d out of range", i)
+			}
+			doc = v[i]
+		default:
+			ts.Fatalf("jsonget: %s: cannot index %T", part, doc)
+		}
+	}
+	var out []byte
+	if s, ok := doc.(string); ok {
+		out = []byte(s)
+	} else {
+		var err error
+		out, err = json.Marshal(doc)
+		ts.Check(err)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[2]), out, 0o644))
+}
+
+// mkbrief FILE SIZE: write a brief of SIZE bytes made of every kind of text a
+// shell would act on: quotes, $(…), backticks, newlines, backslashes.
+func cmdMkBrief(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mkbrief FILE SIZE")
+	}
+	size, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	const chunk = "say \"hi\" and 'bye'; $(touch pwned) `touch pwned2` \\n $HOME %s\n\ttabbed line ünïcode\n"
+	var b strings.Builder
+	for b.Len() < size {
+		b.WriteString(chunk)
+	}
+	brief := b.String()[:size]
+	for !utf8.ValidString(brief) {
+		brief = brief[:len(brief)-1]
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(brief), 0o644))
 }
 
 // putrecord REF FILE: store FILE as the state.json of a new state commit at

@@ -65,6 +65,7 @@ func hermetic(e *testscript.Env) error {
 		{"LC_ALL", "C"},
 		{"TZ", "UTC"},
 		{"FLUME_NOW", "2026-01-01T00:00:00Z"},
+		{"FLUME_HOST", "testhost"},
 	}
 	for _, kv := range vars {
 		e.Setenv(kv[0], kv[1])

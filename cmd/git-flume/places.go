@@ -1,0 +1,341 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// stageEnv is what stage operations get from the command layer.
+func (a *app) stageEnv() *stage.Env {
+	return &stage.Env{
+		Runner:     a.runner,
+		Host:       a.host(),
+		PID:        os.Getpid(),
+		Now:        a.now,
+		CallerEnv:  a.env.list,
+		UserConfig: a.userConfig(),
+		Out:        a.io.Err,
+	}
+}
+
+// host names this host in records: FLUME_HOST, else the hostname.
+func (a *app) host() string {
+	if h := a.env.vars["FLUME_HOST"]; h != "" {
+		return h
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return h
+}
+
+// userConfig is the user-level flume config file.
+func (a *app) userConfig() string {
+	if x := a.env.vars["XDG_CONFIG_HOME"]; x != "" {
+		return filepath.Join(x, "flume", "config")
+	}
+	if h := a.env.vars["HOME"]; h != "" {
+		return filepath.Join(h, ".config", "flume", "config")
+	}
+	return ""
+}
+
+func sessionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "session", Usage: "the calling session's id (default: $FLUME_SESSION; else the working directory is the key)"},
+		&cli.IntFlag{Name: "pid", Usage: "the calling session's process (default: $FLUME_SESSION_PID, else the nearest ancestor that is not git)"},
+	}
+}
+
+func takeOverFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "take-over", Usage: "act even though another live session claims the place"}
+}
+
+// session identifies the caller for claims and gates (R8): `sid:<id>` when a
+// session id is named, else `cwd:<dir>`.
+func (a *app) session(c *cli.Context) refs.Session {
+	s := refs.Session{Host: a.host()}
+	sid := c.String("session")
+	if sid == "" {
+		sid = a.env.vars["FLUME_SESSION"]
+	}
+	if sid != "" {
+		s.Key = "sid:" + sid
+	} else {
+		cwd, _ := os.Getwd()
+		s.Key = "cwd:" + cwd
+	}
+	s.PID = c.Int("pid")
+	if s.PID == 0 {
+		s.PID, _ = strconv.Atoi(a.env.vars["FLUME_SESSION_PID"])
+	}
+	if s.PID == 0 {
+		s.PID = sessionPID()
+	}
+	return s
+}
+
+// sessionPID is the nearest ancestor process that is neither git nor
+// git-flume: the shell or agent session that ran the command.
+func sessionPID() int {
+	pid := os.Getppid()
+	for range 8 {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return pid
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parens.
+		s := string(data)
+		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || close < open {
+			return pid
+		}
+		comm := s[open+1 : close]
+		if comm != "git" && comm != "git-flume" {
+			return pid
+		}
+		fields := strings.Fields(s[close+1:])
+		if len(fields) < 2 {
+			return pid
+		}
+		ppid, err := strconv.Atoi(fields[1])
+		if err != nil || ppid <= 1 {
+			return pid
+		}
+		pid = ppid
+	}
+	return pid
+}
+
+// onePlace takes the single PLACE argument.
+func onePlace(c *cli.Context) (string, error) {
+	if c.NArg() != 1 {
+		return "", usagef("%s: want exactly one PLACE (<kind>--<name> or <kind>/<name>), got %d arguments", c.Command.Name, c.NArg())
+	}
+	return stage.PlaceID(c.Args().First())
+}
+
+func launchCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "launch",
+		Usage:     "make a place for a piece of work and start its kind's first stage",
+		UsageText: "git flume launch --kind K --name N (--brief TEXT | --brief-file F) [--repo DIR] [--from REV] [--target BRANCH] [--agent PROGRAM] [--json]",
+		Description: "Makes <repo>/places/<kind>--<name> on a new branch <kind>/<name> from --from (default: the target's tip), " +
+			"records it under refs/flume/places/, and runs the repository's readying steps from .flume/config there. " +
+			"An existing place, path or branch is refused: flume never adopts what it did not make.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "kind", Required: true, Usage: "the kind of work: fix, change, question, or one declared in .flume/config"},
+			&cli.StringFlag{Name: "name", Required: true, Usage: "the place's name: lowercase [a-z0-9][a-z0-9._-]*"},
+			&cli.StringFlag{Name: "brief", Usage: "what the work is, as text (stored byte for byte, never through a shell)"},
+			&cli.StringFlag{Name: "brief-file", Usage: "read the brief from a file (- for standard input)", TakesFile: true},
+			repoFlag(),
+			&cli.StringFlag{Name: "from", Usage: "the revision the branch starts from (default: the target's tip)"},
+			&cli.StringFlag{Name: "target", Usage: "the branch the work lands on (default: the branch the main checkout is on)"},
+			&cli.StringFlag{Name: "agent", Usage: "the agent program for the stages"},
+			jsonFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			brief, err := readBrief(c, a.io.In)
+			if err != nil {
+				return err
+			}
+			p, err := stage.Launch(c.Context, a.stageEnv(), stage.LaunchOptions{
+				Repo: c.String("repo"), Kind: c.String("kind"), Name: c.String("name"), Brief: brief,
+				From: c.String("from"), Target: c.String("target"), Agent: c.String("agent"),
+			})
+			if p == nil {
+				return err
+			}
+			// A place whose readying failed is still made: show it, then
+			// report the failure.
+			if c.Bool("json") {
+				st, serr := stage.ReadStatus(c.Context, a.stageEnv(), stage.StatusOptions{Repo: c.String("repo"), Place: p.ID})
+				if serr != nil {
+					return serr
+				}
+				if werr := writeJSON(a.io.Out, map[string]any{"schema": 1, "place": st.Places[0]}); werr != nil {
+					return werr
+				}
+			} else {
+				fmt.Fprintf(a.io.Out, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
+			}
+			if r := p.Ready; err == nil && r != nil && !r.OK {
+				a.log.Warn("readying failed; a fix goes on, told of the failure", "place", p.ID, "step", r.Step, "exit", r.Exit)
+			}
+			return err
+		},
+	}
+}
+
+func readBrief(c *cli.Context, stdin io.Reader) (string, error) {
+	text, file := c.String("brief"), c.String("brief-file")
+	switch {
+	case c.IsSet("brief") && c.IsSet("brief-file"):
+		return "", usagef("launch: give --brief or --brief-file, not both")
+	case c.IsSet("brief"):
+		return text, nil
+	case file == "-":
+		data, err := io.ReadAll(stdin)
+		return string(data), err
+	case file != "":
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("read brief: %w", err)
+		}
+		return string(data), nil
+	}
+	return "", usagef("launch: a brief is required: --brief TEXT or --brief-file FILE")
+}
+
+func statusCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "list places: stage, state, readying, claim, and what tidying kept",
+		UsageText: "git flume status [--repo DIR] [--all] [--json] [PLACE]",
+		Flags: []cli.Flag{
+			repoFlag(), jsonFlag(),
+			&cli.BoolFlag{Name: "all", Usage: "include tidied places"},
+		},
+		Action: func(c *cli.Context) error {
+			opts := stage.StatusOptions{Repo: c.String("repo"), All: c.Bool("all")}
+			if c.NArg() > 1 {
+				return usagef("status: at most one PLACE")
+			}
+			if c.NArg() == 1 {
+				id, err := stage.PlaceID(c.Args().First())
+				if err != nil {
+					return err
+				}
+				opts.Place = id
+			}
+			st, err := stage.ReadStatus(c.Context, a.stageEnv(), opts)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(a.io.Out, st)
+			}
+			return stage.WriteStatusTable(a.io.Out, st)
+		},
+	}
+}
+
+func useCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "use",
+		Usage:     "claim a place for the calling session",
+		UsageText: "git flume use [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
+		Flags:     append(sessionFlags(), takeOverFlag(), repoFlag()),
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			store, err := a.store(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			if _, _, err := stage.Lookup(c.Context, store, id); err != nil {
+				return err
+			}
+			claim, err := store.Use(c.Context, id, a.session(c), c.Bool("take-over"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "%s claimed by %s (pid %d)\n", id, claim.Key, claim.PID)
+			return nil
+		},
+	}
+}
+
+func releaseCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "release",
+		Usage:     "release the calling session's claim on a place",
+		UsageText: "git flume release [--session ID] [--take-over] [--repo DIR] PLACE",
+		Flags:     append(sessionFlags(), takeOverFlag(), repoFlag()),
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			store, err := a.store(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			if err := store.Release(c.Context, id, a.session(c), c.Bool("take-over")); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "%s released\n", id)
+			return nil
+		},
+	}
+}
+
+func dropCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:        "drop",
+		Usage:       "mark a launch dropped: its work is over without landing",
+		UsageText:   "git flume drop [--take-over] [--session ID] [--repo DIR] PLACE",
+		Description: "The next tidy removes the worktree and keeps a branch that holds unlanded commits.",
+		Flags:       append(sessionFlags(), takeOverFlag(), repoFlag()),
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			if _, err := stage.Drop(c.Context, a.stageEnv(), c.String("repo"), id, stage.GateOptions{Session: a.session(c), TakeOver: c.Bool("take-over")}); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "%s dropped; `git flume tidy` removes it\n", id)
+			return nil
+		},
+	}
+}
+
+func tidyCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "tidy",
+		Usage:     "remove the worktrees and branches of places whose work is over, never losing work",
+		UsageText: "git flume tidy [--repo DIR] [--dry-run] [--json] [--take-over] [--session ID]",
+		Description: "A place's work is over when its branch landed on its target (merged, rebased or squash-merged) or it was dropped. " +
+			"Its worktree goes only if it is a clean, unlocked linked worktree under places/ on the place's branch; " +
+			"its branch goes only if every patch landed, by compare-and-swap on the judged head. Everything kept is named.",
+		Flags: append(sessionFlags(), takeOverFlag(), repoFlag(), jsonFlag(),
+			&cli.BoolFlag{Name: "dry-run", Usage: "say what would be done; change nothing"}),
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			dry := c.Bool("dry-run")
+			results, err := stage.Tidy(c.Context, a.stageEnv(), stage.TidyOptions{
+				Repo: c.String("repo"), DryRun: dry,
+				Gate: stage.GateOptions{Session: a.session(c), TakeOver: c.Bool("take-over")},
+			})
+			if results == nil {
+				results = []stage.TidyResult{}
+			}
+			if c.Bool("json") {
+				if werr := writeJSON(a.io.Out, map[string]any{"schema": 1, "dryRun": dry, "places": results}); werr != nil {
+					return werr
+				}
+			} else {
+				stage.WriteTidy(a.io.Out, results, dry)
+			}
+			return err
+		},
+	}
+}

@@ -1,0 +1,302 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Worktree is one entry of `git worktree list --porcelain`.
+type Worktree struct {
+	Path     string
+	Head     string
+	Branch   string // full ref name, "" when detached
+	Bare     bool
+	Detached bool
+	Locked   bool
+	// LockReason is why it is locked, when a reason was given.
+	LockReason string
+	Prunable   bool
+	// Main reports the main worktree (git lists it first).
+	Main bool
+}
+
+// Worktrees lists the repository's worktrees in one git call, the main one
+// first.
+func (repo *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
+	out, err := repo.read(ctx, nil, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("list worktrees: %w", err)
+	}
+	var wts []Worktree
+	var cur *Worktree
+	for field := range strings.SplitSeq(string(out), "\x00") {
+		if field == "" {
+			cur = nil
+			continue
+		}
+		key, val, _ := strings.Cut(field, " ")
+		if key == "worktree" {
+			wts = append(wts, Worktree{Path: val, Main: len(wts) == 0})
+			cur = &wts[len(wts)-1]
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		switch key {
+		case "HEAD":
+			cur.Head = val
+		case "branch":
+			cur.Branch = val
+		case "bare":
+			cur.Bare = true
+		case "detached":
+			cur.Detached = true
+		case "locked":
+			cur.Locked, cur.LockReason = true, val
+		case "prunable":
+			cur.Prunable = true
+		}
+	}
+	return wts, nil
+}
+
+// MainWorktree returns the path of the main worktree (the repository's own
+// checkout), or an error when the repository is bare.
+func (repo *Repo) MainWorktree(ctx context.Context) (Worktree, error) {
+	wts, err := repo.Worktrees(ctx)
+	if err != nil {
+		return Worktree{}, err
+	}
+	if len(wts) == 0 || wts[0].Bare {
+		return Worktree{}, fmt.Errorf("repository %s has no main worktree (bare)", repo.CommonDir)
+	}
+	return wts[0], nil
+}
+
+// AddWorktree makes a linked worktree at path on a new branch started at
+// base. It never reuses an existing branch or path: git refuses both.
+func (repo *Repo) AddWorktree(ctx context.Context, path, branch, base string) error {
+	_, err := repo.write(ctx, nil, nil, "worktree", "add", "--quiet", "--no-track", "-b", branch, path, base)
+	if err != nil {
+		return fmt.Errorf("add worktree %s on branch %s: %w", path, branch, err)
+	}
+	return nil
+}
+
+// RemoveWorktree removes a linked worktree with `git worktree remove`, which
+// itself refuses a dirty or locked worktree. force removes a worktree with
+// changes; it is only for worktrees no one has worked in.
+func (repo *Repo) RemoveWorktree(ctx context.Context, path string, force bool) error {
+	args := []string{"worktree", "remove"}
+	if force {
+		args = append(args, "--force")
+	}
+	args = append(args, path)
+	if _, err := repo.write(ctx, nil, nil, args...); err != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, err)
+	}
+	return nil
+}
+
+// PruneWorktrees forgets worktrees whose folders are gone.
+func (repo *Repo) PruneWorktrees(ctx context.Context) error {
+	_, err := repo.write(ctx, nil, nil, "worktree", "prune")
+	return err
+}
+
+// Dirty returns the modified, staged and untracked (non-ignored) paths of
+// the worktree at dir, as `git status --porcelain` names them.
+func (repo *Repo) Dirty(ctx context.Context, dir string) ([]string, error) {
+	out, err := repo.r.run(ctx, call{dir: dir, readOnly: true, args: []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}})
+	if err != nil {
+		return nil, fmt.Errorf("status of %s: %w", dir, err)
+	}
+	var paths []string
+	fields := strings.Split(string(out), "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if len(f) < 4 {
+			continue
+		}
+		paths = append(paths, f[3:])
+		if f[0] == 'R' || f[0] == 'C' {
+			i++ // the rename's source follows
+		}
+	}
+	return paths, nil
+}
+
+// ResolveCommit returns the commit rev names, or an error wrapping
+// ErrNotExist.
+func (repo *Repo) ResolveCommit(ctx context.Context, rev string) (string, error) {
+	return repo.ResolveRef(ctx, rev+"^{commit}")
+}
+
+// SymbolicRef returns the ref a symbolic ref (such as HEAD) points at, or an
+// error wrapping ErrNotExist when it is not symbolic.
+func (repo *Repo) SymbolicRef(ctx context.Context, name string) (string, error) {
+	out, err := repo.read(ctx, nil, "symbolic-ref", "--quiet", name)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", fmt.Errorf("symbolic ref %s: %w", name, ErrNotExist)
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
+func (repo *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := repo.read(ctx, nil, "merge-base", "--is-ancestor", "--end-of-options", a, b)
+	switch {
+	case err == nil:
+		return true, nil
+	case exitCode(err) == 1:
+		return false, nil
+	}
+	return false, err
+}
+
+// MergeBase returns the best common ancestor of a and b.
+func (repo *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
+	out, err := repo.read(ctx, nil, "merge-base", "--end-of-options", a, b)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", fmt.Errorf("merge base of %s and %s: %w", a, b, ErrNotExist)
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// CherryCommit is one line of `git cherry`: a commit of the branch and
+// whether the upstream already has an equivalent patch.
+type CherryCommit struct {
+	ID       string
+	Upstream bool // "-": the upstream has the patch
+}
+
+// Cherry returns the commits of head not in upstream, each marked with
+// whether upstream has an equivalent change (T4).
+func (repo *Repo) Cherry(ctx context.Context, upstream, head string) ([]CherryCommit, error) {
+	out, err := repo.read(ctx, nil, "cherry", upstream, head)
+	if err != nil {
+		return nil, fmt.Errorf("cherry %s %s: %w", upstream, head, err)
+	}
+	var cs []CherryCommit
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		sign, id, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		cs = append(cs, CherryCommit{ID: id, Upstream: sign == "-"})
+	}
+	return cs, nil
+}
+
+// DiffPatchID returns the stable patch id of the whole diff from a to b,
+// "" when the diff is empty.
+func (repo *Repo) DiffPatchID(ctx context.Context, a, b string) (string, error) {
+	diff, err := repo.read(ctx, nil, "diff", "--no-color", "--no-ext-diff", "--full-index", a, b, "--")
+	if err != nil {
+		return "", fmt.Errorf("diff %s %s: %w", a, b, err)
+	}
+	ids, err := repo.patchIDs(ctx, diff)
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// CommitPatchIDs returns the stable patch ids of the non-merge commits in
+// from..to.
+func (repo *Repo) CommitPatchIDs(ctx context.Context, from, to string) ([]string, error) {
+	log, err := repo.read(ctx, nil, "log", "--no-merges", "-p", "--no-color", "--no-ext-diff", "--full-index", "--format=commit %H", from+".."+to, "--")
+	if err != nil {
+		return nil, fmt.Errorf("log %s..%s: %w", from, to, err)
+	}
+	return repo.patchIDs(ctx, log)
+}
+
+func (repo *Repo) patchIDs(ctx context.Context, patches []byte) ([]string, error) {
+	if len(bytes.TrimSpace(patches)) == 0 {
+		return nil, nil
+	}
+	out, err := repo.read(ctx, patches, "patch-id", "--stable")
+	if err != nil {
+		return nil, fmt.Errorf("patch-id: %w", err)
+	}
+	var ids []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		if id, _, ok := strings.Cut(line, " "); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// ConfigEntry is one key and value of a git-config file, in file order.
+type ConfigEntry struct {
+	Key   string // lowercased section and name; the subsection keeps its case
+	Value string
+}
+
+// ConfigAt reads a git-config-syntax file committed at rev:path (such as
+// .flume/config). A file that does not exist there reads as empty.
+func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry, error) {
+	if _, err := repo.read(ctx, nil, "cat-file", "-e", rev+":"+path); err != nil {
+		return nil, nil
+	}
+	out, err := repo.read(ctx, nil, "config", "--blob", rev+":"+path, "--list", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, rev, err)
+	}
+	return parseConfigZ(out), nil
+}
+
+// ConfigFile reads a git-config-syntax file on disk; a missing file reads as
+// empty.
+func (r *Runner) ConfigFile(ctx context.Context, path string) ([]ConfigEntry, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	out, err := r.run(ctx, call{dir: filepath.Dir(abs), readOnly: true, args: []string{"config", "--file", abs, "--list", "-z"}})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return parseConfigZ(out), nil
+}
+
+// Config reads the repository's own git configuration (all scopes).
+func (repo *Repo) Config(ctx context.Context) ([]ConfigEntry, error) {
+	out, err := repo.read(ctx, nil, "config", "--includes", "--list", "-z")
+	if err != nil {
+		if exitCode(err) == 1 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read git config: %w", err)
+	}
+	return parseConfigZ(out), nil
+}
+
+func parseConfigZ(out []byte) []ConfigEntry {
+	var es []ConfigEntry
+	for rec := range strings.SplitSeq(string(out), "\x00") {
+		if rec == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(rec, "\n")
+		es = append(es, ConfigEntry{Key: k, Value: v})
+	}
+	return es
+}

@@ -1,0 +1,171 @@
+package refs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+// ClaimPrefix holds one claim per claimed place (R8).
+const ClaimPrefix = "refs/flume/claims/"
+
+// ClaimRef is the ref of the claim on a place.
+func ClaimRef(place string) string { return ClaimPrefix + place }
+
+// Session identifies the caller of a gate: its key (`sid:<id>` or
+// `cwd:<dir>`), the pid of the session process and its host.
+type Session struct {
+	Key  string
+	PID  int
+	Host string
+}
+
+// Claim is a session's binding to a place (R8).
+type Claim struct {
+	Schema int       `json:"schema"`
+	Kind   string    `json:"kind"` // "claim"
+	Place  string    `json:"place"`
+	Key    string    `json:"key"`
+	PID    int       `json:"pid"`
+	Host   string    `json:"host"`
+	Since  time.Time `json:"since"`
+}
+
+// Alive reports whether the claim's session may still be running: on this
+// host its pid must exist; on another host flume cannot tell, so the claim
+// stands.
+func (c *Claim) Alive(host string) bool { return ProcessAlive(c.Host, c.PID, host) }
+
+// ProcessAlive reports whether process pid on procHost may still run, as
+// seen from host: on the same host the pid must exist; another host's
+// process cannot be checked, so it counts as alive.
+func ProcessAlive(procHost string, pid int, host string) bool {
+	if procHost != host {
+		return true
+	}
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// ClaimedError is a gate refused because another live session claims the
+// place. --take-over passes it.
+type ClaimedError struct {
+	Place string
+	Claim Claim
+}
+
+func (e *ClaimedError) Error() string {
+	return fmt.Sprintf("place %s is claimed by %s (pid %d on %s since %s); pass --take-over to act anyway",
+		e.Place, e.Claim.Key, e.Claim.PID, e.Claim.Host, e.Claim.Since.UTC().Format(time.RFC3339))
+}
+
+// ClaimState is a place's claim as a gate read it.
+type ClaimState struct {
+	Record *Record // nil when unclaimed
+	Claim  Claim
+}
+
+// Verify is the ref update that makes a later write conditional on the claim
+// still being as the gate judged it, so that gate and write are one atomic
+// step.
+func (cs ClaimState) Verify(place string) git.RefUpdate {
+	u := git.RefUpdate{Op: git.Verify, Name: ClaimRef(place)}
+	if cs.Record != nil {
+		u.Old = cs.Record.Commit
+	}
+	return u
+}
+
+// ReadClaim reads the claim on a place. A claim whose session is gone (same
+// host, pid dead) is released here, by its first reader (R8).
+func (s *Store) ReadClaim(ctx context.Context, place, host string) (ClaimState, error) {
+	rec, err := s.Read(ctx, ClaimRef(place))
+	if errors.Is(err, ErrNotFound) {
+		return ClaimState{}, nil
+	}
+	if err != nil {
+		return ClaimState{}, err
+	}
+	return s.liveClaim(ctx, rec, host)
+}
+
+// ReadClaimRecord is ReadClaim for a claim record already read (by List).
+func (s *Store) ReadClaimRecord(ctx context.Context, rec *Record, host string) (ClaimState, error) {
+	return s.liveClaim(ctx, rec, host)
+}
+
+// liveClaim decodes a claim record and releases it when its session is dead.
+func (s *Store) liveClaim(ctx context.Context, rec *Record, host string) (ClaimState, error) {
+	var c Claim
+	if err := rec.Decode(&c); err != nil {
+		return ClaimState{}, err
+	}
+	if c.Alive(host) {
+		return ClaimState{Record: rec, Claim: c}, nil
+	}
+	_, err := s.Write(ctx, []Change{{Ref: rec.Ref, Old: rec, Delete: true}})
+	var conflict *ConflictError
+	if errors.As(err, &conflict) {
+		// Someone moved it meanwhile: read what is there now.
+		return s.ReadClaim(ctx, c.Place, host)
+	}
+	if err != nil {
+		return ClaimState{}, fmt.Errorf("release dead claim on %s: %w", c.Place, err)
+	}
+	return ClaimState{}, nil
+}
+
+// Gate refuses an action on a place claimed by another live session unless
+// takeOver is set (R8).
+func (cs ClaimState) Gate(place string, sess Session, takeOver bool) error {
+	if cs.Record == nil || cs.Claim.Key == sess.Key || takeOver {
+		return nil
+	}
+	return &ClaimedError{Place: place, Claim: cs.Claim}
+}
+
+// Use claims a place for a session. A place claimed by another live session
+// is refused unless takeOver; the session's own claim is renewed.
+func (s *Store) Use(ctx context.Context, place string, sess Session, takeOver bool) (Claim, error) {
+	claim := Claim{Schema: 1, Kind: "claim", Place: place, Key: sess.Key, PID: sess.PID, Host: sess.Host, Since: s.Now().UTC()}
+	err := DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		cs, err := s.ReadClaim(ctx, place, sess.Host)
+		if err != nil {
+			return err
+		}
+		if err := cs.Gate(place, sess, takeOver); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("claim %s for %s", place, sess.Key)
+		if cs.Record != nil && cs.Claim.Key != sess.Key {
+			msg = fmt.Sprintf("take over %s from %s for %s", place, cs.Claim.Key, sess.Key)
+		}
+		_, err = s.Write(ctx, []Change{{Ref: ClaimRef(place), Old: cs.Record, State: claim, Message: msg}})
+		return err
+	})
+	return claim, err
+}
+
+// Release drops a session's claim on a place. Releasing another live
+// session's claim needs takeOver. Releasing an unclaimed place is not an
+// error.
+func (s *Store) Release(ctx context.Context, place string, sess Session, takeOver bool) error {
+	return DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		cs, err := s.ReadClaim(ctx, place, sess.Host)
+		if err != nil || cs.Record == nil {
+			return err
+		}
+		if err := cs.Gate(place, sess, takeOver); err != nil {
+			return err
+		}
+		_, err = s.Write(ctx, []Change{{Ref: cs.Record.Ref, Old: cs.Record, Delete: true, Message: "release " + place}})
+		return err
+	})
+}

@@ -1,0 +1,199 @@
+// Package stage makes places, runs their stages and tidies them.
+//
+// A place is one launch's worktree at <repo>/places/<kind>--<name> on branch
+// <kind>/<name>, with its record at refs/flume/places/<kind>--<name>. Every
+// state change here is a read–decide–CAS-write on that record, so any
+// command may be killed at any point and the next one finds a consistent
+// place.
+package stage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+// ConfigPath is the committed file where a repository declares readying
+// steps, remove steps, kinds and stages (git-config syntax, L2, K5).
+const ConfigPath = ".flume/config"
+
+// Step is one repository command: readying (L2) or removal (T3).
+type Step struct {
+	Command string
+	// Shell runs the command through /bin/sh -c; otherwise it is split
+	// into words (with '…' and "…" quoting) and run directly.
+	Shell bool
+}
+
+// Argv is the program and arguments the step runs.
+func (s Step) Argv() ([]string, error) {
+	if s.Shell {
+		return []string{"/bin/sh", "-c", s.Command}, nil
+	}
+	return SplitWords(s.Command)
+}
+
+// Config is what .flume/config (at a commit) and the user-level file
+// declare. The repository's file wins on conflicts.
+type Config struct {
+	Ready  []Step
+	Remove []Step
+	// Kinds are the declared kinds, by name, each a list of stage names.
+	Kinds map[string][]string
+	// Stages are the declared stages, by name.
+	Stages map[string]StageDecl
+}
+
+// StageDecl is a declared stage: its prompt file and its deliverable.
+type StageDecl struct {
+	Prompt      string
+	Deliverable string
+}
+
+// LoadConfig reads .flume/config as committed at rev, over the user-level
+// file at userPath (which may not exist).
+func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, userPath string) (*Config, error) {
+	cfg := &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}}
+	if userPath != "" {
+		user, err := runner.ConfigFile(ctx, userPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.apply(user, false); err != nil {
+			return nil, fmt.Errorf("%s: %w", userPath, err)
+		}
+	}
+	entries, err := repo.ConfigAt(ctx, rev, ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.apply(entries, true); err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", ConfigPath, rev, err)
+	}
+	return cfg, nil
+}
+
+// apply adds one file's entries. Only the repository's file declares
+// readying and remove steps: they run in its worktrees.
+func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
+	readyShell, removeShell := false, false
+	kindsHere := map[string]bool{}
+	var ready, remove []string
+	for _, e := range entries {
+		section, sub, name := splitKey(e.Key)
+		switch {
+		case section == "ready" && name == "step" && repoFile:
+			ready = append(ready, e.Value)
+		case section == "ready" && name == "shell" && repoFile:
+			readyShell = isTrue(e.Value)
+		case section == "remove" && name == "step" && repoFile:
+			remove = append(remove, e.Value)
+		case section == "remove" && name == "shell" && repoFile:
+			removeShell = isTrue(e.Value)
+		case section == "kind" && name == "stage" && sub != "":
+			if !kindsHere[sub] {
+				// This file's declaration of a kind replaces an
+				// earlier file's.
+				c.Kinds[sub] = nil
+				kindsHere[sub] = true
+			}
+			c.Kinds[sub] = append(c.Kinds[sub], e.Value)
+		case section == "stage" && sub != "" && name == "prompt":
+			d := c.Stages[sub]
+			d.Prompt = e.Value
+			c.Stages[sub] = d
+		case section == "stage" && sub != "" && name == "deliverable":
+			if err := checkDeliverable(e.Value); err != nil {
+				return fmt.Errorf("stage %q: %w", sub, err)
+			}
+			d := c.Stages[sub]
+			d.Deliverable = e.Value
+			c.Stages[sub] = d
+		}
+	}
+	for _, s := range ready {
+		c.Ready = append(c.Ready, Step{Command: s, Shell: readyShell})
+	}
+	for _, s := range remove {
+		c.Remove = append(c.Remove, Step{Command: s, Shell: removeShell})
+	}
+	return nil
+}
+
+// splitKey splits "kind.Sub.Name" into its section, subsection and name.
+func splitKey(key string) (section, sub, name string) {
+	first := strings.IndexByte(key, '.')
+	last := strings.LastIndexByte(key, '.')
+	if first < 0 {
+		return key, "", ""
+	}
+	if first == last {
+		return key[:first], "", key[first+1:]
+	}
+	return key[:first], key[first+1 : last], key[last+1:]
+}
+
+func isTrue(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on", "1", "":
+		return true
+	}
+	return false
+}
+
+// SplitWords splits a command line into words without a shell: blanks
+// separate words, '…' quotes literally, "…" quotes with \" and \\ escapes, and
+// a backslash outside quotes escapes the next character. No expansion of
+// any kind happens.
+func SplitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated ' in %q", s)
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unterminated \" in %q", s)
+			}
+			inWord = true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("empty command")
+	}
+	return words, nil
+}

@@ -1,0 +1,54 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// Env is what stage operations need from their caller. The command layer
+// fills it; nothing below reads flags or the process environment.
+type Env struct {
+	Runner *git.Runner
+	// Host names this host in records (flume.host, else the hostname).
+	Host string
+	// PID is the calling process, recorded while it makes a place.
+	PID int
+	Now func() time.Time
+	// CallerEnv is the caller's environment; repository steps get only
+	// PATH, HOME, LANG and TERM from it (X4).
+	CallerEnv []string
+	// UserConfig is the user-level flume config file.
+	UserConfig string
+	// Out receives progress for people (step output, what tidy did).
+	Out io.Writer
+}
+
+// NotARepoError is a --repo that is not a git work tree.
+type NotARepoError struct {
+	Dir    string
+	Reason string
+}
+
+func (e *NotARepoError) Error() string { return fmt.Sprintf("%s: %s", e.Dir, e.Reason) }
+
+// open finds the repository containing dir and its state store.
+func (e *Env) open(ctx context.Context, dir string) (*git.Repo, *refs.Store, error) {
+	repo, err := e.Runner.Open(ctx, dir)
+	if errors.Is(err, git.ErrNotExist) {
+		return nil, nil, &NotARepoError{Dir: dir, Reason: "not inside a git repository"}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	s := refs.New(repo)
+	s.Now = e.Now
+	return repo, s, nil
+}
+
+func (e *Env) now() time.Time { return e.Now().UTC() }

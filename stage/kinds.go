@@ -1,0 +1,117 @@
+package stage
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/git-flume/git-flume/refs"
+)
+
+// Deliverables a stage may name (K5).
+const (
+	DeliverCommit = "commit" // a commit on the place's branch since the stage began
+	DeliverTasks  = "tasks"  // every task in the change's tasks.md ticked
+	DeliverLanded = "landed" // the branch has landed on its target
+	deliverFile   = "file:"  // file:<path> exists in the place
+)
+
+func checkDeliverable(d string) error {
+	switch {
+	case d == DeliverCommit, d == DeliverTasks, d == DeliverLanded:
+		return nil
+	case strings.HasPrefix(d, deliverFile) && len(d) > len(deliverFile):
+		return nil
+	}
+	return fmt.Errorf("unknown deliverable %q (want commit, tasks, file:<path> or landed)", d)
+}
+
+// Stage is one step of a kind: what its agent starts from and what ends it.
+type Stage struct {
+	Name        string
+	Prompt      string // an embedded prompt name or a repository file
+	Deliverable string
+}
+
+// Kind is a named list of stages.
+type Kind struct {
+	Name     string
+	Stages   []Stage
+	Declared bool // declared in .flume/config rather than shipped
+}
+
+// shippedStages are the stages of the shipped kinds (K2–K4).
+var shippedStages = map[string]Stage{
+	"code":      {Name: "code", Prompt: "code", Deliverable: DeliverCommit},
+	"submit":    {Name: "submit", Prompt: "submit", Deliverable: DeliverLanded},
+	"construct": {Name: "construct", Prompt: "construct", Deliverable: "file:openspec/changes/{name}/tasks.md"},
+	"verify":    {Name: "verify", Prompt: "verify", Deliverable: "file:openspec/changes/{name}/verify.md"},
+	"round":     {Name: "round", Prompt: "round", Deliverable: "file:conclusion.md"},
+}
+
+// shippedKinds are fix, change and question (K2–K4).
+var shippedKinds = map[string][]string{
+	"fix":      {"code", "submit"},
+	"change":   {"construct", "code", "verify", "submit"},
+	"question": {"round"},
+}
+
+// ResolveKind finds a kind by name among the declared and shipped kinds; a
+// declared kind of the same name as a shipped one replaces it.
+func ResolveKind(cfg *Config, name string) (Kind, error) {
+	if err := refs.ValidateName("kind", name); err != nil {
+		return Kind{}, err
+	}
+	names, declared := cfg.Kinds[name]
+	if !declared {
+		var ok bool
+		if names, ok = shippedKinds[name]; !ok {
+			return Kind{}, &UnknownKindError{Kind: name, Known: knownKinds(cfg)}
+		}
+	}
+	k := Kind{Name: name, Declared: declared}
+	for _, sn := range names {
+		st, ok := shippedStages[sn]
+		if d, isDecl := cfg.Stages[sn]; isDecl {
+			if d.Deliverable == "" {
+				return Kind{}, fmt.Errorf("kind %q: stage %q declares no deliverable", name, sn)
+			}
+			st = Stage{Name: sn, Prompt: d.Prompt, Deliverable: d.Deliverable}
+			ok = true
+		}
+		if !ok {
+			return Kind{}, fmt.Errorf("kind %q: stage %q is neither shipped nor declared in %s", name, sn, ConfigPath)
+		}
+		k.Stages = append(k.Stages, st)
+	}
+	if len(k.Stages) == 0 {
+		return Kind{}, fmt.Errorf("kind %q has no stages", name)
+	}
+	return k, nil
+}
+
+// UnknownKindError is a kind that is neither shipped nor declared.
+type UnknownKindError struct {
+	Kind  string
+	Known []string
+}
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("unknown kind %q (known: %s)", e.Kind, strings.Join(e.Known, ", "))
+}
+
+func knownKinds(cfg *Config) []string {
+	set := map[string]bool{}
+	for k := range shippedKinds {
+		set[k] = true
+	}
+	for k := range cfg.Kinds {
+		set[k] = true
+	}
+	var out []string
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

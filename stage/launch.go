@@ -1,0 +1,277 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// LaunchOptions are the inputs of `git flume launch` (L1).
+type LaunchOptions struct {
+	Repo   string // any directory inside the repository
+	Kind   string
+	Name   string
+	Brief  string
+	From   string // default: the target's tip
+	Target string // default: the branch the main checkout is on
+	Agent  string
+}
+
+// ExistsError refuses a launch whose place, path or branch already exists:
+// flume never adopts what it did not make (L1).
+type ExistsError struct {
+	What  string // "place", "path", "branch"
+	Value string
+}
+
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("%s %s already exists; flume never adopts a worktree, branch or place it did not make", e.What, e.Value)
+}
+
+// Launch makes a place and readies it (L1, L2). Everything is checked before
+// anything is created; a launch killed part way leaves a record in phase
+// "making" that the next command cleans up.
+func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
+	if err := refs.ValidateName("kind", opts.Kind); err != nil {
+		return nil, err
+	}
+	if err := refs.ValidateName("name", opts.Name); err != nil {
+		return nil, err
+	}
+	if opts.Brief == "" {
+		return nil, fmt.Errorf("the brief is empty")
+	}
+	if !utf8.ValidString(opts.Brief) {
+		return nil, fmt.Errorf("the brief is not valid UTF-8; it would not be stored byte for byte")
+	}
+	repo, store, err := env.open(ctx, opts.Repo)
+	if err != nil {
+		return nil, err
+	}
+	if repo.Bare {
+		return nil, &NotARepoError{Dir: opts.Repo, Reason: "a bare repository has no work tree to make places from"}
+	}
+	main, err := repo.MainWorktree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	target := opts.Target
+	if target == "" {
+		if main.Branch == "" {
+			return nil, fmt.Errorf("the main checkout %s is not on a branch; pass --target", main.Path)
+		}
+		target = strings.TrimPrefix(main.Branch, "refs/heads/")
+	}
+	targetTip, err := repo.ResolveCommit(ctx, "refs/heads/"+target)
+	if err != nil {
+		return nil, fmt.Errorf("target branch %q: %w", target, err)
+	}
+	base := targetTip
+	if opts.From != "" {
+		if base, err = repo.ResolveCommit(ctx, opts.From); err != nil {
+			return nil, fmt.Errorf("--from %q: %w", opts.From, err)
+		}
+	}
+	cfg, err := LoadConfig(ctx, env.Runner, repo, base, env.UserConfig)
+	if err != nil {
+		return nil, err
+	}
+	kind, err := ResolveKind(cfg, opts.Kind)
+	if err != nil {
+		return nil, err
+	}
+
+	id := opts.Kind + "--" + opts.Name
+	p := &Place{
+		Schema: 1, Kind: "place",
+		ID: id, PlaceKind: kind.Name, Name: opts.Name,
+		Repo:   main.Path,
+		Path:   filepath.Join(main.Path, PlacesDir, id),
+		Branch: kind.Name + "/" + opts.Name,
+		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent,
+		Host: env.Host, Created: env.now(),
+		Phase:    PhaseMaking,
+		Launcher: &Proc{PID: env.PID, Host: env.Host},
+	}
+	for _, st := range kind.Stages {
+		p.Stages = append(p.Stages, StageRecord{Name: st.Name, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), State: StagePending})
+	}
+
+	rec, err := makePlace(ctx, env, repo, store, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Ready) == 0 {
+		return p, nil
+	}
+	_, err = Ready(ctx, env, repo, store, rec, p, cfg.Ready)
+	var failure *StepFailure
+	if errors.As(err, &failure) && p.PlaceKind == "fix" {
+		// L2: a fix still goes on, its agent told of the failure; the
+		// failure stays recorded with the place.
+		return p, nil
+	}
+	return p, err
+}
+
+// makePlace creates the record, the branch and the worktree under the
+// repository's launch lock (L2b) and returns the record in phase "made".
+func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) (*refs.Record, error) {
+	lock, err := lockRepo(ctx, repo.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.unlock()
+
+	old, err := freePlace(ctx, env, repo, store, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(p.Path); err == nil {
+		return nil, &ExistsError{What: "path", Value: p.Path}
+	}
+	if _, err := repo.ResolveRef(ctx, p.branchRef()); err == nil {
+		return nil, &ExistsError{What: "branch", Value: p.Branch}
+	} else if !errors.Is(err, git.ErrNotExist) {
+		return nil, err
+	}
+
+	// The record comes first: a create-only CAS, so of several launches of
+	// one place exactly one goes on.
+	w, err := store.Write(ctx, []refs.Change{{Ref: PlaceRef(p.ID), Old: old, State: p, Message: "launch " + p.ID + ": making"}})
+	var conflict *refs.ConflictError
+	if errors.As(err, &conflict) {
+		return nil, &ExistsError{What: "place", Value: p.ID}
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := w[0]
+	if err := excludePlaces(repo.CommonDir); err != nil {
+		return nil, err
+	}
+	if err := repo.AddWorktree(ctx, p.Path, p.Branch, p.Base); err != nil {
+		// Nothing of the place may stay behind a refused worktree.
+		if _, cerr := reconcileMaking(ctx, env, repo, store, rec, p, false); cerr != nil {
+			return nil, fmt.Errorf("%w (and cleaning up: %v)", err, cerr)
+		}
+		return nil, err
+	}
+	p.Phase, p.Launcher = PhaseMade, nil
+	w, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "launch " + p.ID + ": made " + p.Path}})
+	if err != nil {
+		return nil, err
+	}
+	return w[0], nil
+}
+
+// freePlace returns the record a new launch of id replaces: nil when there
+// is none, a tidied one, or an ExistsError. A launch that died while making
+// the place is cleaned up first.
+func freePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, id string) (*refs.Record, error) {
+	old, err := store.Read(ctx, PlaceRef(id))
+	if errors.Is(err, refs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var prev Place
+	if err := old.Decode(&prev); err != nil {
+		return nil, err
+	}
+	if prev.Phase == PhaseMaking {
+		cleaned, err := reconcileMaking(ctx, env, repo, store, old, &prev, true)
+		if err != nil {
+			return nil, err
+		}
+		if cleaned {
+			return freePlace(ctx, env, repo, store, id)
+		}
+	}
+	if prev.Phase != PhaseTidied {
+		return nil, &ExistsError{What: "place", Value: id}
+	}
+	return old, nil
+}
+
+// excludePlaces adds places/ to the repository's info/exclude (L2a), once.
+func excludePlaces(commonDir string) error {
+	path := filepath.Join(commonDir, "info", "exclude")
+	const line = "/" + PlacesDir + "/"
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for l := range bytes.SplitSeq(data, []byte("\n")) {
+		if string(bytes.TrimSpace(l)) == line {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		io.WriteString(f, "\n")
+	}
+	_, err = io.WriteString(f, "# git-flume: agents' worktrees\n"+line+"\n")
+	return err
+}
+
+// Ready runs the readying steps in a place and records the outcome with it
+// (L2). A failure is recorded and returned as a *StepFailure; the place
+// stays.
+func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, steps []Step) (*refs.Record, error) {
+	p.Ready = &ReadyResult{Steps: len(steps), Running: &Proc{PID: env.PID, Host: env.Host}}
+	w, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "ready " + p.ID + ": running"}})
+	if err != nil {
+		return nil, err
+	}
+	rec = w[0]
+	log, err := openLog(repo.CommonDir, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	runErr := runSteps(steps, p.Path, StepEnv(env.CallerEnv, p), "ready", env.Out, log)
+	result := &ReadyResult{OK: runErr == nil, Steps: len(steps)}
+	msg := "ready " + p.ID + ": ok"
+	var failure *StepFailure
+	if errors.As(runErr, &failure) {
+		result.Step, result.Exit, result.Tail = failure.Step, failure.Exit, failure.Tail
+		msg = fmt.Sprintf("ready %s: step %q exited %d", p.ID, failure.Step, failure.Exit)
+	}
+	// Others may have moved the record meanwhile (a drop, a claim); only
+	// the readying result is ours to set.
+	rec, err = store.Edit(ctx, rec.Ref, func(cur *refs.Record) (refs.Change, error) {
+		if cur == nil {
+			return refs.Change{}, &NotFoundError{Place: p.ID}
+		}
+		if err := cur.Decode(p); err != nil {
+			return refs.Change{}, err
+		}
+		p.Ready = result
+		return refs.Change{State: p, Message: msg}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if runErr != nil {
+		return rec, fmt.Errorf("readying %s: %w", p.ID, runErr)
+	}
+	return rec, nil
+}

@@ -1,0 +1,148 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/refs"
+)
+
+// PlacePrefix holds one record per place.
+const PlacePrefix = "refs/flume/places/"
+
+// PlacesDir is the folder, directly under the main checkout, that holds
+// every place's worktree.
+const PlacesDir = "places"
+
+// Phases of a place's life.
+const (
+	// PhaseMaking: the record exists, the worktree may not yet. A launch
+	// killed here is cleaned up by the next command (see Reconcile).
+	PhaseMaking = "making"
+	// PhaseMade: worktree and branch exist; stages run.
+	PhaseMade = "made"
+	// PhaseTidied: worktree removed and branch judged; the record stays as
+	// the place's history.
+	PhaseTidied = "tidied"
+)
+
+// Stage states shown by status (S1). A stage no agent has started yet is
+// "pending".
+const StagePending = "pending"
+
+// Place is the record at refs/flume/places/<kind>--<name> (schema 1).
+type Place struct {
+	Schema int    `json:"schema"`
+	Kind   string `json:"kind"` // always "place"
+
+	ID        string    `json:"id"` // <kind>--<name>
+	PlaceKind string    `json:"placeKind"`
+	Name      string    `json:"name"`
+	Repo      string    `json:"repo"` // the main checkout
+	Path      string    `json:"path"`
+	Branch    string    `json:"branch"` // short name: <kind>/<name>
+	Base      string    `json:"base"`
+	Target    string    `json:"target"`
+	Brief     string    `json:"brief"`
+	Agent     string    `json:"agent,omitempty"`
+	Host      string    `json:"host"`
+	Created   time.Time `json:"created"`
+	Phase     string    `json:"phase"`
+	// Launcher is the launching process while the place is being made.
+	Launcher *Proc `json:"launcher,omitempty"`
+
+	Stages  []StageRecord `json:"stages"`
+	Current int           `json:"current"` // index into Stages
+
+	Ready *ReadyResult `json:"ready,omitempty"`
+
+	Dropped *time.Time `json:"dropped,omitempty"`
+	// Kept says why the last tidy kept the worktree or branch.
+	Kept string `json:"kept,omitempty"`
+	// Tidied records what tidying removed.
+	Tidied *TidyRecord `json:"tidied,omitempty"`
+}
+
+// Proc is a process on a host.
+type Proc struct {
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
+}
+
+// StageRecord is one stage of a place.
+type StageRecord struct {
+	Name        string `json:"name"`
+	Deliverable string `json:"deliverable"`
+	State       string `json:"state"`
+}
+
+// ReadyResult is the outcome of the last readying (L2).
+type ReadyResult struct {
+	OK    bool   `json:"ok"`
+	Steps int    `json:"steps"`
+	Step  string `json:"step,omitempty"` // the failing step
+	Exit  int    `json:"exit,omitempty"`
+	Tail  string `json:"tail,omitempty"` // its last 40 lines
+	// Running is set while steps run, with the process running them.
+	Running *Proc `json:"running,omitempty"`
+}
+
+// TidyRecord is what tidying did.
+type TidyRecord struct {
+	At         time.Time `json:"at"`
+	Reason     string    `json:"reason"` // "landed" or "dropped"
+	BranchHead string    `json:"branchHead,omitempty"`
+}
+
+// PlaceID turns a PLACE argument (<kind>--<name> or <kind>/<name>) into a
+// place id, validating both parts (R6).
+func PlaceID(arg string) (string, error) {
+	kind, name, ok := strings.Cut(arg, "/")
+	if !ok {
+		kind, name, ok = strings.Cut(arg, "--")
+	}
+	if !ok {
+		return "", &refs.NameError{What: "place", Value: arg, Reason: "want <kind>--<name> or <kind>/<name>"}
+	}
+	if err := refs.ValidateName("kind", kind); err != nil {
+		return "", err
+	}
+	if err := refs.ValidateName("name", name); err != nil {
+		return "", err
+	}
+	return kind + "--" + name, nil
+}
+
+// PlaceRef is the ref of a place's record.
+func PlaceRef(id string) string { return PlacePrefix + id }
+
+// NotFoundError is a PLACE argument that names no place.
+type NotFoundError struct{ Place string }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("no place %s", e.Place) }
+
+// readPlace reads a place's record.
+func readPlace(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Place, error) {
+	rec, err := s.Read(ctx, PlaceRef(id))
+	if errors.Is(err, refs.ErrNotFound) {
+		return nil, nil, &NotFoundError{Place: id}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var p Place
+	if err := rec.Decode(&p); err != nil {
+		return nil, nil, err
+	}
+	return rec, &p, nil
+}
+
+func (p *Place) branchRef() string { return "refs/heads/" + p.Branch }
+
+// Lookup reads a place's record for a command that names it.
+func Lookup(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Place, error) {
+	return readPlace(ctx, s, id)
+}

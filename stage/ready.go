@@ -1,0 +1,149 @@
+package stage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// tailLines is how much of a failing step's output is kept with the place.
+const tailLines = 40
+
+// StepEnv is the whole environment of a repository step (L2, X4): PATH,
+// HOME, LANG and TERM from the caller, and flume's own FLUME_* variables.
+// Nothing else of the caller's environment reaches it.
+func StepEnv(caller []string, p *Place) []string {
+	keep := map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TERM": true}
+	var env []string
+	for _, kv := range caller {
+		name, _, _ := strings.Cut(kv, "=")
+		if keep[name] {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"FLUME_PLACE="+p.ID,
+		"FLUME_KIND="+p.PlaceKind,
+		"FLUME_NAME="+p.Name,
+		"FLUME_BRANCH="+p.Branch,
+		"FLUME_TARGET="+p.Target,
+		"FLUME_REPO="+p.Repo,
+		"FLUME_PATH="+p.Path,
+	)
+}
+
+// StepFailure is a repository step that did not succeed.
+type StepFailure struct {
+	Step string
+	Exit int // -1 when it could not start
+	Tail string
+}
+
+func (e *StepFailure) Error() string {
+	return fmt.Sprintf("step %q exited %d", e.Step, e.Exit)
+}
+
+// runSteps runs steps in order in dir, streaming each line of output to out
+// with the step's name and appending everything to the log. It stops at the
+// first failure and returns it as a *StepFailure.
+func runSteps(steps []Step, dir string, env []string, what string, out io.Writer, log io.Writer) error {
+	for i, st := range steps {
+		fmt.Fprintf(out, "%s %d/%d: %s\n", what, i+1, len(steps), st.Command)
+		fmt.Fprintf(log, "== %s %d/%d: %s\n", what, i+1, len(steps), st.Command)
+		argv, err := st.Argv()
+		if err != nil {
+			return &StepFailure{Step: st.Command, Exit: -1, Tail: err.Error()}
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = dir
+		cmd.Env = env
+		cmd.Stdin = nil
+		tail := &tailWriter{prefix: "  " + what + ": ", out: out, log: log}
+		cmd.Stdout, cmd.Stderr = tail, tail
+		err = cmd.Run()
+		tail.flush()
+		if err != nil {
+			code := -1
+			var exitErr *exec.ExitError
+			if errors.As(err, &exitErr) {
+				code = exitErr.ExitCode()
+			} else {
+				tail.add(err.Error())
+			}
+			fmt.Fprintf(log, "== exit %d\n", code)
+			return &StepFailure{Step: st.Command, Exit: code, Tail: tail.String()}
+		}
+	}
+	return nil
+}
+
+// tailWriter streams lines with a prefix and keeps the last tailLines.
+type tailWriter struct {
+	mu      sync.Mutex
+	prefix  string
+	out     io.Writer
+	log     io.Writer
+	partial []byte
+	lines   []string
+}
+
+func (t *tailWriter) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.log.Write(b)
+	t.partial = append(t.partial, b...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		t.emit(string(t.partial[:i]))
+		t.partial = t.partial[i+1:]
+	}
+	return len(b), nil
+}
+
+func (t *tailWriter) emit(line string) {
+	fmt.Fprintf(t.out, "%s%s\n", t.prefix, line)
+	t.add(line)
+}
+
+func (t *tailWriter) add(line string) {
+	t.lines = append(t.lines, line)
+	if len(t.lines) > tailLines {
+		t.lines = t.lines[len(t.lines)-tailLines:]
+	}
+}
+
+func (t *tailWriter) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.partial) > 0 {
+		t.emit(string(t.partial))
+		t.partial = nil
+	}
+}
+
+func (t *tailWriter) String() string { return strings.Join(t.lines, "\n") }
+
+// LogDir is where a place's logs live: beside the repository's git state,
+// outside the work tree. Logs are the only files flume writes outside git
+// (R1).
+func LogDir(commonDir, id string) string {
+	return filepath.Join(commonDir, "flume", "logs", id)
+}
+
+// openLog opens a place's log for appending.
+func openLog(commonDir, id string) (*os.File, error) {
+	dir := LogDir(commonDir, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make log folder: %w", err)
+	}
+	return os.OpenFile(filepath.Join(dir, "place.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+}

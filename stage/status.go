@@ -1,0 +1,230 @@
+package stage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/git-flume/git-flume/refs"
+)
+
+// StatusOptions select what status shows.
+type StatusOptions struct {
+	Repo  string
+	Place string // a place id, or "" for all
+	All   bool   // include tidied places
+}
+
+// Status is the `status --json` document, schema 1 (S3).
+type Status struct {
+	Schema   int             `json:"schema"`
+	Places   []PlaceStatus   `json:"places"`
+	Problems []StatusProblem `json:"problems"`
+}
+
+// PlaceStatus is one place as status shows it (S1).
+type PlaceStatus struct {
+	Place    string       `json:"place"`
+	Repo     string       `json:"repo"`
+	Kind     string       `json:"kind"`
+	Name     string       `json:"name"`
+	Branch   string       `json:"branch"`
+	Path     string       `json:"path"`
+	Target   string       `json:"target"`
+	Base     string       `json:"base"`
+	Brief    string       `json:"brief"`
+	Host     string       `json:"host"`
+	Created  time.Time    `json:"created"`
+	Phase    string       `json:"phase"`
+	Worktree string       `json:"worktree"` // present, missing, removed
+	Stage    StageStatus  `json:"stage"`
+	Ready    ReadyStatus  `json:"ready"`
+	Claim    *ClaimStatus `json:"claim"`
+	Dropped  bool         `json:"dropped"`
+	Kept     *string      `json:"kept"`
+}
+
+// StageStatus is the current stage: index is 1-based.
+type StageStatus struct {
+	Index int    `json:"index"`
+	Count int    `json:"count"`
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+// ReadyStatus is the last readying's outcome; ok with no step when nothing
+// is declared or everything passed.
+type ReadyStatus struct {
+	OK      bool   `json:"ok"`
+	Running bool   `json:"running"`
+	Step    string `json:"step"`
+	Exit    int    `json:"exit"`
+	Tail    string `json:"tail"`
+}
+
+// ClaimStatus is the session bound to a place (R8).
+type ClaimStatus struct {
+	Key   string    `json:"key"`
+	PID   int       `json:"pid"`
+	Host  string    `json:"host"`
+	Since time.Time `json:"since"`
+}
+
+// StatusProblem is a record status could not read, named by its ref (R5).
+type StatusProblem struct {
+	Ref   string `json:"ref"`
+	Error string `json:"error"`
+}
+
+// ReadStatus reads every place of a repository: one listing of all flume
+// records and one of the worktrees, whatever the number of places (R4).
+// On the way it settles what dead processes left: a launch or readying that
+// died, a claim whose session is gone (R8).
+func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, error) {
+	repo, store, err := env.open(ctx, opts.Repo)
+	if err != nil {
+		return nil, err
+	}
+	records, problems, err := store.List(ctx, refs.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	wts, err := repo.Worktrees(ctx)
+	if err != nil {
+		return nil, err
+	}
+	worktrees := map[string]bool{}
+	for _, wt := range wts {
+		worktrees[wt.Path] = true
+	}
+	st := &Status{Schema: 1, Places: []PlaceStatus{}, Problems: []StatusProblem{}}
+	for _, p := range problems {
+		st.Problems = append(st.Problems, StatusProblem{Ref: p.Ref, Error: p.Err.Error()})
+	}
+	claims := map[string]*refs.Record{}
+	for _, rec := range records {
+		if strings.HasPrefix(rec.Ref, refs.ClaimPrefix) {
+			claims[strings.TrimPrefix(rec.Ref, refs.ClaimPrefix)] = rec
+		}
+	}
+	for _, rec := range records {
+		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
+			continue
+		}
+		id := strings.TrimPrefix(rec.Ref, PlacePrefix)
+		if opts.Place != "" && id != opts.Place {
+			continue
+		}
+		var p Place
+		if err := rec.Decode(&p); err != nil {
+			st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: err.Error()})
+			continue
+		}
+		if p.Phase == PhaseMaking {
+			if _, err := reconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
+				return nil, err
+			}
+		}
+		if rec, err = reconcileReady(ctx, env, store, rec, &p); err != nil {
+			return nil, err
+		}
+		if p.Phase == PhaseTidied && !opts.All {
+			continue
+		}
+		ps := placeStatus(&p)
+		switch {
+		case worktrees[p.Path]:
+			ps.Worktree = "present"
+		case p.Phase == PhaseTidied:
+			ps.Worktree = "removed"
+		default:
+			ps.Worktree = "missing"
+		}
+		if c := claims[id]; c != nil {
+			cs, err := store.ReadClaimRecord(ctx, c, env.Host)
+			if err != nil {
+				return nil, err
+			}
+			if cs.Record != nil {
+				ps.Claim = &ClaimStatus{Key: cs.Claim.Key, PID: cs.Claim.PID, Host: cs.Claim.Host, Since: cs.Claim.Since}
+			}
+		}
+		st.Places = append(st.Places, ps)
+	}
+	if opts.Place != "" && len(st.Places) == 0 {
+		return nil, &NotFoundError{Place: opts.Place}
+	}
+	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
+	return st, nil
+}
+
+func placeStatus(p *Place) PlaceStatus {
+	ps := PlaceStatus{
+		Place: p.ID, Repo: p.Repo, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch,
+		Path: p.Path, Target: p.Target, Base: p.Base, Brief: p.Brief, Host: p.Host,
+		Created: p.Created, Phase: p.Phase, Dropped: p.Dropped != nil,
+		Ready: ReadyStatus{OK: true},
+	}
+	if n := len(p.Stages); n > 0 && p.Current < n {
+		s := p.Stages[p.Current]
+		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, State: s.State}
+	}
+	if r := p.Ready; r != nil {
+		ps.Ready = ReadyStatus{OK: r.OK, Running: r.Running != nil, Step: r.Step, Exit: r.Exit, Tail: r.Tail}
+	}
+	if p.Kept != "" {
+		kept := p.Kept
+		ps.Kept = &kept
+	}
+	return ps
+}
+
+// WriteStatusTable prints status for people.
+func WriteStatusTable(w io.Writer, st *Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLACE\tBRANCH\tSTAGE\tSTATE\tREADY\tCLAIM\tNOTE")
+	for _, p := range st.Places {
+		stage := fmt.Sprintf("%s (%d/%d)", p.Stage.Name, p.Stage.Index, p.Stage.Count)
+		ready := "ok"
+		switch {
+		case p.Ready.Running:
+			ready = "running"
+		case !p.Ready.OK:
+			ready = fmt.Sprintf("failed: %s (exit %d)", p.Ready.Step, p.Ready.Exit)
+		}
+		claim := "-"
+		if p.Claim != nil {
+			claim = p.Claim.Key
+		}
+		var notes []string
+		if p.Dropped {
+			notes = append(notes, "dropped")
+		}
+		if p.Worktree != "present" {
+			notes = append(notes, "worktree "+p.Worktree)
+		}
+		if p.Kept != nil {
+			notes = append(notes, "kept: "+*p.Kept)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Place, p.Branch, stage, p.Stage.State, ready, claim, strings.Join(notes, "; "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range st.Places {
+		if !p.Ready.OK && !p.Ready.Running && p.Ready.Tail != "" {
+			fmt.Fprintf(w, "\n%s: readying step %q exited %d; last lines:\n", p.Place, p.Ready.Step, p.Ready.Exit)
+			for line := range strings.SplitSeq(p.Ready.Tail, "\n") {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+		}
+	}
+	for _, pr := range st.Problems {
+		fmt.Fprintf(w, "problem: %s\n", pr.Error)
+	}
+	return nil
+}
