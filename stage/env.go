@@ -2,7 +2,6 @@ package stage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -29,7 +28,7 @@ type Env struct {
 	Out io.Writer
 }
 
-// NotARepoError is a --repo that is not a git work tree.
+// NotARepoError is a --repo that cannot hold places (a bare repository).
 type NotARepoError struct {
 	Dir    string
 	Reason string
@@ -40,9 +39,6 @@ func (e *NotARepoError) Error() string { return fmt.Sprintf("%s: %s", e.Dir, e.R
 // open finds the repository containing dir and its state store.
 func (e *Env) open(ctx context.Context, dir string) (*git.Repo, *refs.Store, error) {
 	repo, err := e.Runner.Open(ctx, dir)
-	if errors.Is(err, git.ErrNotExist) {
-		return nil, nil, &NotARepoError{Dir: dir, Reason: "not inside a git repository"}
-	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -55,6 +55,17 @@ func CleanEnv(env []string) []string {
 	return out
 }
 
+// NotRepositoryError is a directory outside any git repository. It matches
+// ErrNotExist.
+type NotRepositoryError struct{ Dir string }
+
+func (e *NotRepositoryError) Error() string {
+	return fmt.Sprintf("%s is not inside a git repository", e.Dir)
+}
+
+// Is makes errors.Is(err, ErrNotExist) hold.
+func (e *NotRepositoryError) Is(target error) bool { return target == ErrNotExist }
+
 // Error is a failed git invocation: its arguments, exit code and the tail of
 // what it wrote to stderr.
 type Error struct {
@@ -95,6 +106,8 @@ func tail(b []byte, n int) string {
 // Runner runs git. The zero value runs the git on PATH with the process
 // environment.
 type Runner struct {
+	// Path is the git program; "" means "git" looked up on PATH.
+	Path string
 	// Env is the base environment for child processes; nil means os.Environ.
 	Env []string
 	// Ident is the author and committer of the commits flume writes.
@@ -119,6 +132,13 @@ func (r *Runner) env(readOnly bool, extra ...string) []string {
 	return append(env, extra...)
 }
 
+func (r *Runner) program() string {
+	if r.Path != "" {
+		return r.Path
+	}
+	return "git"
+}
+
 // call is one git invocation.
 type call struct {
 	dir      string
@@ -129,7 +149,7 @@ type call struct {
 }
 
 func (r *Runner) run(ctx context.Context, c call) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", c.args...)
+	cmd := exec.CommandContext(ctx, r.program(), c.args...)
 	cmd.Dir = c.dir
 	cmd.Env = r.env(c.readOnly, c.env...)
 	if c.stdin != nil {
@@ -199,18 +219,22 @@ func (r *Runner) Open(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open repository %q: %w", dir, err)
 	}
-	out, err := r.run(ctx, call{dir: abs, readOnly: true, args: []string{
-		"rev-parse", "--path-format=absolute",
-		"--is-bare-repository", "--git-dir", "--git-common-dir", "--show-object-format",
-	}})
+	// One call in the common case: a work tree answers --show-toplevel too.
+	// A bare repository (or a git dir) refuses it; ask again without.
+	args := []string{"rev-parse", "--path-format=absolute",
+		"--is-bare-repository", "--git-dir", "--git-common-dir", "--show-object-format"}
+	out, err := r.run(ctx, call{dir: abs, readOnly: true, args: append(args, "--show-toplevel")})
+	if err != nil {
+		out, err = r.run(ctx, call{dir: abs, readOnly: true, args: args})
+	}
 	if err != nil {
 		if exitCode(err) == 128 {
-			return nil, fmt.Errorf("open repository %q: not a git repository: %w", dir, ErrNotExist)
+			return nil, &NotRepositoryError{Dir: dir}
 		}
 		return nil, fmt.Errorf("open repository %q: %w", dir, err)
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != 4 {
+	if len(lines) != 4 && len(lines) != 5 {
 		return nil, fmt.Errorf("open repository %q: unexpected rev-parse output %q", dir, out)
 	}
 	repo := &Repo{
@@ -220,18 +244,10 @@ func (r *Runner) Open(ctx context.Context, dir string) (*Repo, error) {
 		CommonDir:    lines[2],
 		ObjectFormat: lines[3],
 	}
-	if repo.Bare {
-		repo.Dir = repo.GitDir
-		return repo, nil
+	repo.Dir = repo.GitDir
+	if len(lines) == 5 && !repo.Bare {
+		repo.Dir = lines[4]
 	}
-	top, err := r.run(ctx, call{dir: abs, readOnly: true, args: []string{"rev-parse", "--show-toplevel"}})
-	if err != nil {
-		// Inside the git dir of a non-bare repository: there is no work
-		// tree here, but refs and objects are still usable.
-		repo.Dir = repo.GitDir
-		return repo, nil
-	}
-	repo.Dir = strings.TrimSpace(string(top))
 	return repo, nil
 }
 

@@ -193,7 +193,7 @@ type Batch struct {
 // OpenBatch starts a batch reader. Close it when done.
 func (repo *Repo) OpenBatch(ctx context.Context) (*Batch, error) {
 	b := &Batch{args: []string{"cat-file", "--batch"}}
-	b.cmd = exec.CommandContext(ctx, "git", b.args...)
+	b.cmd = exec.CommandContext(ctx, repo.r.program(), b.args...)
 	b.cmd.Dir = repo.Dir
 	b.cmd.Env = repo.r.env(true)
 	b.cmd.Stderr = &b.stderr

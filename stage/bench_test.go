@@ -1,0 +1,95 @@
+package stage_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/stage"
+)
+
+// BenchmarkStatus200 reads the status of 200 places and encodes it as
+// `status --json` does, against the raw floor in the same run:
+// `git worktree list --porcelain` plus reading the records with
+// `git for-each-ref` and `git cat-file --batch`. Target ratio ≤ 1.5.
+func BenchmarkStatus200(b *testing.B) {
+	f := newFixture(b)
+	f.launch(200)
+	env := f.stageEnv(f.env)
+	ctx := context.Background()
+	var flume, raw time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir})
+		if err == nil {
+			err = json.NewEncoder(io.Discard).Encode(st)
+		}
+		flume += time.Since(t0)
+		if err != nil || len(st.Places) != 200 {
+			b.Fatalf("status: %v", err)
+		}
+		t0 = time.Now()
+		n := rawStatus(b, f)
+		raw += time.Since(t0)
+		if n != 200 {
+			b.Fatalf("raw read %d records", n)
+		}
+	}
+	b.ReportMetric(float64(flume.Microseconds())/float64(b.N), "flume-µs/op")
+	b.ReportMetric(float64(raw.Microseconds())/float64(b.N), "raw-µs/op")
+	b.ReportMetric(float64(flume)/float64(raw), "ratio")
+}
+
+func rawStatus(b *testing.B, f *fixture) int {
+	run := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", f.dir}, args...)...)
+		cmd.Env = f.env
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return string(out)
+	}
+	run("worktree", "list", "--porcelain")
+	ids := strings.Fields(run("for-each-ref", "--format=%(objectname)", "refs/flume/"))
+	cat := exec.Command("git", "-C", f.dir, "cat-file", "--batch")
+	cat.Env = f.env
+	in, _ := cat.StdinPipe()
+	out, _ := cat.StdoutPipe()
+	if err := cat.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		w := bufio.NewWriter(in)
+		for _, id := range ids {
+			w.WriteString(id + ":state.json\n")
+		}
+		w.Flush()
+		in.Close()
+	}()
+	rd := bufio.NewReader(out)
+	n := 0
+	for {
+		header, err := rd.ReadString('\n')
+		if err != nil {
+			break
+		}
+		var id, typ string
+		var size int
+		fmt.Sscan(header, &id, &typ, &size)
+		data := make([]byte, size+1)
+		io.ReadFull(rd, data)
+		var v map[string]any
+		json.Unmarshal(data[:size], &v)
+		n++
+	}
+	cat.Wait()
+	return n
+}

@@ -1,0 +1,91 @@
+package stage_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/stage"
+)
+
+type fixture struct {
+	t   testing.TB
+	dir string
+	env []string
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	os.MkdirAll(home, 0o755)
+	f := &fixture{t: t, dir: filepath.Join(root, "repo"), env: []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
+		"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z",
+	}}
+	f.git("init", "-q", "-b", "main", f.dir)
+	f.git("-C", f.dir, "commit", "-q", "--allow-empty", "-m", "init")
+	return f
+}
+
+func (f *fixture) git(args ...string) string {
+	f.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Env = f.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (f *fixture) stageEnv(runnerEnv []string) *stage.Env {
+	return &stage.Env{
+		Runner:    &git.Runner{Env: runnerEnv},
+		Host:      "testhost",
+		PID:       os.Getpid(),
+		Now:       func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
+		CallerEnv: f.env,
+		Out:       io.Discard,
+	}
+}
+
+func (f *fixture) launch(n int) {
+	f.t.Helper()
+	env := f.stageEnv(f.env)
+	for i := range n {
+		_, err := stage.Launch(context.Background(), env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: fmt.Sprintf("p%03d", i), Brief: "b"})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// countingGit makes a git that logs every invocation to a file, and
+// returns an Env running it and the log's path.
+func (f *fixture) countingGit() (*stage.Env, string) {
+	f.t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	bin := f.t.TempDir()
+	log := filepath.Join(bin, "calls")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", log, real)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	env := f.stageEnv(f.env)
+	env.Runner.Path = filepath.Join(bin, "git")
+	return env, log
+}
