@@ -266,7 +266,7 @@ func (s *Store) Write(ctx context.Context, changes []Change, extra ...git.RefUpd
 		written[i] = rec
 	}
 	updates = append(updates, extra...)
-	if err := s.repo.UpdateRefs(ctx, updates); err != nil {
+	if err := s.update(ctx, updates); err != nil {
 		var conflict *ConflictError
 		if errors.As(err, &conflict) {
 			return nil, err
@@ -274,6 +274,43 @@ func (s *Store) Write(ctx context.Context, changes []Change, extra ...git.RefUpd
 		return nil, fmt.Errorf("write %s: %w", refNames(updates), err)
 	}
 	return written, nil
+}
+
+// Lock waits: git holds a ref's lock only while it updates it, so a held
+// lock clears within milliseconds; one older than staleLock was left by a
+// killed process and is removed (refs/flume only).
+const (
+	lockWait  = 5 * time.Second
+	staleLock = 3 * time.Second
+)
+
+// update runs one transaction, waiting out held locks and breaking stale
+// ones under refs/flume.
+func (s *Store) update(ctx context.Context, updates []git.RefUpdate) error {
+	names := make([]string, len(updates))
+	for i, u := range updates {
+		names[i] = u.Name
+	}
+	deadline := time.Now().Add(lockWait)
+	wait := 5 * time.Millisecond
+	for {
+		err := s.repo.UpdateRefs(ctx, updates)
+		if !errors.Is(err, git.ErrLocked) {
+			return err
+		}
+		if len(s.repo.BreakStaleRefLocks(names, Prefix, staleLock)) > 0 {
+			continue
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 250*time.Millisecond)
+	}
 }
 
 func refNames(us []git.RefUpdate) string {

@@ -72,13 +72,18 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 		target = strings.TrimPrefix(main.Branch, "refs/heads/")
 	}
 	targetTip, err := repo.ResolveCommit(ctx, "refs/heads/"+target)
+	if errors.Is(err, git.ErrNotExist) {
+		return nil, fmt.Errorf("target branch %q does not exist (it needs a commit); pass --target", target)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("target branch %q: %w", target, err)
+		return nil, err
 	}
 	base := targetTip
 	if opts.From != "" {
-		if base, err = repo.ResolveCommit(ctx, opts.From); err != nil {
-			return nil, fmt.Errorf("--from %q: %w", opts.From, err)
+		if base, err = repo.ResolveCommit(ctx, opts.From); errors.Is(err, git.ErrNotExist) {
+			return nil, fmt.Errorf("--from %q names no commit", opts.From)
+		} else if err != nil {
+			return nil, err
 		}
 	}
 	cfg, err := LoadConfig(ctx, env.Runner, repo, base, env.UserConfig)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
@@ -33,12 +34,20 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 		return false, err
 	}
 	for _, wt := range wts {
-		if wt.Path == p.Path && !wt.Main && wt.Branch == p.branchRef() {
+		// The path did not exist when the record was made (checked under
+		// the launch lock), so a worktree there is this launch's own, on
+		// its branch or still detached if `worktree add` was cut short.
+		if wt.Path == p.Path && !wt.Main && (wt.Branch == p.branchRef() || wt.Branch == "") {
 			if err := repo.RemoveWorktree(ctx, p.Path, true); err != nil {
-				return false, err
+				if err := forgetHalfMade(ctx, repo, p.Path); err != nil {
+					return false, err
+				}
 			}
 		}
 	}
+	// An interrupted `worktree add` may leave its folder before git knew
+	// of it: remove it only if empty, never recursively.
+	os.Remove(p.Path)
 	if _, err := os.Lstat(p.Path); err != nil {
 		repo.PruneWorktrees(ctx)
 	}
@@ -59,6 +68,22 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 		return false, nil // someone else reconciled it
 	}
 	return err == nil, err
+}
+
+// forgetHalfMade handles a `worktree add` cut short before it wrote the
+// worktree's .git file, which git then refuses to validate and remove: the
+// half-written .git file and the then empty folder go (never recursively),
+// and git forgets the worktree.
+func forgetHalfMade(ctx context.Context, repo *git.Repo, path string) error {
+	gitFile := filepath.Join(path, ".git")
+	if info, err := os.Lstat(gitFile); err == nil && info.Mode().IsRegular() && info.Size() < 4096 {
+		os.Remove(gitFile)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("interrupted launch left %s with files in it; remove it by hand: %w", path, err)
+	}
+	repo.UnlockWorktree(ctx, path)
+	return repo.PruneWorktrees(ctx)
 }
 
 // reconcileReady marks a readying whose process died as interrupted.

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Ref is a ref name, the object id it points at and that object's type.
@@ -206,4 +209,27 @@ func (repo *Repo) readRefs(ctx context.Context, names []string) (map[string]stri
 		}
 	}
 	return found, nil
+}
+
+// BreakStaleRefLocks removes the lock files of the named refs that are older
+// than age, and returns the refs it unlocked. git holds a ref's lock only
+// for the moment of an update, so an old one was left by a killed process
+// and would block the ref forever. Only refs under onlyUnder are touched;
+// a reftable repository has no per-ref locks and is left alone.
+func (repo *Repo) BreakStaleRefLocks(names []string, onlyUnder string, age time.Duration) []string {
+	var broken []string
+	for _, name := range names {
+		if !strings.HasPrefix(name, onlyUnder) || strings.Contains(name, "..") {
+			continue
+		}
+		lock := filepath.Join(repo.CommonDir, filepath.FromSlash(name)+".lock")
+		info, err := os.Lstat(lock)
+		if err != nil || !info.Mode().IsRegular() || time.Since(info.ModTime()) < age {
+			continue
+		}
+		if os.Remove(lock) == nil {
+			broken = append(broken, name)
+		}
+	}
+	return broken
 }

@@ -90,18 +90,25 @@ func (repo *Repo) AddWorktree(ctx context.Context, path, branch, base string) er
 }
 
 // RemoveWorktree removes a linked worktree with `git worktree remove`, which
-// itself refuses a dirty or locked worktree. force removes a worktree with
-// changes; it is only for worktrees no one has worked in.
+// itself refuses a dirty or locked worktree. force removes it even with
+// changes or a lock (git's own "initializing" lock of an interrupted
+// `worktree add` among them); it is only for worktrees no one has worked in.
 func (repo *Repo) RemoveWorktree(ctx context.Context, path string, force bool) error {
 	args := []string{"worktree", "remove"}
 	if force {
-		args = append(args, "--force")
+		args = append(args, "--force", "--force")
 	}
 	args = append(args, path)
 	if _, err := repo.write(ctx, nil, nil, args...); err != nil {
 		return fmt.Errorf("remove worktree %s: %w", path, err)
 	}
 	return nil
+}
+
+// UnlockWorktree removes a worktree's lock.
+func (repo *Repo) UnlockWorktree(ctx context.Context, path string) error {
+	_, err := repo.write(ctx, nil, nil, "worktree", "unlock", path)
+	return err
 }
 
 // PruneWorktrees forgets worktrees whose folders are gone.

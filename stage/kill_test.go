@@ -1,0 +1,103 @@
+package stage_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/stage"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FLUME_STAGE_HELPER") == "launch" {
+		env := &stage.Env{Runner: &git.Runner{}, Host: "testhost", PID: os.Getpid(), Now: time.Now, CallerEnv: os.Environ(), Out: os.Stderr}
+		_, err := stage.Launch(context.Background(), env, stage.LaunchOptions{Repo: os.Getenv("FLUME_REPO"), Kind: "fix", Name: os.Getenv("FLUME_NAME"), Brief: "b"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestKilledLaunchLeavesConsistentPlace kills launches (with their git
+// children) at random points, then reads status: every place is either
+// made (worktree and branch present) or cleaned up (no worktree, no branch,
+// record tidied or absent), a readying cut short shows as interrupted, and
+// git fsck is clean.
+func TestKilledLaunchLeavesConsistentPlace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills 30 launches")
+	}
+	f := newFixture(t)
+	os.MkdirAll(filepath.Join(f.dir, ".flume"), 0o755)
+	os.WriteFile(filepath.Join(f.dir, ".flume", "config"), []byte("[ready]\n\tstep = sleep 0.05\n"), 0o644)
+	f.git("-C", f.dir, "add", ".flume")
+	f.git("-C", f.dir, "commit", "-q", "-m", "ready step")
+	ctx := context.Background()
+	env := f.stageEnv(f.env)
+	outcomes := map[string]int{}
+	for trial := range 30 {
+		name := fmt.Sprintf("k%02d", trial)
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(append([]string{}, f.env...), "FLUME_STAGE_HELPER=launch", "FLUME_REPO="+f.dir, "FLUME_NAME="+name)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+
+		st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+		if err != nil {
+			t.Fatalf("trial %d: status: %v", trial, err)
+		}
+		id := "fix--" + name
+		var ps *stage.PlaceStatus
+		for i := range st.Places {
+			if st.Places[i].Place == id {
+				ps = &st.Places[i]
+			}
+		}
+		wts := f.git("-C", f.dir, "worktree", "list", "--porcelain")
+		hasWorktree := strings.Contains(wts, "places/"+id+"\n")
+		_, branchErr := exec.Command("git", "-C", f.dir, "rev-parse", "--verify", "-q", "refs/heads/fix/"+name).Output()
+		hasBranch := branchErr == nil
+		switch {
+		case ps == nil || ps.Phase == stage.PhaseTidied:
+			if hasWorktree || hasBranch {
+				t.Fatalf("trial %d: place %s cleaned up but worktree=%v branch=%v", trial, id, hasWorktree, hasBranch)
+			}
+			if _, err := os.Lstat(filepath.Join(f.dir, "places", id)); err == nil {
+				t.Fatalf("trial %d: cleaned-up place left its folder", trial)
+			}
+			outcomes["cleaned"]++
+		case ps.Phase == stage.PhaseMade:
+			if !hasWorktree || !hasBranch || ps.Worktree != "present" {
+				t.Fatalf("trial %d: place %s made but worktree=%v branch=%v", trial, id, hasWorktree, hasBranch)
+			}
+			if ps.Ready.Running {
+				t.Fatalf("trial %d: readying still shown running after its process died", trial)
+			}
+			if ps.Ready.OK {
+				outcomes["made, ready"]++
+			} else {
+				outcomes["made, readying interrupted"]++
+			}
+		default:
+			t.Fatalf("trial %d: place %s left in phase %q", trial, id, ps.Phase)
+		}
+	}
+	t.Logf("outcomes of 30 killed launches: %v", outcomes)
+	f.git("-C", f.dir, "fsck", "--no-dangling")
+}
