@@ -1,0 +1,426 @@
+// Package agents starts coding-agent programs in panes and reads what they
+// did from their own transcripts (SPEC A1–A3). Nothing here decides from the
+// screen that a prompt arrived or that work is done: the screen only tells
+// whether it is safe to type (X3); the transcript is the proof (X5).
+package agents
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Turn endings a transcript can show.
+const (
+	TurnRunning = "running" // the last turn has not ended
+	TurnDone    = "done"
+	TurnLength  = "length" // cut for length
+	TurnError   = "error"
+	TurnNone    = "" // no assistant reply yet
+)
+
+// ToolCall is one tool use the transcript shows.
+type ToolCall struct {
+	Name  string `json:"name"`
+	Input string `json:"input"` // a short rendering of its input
+}
+
+// Usage is token usage and cost summed over a transcript.
+type Usage struct {
+	Input      int     `json:"input"`
+	Output     int     `json:"output"`
+	CacheRead  int     `json:"cacheRead"`
+	CacheWrite int     `json:"cacheWrite"`
+	Cost       float64 `json:"cost"`
+}
+
+// Transcript is what flume reads from an agent program's own record of its
+// session.
+type Transcript struct {
+	// Prompts are the user messages the program received, in order, as
+	// text (tool results are not prompts).
+	Prompts []string
+	// LastAssistant is the text of the newest assistant message.
+	LastAssistant string
+	// Question is an unanswered question the agent asked the user
+	// (Claude AskUserQuestion, Codex request_user_input), or "".
+	Question string
+	// Turn says how the last turn ended.
+	Turn string
+	// ErrorText is the provider or stream error that ended the last turn.
+	ErrorText string
+	Tools     []ToolCall
+	Usage     Usage
+	// Lines counts the lines read, unknown ones included.
+	Lines int
+
+	claudeQuestionID string
+	codexCallID      string
+}
+
+// Received reports whether the program received prompt: a user message
+// whose text equals it (surrounding blank space aside).
+func (t *Transcript) Received(prompt string) bool {
+	want := strings.TrimSpace(prompt)
+	for _, p := range t.Prompts {
+		if strings.TrimSpace(p) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Need returns what the agent said it needs: the rest of the first line of
+// its last message that starts with "NEEDS:" (A6), once its turn is done.
+func (t *Transcript) Need() string {
+	if t.Turn != TurnDone {
+		return ""
+	}
+	for line := range strings.SplitSeq(t.LastAssistant, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "NEEDS:"); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
+}
+
+// Formats of transcripts flume reads.
+const (
+	FormatClaude = "claude"
+	FormatCodex  = "codex"
+	FormatPi     = "pi"
+)
+
+// ReadTranscriptFile reads a transcript file of the given format.
+func ReadTranscriptFile(path, format string) (*Transcript, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadTranscript(f, format)
+}
+
+// ReadTranscript reads a JSONL transcript. Unknown lines, fields and record
+// types are skipped; a line cut short by a writer still writing is ignored.
+func ReadTranscript(r io.Reader, format string) (*Transcript, error) {
+	var read func(*Transcript, []byte)
+	switch format {
+	case FormatClaude:
+		read = readClaudeLine
+	case FormatCodex:
+		read = readCodexLine
+	case FormatPi:
+		read = readPiLine
+	default:
+		return nil, fmt.Errorf("unknown transcript format %q (want claude, codex or pi)", format)
+	}
+	t := &Transcript{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		t.Lines++
+		read(t, line)
+	}
+	return t, sc.Err()
+}
+
+// text joins the text blocks of a message content that is either a string
+// or an array of blocks with "text".
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Text != "" && (b.Type == "text" || b.Type == "input_text" || b.Type == "output_text") {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func short(raw json.RawMessage) string {
+	s := string(raw)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// Claude Code: ~/.claude/projects/<slug>/<session-id>.jsonl.
+func readClaudeLine(t *Transcript, line []byte) {
+	var l struct {
+		Type        string `json:"type"`
+		IsSidechain bool   `json:"isSidechain"`
+		Operation   string `json:"operation"`
+		Content     string `json:"content"`
+		Subtype     string `json:"subtype"`
+		Attachment  struct {
+			Type   string `json:"type"`
+			Prompt string `json:"prompt"`
+		} `json:"attachment"`
+		Message struct {
+			Role       string          `json:"role"`
+			Content    json.RawMessage `json:"content"`
+			StopReason *string         `json:"stop_reason"`
+			Usage      struct {
+				Input      int `json:"input_tokens"`
+				Output     int `json:"output_tokens"`
+				CacheRead  int `json:"cache_read_input_tokens"`
+				CacheWrite int `json:"cache_creation_input_tokens"`
+			} `json:"usage"`
+		} `json:"message"`
+		IsAPIErrorMessage bool `json:"isApiErrorMessage"`
+	}
+	if json.Unmarshal(line, &l) != nil || l.IsSidechain {
+		return
+	}
+	switch l.Type {
+	case "queue-operation":
+		// A message sent while the agent works is enqueued on receipt.
+		if l.Operation == "enqueue" && l.Content != "" {
+			t.Prompts = append(t.Prompts, l.Content)
+		}
+	case "attachment":
+		if l.Attachment.Type == "queued_command" && l.Attachment.Prompt != "" {
+			t.Prompts = append(t.Prompts, l.Attachment.Prompt)
+		}
+	case "user":
+		var blocks []struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+		}
+		if json.Unmarshal(l.Message.Content, &blocks) == nil {
+			for _, b := range blocks {
+				if b.Type == "tool_result" {
+					if b.ToolUseID == t.questionID() {
+						t.Question = ""
+					}
+					t.Turn = TurnRunning
+					return
+				}
+			}
+		}
+		if s := text(l.Message.Content); s != "" {
+			t.Prompts = append(t.Prompts, s)
+			t.Question = ""
+			t.Turn = TurnRunning
+		}
+	case "assistant":
+		u := l.Message.Usage
+		t.Usage.Input += u.Input
+		t.Usage.Output += u.Output
+		t.Usage.CacheRead += u.CacheRead
+		t.Usage.CacheWrite += u.CacheWrite
+		var blocks []struct {
+			Type  string          `json:"type"`
+			Text  string          `json:"text"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}
+		json.Unmarshal(l.Message.Content, &blocks)
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				t.LastAssistant = b.Text
+			case "tool_use":
+				t.Tools = append(t.Tools, ToolCall{Name: b.Name, Input: short(b.Input)})
+				if b.Name == "AskUserQuestion" {
+					t.Question = questionText(b.Input)
+					t.claudeQuestionID = b.ID
+				}
+			}
+		}
+		stop := ""
+		if l.Message.StopReason != nil {
+			stop = *l.Message.StopReason
+		}
+		switch {
+		case l.IsAPIErrorMessage:
+			t.Turn, t.ErrorText = TurnError, t.LastAssistant
+		case stop == "end_turn" || stop == "stop_sequence":
+			t.Turn = TurnDone
+		case stop == "max_tokens":
+			t.Turn = TurnLength
+		default:
+			t.Turn = TurnRunning
+		}
+	case "system":
+		if l.Subtype == "turn_duration" && t.Turn == TurnRunning && t.Question == "" {
+			t.Turn = TurnDone
+		}
+	}
+}
+
+func questionText(input json.RawMessage) string {
+	var q struct {
+		Questions []struct {
+			Question string `json:"question"`
+		} `json:"questions"`
+	}
+	if json.Unmarshal(input, &q) == nil && len(q.Questions) > 0 {
+		return q.Questions[0].Question
+	}
+	return "(a question)"
+}
+
+func (t *Transcript) questionID() string {
+	if t.Question == "" {
+		return ""
+	}
+	return t.claudeQuestionID
+}
+
+// Codex CLI rollout files: $CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl.
+func readCodexLine(t *Transcript, line []byte) {
+	var l struct {
+		Type    string `json:"type"`
+		Payload struct {
+			Type      string          `json:"type"`
+			Role      string          `json:"role"`
+			Content   json.RawMessage `json:"content"`
+			Message   string          `json:"message"`
+			Name      string          `json:"name"`
+			Arguments string          `json:"arguments"`
+			CallID    string          `json:"call_id"`
+			Reason    string          `json:"reason"`
+			LastAgent string          `json:"last_agent_message"`
+			Info      struct {
+				Total struct {
+					Input     int `json:"input_tokens"`
+					CachedIn  int `json:"cached_input_tokens"`
+					Output    int `json:"output_tokens"`
+					Reasoning int `json:"reasoning_output_tokens"`
+				} `json:"total_token_usage"`
+			} `json:"info"`
+			Item struct {
+				Type    string          `json:"type"`
+				Content json.RawMessage `json:"content"`
+			} `json:"item"`
+		} `json:"payload"`
+	}
+	if json.Unmarshal(line, &l) != nil {
+		return
+	}
+	p := l.Payload
+	switch {
+	case l.Type == "event_msg" && p.Type == "user_message":
+		t.Prompts = append(t.Prompts, p.Message)
+		t.Turn = TurnRunning
+	case l.Type == "event_msg" && p.Type == "item_completed" && p.Item.Type == "UserMessage":
+		t.Prompts = append(t.Prompts, text(p.Item.Content))
+		t.Turn = TurnRunning
+	case l.Type == "event_msg" && (p.Type == "task_started" || p.Type == "turn_started"):
+		t.Turn = TurnRunning
+	case l.Type == "event_msg" && (p.Type == "task_complete" || p.Type == "turn_complete"):
+		if p.LastAgent != "" {
+			t.LastAssistant = p.LastAgent
+		}
+		if t.Question == "" {
+			t.Turn = TurnDone
+		}
+	case l.Type == "event_msg" && p.Type == "turn_aborted":
+		t.Turn, t.ErrorText = TurnError, "turn aborted: "+p.Reason
+	case l.Type == "event_msg" && p.Type == "token_count":
+		t.Usage.Input = p.Info.Total.Input
+		t.Usage.CacheRead = p.Info.Total.CachedIn
+		t.Usage.Output = p.Info.Total.Output + p.Info.Total.Reasoning
+	case l.Type == "event_msg" && p.Type == "agent_message":
+		t.LastAssistant = p.Message
+	case l.Type == "response_item" && p.Type == "message" && p.Role == "assistant":
+		t.LastAssistant = text(p.Content)
+	case l.Type == "response_item" && p.Type == "function_call":
+		t.Tools = append(t.Tools, ToolCall{Name: p.Name, Input: short(json.RawMessage(p.Arguments))})
+		if p.Name == "request_user_input" {
+			t.Question = questionText(json.RawMessage(p.Arguments))
+			t.codexCallID = p.CallID
+		}
+	case l.Type == "response_item" && p.Type == "function_call_output":
+		if p.CallID == t.codexCallID {
+			t.Question = ""
+		}
+	}
+}
+
+// pi: ~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl (session format 3).
+func readPiLine(t *Transcript, line []byte) {
+	var l struct {
+		Type    string `json:"type"`
+		Message struct {
+			Role         string          `json:"role"`
+			Content      json.RawMessage `json:"content"`
+			StopReason   string          `json:"stopReason"`
+			ErrorMessage string          `json:"errorMessage"`
+			Usage        struct {
+				Input      int `json:"input"`
+				Output     int `json:"output"`
+				CacheRead  int `json:"cacheRead"`
+				CacheWrite int `json:"cacheWrite"`
+				Cost       struct {
+					Total float64 `json:"total"`
+				} `json:"cost"`
+			} `json:"usage"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(line, &l) != nil || l.Type != "message" {
+		return
+	}
+	m := l.Message
+	switch m.Role {
+	case "user":
+		t.Prompts = append(t.Prompts, text(m.Content))
+		t.Turn = TurnRunning
+	case "assistant":
+		t.Usage.Input += m.Usage.Input
+		t.Usage.Output += m.Usage.Output
+		t.Usage.CacheRead += m.Usage.CacheRead
+		t.Usage.CacheWrite += m.Usage.CacheWrite
+		t.Usage.Cost += m.Usage.Cost.Total
+		var blocks []struct {
+			Type      string          `json:"type"`
+			Text      string          `json:"text"`
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		json.Unmarshal(m.Content, &blocks)
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				t.LastAssistant = b.Text
+			case "toolCall":
+				t.Tools = append(t.Tools, ToolCall{Name: b.Name, Input: short(b.Arguments)})
+			}
+		}
+		switch m.StopReason {
+		case "stop":
+			t.Turn = TurnDone
+		case "length":
+			t.Turn = TurnLength
+		case "error", "aborted":
+			t.Turn, t.ErrorText = TurnError, m.ErrorMessage
+			if t.ErrorText == "" {
+				t.ErrorText = "turn ended: " + m.StopReason
+			}
+		default:
+			t.Turn = TurnRunning
+		}
+	}
+}
