@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 )
 
@@ -44,6 +45,10 @@ type Config struct {
 	Kinds map[string][]string
 	// Stages are the declared stages, by name.
 	Stages map[string]StageDecl
+	// Agents are the declared agent programs, by name (A1).
+	Agents map[string]agents.Program
+	// Submit is the repository's submission command, named in prompts.
+	Submit string
 }
 
 // StageDecl is a declared stage: its prompt file and its deliverable.
@@ -55,7 +60,7 @@ type StageDecl struct {
 // LoadConfig reads .flume/config as committed at rev, over the user-level
 // file at userPath (which may not exist).
 func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, userPath string) (*Config, error) {
-	cfg := &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}}
+	cfg := &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agents.Program{}}
 	if userPath != "" {
 		user, err := runner.ConfigFile(ctx, userPath)
 		if err != nil {
@@ -100,6 +105,24 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 				kindsHere[sub] = true
 			}
 			c.Kinds[sub] = append(c.Kinds[sub], e.Value)
+		case section == "agent" && sub != "" && name == "command":
+			argv, err := SplitWords(e.Value)
+			if err != nil {
+				return fmt.Errorf("agent %q: command: %w", sub, err)
+			}
+			a := c.Agents[sub]
+			a.Name, a.Command = sub, argv
+			c.Agents[sub] = a
+		case section == "agent" && sub != "" && name == "transcript":
+			a := c.Agents[sub]
+			a.Name, a.Transcript = sub, e.Value
+			c.Agents[sub] = a
+		case section == "agent" && sub != "" && name == "format":
+			a := c.Agents[sub]
+			a.Name, a.Format = sub, e.Value
+			c.Agents[sub] = a
+		case section == "submit" && name == "command" && repoFile:
+			c.Submit = e.Value
 		case section == "stage" && sub != "" && name == "prompt":
 			d := c.Stages[sub]
 			d.Prompt = e.Value

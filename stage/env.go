@@ -26,6 +26,8 @@ type Env struct {
 	UserConfig string
 	// Out receives progress for people (step output, what tidy did).
 	Out io.Writer
+	// Engine tunes the stage engine.
+	Engine EngineOptions
 }
 
 // NotARepoError is a --repo that cannot hold places (a bare repository).

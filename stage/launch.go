@@ -108,7 +108,7 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 		Launcher: &Proc{PID: env.PID, Host: env.Host},
 	}
 	for _, st := range kind.Stages {
-		p.Stages = append(p.Stages, StageRecord{Name: st.Name, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), State: StagePending})
+		p.Stages = append(p.Stages, StageRecord{Name: st.Name, Prompt: st.Prompt, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), State: StagePending})
 	}
 
 	rec, err := makePlace(ctx, env, repo, store, p)

@@ -75,8 +75,51 @@ type Proc struct {
 // StageRecord is one stage of a place.
 type StageRecord struct {
 	Name        string `json:"name"`
+	Prompt      string `json:"prompt"`
 	Deliverable string `json:"deliverable"`
 	State       string `json:"state"`
+	// Base is the branch head when the stage began: a commit deliverable
+	// is a commit beyond it.
+	Base    string     `json:"base,omitempty"`
+	Started *time.Time `json:"started,omitempty"`
+	Ended   *time.Time `json:"ended,omitempty"`
+	// Delivered says what ended the stage, read at one commit (K6).
+	Delivered string `json:"delivered,omitempty"`
+	// At is the commit the deliverable was read at.
+	At     string `json:"at,omitempty"`
+	Need   string `json:"need,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Tasks counts a change's tasks at the branch head.
+	Tasks *TaskCount `json:"tasks,omitempty"`
+	// Runs counts the agents started for this stage (retry, go-on).
+	Runs  int       `json:"runs"`
+	Agent *AgentRun `json:"agent,omitempty"`
+}
+
+// TaskCount is how many of a change's tasks are ticked.
+type TaskCount struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
+}
+
+// AgentRun is the agent a stage started: enough to find its pane and its
+// transcript again from any process.
+type AgentRun struct {
+	Program    string    `json:"program"`
+	Format     string    `json:"format"`
+	Pattern    string    `json:"pattern"` // where its transcript is (a glob template)
+	Session    string    `json:"session"` // the pinned session id
+	Pane       string    `json:"pane"`    // tmux session name; "print" when the operator runs it
+	Host       string    `json:"host"`
+	PID        int       `json:"pid,omitempty"`
+	PromptFile string    `json:"promptFile"`
+	Transcript string    `json:"transcript,omitempty"`
+	Started    time.Time `json:"started"`
+	SentAt     time.Time `json:"sentAt"`
+	Sends      int       `json:"sends"`
+	Ended      bool      `json:"ended"`
+	// Tells are prompts sent after the first, confirmed or not.
+	Tells int `json:"tells,omitempty"`
 }
 
 // ReadyResult is the outcome of the last readying (L2).

@@ -46,14 +46,34 @@ type PlaceStatus struct {
 	Claim    *ClaimStatus `json:"claim"`
 	Dropped  bool         `json:"dropped"`
 	Kept     *string      `json:"kept"`
+	Agent    *AgentStatus `json:"agent"`
 }
 
-// StageStatus is the current stage: index is 1-based.
-type StageStatus struct {
-	Index int    `json:"index"`
-	Count int    `json:"count"`
-	Name  string `json:"name"`
+// AgentStatus is the current stage's agent.
+type AgentStatus struct {
+	Program    string `json:"program"`
+	Session    string `json:"session"`
+	Pane       string `json:"pane"`
+	Transcript string `json:"transcript"`
+	// State is "up", "ended" (flume ended it), "exited" (it ended by
+	// itself) or "operator" (started by the operator from a printed
+	// command).
 	State string `json:"state"`
+	Sends int    `json:"sends"`
+}
+
+// StageStatus is the current stage: index is 1-based. Delivered is set
+// in the same reading as a delivered state (S2).
+type StageStatus struct {
+	Index     int        `json:"index"`
+	Count     int        `json:"count"`
+	Name      string     `json:"name"`
+	State     string     `json:"state"`
+	Need      string     `json:"need"`
+	Reason    string     `json:"reason"`
+	Delivered string     `json:"delivered"`
+	Tasks     *TaskCount `json:"tasks"`
+	Started   *time.Time `json:"started"`
 }
 
 // ReadyStatus is the last readying's outcome; ok with no step when nothing
@@ -136,6 +156,18 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			continue
 		}
 		ps := placeStatus(&p)
+		if a := currentRun(&p); a != nil {
+			ps.Agent = &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, Transcript: a.Transcript, Sends: a.Sends, State: "ended"}
+			switch {
+			case a.Ended:
+			case a.Pane == "print":
+				ps.Agent.State = "operator"
+			case p.Host == env.Host && env.Engine.Tmux != nil && env.Engine.Tmux.Alive(ctx, a.Pane):
+				ps.Agent.State = "up"
+			default:
+				ps.Agent.State = "exited"
+			}
+		}
 		switch {
 		case worktrees[p.Path]:
 			ps.Worktree = "present"
@@ -171,7 +203,8 @@ func placeStatus(p *Place) PlaceStatus {
 	}
 	if n := len(p.Stages); n > 0 && p.Current < n {
 		s := p.Stages[p.Current]
-		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, State: s.State}
+		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, State: s.State,
+			Need: s.Need, Reason: s.Reason, Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started}
 	}
 	if r := p.Ready; r != nil {
 		ps.Ready = ReadyStatus{OK: r.OK, Running: r.Running != nil, Step: r.Step, Exit: r.Exit, Tail: r.Tail}
@@ -210,6 +243,18 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		if p.Kept != nil {
 			notes = append(notes, "kept: "+*p.Kept)
 		}
+		if t := p.Stage.Tasks; t != nil {
+			notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
+		}
+		if p.Stage.Need != "" {
+			notes = append(notes, "needs: "+p.Stage.Need)
+		}
+		if p.Stage.Reason != "" {
+			notes = append(notes, p.Stage.Reason)
+		}
+		if p.Agent != nil && p.Agent.State != "up" {
+			notes = append(notes, "agent "+p.Agent.State)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Place, p.Branch, stage, p.Stage.State, ready, claim, strings.Join(notes, "; "))
 	}
 	if err := tw.Flush(); err != nil {
@@ -227,4 +272,12 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		fmt.Fprintf(w, "problem: %s\n", pr.Error)
 	}
 	return nil
+}
+
+// currentRun is the current stage's agent, if any.
+func currentRun(p *Place) *AgentRun {
+	if p.Current >= len(p.Stages) {
+		return nil
+	}
+	return p.Stages[p.Current].Agent
 }

@@ -129,8 +129,16 @@ func newApp(a *app) *cli.App {
 			statusCommand(a),
 			useCommand(a),
 			releaseCommand(a),
+			tellCommand(a),
+			stopCommand(a),
+			retryCommand(a),
+			goOnCommand(a),
+			waitCommand(a),
+			advanceCommand(a),
 			dropCommand(a),
 			tidyCommand(a),
+			installCommand(a),
+			hookCommand(a),
 			fsckCommand(a),
 			versionCommand(a),
 			manCommand(a),
@@ -176,11 +184,12 @@ func exitCode(w io.Writer, err error) int {
 		conflict *refs.ConflictError
 		exists   *stage.ExistsError
 		claimed  *refs.ClaimedError
+		refused  *stage.RefusedError
 	)
 	switch {
 	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind):
 		return exitUsage
-	case errors.As(err, &exists), errors.As(err, &claimed):
+	case errors.As(err, &exists), errors.As(err, &claimed), errors.As(err, &refused):
 		return exitRefused
 	case errors.As(err, &conflict):
 		return exitConflict

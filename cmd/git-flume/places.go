@@ -24,6 +24,7 @@ func (a *app) stageEnv() *stage.Env {
 		CallerEnv:  a.env.list,
 		UserConfig: a.userConfig(),
 		Out:        a.io.Err,
+		Engine:     a.engineOptions(),
 	}
 }
 
@@ -141,7 +142,8 @@ func launchCommand(a *app) *cli.Command {
 			repoFlag(),
 			&cli.StringFlag{Name: "from", Usage: "the revision the branch starts from (default: the target's tip)"},
 			&cli.StringFlag{Name: "target", Usage: "the branch the work lands on (default: the branch the main checkout is on)"},
-			&cli.StringFlag{Name: "agent", Usage: "the agent program for the stages"},
+			&cli.StringFlag{Name: "agent", Usage: "the agent program for the stages: claude, codex, pi, or one declared in .flume/config (default $FLUME_AGENT, else claude)"},
+			&cli.StringFlag{Name: "pane", Usage: "where the agent runs: tmux, print (flume prints the command to run), none (start no agent yet) (default $FLUME_PANE, else tmux)"},
 			jsonFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -152,12 +154,32 @@ func launchCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			p, err := stage.Launch(c.Context, a.stageEnv(), stage.LaunchOptions{
+			env := a.stageEnv()
+			if c.IsSet("pane") {
+				env.Engine.Pane = c.String("pane")
+			}
+			switch env.Engine.Pane {
+			case "", "tmux", "print", "none":
+			default:
+				return usagef("launch: --pane must be tmux, print or none")
+			}
+			p, err := stage.Launch(c.Context, env, stage.LaunchOptions{
 				Repo: c.String("repo"), Kind: c.String("kind"), Name: c.String("name"), Brief: brief,
 				From: c.String("from"), Target: c.String("target"), Agent: c.String("agent"),
 			})
 			if p == nil {
 				return err
+			}
+			if err == nil {
+				// L1: launch starts the kind's first stage.
+				if c.Bool("json") {
+					env.Engine.Print = a.io.Err
+				}
+				if started, serr := stage.Confirm(c.Context, env, c.String("repo"), p.ID); serr != nil {
+					err = serr
+				} else if started != nil {
+					p = started
+				}
 			}
 			// A place whose readying failed is still made: show it, then
 			// report the failure.
@@ -171,6 +193,13 @@ func launchCommand(a *app) *cli.Command {
 				}
 			} else {
 				fmt.Fprintf(a.io.Out, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
+				if st := p.Stages[p.Current]; st.State != stage.StagePending {
+					fmt.Fprintf(a.io.Out, "stage %s: %s", st.Name, st.State)
+					if st.Reason != "" {
+						fmt.Fprintf(a.io.Out, ": %s", st.Reason)
+					}
+					fmt.Fprintln(a.io.Out)
+				}
 			}
 			if r := p.Ready; err == nil && r != nil && !r.OK {
 				a.log.Warn("readying failed; a fix goes on, told of the failure", "place", p.ID, "step", r.Step, "exit", r.Exit)

@@ -66,6 +66,10 @@ func hermetic(e *testscript.Env) error {
 		{"TZ", "UTC"},
 		{"FLUME_NOW", "2026-01-01T00:00:00Z"},
 		{"FLUME_HOST", "testhost"},
+		// Scripts start agents only where they say so (FLUME_PANE=tmux,
+		// on a private tmux socket).
+		{"FLUME_PANE", "none"},
+		{"FLUME_TMUX_SOCKET", filepath.Join(e.WorkDir, ".tmux.sock")},
 	}
 	for _, kv := range vars {
 		e.Setenv(kv[0], kv[1])

@@ -248,6 +248,29 @@ func (repo *Repo) patchIDs(ctx context.Context, patches []byte) ([]string, error
 	return ids, nil
 }
 
+// ReadFile returns the content of path as committed at rev, or an error
+// wrapping ErrNotExist.
+func (repo *Repo) ReadFile(ctx context.Context, rev, path string) ([]byte, error) {
+	out, err := repo.read(ctx, nil, "cat-file", "blob", rev+":"+path)
+	if err != nil {
+		if exitCode(err) == 128 {
+			return nil, fmt.Errorf("%s at %s: %w", path, rev, ErrNotExist)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// HooksDir is where git looks for hooks in this checkout: core.hooksPath
+// when set, else the common git dir's hooks.
+func (repo *Repo) HooksDir(ctx context.Context) (string, error) {
+	out, err := repo.read(ctx, nil, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // ConfigEntry is one key and value of a git-config file, in file order.
 type ConfigEntry struct {
 	Key   string // lowercased section and name; the subsection keeps its case

@@ -1,0 +1,201 @@
+package agents
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Program is an agent program flume can start (A1): how to start it in a
+// place with a pinned session id and its first prompt, where its transcript
+// is, and which reader applies.
+type Program struct {
+	Name string
+	// Command is the argv template. Placeholders, replaced inside each
+	// word without any shell: {prompt} (the whole prompt as one word),
+	// {prompt_file}, {session_id}, {place}.
+	Command []string
+	// Transcript is a glob template for the transcript file:
+	// {session_id}, {place}, {home}.
+	Transcript string
+	// Format is the transcript reader: claude, codex or pi.
+	Format string
+}
+
+// Builtin are the programs flume knows without configuration.
+var Builtin = map[string]Program{
+	"claude": {
+		Name:       "claude",
+		Command:    []string{"claude", "--session-id", "{session_id}", "{prompt}"},
+		Transcript: "{home}/.claude/projects/*/{session_id}.jsonl",
+		Format:     FormatClaude,
+	},
+	"codex": {
+		Name:       "codex",
+		Command:    []string{"codex", "{prompt}"},
+		Transcript: "{home}/.codex/sessions/*/*/*/rollout-*.jsonl",
+		Format:     FormatCodex,
+	},
+	"pi": {
+		Name:       "pi",
+		Command:    []string{"pi", "--session-id", "{session_id}", "{prompt}"},
+		Transcript: "{home}/.pi/agent/sessions/*/*_{session_id}.jsonl",
+		Format:     FormatPi,
+	},
+}
+
+// Vars are the values of a program's placeholders.
+type Vars struct {
+	Prompt, PromptFile, SessionID, Place, Home string
+}
+
+func (v Vars) expand(s string) string {
+	return strings.NewReplacer(
+		"{prompt}", v.Prompt, "{prompt_file}", v.PromptFile,
+		"{session_id}", v.SessionID, "{place}", v.Place, "{home}", v.Home,
+	).Replace(s)
+}
+
+// Argv is the command that starts the program. The prompt is one argument,
+// never text for a shell (L3).
+func (p Program) Argv(v Vars) []string {
+	argv := make([]string, len(p.Command))
+	for i, w := range p.Command {
+		argv[i] = v.expand(w)
+	}
+	return argv
+}
+
+// FindTranscript finds the program's transcript by the session id flume
+// pinned (a glob, not a recomputed path scheme: A3). A program whose
+// transcript name holds no id (Codex) is matched by the newest file naming
+// the place's path that was written since the agent started. It returns ""
+// when there is none yet.
+func (p Program) FindTranscript(v Vars, since time.Time) string {
+	pattern := v.expand(p.Transcript)
+	matches, _ := filepath.Glob(pattern)
+	if strings.Contains(p.Transcript, "{session_id}") {
+		if len(matches) > 0 {
+			return matches[0]
+		}
+		return ""
+	}
+	type cand struct {
+		path string
+		mod  time.Time
+	}
+	var cands []cand
+	for _, m := range matches {
+		info, err := os.Stat(m)
+		if err != nil || info.ModTime().Before(since.Add(-time.Second)) {
+			continue
+		}
+		cands = append(cands, cand{m, info.ModTime()})
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].mod.After(cands[j].mod) })
+	for _, c := range cands {
+		head := make([]byte, 4096)
+		f, err := os.Open(c.path)
+		if err != nil {
+			continue
+		}
+		n, _ := f.Read(head)
+		f.Close()
+		if strings.Contains(string(head[:n]), `"cwd":"`+v.Place+`"`) {
+			return c.path
+		}
+	}
+	return ""
+}
+
+// Screen is what a pane shows, as far as typing into it goes (X3).
+type Screen struct {
+	// Ready reports the program's own input composer, idle and safe to
+	// type into.
+	Ready bool
+	// Composer is the text already in the composer.
+	Composer string
+	// Busy reports a turn in progress.
+	Busy bool
+	// Words is the screen's text, trimmed, for a blocked stage's reason.
+	Words string
+}
+
+var (
+	claudeComposer = regexp.MustCompile(`(?m)^\s*❯ ?(.*)$`)
+	piRule         = regexp.MustCompile(`(?m)^─{10,}\s*$`)
+	// dialogs are screens flume never types into.
+	dialogWords = []string{
+		"trust this folder", "Do you trust", "Quick safety check", "trust the contents",
+		"Do you want to use this API key", "Do you want to proceed", "Update available",
+		"Press Enter to continue", "Select login method", "Choose the text style",
+	}
+)
+
+// ReadScreen classifies a captured pane for a transcript format.
+func ReadScreen(format, text string) Screen {
+	s := Screen{Words: squeeze(text)}
+	for _, w := range dialogWords {
+		if strings.Contains(text, w) {
+			return s
+		}
+	}
+	switch format {
+	case FormatClaude:
+		s.Busy = strings.Contains(text, "esc to interrupt")
+		if m := claudeComposer.FindAllStringSubmatch(text, -1); len(m) > 0 {
+			s.Composer = strings.TrimSpace(m[len(m)-1][1])
+			s.Ready = !s.Busy
+		}
+	case FormatPi:
+		s.Busy = strings.Contains(text, "Working...")
+		rules := piRule.FindAllStringIndex(text, -1)
+		if len(rules) >= 2 {
+			between := text[rules[len(rules)-2][1]:rules[len(rules)-1][0]]
+			s.Composer = strings.TrimSpace(between)
+			s.Ready = !s.Busy
+		}
+	case FormatCodex:
+		s.Busy = strings.Contains(text, "esc to interrupt")
+		if m := regexp.MustCompile(`(?m)^\s*› ?(.*)$`).FindAllStringSubmatch(text, -1); len(m) > 0 {
+			s.Composer = strings.TrimSpace(m[len(m)-1][1])
+			s.Ready = !s.Busy
+		}
+	}
+	return s
+}
+
+func squeeze(text string) string {
+	var lines []string
+	for l := range strings.SplitSeq(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	s := strings.Join(lines, " / ")
+	if len(s) > 400 {
+		s = s[:400] + "…"
+	}
+	return s
+}
+
+// ResolveProgram finds a program by name: declared ones (from
+// .flume/config and the user's config) first, then the built-in ones.
+func ResolveProgram(name string, declared map[string]Program) (Program, error) {
+	if p, ok := declared[name]; ok {
+		if len(p.Command) == 0 || p.Transcript == "" || p.Format == "" {
+			return Program{}, fmt.Errorf("agent %q: declare command, transcript and format", name)
+		}
+		return p, nil
+	}
+	if p, ok := Builtin[name]; ok {
+		return p, nil
+	}
+	return Program{}, fmt.Errorf("unknown agent program %q (built in: claude, codex, pi; or declare [agent %q] in .flume/config)", name, name)
+}
+
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

@@ -1,0 +1,142 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Tmux hosts agents in tmux sessions on flume's own server: one session per
+// agent run, named after the place and stage (A2).
+type Tmux struct {
+	// Socket is the server's socket path; "" uses the server named
+	// "flume" (tmux -L flume).
+	Socket string
+}
+
+func (t *Tmux) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	base := []string{"-L", "flume"}
+	if t.Socket != "" {
+		base = []string{"-S", t.Socket}
+	}
+	return exec.CommandContext(ctx, "tmux", append(base, args...)...)
+}
+
+func (t *Tmux) run(ctx context.Context, args ...string) (string, error) {
+	var out, errb bytes.Buffer
+	c := t.cmd(ctx, args...)
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		return out.String(), fmt.Errorf("tmux %s: %w: %s", args[0], err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// Start runs argv in a new detached session named name, in dir, with
+// exactly env as its environment. argv runs directly, never through a shell.
+func (t *Tmux) Start(ctx context.Context, name, dir string, env, argv []string) (int, error) {
+	args := []string{"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c", dir, "--", "env", "-i"}
+	args = append(args, env...)
+	args = append(args, argv...)
+	if _, err := t.run(ctx, args...); err != nil {
+		return 0, err
+	}
+	return t.PID(ctx, name)
+}
+
+// PID returns the pid of the session's pane process, or an error when the
+// session does not exist.
+func (t *Tmux) PID(ctx context.Context, name string) (int, error) {
+	out, err := t.run(ctx, "display-message", "-p", "-t", "="+name+":", "#{pane_pid}")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(out))
+}
+
+// Alive reports whether the session exists and its process runs.
+func (t *Tmux) Alive(ctx context.Context, name string) bool {
+	pid, err := t.PID(ctx, name)
+	return err == nil && processAlive(pid)
+}
+
+// Capture returns the visible text of the session's pane.
+func (t *Tmux) Capture(ctx context.Context, name string) (string, error) {
+	return t.run(ctx, "capture-pane", "-p", "-t", "="+name+":")
+}
+
+// Send types text literally, then Enter as a key of its own after a pause:
+// an Enter inside a fast burst is taken as a newline by some programs (A3).
+func (t *Tmux) Send(ctx context.Context, name, text string) error {
+	if strings.Contains(text, "\n") {
+		// Several lines go as one bracketed paste, never ending in a
+		// newline, so no line is submitted on its own.
+		buf := "flume-" + name
+		load := t.cmd(ctx, "load-buffer", "-b", buf, "-")
+		load.Stdin = strings.NewReader(strings.TrimRight(text, "\n"))
+		if out, err := load.CombinedOutput(); err != nil {
+			return fmt.Errorf("tmux load-buffer: %w: %s", err, out)
+		}
+		if _, err := t.run(ctx, "paste-buffer", "-p", "-d", "-b", buf, "-t", "="+name+":"); err != nil {
+			return err
+		}
+	} else if _, err := t.run(ctx, "send-keys", "-t", "="+name+":", "-l", "--", text); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond)
+	_, err := t.run(ctx, "send-keys", "-t", "="+name+":", "Enter")
+	return err
+}
+
+// SendKeys sends named keys (such as "Enter").
+func (t *Tmux) SendKeys(ctx context.Context, name string, keys ...string) error {
+	_, err := t.run(ctx, append([]string{"send-keys", "-t", "=" + name + ":"}, keys...)...)
+	return err
+}
+
+// Kill ends the session's process tree and verifies it exited (A5, X5).
+func (t *Tmux) Kill(ctx context.Context, name string) error {
+	pid, err := t.PID(ctx, name)
+	if err != nil {
+		return nil // no such session: nothing runs
+	}
+	// The pane's process leads its own process group: end the group.
+	syscall.Kill(-pid, syscall.SIGTERM)
+	syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 50 && processAlive(pid); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if processAlive(pid) {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGKILL)
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.run(ctx, "kill-session", "-t", "="+name)
+	if processAlive(pid) {
+		return fmt.Errorf("agent process %d did not exit", pid)
+	}
+	return nil
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	// A zombie has exited: read its state.
+	if data, err := readFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := bytes.LastIndexByte(data, ')'); i >= 0 && i+2 < len(data) && data[i+2] == 'Z' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// engineOptions reads the engine's settings from the environment:
+// FLUME_PANE (tmux|print), FLUME_TMUX_SOCKET, FLUME_AGENT,
+// FLUME_CONFIRM_WINDOW and FLUME_STUCK_AFTER (Go durations).
+func (a *app) engineOptions() stage.EngineOptions {
+	o := stage.EngineOptions{
+		Pane:  a.env.vars["FLUME_PANE"],
+		Tmux:  &agents.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]},
+		Agent: a.env.vars["FLUME_AGENT"],
+		Print: a.io.Out,
+	}
+	if d, err := time.ParseDuration(a.env.vars["FLUME_CONFIRM_WINDOW"]); err == nil {
+		o.ConfirmWindow = d
+	}
+	if d, err := time.ParseDuration(a.env.vars["FLUME_STUCK_AFTER"]); err == nil {
+		o.StuckAfter = d
+	}
+	return o
+}
+
+func gateFlags() []cli.Flag {
+	return append(sessionFlags(), takeOverFlag(), repoFlag())
+}
+
+func (a *app) gate(c *cli.Context) stage.GateOptions {
+	return stage.GateOptions{Session: a.session(c), TakeOver: c.Bool("take-over")}
+}
+
+func advanceCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "advance",
+		Usage:     "run the stage engine of one place (or every place) until nothing more moves",
+		UsageText: "git flume advance [--repo DIR] [PLACE]",
+		Flags:     []cli.Flag{repoFlag()},
+		Action: func(c *cli.Context) error {
+			env := a.stageEnv()
+			var ids []string
+			if c.NArg() > 0 {
+				id, err := onePlace(c)
+				if err != nil {
+					return err
+				}
+				ids = []string{id}
+			} else {
+				st, err := stage.ReadStatus(c.Context, env, stage.StatusOptions{Repo: c.String("repo")})
+				if err != nil {
+					return err
+				}
+				for _, p := range st.Places {
+					ids = append(ids, p.Place)
+				}
+			}
+			for _, id := range ids {
+				p, err := stage.Advance(c.Context, env, c.String("repo"), id)
+				if err != nil {
+					return fmt.Errorf("%s: %w", id, err)
+				}
+				st := p.Stages[p.Current]
+				fmt.Fprintf(a.io.Out, "%s: %s (%d/%d) %s\n", id, st.Name, p.Current+1, len(p.Stages), st.State)
+			}
+			return nil
+		},
+	}
+}
+
+func waitCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "wait",
+		Usage:     "block until the place's current stage ends or needs someone, and print how",
+		UsageText: "git flume wait [--timeout D] [--json] [--repo DIR] PLACE",
+		Flags: []cli.Flag{repoFlag(), jsonFlag(),
+			&cli.DurationFlag{Name: "timeout", Value: time.Hour, Usage: "give up after this long (exit 1)"}},
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			o, err := stage.Wait(c.Context, a.stageEnv(), c.String("repo"), id, c.Duration("timeout"))
+			if o != nil {
+				if c.Bool("json") {
+					writeJSON(a.io.Out, map[string]any{"schema": 1, "outcome": o})
+				} else {
+					line := fmt.Sprintf("%s: stage %s %s", o.Place, o.Stage, o.State)
+					switch {
+					case o.Delivered != "":
+						line += ": " + o.Delivered
+					case o.Need != "":
+						line += ": needs " + o.Need
+					case o.Reason != "":
+						line += ": " + o.Reason
+					}
+					if o.Next != "" {
+						line += "; stage " + o.Next + " started"
+					}
+					fmt.Fprintln(a.io.Out, line)
+				}
+			}
+			return err
+		},
+	}
+}
+
+func tellCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:        "tell",
+		Usage:       "send the place's agent a message, confirmed in its transcript",
+		UsageText:   "git flume tell [--session ID] [--take-over] [--repo DIR] PLACE TEXT",
+		Description: "Refused, with nothing typed, when the agent is not up or is waiting on its own question.",
+		Flags:       gateFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return usagef("tell: want PLACE and TEXT")
+			}
+			id, err := stage.PlaceID(c.Args().Get(0))
+			if err != nil {
+				return err
+			}
+			if err := stage.Tell(c.Context, a.stageEnv(), c.String("repo"), id, c.Args().Get(1), a.gate(c)); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "%s: message confirmed in the agent's transcript\n", id)
+			return nil
+		},
+	}
+}
+
+func stopCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "stop",
+		Usage:     "end the place's agent; fails unless it really exited",
+		UsageText: "git flume stop [--force] [--session ID] [--take-over] [--repo DIR] PLACE",
+		Flags:     append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end an agent in the middle of a turn"}),
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			if err := stage.Stop(c.Context, a.stageEnv(), c.String("repo"), id, c.Bool("force"), a.gate(c)); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "%s: agent stopped\n", id)
+			return nil
+		},
+	}
+}
+
+func restartCommand(a *app, name, usage string, run func(*cli.Context, *stage.Env, string) (*stage.Place, error)) *cli.Command {
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage,
+		UsageText: "git flume " + name + " [--force] [--session ID] [--take-over] [--repo DIR] PLACE",
+		Flags:     append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"}),
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			p, err := run(c, a.stageEnv(), id)
+			if err != nil {
+				return err
+			}
+			st := p.Stages[p.Current]
+			fmt.Fprintf(a.io.Out, "%s: stage %s %s with a fresh agent (run %d)\n", id, st.Name, st.State, st.Runs)
+			return nil
+		},
+	}
+}
+
+func retryCommand(a *app) *cli.Command {
+	return restartCommand(a, "retry", "start the current stage again with a fresh agent and its prompt",
+		func(c *cli.Context, env *stage.Env, id string) (*stage.Place, error) {
+			return stage.Retry(c.Context, env, c.String("repo"), id, c.Bool("force"), a.gate(c))
+		})
+}
+
+func goOnCommand(a *app) *cli.Command {
+	return restartCommand(a, "go-on", "run a question's round again with a fresh agent",
+		func(c *cli.Context, env *stage.Env, id string) (*stage.Place, error) {
+			return stage.GoOn(c.Context, env, c.String("repo"), id, c.Bool("force"), a.gate(c))
+		})
+}
+
+func installCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:        "install",
+		Usage:       "install the post-commit hook that ends stages on commit",
+		UsageText:   "git flume install [--repo DIR]",
+		Description: "Honours core.hooksPath; a post-commit hook already there is kept and run first.",
+		Flags:       []cli.Flag{repoFlag()},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			path, err := stage.InstallHooks(c.Context, a.stageEnv(), c.String("repo"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "installed %s\n", path)
+			return nil
+		},
+	}
+}
+
+// hookCommand is what installed hooks call. It returns at once: outside a
+// place it does nothing; in a place it starts `git flume advance` detached,
+// so the commit never waits on agent work (K7).
+func hookCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:   "hook",
+		Hidden: true,
+		Action: func(c *cli.Context) error {
+			if c.Args().First() != "post-commit" {
+				return nil
+			}
+			cwd, err := os.Getwd()
+			if err != nil {
+				return nil
+			}
+			id := stage.PlaceOfDir(cwd)
+			if id == "" {
+				return nil
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return nil
+			}
+			cmd := exec.Command(exe, "advance", "--repo", cwd, id)
+			cmd.Dir = filepath.Dir(cwd)
+			cmd.Env = a.env.list
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := cmd.Start(); err != nil {
+				return nil
+			}
+			return cmd.Process.Release()
+		},
+	}
+}

@@ -1,0 +1,236 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// RefusedError is an operator action refused before anything was typed or
+// ended (A4, A5).
+type RefusedError struct {
+	Place  string
+	Reason string
+}
+
+func (e *RefusedError) Error() string { return fmt.Sprintf("%s: %s", e.Place, e.Reason) }
+
+// gate reads a place and its claim and refuses another live session's.
+func gate(ctx context.Context, env *Env, store *refs.Store, id string, g GateOptions) (*refs.Record, *Place, error) {
+	rec, p, err := readPlace(ctx, store, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.Host != env.Host {
+		return nil, nil, &RefusedError{Place: id, Reason: "its agent runs on " + p.Host + "; act there"}
+	}
+	cs, err := store.ReadClaim(ctx, id, env.Host)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cs.Gate(id, g.Session, g.TakeOver); err != nil {
+		return nil, nil, err
+	}
+	return rec, p, nil
+}
+
+// currentAgent returns the current stage and its agent, refusing when no
+// agent of this place is up in a pane.
+func currentAgent(ctx context.Context, env *Env, p *Place) (*StageRecord, *AgentRun, error) {
+	st := &p.Stages[p.Current]
+	a := st.Agent
+	if a == nil || a.Ended {
+		return st, nil, &RefusedError{Place: p.ID, Reason: "no agent is running in the current stage " + st.Name}
+	}
+	if a.Pane == "print" {
+		return st, nil, &RefusedError{Place: p.ID, Reason: "its agent was started by the operator (print pane); flume cannot type into it"}
+	}
+	if !env.Engine.Tmux.Alive(ctx, a.Pane) {
+		return st, nil, &RefusedError{Place: p.ID, Reason: "its agent is not up (pane " + a.Pane + " has exited)"}
+	}
+	return st, a, nil
+}
+
+// Tell sends text to a place's agent as a prompt and confirms it in the
+// transcript (A4). It is refused, with nothing typed, when the agent is
+// not up, when it waits on a question (the transcript's unanswered
+// question or a dialog on screen).
+func Tell(ctx context.Context, env *Env, repoDir, id, text string, g GateOptions) error {
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	_, p, err := gate(ctx, env, store, id, g)
+	if err != nil {
+		return err
+	}
+	_, a, err := currentAgent(ctx, env, p)
+	if err != nil {
+		return err
+	}
+	if a.Transcript != "" {
+		tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
+		if err != nil {
+			return err
+		}
+		if tr.Question != "" {
+			return &RefusedError{Place: id, Reason: fmt.Sprintf("the agent is waiting on its own question %q; answer it in its pane", tr.Question)}
+		}
+	}
+	screen, err := env.Engine.Tmux.Capture(ctx, a.Pane)
+	if err != nil {
+		return err
+	}
+	if s := agents.ReadScreen(a.Format, screen); !s.Ready && !s.Busy {
+		return &RefusedError{Place: id, Reason: "the screen is not the agent's composer: " + s.Words}
+	}
+	if err := env.Engine.Tmux.Send(ctx, a.Pane, text); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(env.Engine.window())
+	for time.Now().Before(deadline) {
+		if p2, err := Advance(ctx, env, repoDir, id); err == nil {
+			if a2 := p2.Stages[p.Current].Agent; a2 != nil && a2.Transcript != "" {
+				if tr, err := agents.ReadTranscriptFile(a2.Transcript, a2.Format); err == nil && tr.Received(text) {
+					Advance(ctx, env, repoDir, id)
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s: the message was typed but did not show in the agent's transcript within %s", id, env.Engine.window())
+}
+
+// Stop ends a place's agent and fails unless it really exited (A5, X5). An
+// agent in the middle of a turn is ended only with force.
+func Stop(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions) error {
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	rec, p, err := gate(ctx, env, store, id, g)
+	if err != nil {
+		return err
+	}
+	st, a, err := currentAgent(ctx, env, p)
+	if err != nil {
+		return err
+	}
+	if !force && a.Transcript != "" {
+		if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil && tr.Turn == agents.TurnRunning {
+			return &RefusedError{Place: id, Reason: "its agent is working (its turn has not ended); pass --force to end it anyway"}
+		}
+	}
+	if err := endAgent(ctx, env, a); err != nil {
+		return err
+	}
+	_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: agent stopped", st.Name, id)}})
+	return err
+}
+
+// Retry starts the current stage again with a fresh agent and its prompt
+// (A5). A running agent is ended first only with force.
+func Retry(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions) (*Place, error) {
+	return restart(ctx, env, repoDir, id, force, g, "retry", func(p *Place) error { return nil })
+}
+
+// GoOn runs a question's round again with a fresh agent (K4).
+func GoOn(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions) (*Place, error) {
+	return restart(ctx, env, repoDir, id, force, g, "go on", func(p *Place) error {
+		if p.PlaceKind != "question" {
+			return &RefusedError{Place: id, Reason: "go-on runs a question's round again; this is a " + p.PlaceKind}
+		}
+		return nil
+	})
+}
+
+func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions, verb string, check func(*Place) error) (*Place, error) {
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	rec, p, err := gate(ctx, env, store, id, g)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(p); err != nil {
+		return nil, err
+	}
+	st := &p.Stages[p.Current]
+	if a := st.Agent; a != nil && !a.Ended {
+		if a.Pane != "print" && env.Engine.Tmux.Alive(ctx, a.Pane) && !force {
+			return nil, &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
+		}
+		if err := endAgent(ctx, env, a); err != nil {
+			return nil, err
+		}
+	}
+	if st.State == StateDelivered || st.State == StateLanded {
+		if p.PlaceKind != "question" {
+			return nil, &RefusedError{Place: id, Reason: "stage " + st.Name + " was delivered; nothing to " + verb}
+		}
+	}
+	st.State = StagePending
+	if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb)}}); err != nil {
+		return nil, err
+	}
+	return Advance(ctx, env, repoDir, id)
+}
+
+// Outcome is what Wait saw end.
+type Outcome struct {
+	Place string `json:"place"`
+	Stage string `json:"stage"`
+	State string `json:"state"`
+	// Delivered is what ended the stage, with the next stage if one
+	// started.
+	Delivered string `json:"delivered,omitempty"`
+	Next      string `json:"next,omitempty"`
+	Need      string `json:"need,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// ErrTimeout is a wait that ran out of time.
+var ErrTimeout = errors.New("timed out")
+
+// Wait advances a place until its current stage ends or needs someone:
+// delivered, landed, waiting, stuck, blocked, never-started or cut.
+func Wait(ctx context.Context, env *Env, repoDir, id string, timeout time.Duration) (*Outcome, error) {
+	deadline := time.Now().Add(timeout)
+	start := -1
+	for {
+		p, err := Advance(ctx, env, repoDir, id)
+		if err != nil {
+			return nil, err
+		}
+		if start < 0 {
+			start = p.Current
+		}
+		st := p.Stages[start]
+		switch st.State {
+		case StateDelivered, StateLanded, StateWaiting, StateStuck, StateBlocked, StateNeverStarted, StateCut:
+			o := &Outcome{Place: id, Stage: st.Name, State: st.State, Delivered: st.Delivered, Need: st.Need, Reason: st.Reason}
+			if p.Current != start {
+				o.Next = p.Stages[p.Current].Name
+			}
+			return o, nil
+		}
+		if time.Now().After(deadline) {
+			return &Outcome{Place: id, Stage: st.Name, State: st.State}, fmt.Errorf("%s: stage %s still %s after %s: %w", id, st.Name, st.State, timeout, ErrTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

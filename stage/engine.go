@@ -1,0 +1,531 @@
+package stage
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// Stage states (S1).
+const (
+	StateStarting     = "starting"
+	StateUnknown      = "unknown"
+	StateWorking      = "working"
+	StateWaiting      = "waiting"
+	StateStuck        = "stuck"
+	StateDelivered    = "delivered"
+	StateNeverStarted = "never-started"
+	StateCut          = "cut"
+	StateBlocked      = "blocked"
+	StateLanded       = "landed"
+)
+
+// EngineOptions tune how stages start and are watched.
+type EngineOptions struct {
+	// Pane is "tmux" (default), "print" (flume prints the command and
+	// watches the transcript) or "none" (flume starts no agent).
+	Pane string
+	Tmux *agents.Tmux
+	// Agent is the program used when a place names none.
+	Agent string
+	// ConfirmWindow is how long a sent prompt may take to show in the
+	// transcript before it is checked and sent once more (A3).
+	ConfirmWindow time.Duration
+	// StuckAfter is how long a stage may be quiet before it is reported
+	// stuck (A7).
+	StuckAfter time.Duration
+	// Print receives the command an operator runs with the print pane.
+	Print io.Writer
+}
+
+func (o EngineOptions) window() time.Duration {
+	if o.ConfirmWindow > 0 {
+		return o.ConfirmWindow
+	}
+	return 60 * time.Second
+}
+
+func (o EngineOptions) stuckAfter() time.Duration {
+	if o.StuckAfter > 0 {
+		return o.StuckAfter
+	}
+	return 30 * time.Minute
+}
+
+// active reports a state whose agent is expected to be at work.
+func active(state string) bool {
+	switch state {
+	case StateStarting, StateUnknown, StateWorking, StateWaiting, StateStuck:
+		return true
+	}
+	return false
+}
+
+// Confirm advances a place whose stage just started until its prompt is
+// confirmed or the stage resolves otherwise (working, blocked,
+// never-started, …), for at most two and a half confirm windows: slow is
+// not failed, and a stage still starting then is left to the next advance.
+func Confirm(ctx context.Context, env *Env, repoDir, id string) (*Place, error) {
+	deadline := time.Now().Add(env.Engine.window() * 5 / 2)
+	for {
+		p, err := Advance(ctx, env, repoDir, id)
+		if err != nil {
+			return p, err
+		}
+		st := p.Stages[p.Current]
+		if (st.State != StateStarting && st.State != StateUnknown) || time.Now().After(deadline) || st.Agent == nil || st.Agent.Pane == "print" {
+			return p, nil
+		}
+		select {
+		case <-ctx.Done():
+			return p, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Advance runs the place's stage engine until nothing more moves: start a
+// pending stage, confirm its prompt, notice its deliverable, its need, its
+// silence. Every move is a CAS write of the place record made from what was
+// just read, so any process may run it, and one killed midway loses nothing:
+// the next run reads where it stopped.
+func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) {
+	repo, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	for range 16 {
+		rec, p, err := readPlace(ctx, store, id)
+		if err != nil {
+			return nil, err
+		}
+		moved, err := step(ctx, env, repo, store, rec, p)
+		var conflict *refs.ConflictError
+		if errors.As(err, &conflict) {
+			continue // someone else moved it: read again
+		}
+		if err != nil || !moved {
+			return p, err
+		}
+	}
+	_, p, err := readPlace(ctx, store, id)
+	return p, err
+}
+
+// step makes at most one move and reports whether it did.
+func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
+	if p.Phase != PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
+		return false, nil
+	}
+	st := &p.Stages[p.Current]
+	write := func(msg string) (bool, error) {
+		_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg)}})
+		return err == nil, err
+	}
+	if st.State == StagePending {
+		if env.Engine.Pane == "none" {
+			return false, nil
+		}
+		return startStage(ctx, env, repo, store, rec, p)
+	}
+	if !active(st.State) {
+		return false, nil
+	}
+	now := env.now()
+
+	// K6: the deliverable is read at one commit, the branch head read once.
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil && !errors.Is(err, git.ErrNotExist) {
+		return false, err
+	}
+	done, what, tasks, err := deliverable(ctx, repo, p, st, head)
+	if err != nil {
+		return false, err
+	}
+	if done {
+		// End the agent first: a stage is delivered only with its agent
+		// gone, and the next one never starts over it (K1).
+		if err := endAgent(ctx, env, st.Agent); err != nil {
+			return false, err
+		}
+		st.State, st.Delivered, st.At, st.Ended, st.Tasks, st.Need = StateDelivered, what, head, &now, tasks, ""
+		if st.Deliverable == DeliverLanded {
+			st.State = StateLanded
+		}
+		msg := "delivered: " + what
+		if p.Current+1 < len(p.Stages) {
+			p.Current++
+			msg += "; next stage " + p.Stages[p.Current].Name
+		}
+		return write(msg)
+	}
+	if tasks != nil && (st.Tasks == nil || *st.Tasks != *tasks) {
+		st.Tasks = tasks
+		return write(fmt.Sprintf("tasks %d/%d", tasks.Done, tasks.Total))
+	}
+
+	a := st.Agent
+	if a == nil || a.Ended {
+		return false, nil
+	}
+	prog, err := programOf(a)
+	if err != nil {
+		return false, err
+	}
+	vars := agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}
+	if a.Transcript == "" {
+		if t := prog.FindTranscript(vars, a.Started); t != "" {
+			a.Transcript = t
+			return write("transcript " + t)
+		}
+	}
+	prompt, err := os.ReadFile(a.PromptFile)
+	if err != nil {
+		return false, fmt.Errorf("read the stage's prompt: %w", err)
+	}
+	var tr *agents.Transcript
+	if a.Transcript != "" {
+		if tr, err = agents.ReadTranscriptFile(a.Transcript, a.Format); err != nil {
+			return false, err
+		}
+	}
+
+	switch st.State {
+	case StateStarting, StateUnknown:
+		if tr != nil && tr.Received(string(prompt)) {
+			st.State, st.Reason = StateWorking, ""
+			return write("prompt confirmed in the transcript")
+		}
+		if now.Sub(a.SentAt) < env.Engine.window() {
+			return false, nil
+		}
+		if a.Pane == "print" {
+			// The operator starts it: flume only watches (A3).
+			if tr == nil && st.State != StateUnknown {
+				st.State = StateUnknown
+				return write("no transcript yet")
+			}
+			return false, nil
+		}
+		return confirmOrResend(ctx, env, st, a, string(prompt), tr, write)
+	case StateWorking, StateStuck, StateWaiting:
+		if tr == nil {
+			return false, nil
+		}
+		if need := tr.Need(); need != "" {
+			if st.State != StateWaiting || st.Need != need {
+				st.State, st.Need = StateWaiting, need
+				return write("waiting: " + need)
+			}
+			return false, nil
+		}
+		if st.State == StateWaiting && tr.Turn == agents.TurnRunning {
+			st.State, st.Need = StateWorking, ""
+			return write("need answered")
+		}
+		quiet := now.Sub(modTime(a.Transcript))
+		if st.State == StateWorking && quiet > env.Engine.stuckAfter() {
+			st.State = StateStuck
+			return write(fmt.Sprintf("stuck: quiet for %s with no deliverable and no need", quiet.Round(time.Second)))
+		}
+		if st.State == StateStuck && quiet <= env.Engine.stuckAfter() {
+			st.State = StateWorking
+			return write("active again")
+		}
+	}
+	return false, nil
+}
+
+// confirmOrResend handles a prompt the transcript has not shown within the
+// window (A3, X3): a screen that is not the program's ready composer is
+// never typed into and blocks the stage with its words; otherwise the prompt
+// is sent once more, unless the composer already holds it; a second miss is
+// never-started.
+func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, tr *agents.Transcript, write func(string) (bool, error)) (bool, error) {
+	tmux := env.Engine.Tmux
+	if !tmux.Alive(ctx, a.Pane) {
+		st.State, st.Reason = StateNeverStarted, "the agent exited before its prompt showed in its transcript"
+		a.Ended = true
+		return write("never started: agent exited")
+	}
+	text, err := tmux.Capture(ctx, a.Pane)
+	if err != nil {
+		return false, err
+	}
+	screen := agents.ReadScreen(a.Format, text)
+	if !screen.Ready {
+		if screen.Busy {
+			return false, nil // slow is not failed
+		}
+		st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+screen.Words
+		return write("blocked: " + screen.Words)
+	}
+	if a.Sends >= 2 {
+		st.State, st.Reason = StateNeverStarted, fmt.Sprintf("the prompt was sent %d times and never showed in the transcript", a.Sends)
+		return write("never started")
+	}
+	if tr == nil && st.State == StateStarting {
+		// The program has not written its transcript yet: watch it.
+		st.State = StateUnknown
+	}
+	if strings.HasPrefix(firstLine(prompt), screen.Composer) && screen.Composer != "" {
+		// The text sits in the composer already: submit it, do not type
+		// it twice.
+		if err := tmux.SendKeys(ctx, a.Pane, "Enter"); err != nil {
+			return false, err
+		}
+	} else if err := tmux.Send(ctx, a.Pane, prompt); err != nil {
+		return false, err
+	}
+	a.Sends++
+	a.SentAt = env.now()
+	return write(fmt.Sprintf("prompt not confirmed within %s; sent again", env.Engine.window()))
+}
+
+// startStage starts the current stage's agent, after checking no agent of
+// the place still runs (K1). The record is written before the agent
+// starts, so a crash between the two is seen as a stage whose agent never
+// started, never as an agent no record knows.
+func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
+	st := &p.Stages[p.Current]
+	for i := range p.Stages {
+		if a := p.Stages[i].Agent; a != nil && !a.Ended && a.Pane != "print" && env.Engine.Tmux.Alive(ctx, a.Pane) {
+			return false, nil // K1: never start an agent over one still running
+		}
+	}
+	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	if err != nil {
+		return false, err
+	}
+	now := env.now()
+	write := func(msg string) (bool, error) {
+		_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg)}})
+		return err == nil, err
+	}
+	if r := p.Ready; r != nil && !r.OK && r.Running == nil && p.PlaceKind != "fix" {
+		st.State, st.Reason = StateBlocked, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit)
+		return write("blocked: place not ready")
+	}
+	name := p.Agent
+	if name == "" {
+		name = env.Engine.Agent
+	}
+	if name == "" {
+		name = "claude"
+	}
+	prog, err := agents.ResolveProgram(name, cfg.Agents)
+	if err != nil {
+		return false, err
+	}
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil {
+		return false, fmt.Errorf("branch %s: %w", p.Branch, err)
+	}
+	prompt, err := renderPrompt(ctx, repo, p.Base, p, st, cfg)
+	if err != nil {
+		return false, err
+	}
+	run := st.Runs + 1
+	logDir := LogDir(repo.CommonDir, p.ID)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return false, err
+	}
+	promptFile := filepath.Join(logDir, fmt.Sprintf("%d-%s-%d.prompt", p.Current+1, st.Name, run))
+	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
+		return false, err
+	}
+	a := &AgentRun{
+		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: newSessionID(), Host: env.Host,
+		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
+	}
+	if env.Engine.Pane == "print" {
+		a.Pane = "print"
+	}
+	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, run, a
+	st.Need, st.Reason, st.Delivered, st.At = "", "", "", ""
+	if ok, err := write(fmt.Sprintf("starting %s (session %s)", prog.Name, a.Session)); !ok {
+		return false, err
+	}
+	// L2: readying runs again whenever a stage starts.
+	if len(cfg.Ready) > 0 && p.Current > 0 {
+		log, err := openLog(repo.CommonDir, p.ID)
+		if err == nil {
+			runSteps(cfg.Ready, p.Path, StepEnv(env.CallerEnv, p), "ready", env.Out, log)
+			log.Close()
+		}
+	}
+	argv := prog.Argv(agents.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: homeOf(env)})
+	agentEnv := AgentEnv(env.CallerEnv, p, st.Name, a.Session)
+	if a.Pane == "print" {
+		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", shellQuote(p.Path), shellJoin(argv))
+		return true, nil
+	}
+	if _, err := env.Engine.Tmux.Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
+		return true, fmt.Errorf("start %s in tmux: %w", prog.Name, err)
+	}
+	return true, nil
+}
+
+// AgentEnv is an agent's environment (A1): the caller's, without the GIT_*
+// variables that would point it at another repository (R9) or tmux's own,
+// plus FLUME_PLACE, FLUME_STAGE and FLUME_SESSION.
+func AgentEnv(caller []string, p *Place, stage, session string) []string {
+	var env []string
+	for _, kv := range git.CleanEnv(caller) {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GIT_") || name == "TMUX" || name == "TMUX_PANE" || strings.HasPrefix(name, "FLUME_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
+}
+
+// endAgent ends a stage's agent and verifies it exited (X5).
+func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
+	if a == nil || a.Ended {
+		return nil
+	}
+	if a.Pane != "print" {
+		if err := env.Engine.Tmux.Kill(ctx, a.Pane); err != nil {
+			return err
+		}
+	}
+	a.Ended = true
+	return nil
+}
+
+// deliverable checks the stage's deliverable at head (K6) and, for a
+// change, counts its tasks.
+func deliverable(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, head string) (bool, string, *TaskCount, error) {
+	if head == "" {
+		return false, "", nil, nil
+	}
+	switch d := st.Deliverable; {
+	case d == DeliverCommit:
+		if st.Base != "" && head != st.Base {
+			return true, "commit " + head, nil, nil
+		}
+	case d == DeliverTasks:
+		path := "openspec/changes/" + p.Name + "/tasks.md"
+		data, err := repo.ReadFile(ctx, head, path)
+		if errors.Is(err, git.ErrNotExist) {
+			return false, "", nil, nil
+		}
+		if err != nil {
+			return false, "", nil, err
+		}
+		tc := CountTasks(data)
+		if tc.Total > 0 && tc.Done == tc.Total {
+			return true, fmt.Sprintf("all %d tasks ticked at %s", tc.Total, head), &tc, nil
+		}
+		return false, "", &tc, nil
+	case d == DeliverLanded:
+		j, err := judge(ctx, repo, p)
+		if err != nil {
+			return false, "", nil, err
+		}
+		if j.landed {
+			return true, fmt.Sprintf("%s landed on %s", p.Branch, p.Target), nil, nil
+		}
+	case strings.HasPrefix(d, deliverFile):
+		path := strings.TrimPrefix(d, deliverFile)
+		if _, err := repo.ReadFile(ctx, head, path); err == nil {
+			return true, path + " committed at " + head, nil, nil
+		}
+		if p.PlaceKind == "question" || st.Name == "round" {
+			// K4: a question's conclusion need not be committed.
+			if _, err := os.Stat(filepath.Join(p.Path, path)); err == nil {
+				return true, path + " written in the place", nil, nil
+			}
+		}
+	}
+	return false, "", nil, nil
+}
+
+var taskLine = regexp.MustCompile(`^\s*[-*]\s+\[([^\]]*)\]`)
+
+// CountTasks counts the tasks of a tasks.md as the openspec CLI does:
+// "- [x]", "- [X]" and "- [ x]" are done; "- [ ]" and "- [~]" are open;
+// "*" bullets count too.
+func CountTasks(data []byte) TaskCount {
+	var tc TaskCount
+	for line := range strings.SplitSeq(string(data), "\n") {
+		m := taskLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		switch strings.TrimSpace(m[1]) {
+		case "x", "X":
+			tc.Done++
+			tc.Total++
+		case "", "~":
+			tc.Total++
+		}
+	}
+	return tc
+}
+
+func programOf(a *AgentRun) (agents.Program, error) {
+	return agents.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}, nil
+}
+
+func homeOf(env *Env) string {
+	for _, kv := range env.CallerEnv {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func modTime(path string) time.Time {
+	info, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return info.ModTime()
+}
+
+func newSessionID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// paneName names a stage run's tmux session: unique per repository, place,
+// stage and run, with no '.' or ':' (tmux target syntax).
+func paneName(p *Place, run int) string {
+	sum := sha1.Sum([]byte(p.Repo))
+	id := strings.NewReplacer(".", "_", ":", "_").Replace(p.ID)
+	return fmt.Sprintf("flume-%x-%s-%d-%d", sum[:3], id, p.Current+1, run)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,85 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// hookMarker identifies hooks git-flume wrote.
+const hookMarker = "# git-flume hook"
+
+// chainedSuffix is where a hook that was there before ours is kept; ours
+// runs it first.
+const chainedSuffix = ".pre-flume"
+
+// postCommitHook ends stages on commit (K7). Outside a place it returns at
+// once, without starting git-flume; in a place it asks git-flume to advance
+// the place in the background, so the commit never waits on agent work.
+const postCommitHook = `#!/bin/sh
+` + hookMarker + ` v1: post-commit; ` + "`git flume install`" + ` wrote it
+hooks=$(dirname "$0")
+if [ -x "$hooks/post-commit` + chainedSuffix + `" ]; then "$hooks/post-commit` + chainedSuffix + `" "$@"; fi
+case "$PWD" in
+*/places/*--*) command -v git-flume >/dev/null 2>&1 && git flume hook post-commit ;;
+esac
+exit 0
+`
+
+// InstallHooks installs the post-commit hook where git looks for hooks
+// (honouring core.hooksPath), chaining a hook already there rather than
+// replacing it, and upgrading its own earlier versions. It returns the path
+// it wrote.
+func InstallHooks(ctx context.Context, env *Env, repoDir string) (string, error) {
+	repo, _, err := env.open(ctx, repoDir)
+	if err != nil {
+		return "", err
+	}
+	dir, err := repo.HooksDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "post-commit")
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return "", err
+	case bytes.Contains(old, []byte(hookMarker)):
+		// ours: rewrite below
+	default:
+		chained := path + chainedSuffix
+		if _, err := os.Stat(chained); err == nil {
+			return "", fmt.Errorf("%s exists and is not git-flume's, and %s is taken too; merge them by hand", path, chained)
+		}
+		if err := os.Rename(path, chained); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(env.Out, "kept your post-commit hook as %s; git-flume's hook runs it first\n", chained)
+	}
+	tmp := path + ".flume-tmp"
+	if err := os.WriteFile(tmp, []byte(postCommitHook), 0o755); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// PlaceOfDir returns the place id of a place's top directory
+// (<repo>/places/<kind>--<name>), or "" — without running git.
+func PlaceOfDir(dir string) string {
+	if filepath.Base(filepath.Dir(dir)) != PlacesDir {
+		return ""
+	}
+	id := filepath.Base(dir)
+	if _, err := PlaceID(id); err != nil || !strings.Contains(id, "--") {
+		return ""
+	}
+	return id
+}
