@@ -183,7 +183,7 @@ func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g Ga
 	if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb)}}); err != nil {
 		return nil, err
 	}
-	return Advance(ctx, env, repoDir, id)
+	return Confirm(ctx, env, repoDir, id)
 }
 
 // Outcome is what Wait saw end.

@@ -143,7 +143,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if !active(st.State) {
 		return false, nil
 	}
-	now := env.now()
+	now := time.Now().UTC() // timers run on the real clock, never FLUME_NOW
 
 	// K6: the deliverable is read at one commit, the branch head read once.
 	head, err := repo.ResolveRef(ctx, p.branchRef())
@@ -231,7 +231,8 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			}
 			return false, nil
 		}
-		if st.State == StateWaiting && tr.Turn == agents.TurnRunning {
+		if st.State == StateWaiting {
+			// The newest message no longer stops short: answered.
 			st.State, st.Need = StateWorking, ""
 			return write("need answered")
 		}
@@ -290,7 +291,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 		return false, err
 	}
 	a.Sends++
-	a.SentAt = env.now()
+	a.SentAt = time.Now().UTC()
 	return write(fmt.Sprintf("prompt not confirmed within %s; sent again", env.Engine.window()))
 }
 
@@ -309,7 +310,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return false, err
 	}
-	now := env.now()
+	now := time.Now().UTC()
 	write := func(msg string) (bool, error) {
 		_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg)}})
 		return err == nil, err
@@ -378,14 +379,17 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	return true, nil
 }
 
-// AgentEnv is an agent's environment (A1): the caller's, without the GIT_*
-// variables that would point it at another repository (R9) or tmux's own,
-// plus FLUME_PLACE, FLUME_STAGE and FLUME_SESSION.
+// AgentEnv is an agent's environment (A1): the caller's (its API keys and
+// PATH are there), without the GIT_DIR family that would point it at
+// another repository (R9) or tmux's own variables, plus FLUME_PLACE,
+// FLUME_STAGE and FLUME_SESSION.
 func AgentEnv(caller []string, p *Place, stage, session string) []string {
 	var env []string
 	for _, kv := range git.CleanEnv(caller) {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "GIT_") || name == "TMUX" || name == "TMUX_PANE" || strings.HasPrefix(name, "FLUME_") {
+		switch {
+		case name == "TMUX", name == "TMUX_PANE",
+			name == "FLUME_PLACE", name == "FLUME_STAGE", name == "FLUME_SESSION":
 			continue
 		}
 		env = append(env, kv)

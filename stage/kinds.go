@@ -40,20 +40,35 @@ type Kind struct {
 	Declared bool // declared in .flume/config rather than shipped
 }
 
-// shippedStages are the stages of the shipped kinds (K2–K4).
-var shippedStages = map[string]Stage{
-	"code":      {Name: "code", Prompt: "code", Deliverable: DeliverCommit},
-	"submit":    {Name: "submit", Prompt: "submit", Deliverable: DeliverLanded},
-	"construct": {Name: "construct", Prompt: "construct", Deliverable: "file:openspec/changes/{name}/tasks.md"},
-	"verify":    {Name: "verify", Prompt: "verify", Deliverable: "file:openspec/changes/{name}/verify.md"},
-	"round":     {Name: "round", Prompt: "round", Deliverable: "file:conclusion.md"},
+// shippedKinds are fix, change and question (K2–K4). A stage's name is
+// also the name of its shipped prompt.
+var shippedKinds = map[string][]Stage{
+	"fix": {
+		{Name: "code", Prompt: "code", Deliverable: DeliverCommit},
+		{Name: "submit", Prompt: "submit", Deliverable: DeliverLanded},
+	},
+	"change": {
+		{Name: "construct", Prompt: "construct", Deliverable: "file:openspec/changes/{name}/tasks.md"},
+		{Name: "code", Prompt: "code", Deliverable: DeliverTasks},
+		{Name: "verify", Prompt: "verify", Deliverable: "file:openspec/changes/{name}/verify.md"},
+		{Name: "submit", Prompt: "submit", Deliverable: DeliverLanded},
+	},
+	"question": {
+		{Name: "round", Prompt: "round", Deliverable: "file:conclusion.md"},
+	},
 }
 
-// shippedKinds are fix, change and question (K2–K4).
-var shippedKinds = map[string][]string{
-	"fix":      {"code", "submit"},
-	"change":   {"construct", "code", "verify", "submit"},
-	"question": {"round"},
+// shippedStage is a shipped stage by name, for declared kinds that list
+// one: the first kind's definition of it.
+func shippedStage(name string) (Stage, bool) {
+	for _, kind := range []string{"fix", "change", "question"} {
+		for _, st := range shippedKinds[kind] {
+			if st.Name == name {
+				return st, true
+			}
+		}
+	}
+	return Stage{}, false
 }
 
 // ResolveKind finds a kind by name among the declared and shipped kinds; a
@@ -64,14 +79,15 @@ func ResolveKind(cfg *Config, name string) (Kind, error) {
 	}
 	names, declared := cfg.Kinds[name]
 	if !declared {
-		var ok bool
-		if names, ok = shippedKinds[name]; !ok {
+		stages, ok := shippedKinds[name]
+		if !ok {
 			return Kind{}, &UnknownKindError{Kind: name, Known: knownKinds(cfg)}
 		}
+		return Kind{Name: name, Stages: stages}, nil
 	}
 	k := Kind{Name: name, Declared: declared}
 	for _, sn := range names {
-		st, ok := shippedStages[sn]
+		st, ok := shippedStage(sn)
 		if d, isDecl := cfg.Stages[sn]; isDecl {
 			if d.Deliverable == "" {
 				return Kind{}, fmt.Errorf("kind %q: stage %q declares no deliverable", name, sn)

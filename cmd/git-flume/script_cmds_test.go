@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -30,6 +32,37 @@ func init() {
 	scriptCmds["putrecord"] = cmdPutRecord
 	scriptCmds["jsonget"] = cmdJSONGet
 	scriptCmds["mkbrief"] = cmdMkBrief
+	scriptCmds["waitfor"] = cmdWaitFor
+	scriptCmds["tmuxkill"] = cmdTmuxKill
+}
+
+// waitfor TIMEOUT PLACE REGEXP: poll `git flume status --json PLACE` (which
+// never advances a stage itself) until its output matches REGEXP.
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: waitfor TIMEOUT PLACE REGEXP")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	re, err := regexp.Compile(args[2])
+	ts.Check(err)
+	deadline := time.Now().Add(d)
+	var out string
+	for time.Now().Before(deadline) {
+		if ts.Exec("git", "flume", "status", "--json", args[1]) == nil {
+			out = ts.ReadFile("stdout")
+			if re.MatchString(out) {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ts.Fatalf("waitfor: no match for %q within %s; last status:\n%s", args[2], d, out)
+}
+
+// tmuxkill: end the script's private tmux server, and every agent in it.
+func cmdTmuxKill(ts *testscript.TestScript, neg bool, args []string) {
+	ts.Exec("tmux", "-S", ts.Getenv("FLUME_TMUX_SOCKET"), "kill-server")
 }
 
 // jsonget FILE PATH OUT: write the string (or JSON) at a dotted PATH of the

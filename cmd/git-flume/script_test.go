@@ -19,6 +19,7 @@ func TestMain(m *testing.M) {
 		"git-flume": func() {
 			os.Exit(run(context.Background(), os.Args, &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Environ()))
 		},
+		"fake-claude": func() { fakeClaude(); os.Exit(0) },
 	})
 }
 

@@ -43,8 +43,10 @@ func (a *app) gate(c *cli.Context) stage.GateOptions {
 
 func advanceCommand(a *app) *cli.Command {
 	return &cli.Command{
-		Name:      "advance",
-		Usage:     "run the stage engine of one place (or every place) until nothing more moves",
+		Name:  "advance",
+		Usage: "run the stage engine of one place (or every place) until nothing more moves",
+		Description: "A stage that starts is followed until its prompt shows in the agent's transcript. " +
+			"The post-commit hook runs this in the background after every commit in a place.",
 		UsageText: "git flume advance [--repo DIR] [PLACE]",
 		Flags:     []cli.Flag{repoFlag()},
 		Action: func(c *cli.Context) error {
@@ -66,7 +68,9 @@ func advanceCommand(a *app) *cli.Command {
 				}
 			}
 			for _, id := range ids {
-				p, err := stage.Advance(c.Context, env, c.String("repo"), id)
+				// A stage that just started is followed until its prompt is
+				// confirmed (or it resolves otherwise).
+				p, err := stage.Confirm(c.Context, env, c.String("repo"), id)
 				if err != nil {
 					return fmt.Errorf("%s: %w", id, err)
 				}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// fakeClaude stands in for Claude Code in testscripts: it draws a composer
+// in its pane, takes its first prompt as its last argument and later ones
+// typed or pasted into the pane, writes a transcript in Claude Code's JSONL
+// shape at ~/.claude/projects/<slug>/<session-id>.jsonl, and follows a plan.
+//
+// The plan ($FAKE_PLAN; or $FAKE_PLAN.<stage>.<run>, or $FAKE_PLAN.<stage>,
+// where they exist) has one line per prompt received, in order; each
+// line is actions separated by ";":
+//
+//	ignore          do not take this prompt (it never reaches the transcript)
+//	commit FILE     write FILE and commit it
+//	write FILE      write FILE, no commit
+//	tasks N         commit an OpenSpec change (proposal.md, tasks.md with N open tasks)
+//	tick N          tick N open tasks in openspec/changes/*/tasks.md and commit
+//	say TEXT        end the turn with TEXT
+//	needs TEXT      end the turn with "NEEDS: TEXT"
+//	ask TEXT        ask the user TEXT (AskUserQuestion) and wait
+//	work            start a tool call and never finish the turn
+//	exit            exit
+//
+// A prompt with no line gets "say ok". A plan starting with "dialog" shows
+// a trust dialog instead of the composer and records anything typed into
+// ~/typed-into-dialog.
+func fakeClaude() {
+	args := os.Args[1:]
+	var session, first string
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--session-id" && i+1 < len(args) {
+			session = args[i+1]
+			i++
+			continue
+		}
+		first = args[i]
+	}
+	var plan []string
+	if p := os.Getenv("FAKE_PLAN"); p != "" {
+		// A stage may have a plan of its own, $FAKE_PLAN.<stage>, and each
+		// run of it one too, $FAKE_PLAN.<stage>.<run>.
+		stage := os.Getenv("FLUME_STAGE")
+		counter := filepath.Join(os.Getenv("HOME"), ".fake-runs-"+os.Getenv("FLUME_PLACE")+"-"+stage)
+		runs, _ := os.ReadFile(counter)
+		run := len(runs) + 1
+		os.WriteFile(counter, append(runs, '.'), 0o644)
+		for _, c := range []string{fmt.Sprintf("%s.%s.%d", p, stage, run), p + "." + stage} {
+			if _, err := os.Stat(c); err == nil {
+				p = c
+				break
+			}
+		}
+		data, _ := os.ReadFile(p)
+		for l := range strings.SplitSeq(strings.TrimRight(string(data), "\n"), "\n") {
+			plan = append(plan, l)
+		}
+	}
+	home := os.Getenv("HOME")
+	cwd, _ := os.Getwd()
+	if len(plan) > 0 && plan[0] == "dialog" {
+		fmt.Print("Quick safety check: Is this a project you created or one you trust?\n\n❯ 1. Yes, I trust this folder\n  2. No, exit\n")
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			fmt.Fprintln(f, sc.Text())
+			f.Close()
+		}
+		select {}
+	}
+	slug := regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-")
+	dir := filepath.Join(home, ".claude", "projects", slug)
+	os.MkdirAll(dir, 0o755)
+	tr := &fakeTranscript{path: filepath.Join(dir, session+".jsonl"), session: session, cwd: cwd}
+
+	fmt.Print("\x1b[?2004h") // bracketed paste on
+	fmt.Print("╭─── Fake Claude ───╮\n")
+	n := 0
+	handle := func(prompt string) {
+		actions := "say ok"
+		if n < len(plan) {
+			actions = plan[n]
+		}
+		n++
+		if strings.TrimSpace(actions) == "ignore" {
+			composer()
+			return
+		}
+		tr.user(prompt)
+		for a := range strings.SplitSeq(actions, ";") {
+			verb, arg, _ := strings.Cut(strings.TrimSpace(a), " ")
+			switch verb {
+			case "commit":
+				os.WriteFile(arg, []byte("made by the fake agent\n"), 0o644)
+				tr.tool("Bash", "git add "+arg+" && git commit -m 'add "+arg+"'")
+				runQuiet("git", "add", arg)
+				runQuiet("git", "commit", "-q", "-m", "add "+arg)
+			case "tasks":
+				var k int
+				fmt.Sscan(arg, &k)
+				_, name, _ := strings.Cut(os.Getenv("FLUME_PLACE"), "--")
+				dir := filepath.Join("openspec", "changes", name)
+				os.MkdirAll(dir, 0o755)
+				os.WriteFile(filepath.Join(dir, "proposal.md"), []byte("# Proposal\n"), 0o644)
+				var b strings.Builder
+				b.WriteString("# Tasks\n\n## 1. Work\n")
+				for i := 1; i <= k; i++ {
+					fmt.Fprintf(&b, "- [ ] 1.%d task %d\n", i, i)
+				}
+				os.WriteFile(filepath.Join(dir, "tasks.md"), []byte(b.String()), 0o644)
+				tr.tool("Bash", "git commit -m 'openspec change'")
+				runQuiet("git", "add", "openspec")
+				runQuiet("git", "commit", "-q", "-m", "openspec change "+name)
+			case "write":
+				os.WriteFile(arg, []byte("written by the fake agent\n"), 0o644)
+			case "tick":
+				var k int
+				fmt.Sscan(arg, &k)
+				files, _ := filepath.Glob("openspec/changes/*/tasks.md")
+				for _, f := range files {
+					data, _ := os.ReadFile(f)
+					s := string(data)
+					for ; k > 0 && strings.Contains(s, "- [ ]"); k-- {
+						s = strings.Replace(s, "- [ ]", "- [x]", 1)
+					}
+					os.WriteFile(f, []byte(s), 0o644)
+				}
+				tr.tool("Bash", "git commit -am 'tick tasks'")
+				runQuiet("git", "commit", "-q", "-am", "tick "+arg+" tasks")
+			case "say":
+				tr.assistant(arg, "end_turn")
+			case "needs":
+				tr.assistant("I cannot go on.\nNEEDS: "+arg, "end_turn")
+			case "ask":
+				tr.ask(arg)
+			case "work":
+				tr.tool("Bash", "sleep 1000")
+			case "exit":
+				os.Exit(0)
+			}
+		}
+		composer()
+	}
+	composer()
+	if first != "" {
+		handle(first)
+	}
+	rd := bufio.NewReader(os.Stdin)
+	var pasted []string
+	pasting := false
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			select {}
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if i := strings.Index(line, "\x1b[200~"); i >= 0 {
+			pasting, pasted = true, nil
+			line = line[i+len("\x1b[200~"):]
+		}
+		if pasting {
+			if j := strings.Index(line, "\x1b[201~"); j >= 0 {
+				pasted = append(pasted, line[:j])
+				pasting = false
+				handle(strings.Join(pasted, "\n"))
+			} else {
+				pasted = append(pasted, line)
+			}
+			continue
+		}
+		if strings.TrimSpace(line) != "" {
+			handle(line)
+		}
+	}
+}
+
+func composer() { fmt.Print("────────────────────\n❯ ") }
+
+func runQuiet(name string, args ...string) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Run()
+}
+
+type fakeTranscript struct {
+	path, session, cwd string
+	n                  int
+}
+
+func (t *fakeTranscript) write(v map[string]any) {
+	t.n++
+	v["uuid"] = fmt.Sprintf("u-%d", t.n)
+	v["sessionId"] = t.session
+	v["cwd"] = t.cwd
+	v["isSidechain"] = false
+	v["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
+	data, _ := json.Marshal(v)
+	f, err := os.OpenFile(t.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	f.Write(append(data, '\n'))
+	f.Close()
+}
+
+func (t *fakeTranscript) user(prompt string) {
+	t.write(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": prompt}, "promptSource": "typed"})
+}
+
+func (t *fakeTranscript) assistant(text, stop string) {
+	t.write(map[string]any{"type": "assistant", "message": map[string]any{
+		"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}, "stop_reason": stop,
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+	}})
+}
+
+func (t *fakeTranscript) tool(name, command string) {
+	t.write(map[string]any{"type": "assistant", "message": map[string]any{
+		"role": "assistant", "stop_reason": "tool_use",
+		"content": []any{map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", t.n), "name": name, "input": map[string]any{"command": command}}},
+		"usage":   map[string]any{"input_tokens": 10, "output_tokens": 5},
+	}})
+}
+
+func (t *fakeTranscript) ask(question string) {
+	t.write(map[string]any{"type": "assistant", "message": map[string]any{
+		"role": "assistant", "stop_reason": "tool_use",
+		"content": []any{map[string]any{"type": "tool_use", "id": "toolu_ask", "name": "AskUserQuestion",
+			"input": map[string]any{"questions": []any{map[string]any{"question": question, "options": []any{}}}}}},
+	}})
+}
