@@ -32,6 +32,16 @@ const (
 	StateLanded       = "landed"
 )
 
+// Fault is a test seam: crash tests set it to kill the process at a named
+// point of an engine step. It is nil in git-flume itself.
+var Fault func(point string)
+
+func fault(point string) {
+	if Fault != nil {
+		Fault(point)
+	}
+}
+
 // EngineOptions tune how stages start and are watched.
 type EngineOptions struct {
 	// Pane is "tmux" (default), "print" (flume prints the command and
@@ -160,6 +170,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		if err := endAgent(ctx, env, st.Agent); err != nil {
 			return false, err
 		}
+		fault("deliver:agent-ended")
 		st.State, st.Delivered, st.At, st.Ended, st.Tasks, st.Need = StateDelivered, what, head, &now, tasks, ""
 		if st.Deliverable == DeliverLanded {
 			st.State = StateLanded
@@ -169,7 +180,11 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			p.Current++
 			msg += "; next stage " + p.Stages[p.Current].Name
 		}
-		return write(msg)
+		moved, err := write(msg)
+		if moved {
+			fault("deliver:recorded")
+		}
+		return moved, err
 	}
 	if tasks != nil && (st.Tasks == nil || *st.Tasks != *tasks) {
 		st.Tasks = tasks
@@ -290,6 +305,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 	} else if err := tmux.Send(ctx, a.Pane, prompt); err != nil {
 		return false, err
 	}
+	fault("resend:sent")
 	a.Sends++
 	a.SentAt = time.Now().UTC()
 	return write(fmt.Sprintf("prompt not confirmed within %s; sent again", env.Engine.window()))
@@ -359,6 +375,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if ok, err := write(fmt.Sprintf("starting %s (session %s)", prog.Name, a.Session)); !ok {
 		return false, err
 	}
+	fault("start:recorded")
 	// L2: readying runs again whenever a stage starts.
 	if len(cfg.Ready) > 0 && p.Current > 0 {
 		log, err := openLog(repo.CommonDir, p.ID)
@@ -376,6 +393,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if _, err := env.Engine.Tmux.Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
 		return true, fmt.Errorf("start %s in tmux: %w", prog.Name, err)
 	}
+	fault("start:started")
 	return true, nil
 }
 

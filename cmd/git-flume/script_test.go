@@ -5,9 +5,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/git-flume/git-flume/stage"
 )
 
 var update = flag.Bool("update", false, "rewrite testscript files with actual output")
@@ -17,6 +20,15 @@ func TestMain(m *testing.M) {
 		// `git flume …` inside a script finds this binary on PATH as
 		// git-flume, so scripts run the real program.
 		"git-flume": func() {
+			// Crash tests name a point of an engine step where this
+			// process kills itself (a test build only).
+			if point := os.Getenv("FLUME_FAULT"); point != "" {
+				stage.Fault = func(p string) {
+					if p == point {
+						syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					}
+				}
+			}
 			os.Exit(run(context.Background(), os.Args, &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Environ()))
 		},
 		"fake-claude": func() { fakeClaude(); os.Exit(0) },
