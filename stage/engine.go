@@ -477,11 +477,12 @@ func deliverable(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord,
 	return false, "", nil, nil
 }
 
-var taskLine = regexp.MustCompile(`^\s*[-*]\s+\[([^\]]*)\]`)
+var taskLine = regexp.MustCompile(`^\s*(?:[-*+]|\d+\.)\s*\[([^\]]*)\]`)
 
-// CountTasks counts the tasks of a tasks.md as the openspec CLI does:
-// "- [x]", "- [X]" and "- [ x]" are done; "- [ ]" and "- [~]" are open;
-// "*" bullets count too.
+// CountTasks counts the tasks of a tasks.md as the openspec CLI does (K6):
+// a bullet ("-", "*", "+" or "1."), then a box of at most one character:
+// "[x]" or "[X]" (spaces aside) is done, "[ ]", "[~]", "[-]" and the like
+// are open; "[xx]" is not a task.
 func CountTasks(data []byte) TaskCount {
 	var tc TaskCount
 	for line := range strings.SplitSeq(string(data), "\n") {
@@ -489,12 +490,13 @@ func CountTasks(data []byte) TaskCount {
 		if m == nil {
 			continue
 		}
-		switch strings.TrimSpace(m[1]) {
-		case "x", "X":
+		box := strings.TrimSpace(m[1])
+		if len(box) > 1 {
+			continue
+		}
+		tc.Total++
+		if box == "x" || box == "X" {
 			tc.Done++
-			tc.Total++
-		case "", "~":
-			tc.Total++
 		}
 	}
 	return tc
