@@ -93,3 +93,32 @@ func rawStatus(b *testing.B, f *fixture) int {
 	cat.Wait()
 	return n
 }
+
+// BenchmarkCommitWithHook times `git commit` in a checkout that is not a
+// place with git-flume's post-commit hook installed against one without
+// it, in the same run (K7: outside a place the hook returns at once).
+// Target ratio ≤ 1.25.
+func BenchmarkCommitWithHook(b *testing.B) {
+	with, without := newFixture(b), newFixture(b)
+	if _, err := stage.InstallHooks(context.Background(), with.stageEnv(with.env), with.dir); err != nil {
+		b.Fatal(err)
+	}
+	commit := func(f *fixture) time.Duration {
+		cmd := exec.Command("git", "-C", f.dir, "commit", "-q", "--allow-empty", "-m", "x")
+		cmd.Env = f.env
+		t0 := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		return time.Since(t0)
+	}
+	var hooked, plain time.Duration
+	b.ResetTimer()
+	for range b.N {
+		hooked += commit(with)
+		plain += commit(without)
+	}
+	b.ReportMetric(float64(hooked.Microseconds())/float64(b.N), "hook-µs/op")
+	b.ReportMetric(float64(plain.Microseconds())/float64(b.N), "plain-µs/op")
+	b.ReportMetric(float64(hooked)/float64(plain), "ratio")
+}

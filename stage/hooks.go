@@ -22,11 +22,10 @@ const chainedSuffix = ".pre-flume"
 // the place in the background, so the commit never waits on agent work.
 const postCommitHook = `#!/bin/sh
 ` + hookMarker + ` v1: post-commit; ` + "`git flume install`" + ` wrote it
-hooks=$(dirname "$0")
-if [ -x "$hooks/post-commit` + chainedSuffix + `" ]; then "$hooks/post-commit` + chainedSuffix + `" "$@"; fi
 case "$PWD" in
 */places/*--*) command -v git-flume >/dev/null 2>&1 && git flume hook post-commit ;;
 esac
+if [ -x "${0%/*}/post-commit` + chainedSuffix + `" ]; then exec "${0%/*}/post-commit` + chainedSuffix + `" "$@"; fi
 exit 0
 `
 
