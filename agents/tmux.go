@@ -140,3 +140,22 @@ func processAlive(pid int) bool {
 	}
 	return true
 }
+
+// PaneHost runs agents in panes a person can look at (A2): tmux here; herdr
+// implements the same.
+type PaneHost interface {
+	// Start runs argv in a new pane named name, in dir, with exactly env.
+	Start(ctx context.Context, name, dir string, env, argv []string) (int, error)
+	// Alive reports whether the pane's program runs.
+	Alive(ctx context.Context, name string) bool
+	// Capture returns the pane's visible text.
+	Capture(ctx context.Context, name string) (string, error)
+	// Send types text as a prompt: literally, then Enter as its own key.
+	Send(ctx context.Context, name, text string) error
+	// SendKeys sends named keys.
+	SendKeys(ctx context.Context, name string, keys ...string) error
+	// Kill ends the pane's process tree and verifies it exited.
+	Kill(ctx context.Context, name string) error
+}
+
+var _ PaneHost = (*Tmux)(nil)

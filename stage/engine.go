@@ -46,8 +46,8 @@ func fault(point string) {
 type EngineOptions struct {
 	// Pane is "tmux" (default), "print" (flume prints the command and
 	// watches the transcript) or "none" (flume starts no agent).
-	Pane string
-	Tmux *agents.Tmux
+	Pane  string
+	Panes agents.PaneHost
 	// Agent is the program used when a place names none.
 	Agent string
 	// ConfirmWindow is how long a sent prompt may take to show in the
@@ -85,17 +85,20 @@ func active(state string) bool {
 
 // Confirm advances a place whose stage just started until its prompt is
 // confirmed or the stage resolves otherwise (working, blocked,
-// never-started, …), for at most two and a half confirm windows: slow is
-// not failed, and a stage still starting then is left to the next advance.
+// never-started, …): at most a window and a half after the second send.
+// Slow is not failed: a stage still starting then is left to the watcher.
 func Confirm(ctx context.Context, env *Env, repoDir, id string) (*Place, error) {
-	deadline := time.Now().Add(env.Engine.window() * 5 / 2)
 	for {
 		p, err := Advance(ctx, env, repoDir, id)
 		if err != nil {
 			return p, err
 		}
 		st := p.Stages[p.Current]
-		if (st.State != StateStarting && st.State != StateUnknown) || time.Now().After(deadline) || st.Agent == nil || st.Agent.Pane == "print" {
+		if (st.State != StateStarting && st.State != StateUnknown) || st.Agent == nil || st.Agent.Pane == "print" {
+			return p, nil
+		}
+		// Each send gets its window and a half: a resend restarts it.
+		if time.Since(st.Agent.SentAt) > env.Engine.window()*3/2 && st.Agent.Sends >= 2 {
 			return p, nil
 		}
 		select {
@@ -270,13 +273,13 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 // is sent once more, unless the composer already holds it; a second miss is
 // never-started.
 func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, tr *agents.Transcript, write func(string) (bool, error)) (bool, error) {
-	tmux := env.Engine.Tmux
-	if !tmux.Alive(ctx, a.Pane) {
+	panes := env.Engine.Panes
+	if !panes.Alive(ctx, a.Pane) {
 		st.State, st.Reason = StateNeverStarted, "the agent exited before its prompt showed in its transcript"
 		a.Ended = true
 		return write("never started: agent exited")
 	}
-	text, err := tmux.Capture(ctx, a.Pane)
+	text, err := panes.Capture(ctx, a.Pane)
 	if err != nil {
 		return false, err
 	}
@@ -299,10 +302,10 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 	if strings.HasPrefix(firstLine(prompt), screen.Composer) && screen.Composer != "" {
 		// The text sits in the composer already: submit it, do not type
 		// it twice.
-		if err := tmux.SendKeys(ctx, a.Pane, "Enter"); err != nil {
+		if err := panes.SendKeys(ctx, a.Pane, "Enter"); err != nil {
 			return false, err
 		}
-	} else if err := tmux.Send(ctx, a.Pane, prompt); err != nil {
+	} else if err := panes.Send(ctx, a.Pane, prompt); err != nil {
 		return false, err
 	}
 	fault("resend:sent")
@@ -318,7 +321,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
 	st := &p.Stages[p.Current]
 	for i := range p.Stages {
-		if a := p.Stages[i].Agent; a != nil && !a.Ended && a.Pane != "print" && env.Engine.Tmux.Alive(ctx, a.Pane) {
+		if a := p.Stages[i].Agent; a != nil && !a.Ended && a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
 			return false, nil // K1: never start an agent over one still running
 		}
 	}
@@ -390,7 +393,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", shellQuote(p.Path), shellJoin(argv))
 		return true, nil
 	}
-	if _, err := env.Engine.Tmux.Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
+	if _, err := env.Engine.Panes.Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
 		return true, fmt.Errorf("start %s in tmux: %w", prog.Name, err)
 	}
 	fault("start:started")
@@ -421,7 +424,7 @@ func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
 		return nil
 	}
 	if a.Pane != "print" {
-		if err := env.Engine.Tmux.Kill(ctx, a.Pane); err != nil {
+		if err := env.Engine.Panes.Kill(ctx, a.Pane); err != nil {
 			return err
 		}
 	}

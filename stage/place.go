@@ -58,6 +58,9 @@ type Place struct {
 	Current int           `json:"current"` // index into Stages
 
 	Ready *ReadyResult `json:"ready,omitempty"`
+	// Watcher is the process that keeps the place's timers (A3 unknown
+	// starts, A7 stuck): its lease, good while it runs.
+	Watcher *Proc `json:"watcher,omitempty"`
 
 	Dropped *time.Time `json:"dropped,omitempty"`
 	// Kept says why the last tidy kept the worktree or branch.

@@ -47,6 +47,10 @@ type PlaceStatus struct {
 	Dropped  bool         `json:"dropped"`
 	Kept     *string      `json:"kept"`
 	Agent    *AgentStatus `json:"agent"`
+	Watcher  *Proc        `json:"watcher"`
+	// NeedsWatcher is set when the place has timers to keep and no live
+	// watcher: the command layer starts one.
+	NeedsWatcher bool `json:"-"`
 }
 
 // AgentStatus is the current stage's agent.
@@ -156,13 +160,15 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			continue
 		}
 		ps := placeStatus(&p)
+		ps.Watcher = p.Watcher
+		ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
 		if a := currentRun(&p); a != nil {
 			ps.Agent = &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, Transcript: a.Transcript, Sends: a.Sends, State: "ended"}
 			switch {
 			case a.Ended:
 			case a.Pane == "print":
 				ps.Agent.State = "operator"
-			case p.Host == env.Host && env.Engine.Tmux != nil && env.Engine.Tmux.Alive(ctx, a.Pane):
+			case p.Host == env.Host && env.Engine.Panes != nil && env.Engine.Panes.Alive(ctx, a.Pane):
 				ps.Agent.State = "up"
 			default:
 				ps.Agent.State = "exited"

@@ -139,6 +139,7 @@ func newApp(a *app) *cli.App {
 			tidyCommand(a),
 			installCommand(a),
 			hookCommand(a),
+			watchCommand(a),
 			fsckCommand(a),
 			versionCommand(a),
 			manCommand(a),

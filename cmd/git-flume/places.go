@@ -180,6 +180,7 @@ func launchCommand(a *app) *cli.Command {
 				} else if started != nil {
 					p = started
 				}
+				a.ensureWatchers(c, c.String("repo"), p.ID)
 			}
 			// A place whose readying failed is still made: show it, then
 			// report the failure.
@@ -254,6 +255,7 @@ func statusCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
+			a.startWatchers(c.String("repo"), st)
 			if c.Bool("json") {
 				return writeJSON(a.io.Out, st)
 			}

@@ -83,6 +83,7 @@ func hermetic(e *testscript.Env) error {
 		// on a private tmux socket).
 		{"FLUME_PANE", "none"},
 		{"FLUME_TMUX_SOCKET", filepath.Join(e.WorkDir, ".tmux.sock")},
+		{"FLUME_WATCH_INTERVAL", "200ms"},
 	}
 	for _, kv := range vars {
 		e.Setenv(kv[0], kv[1])

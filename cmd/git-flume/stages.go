@@ -20,7 +20,7 @@ import (
 func (a *app) engineOptions() stage.EngineOptions {
 	o := stage.EngineOptions{
 		Pane:  a.env.vars["FLUME_PANE"],
-		Tmux:  &agents.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]},
+		Panes: &agents.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]},
 		Agent: a.env.vars["FLUME_AGENT"],
 		Print: a.io.Out,
 	}
@@ -76,6 +76,7 @@ func advanceCommand(a *app) *cli.Command {
 				}
 				st := p.Stages[p.Current]
 				fmt.Fprintf(a.io.Out, "%s: %s (%d/%d) %s\n", id, st.Name, p.Current+1, len(p.Stages), st.State)
+				a.ensureWatchers(c, c.String("repo"), id)
 			}
 			return nil
 		},
@@ -178,6 +179,7 @@ func restartCommand(a *app, name, usage string, run func(*cli.Context, *stage.En
 			if err != nil {
 				return err
 			}
+			a.ensureWatchers(c, c.String("repo"), id)
 			st := p.Stages[p.Current]
 			fmt.Fprintf(a.io.Out, "%s: stage %s %s with a fresh agent (run %d)\n", id, st.Name, st.State, st.Runs)
 			return nil
@@ -252,5 +254,72 @@ func hookCommand(a *app) *cli.Command {
 			}
 			return cmd.Process.Release()
 		},
+	}
+}
+
+// watchInterval is how often a watcher advances its place:
+// $FLUME_WATCH_INTERVAL, default 5s.
+func (a *app) watchInterval() time.Duration {
+	if d, err := time.ParseDuration(a.env.vars["FLUME_WATCH_INTERVAL"]); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Second
+}
+
+func watchCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:   "watch",
+		Usage:  "keep a place's timers (started by other commands, detached)",
+		Hidden: true,
+		Flags:  []cli.Flag{repoFlag()},
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			return stage.Watch(c.Context, a.stageEnv(), c.String("repo"), id, a.watchInterval(), 12*time.Hour)
+		},
+	}
+}
+
+// ensureWatcher starts a detached watcher for a place that needs one: any
+// command that finds a place's watcher dead starts another (its lease in
+// the record keeps it to one).
+func (a *app) ensureWatcher(repoDir, id string) {
+	if a.env.vars["FLUME_WATCH"] == "off" {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	abs, err := filepath.Abs(repoDir)
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(exe, "watch", "--repo", abs, id)
+	cmd.Dir = abs
+	cmd.Env = a.env.list
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if cmd.Start() == nil {
+		cmd.Process.Release()
+	}
+}
+
+// ensureWatchers starts watchers for the places of a repository that need
+// one.
+func (a *app) ensureWatchers(c *cli.Context, repoDir string, only string) {
+	st, err := stage.ReadStatus(c.Context, a.stageEnv(), stage.StatusOptions{Repo: repoDir, Place: only})
+	if err != nil {
+		return
+	}
+	a.startWatchers(repoDir, st)
+}
+
+func (a *app) startWatchers(repoDir string, st *stage.Status) {
+	for _, p := range st.Places {
+		if p.NeedsWatcher {
+			a.ensureWatcher(repoDir, p.Place)
+		}
 	}
 }

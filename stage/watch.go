@@ -1,0 +1,84 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/git-flume/git-flume/refs"
+)
+
+// watchable reports whether a place has something for a watcher to do:
+// an active stage whose agent flume started and that still runs.
+func watchable(ctx context.Context, env *Env, p *Place) bool {
+	if p.Phase != PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
+		return false
+	}
+	st := p.Stages[p.Current]
+	if !active(st.State) || st.Agent == nil || st.Agent.Ended {
+		return false
+	}
+	if st.Agent.Pane == "print" {
+		return true
+	}
+	return env.Engine.Panes != nil && env.Engine.Panes.Alive(ctx, st.Agent.Pane)
+}
+
+// NeedsWatcher reports whether a place has something to watch and no live
+// watcher: then any command may start one.
+func NeedsWatcher(ctx context.Context, env *Env, p *Place) bool {
+	if !watchable(ctx, env, p) {
+		return false
+	}
+	w := p.Watcher
+	return w == nil || !refs.ProcessAlive(w.Host, w.PID, env.Host)
+}
+
+// Watch keeps a place's timers: it takes the place's watcher lease (or
+// returns at once if a live watcher holds it), then advances the place
+// every interval while it has something to watch. It never ends an agent
+// on its own account (A7); it only runs the engine's steps.
+func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime time.Duration) error {
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	me := &Proc{PID: env.PID, Host: env.Host}
+	errHeld := errors.New("held")
+	_, err = store.Edit(ctx, PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
+		if cur == nil {
+			return refs.Change{}, &NotFoundError{Place: id}
+		}
+		var p Place
+		if err := cur.Decode(&p); err != nil {
+			return refs.Change{}, err
+		}
+		if w := p.Watcher; w != nil && *w != *me && refs.ProcessAlive(w.Host, w.PID, env.Host) {
+			return refs.Change{}, errHeld
+		}
+		p.Watcher = me
+		return refs.Change{State: &p, Message: "watch " + id}, nil
+	})
+	if errors.Is(err, errHeld) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(lifetime)
+	for time.Now().Before(deadline) {
+		p, err := Advance(ctx, env, repoDir, id)
+		if err != nil {
+			return err
+		}
+		if !watchable(ctx, env, p) || p.Watcher == nil || *p.Watcher != *me {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+	return nil
+}
