@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -88,5 +89,8 @@ func hermetic(e *testscript.Env) error {
 	for _, kv := range vars {
 		e.Setenv(kv[0], kv[1])
 	}
+	// Agents a script started end with it, passed or failed.
+	sock := filepath.Join(e.WorkDir, ".tmux.sock")
+	e.Defer(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
 	return os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o644)
 }
