@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,8 +101,12 @@ func rawStatus(b *testing.B, f *fixture) int {
 // it, in the same run (K7: outside a place the hook returns at once).
 // Target ratio ≤ 1.25.
 func BenchmarkCommitWithHook(b *testing.B) {
-	with, without := newFixture(b), newFixture(b)
+	with, without, empty := newFixture(b), newFixture(b), newFixture(b)
 	if _, err := stage.InstallHooks(context.Background(), with.stageEnv(with.env), with.dir); err != nil {
+		b.Fatal(err)
+	}
+	// The floor: git starting any hook at all, one that only exits.
+	if err := os.WriteFile(filepath.Join(empty.dir, ".git", "hooks", "post-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		b.Fatal(err)
 	}
 	commit := func(f *fixture) time.Duration {
@@ -112,13 +118,15 @@ func BenchmarkCommitWithHook(b *testing.B) {
 		}
 		return time.Since(t0)
 	}
-	var hooked, plain time.Duration
+	var hooked, plain, floor time.Duration
 	b.ResetTimer()
 	for range b.N {
 		hooked += commit(with)
 		plain += commit(without)
+		floor += commit(empty)
 	}
 	b.ReportMetric(float64(hooked.Microseconds())/float64(b.N), "hook-µs/op")
 	b.ReportMetric(float64(plain.Microseconds())/float64(b.N), "plain-µs/op")
 	b.ReportMetric(float64(hooked)/float64(plain), "ratio")
+	b.ReportMetric(float64(floor)/float64(plain), "empty-hook-ratio")
 }
