@@ -29,23 +29,49 @@ if [ -x "${0%/*}/post-commit` + chainedSuffix + `" ]; then exec "${0%/*}/post-co
 exit 0
 `
 
-// InstallHooks installs the post-commit hook where git looks for hooks
-// (honouring core.hooksPath), chaining a hook already there rather than
-// replacing it, and upgrading its own earlier versions. It returns the path
-// it wrote.
-func InstallHooks(ctx context.Context, env *Env, repoDir string) (string, error) {
+// postMergeHook notices landings (T1): a merge or pull in the main
+// checkout may land a place's branch, so git-flume advances every place in
+// the background (a submit stage sees its branch landed) and tidies what
+// landed.
+const postMergeHook = `#!/bin/sh
+` + hookMarker + ` v1: post-merge; ` + "`git flume install`" + ` wrote it
+case "$PWD" in
+*/places/*--*) ;;
+*) command -v git-flume >/dev/null 2>&1 && git flume hook post-merge ;;
+esac
+if [ -x "${0%/*}/post-merge` + chainedSuffix + `" ]; then exec "${0%/*}/post-merge` + chainedSuffix + `" "$@"; fi
+exit 0
+`
+
+// InstallHooks installs the post-commit and post-merge hooks where git
+// looks for hooks (honouring core.hooksPath), chaining a hook already there
+// rather than replacing it, and upgrading its own earlier versions. It
+// returns the paths it wrote.
+func InstallHooks(ctx context.Context, env *Env, repoDir string) ([]string, error) {
 	repo, _, err := env.open(ctx, repoDir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	dir, err := repo.HooksDir(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return nil, err
 	}
-	path := filepath.Join(dir, "post-commit")
+	var paths []string
+	for _, h := range []struct{ name, body string }{{"post-commit", postCommitHook}, {"post-merge", postMergeHook}} {
+		path, err := installHook(env, dir, h.name, h.body)
+		if err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+func installHook(env *Env, dir, name, body string) (string, error) {
+	path := filepath.Join(dir, name)
 	old, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -61,10 +87,10 @@ func InstallHooks(ctx context.Context, env *Env, repoDir string) (string, error)
 		if err := os.Rename(path, chained); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(env.Out, "kept your post-commit hook as %s; git-flume's hook runs it first\n", chained)
+		fmt.Fprintf(env.Out, "kept your %s hook as %s; git-flume's hook runs it too\n", name, chained)
 	}
 	tmp := path + ".flume-tmp"
-	if err := os.WriteFile(tmp, []byte(postCommitHook), 0o755); err != nil {
+	if err := os.WriteFile(tmp, []byte(body), 0o755); err != nil {
 		return "", err
 	}
 	return path, os.Rename(tmp, path)

@@ -36,7 +36,7 @@ func init() {
 	scriptCmds["tmuxkill"] = cmdTmuxKill
 }
 
-// waitfor TIMEOUT PLACE REGEXP: poll `git flume status --json PLACE` (which
+// waitfor TIMEOUT PLACE REGEXP: poll `git flume status --all --json PLACE` (which
 // never advances a stage itself) until its output matches REGEXP.
 func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
@@ -49,7 +49,7 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(d)
 	var out string
 	for time.Now().Before(deadline) {
-		if ts.Exec("git", "flume", "status", "--json", args[1]) == nil {
+		if ts.Exec("git", "flume", "status", "--all", "--json", args[1]) == nil {
 			out = ts.ReadFile("stdout")
 			if re.MatchString(out) {
 				return

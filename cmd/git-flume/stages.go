@@ -47,8 +47,9 @@ func advanceCommand(a *app) *cli.Command {
 		Usage: "run the stage engine of one place (or every place) until nothing more moves",
 		Description: "A stage that starts is followed until its prompt shows in the agent's transcript. " +
 			"The post-commit hook runs this in the background after every commit in a place.",
-		UsageText: "git flume advance [--repo DIR] [PLACE]",
-		Flags:     []cli.Flag{repoFlag()},
+		UsageText: "git flume advance [--tidy] [--repo DIR] [PLACE]",
+		Flags: []cli.Flag{repoFlag(),
+			&cli.BoolFlag{Name: "tidy", Usage: "then tidy, if a place's branch landed (the post-merge hook does this)"}},
 		Action: func(c *cli.Context) error {
 			env := a.stageEnv()
 			var ids []string
@@ -77,6 +78,13 @@ func advanceCommand(a *app) *cli.Command {
 				st := p.Stages[p.Current]
 				fmt.Fprintf(a.io.Out, "%s: %s (%d/%d) %s\n", id, st.Name, p.Current+1, len(p.Stages), st.State)
 				a.ensureWatchers(c, c.String("repo"), id)
+			}
+			if c.Bool("tidy") {
+				// T1: flume tidies after a landing it observes; tidy itself
+				// judges what landed and keeps everything else.
+				results, err := stage.Tidy(c.Context, a.stageEnv(), stage.TidyOptions{Repo: c.String("repo"), Gate: a.gate(c)})
+				stage.WriteTidy(a.io.Out, results, false)
+				return err
 			}
 			return nil
 		},
@@ -212,12 +220,11 @@ func installCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			path, err := stage.InstallHooks(c.Context, a.stageEnv(), c.String("repo"))
-			if err != nil {
-				return err
+			paths, err := stage.InstallHooks(c.Context, a.stageEnv(), c.String("repo"))
+			for _, p := range paths {
+				fmt.Fprintf(a.io.Out, "installed %s\n", p)
 			}
-			fmt.Fprintf(a.io.Out, "installed %s\n", path)
-			return nil
+			return err
 		},
 	}
 }
@@ -230,23 +237,29 @@ func hookCommand(a *app) *cli.Command {
 		Name:   "hook",
 		Hidden: true,
 		Action: func(c *cli.Context) error {
-			if c.Args().First() != "post-commit" {
-				return nil
-			}
 			cwd, err := os.Getwd()
 			if err != nil {
 				return nil
 			}
-			id := stage.PlaceOfDir(cwd)
-			if id == "" {
+			var args []string
+			switch c.Args().First() {
+			case "post-commit":
+				id := stage.PlaceOfDir(cwd)
+				if id == "" {
+					return nil
+				}
+				args = []string{"advance", "--repo", cwd, id}
+			case "post-merge":
+				args = []string{"advance", "--tidy", "--repo", cwd}
+			default:
 				return nil
 			}
 			exe, err := os.Executable()
 			if err != nil {
 				return nil
 			}
-			cmd := exec.Command(exe, "advance", "--repo", cwd, id)
-			cmd.Dir = filepath.Dir(cwd)
+			cmd := exec.Command(exe, args...)
+			cmd.Dir = cwd
 			cmd.Env = a.env.list
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 			if err := cmd.Start(); err != nil {
@@ -255,15 +268,6 @@ func hookCommand(a *app) *cli.Command {
 			return cmd.Process.Release()
 		},
 	}
-}
-
-// watchInterval is how often a watcher advances its place:
-// $FLUME_WATCH_INTERVAL, default 5s.
-func (a *app) watchInterval() time.Duration {
-	if d, err := time.ParseDuration(a.env.vars["FLUME_WATCH_INTERVAL"]); err == nil && d > 0 {
-		return d
-	}
-	return 5 * time.Second
 }
 
 func watchCommand(a *app) *cli.Command {
@@ -322,4 +326,13 @@ func (a *app) startWatchers(repoDir string, st *stage.Status) {
 			a.ensureWatcher(repoDir, p.Place)
 		}
 	}
+}
+
+// watchInterval is how often a watcher advances its place:
+// $FLUME_WATCH_INTERVAL, default 5s.
+func (a *app) watchInterval() time.Duration {
+	if d, err := time.ParseDuration(a.env.vars["FLUME_WATCH_INTERVAL"]); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Second
 }
