@@ -28,10 +28,12 @@ func TestConcurrentIncrements_R3(t *testing.T) {
 	const ref = "refs/flume/counters/shared"
 
 	packer := r.helperCmd("packrefs")
+	packer.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := packer.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { packer.Process.Kill(); packer.Wait() }()
+	// End the packer and the git it runs before the folder is removed.
+	defer func() { syscall.Kill(-packer.Process.Pid, syscall.SIGKILL); packer.Wait() }()
 
 	var wg sync.WaitGroup
 	errs := make([]error, procs)
