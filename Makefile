@@ -17,7 +17,10 @@ export GOTOOLCHAIN := local
 unexport GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_COMMON_DIR
 unexport XDG_CONFIG_HOME XDG_DATA_HOME XDG_STATE_HOME XDG_CACHE_HOME
 
-.PHONY: all build install uninstall test bench clean FORCE
+FLUME_TOOLS ?= $(HOME)/.cache/git-flume-tools
+export FLUME_TOOLS
+
+.PHONY: all build install uninstall test test-agents bench clean FORCE
 
 all: build
 
@@ -40,6 +43,13 @@ uninstall:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+
+# The real agent programs against the fake model server; installs them
+# first (pinned, under $(FLUME_TOOLS)) when they are missing.
+test-agents:
+	./scripts/install-agents >/dev/null
+	PATH="$(FLUME_TOOLS)/node_modules/.bin:$$PATH" FLUME_REAL_AGENTS=1 \
+		$(GO) test -count=1 -timeout 20m -run TestRealAgents -v ./cmd/git-flume
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./...

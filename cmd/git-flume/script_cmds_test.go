@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/git-flume/git-flume/internal/fakemodel"
 )
 
 // scriptCmds are the custom testscript commands, documented in
@@ -139,4 +142,59 @@ func cmdPutRecord(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.Remove(index))
 	commit := git("commit-tree", "-m", "planted by putrecord", tree)
 	git("update-ref", args[0], commit)
+}
+
+func init() {
+	scriptCmds["fakemodel"] = cmdFakeModel
+	scriptCmds["agenthome"] = cmdAgentHome
+}
+
+// fakemodel SCENARIO: serve the scenario (JSON, see internal/fakemodel) on
+// 127.0.0.1 for the rest of the script, log requests to $WORK/model.log,
+// and point the agents at it: ANTHROPIC_BASE_URL, FAKE_MODEL_URL.
+func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakemodel SCENARIO")
+	}
+	sc, err := fakemodel.LoadScenario(ts.MkAbs(args[0]))
+	ts.Check(err)
+	srv, err := fakemodel.Start(sc, filepath.Join(ts.Getenv("WORK"), "model.log"))
+	ts.Check(err)
+	ts.Defer(func() { srv.Close() })
+	ts.Setenv("FAKE_MODEL_URL", srv.URL)
+	ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)
+}
+
+// agenthome PROGRAM DIR...: write the configuration the real PROGRAM needs
+// in $HOME to start straight into its composer against the fake model,
+// trusting each DIR: no onboarding, trust, API-key or permission dialog.
+func cmdAgentHome(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: agenthome PROGRAM DIR...")
+	}
+	home := ts.Getenv("HOME")
+	switch args[0] {
+	case "claude":
+		const key = "sk-fake-0123456789abcdefghijKLMN"
+		ts.Setenv("ANTHROPIC_API_KEY", key)
+		for _, kv := range []string{"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1"} {
+			k, v, _ := strings.Cut(kv, "=")
+			ts.Setenv(k, v)
+		}
+		projects := map[string]any{}
+		for _, d := range args[1:] {
+			projects[ts.MkAbs(d)] = map[string]any{"hasTrustDialogAccepted": true}
+		}
+		cfg, _ := json.Marshal(map[string]any{
+			"hasCompletedOnboarding": true,
+			"customApiKeyResponses":  map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
+			"projects":               projects,
+		})
+		ts.Check(os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o644))
+		ts.Check(os.MkdirAll(filepath.Join(home, ".claude"), 0o755))
+		ts.Check(os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(`{"permissions":{"allow":["Bash"]}}`), 0o644))
+	default:
+		ts.Fatalf("agenthome: no setup for %q", args[0])
+	}
 }

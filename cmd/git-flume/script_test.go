@@ -47,6 +47,21 @@ func TestScript(t *testing.T) {
 	})
 }
 
+// TestRealAgents runs the real agent programs (Claude Code, Codex, pi)
+// against the fake model server: `make test-agents`, after the programs
+// are installed under $FLUME_TOOLS (scripts/install-agents).
+func TestRealAgents(t *testing.T) {
+	if os.Getenv("FLUME_REAL_AGENTS") == "" {
+		t.Skip("set FLUME_REAL_AGENTS=1 (make test-agents) to run the real agent programs")
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                filepath.Join("..", "..", "testdata", "agents"),
+		RequireUniqueNames: true,
+		Setup:              hermetic,
+		Cmds:               scriptCmds,
+	})
+}
+
 // hermetic gives every script its own HOME, XDG folders and git
 // configuration, and fixes identities and dates, so nothing on the machine
 // running the tests reaches the scripts.
