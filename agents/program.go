@@ -169,10 +169,13 @@ func ReadScreen(format, text string) Screen {
 	return s
 }
 
+// frame is the box drawing around a program's screen: not words.
+const frame = "─│╭╮╰╯┌┐└┘├┤┬┴┼━┃═║╔╗╚╝▌▐█ \t"
+
 func squeeze(text string) string {
 	var lines []string
 	for l := range strings.SplitSeq(text, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		if l = strings.Trim(l, frame); l != "" {
 			lines = append(lines, l)
 		}
 	}
