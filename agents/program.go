@@ -41,9 +41,11 @@ var Builtin = map[string]Program{
 		Format:     FormatCodex,
 	},
 	"pi": {
+		// --session names the session file itself (every pi version;
+		// --session-id only from 0.76).
 		Name:       "pi",
-		Command:    []string{"pi", "--session-id", "{session_id}", "{prompt}"},
-		Transcript: "{home}/.pi/agent/sessions/*/*_{session_id}.jsonl",
+		Command:    []string{"pi", "--session", "{home}/.pi/agent/flume-sessions/{session_id}.jsonl", "{prompt}"},
+		Transcript: "{home}/.pi/agent/flume-sessions/{session_id}.jsonl",
 		Format:     FormatPi,
 	},
 }
@@ -110,6 +112,16 @@ func (p Program) FindTranscript(v Vars, since time.Time) string {
 		}
 	}
 	return ""
+}
+
+// PrepareTranscript makes the folder of a transcript whose path flume
+// chooses (a pattern with no glob), so the program can write it there.
+func (p Program) PrepareTranscript(v Vars) error {
+	path := v.expand(p.Transcript)
+	if strings.ContainsAny(path, "*?[") {
+		return nil
+	}
+	return os.MkdirAll(filepath.Dir(path), 0o755)
 }
 
 // Screen is what a pane shows, as far as typing into it goes (X3).

@@ -158,6 +158,25 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	}
 	now := time.Now().UTC() // timers run on the real clock, never FLUME_NOW
 
+	// Find the transcript first: the proof of everything after.
+	if a := st.Agent; a != nil && !a.Ended && a.Transcript == "" {
+		prog, _ := programOf(a)
+		if t := prog.FindTranscript(agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}, a.Started); t != "" {
+			a.Transcript = t
+			return write("transcript " + t)
+		}
+	}
+	// A3: the prompt's arrival is recorded before anything it led to, so
+	// the history reads "confirmed" before "delivered".
+	if a := st.Agent; (st.State == StateStarting || st.State == StateUnknown) && a != nil && a.Transcript != "" {
+		if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil {
+			if prompt, err := os.ReadFile(a.PromptFile); err == nil && tr.Received(string(prompt)) {
+				st.State, st.Reason = StateWorking, ""
+				return write("prompt confirmed in the transcript")
+			}
+		}
+	}
+
 	// K6: the deliverable is read at one commit, the branch head read once.
 	head, err := repo.ResolveRef(ctx, p.branchRef())
 	if err != nil && !errors.Is(err, git.ErrNotExist) {
@@ -387,7 +406,11 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 			log.Close()
 		}
 	}
-	argv := prog.Argv(agents.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: homeOf(env)})
+	vars := agents.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: homeOf(env)}
+	if err := prog.PrepareTranscript(vars); err != nil {
+		return true, err
+	}
+	argv := prog.Argv(vars)
 	agentEnv := AgentEnv(env.CallerEnv, p, st.Name, a.Session)
 	if a.Pane == "print" {
 		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", shellQuote(p.Path), shellJoin(argv))

@@ -194,6 +194,17 @@ func cmdAgentHome(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o644))
 		ts.Check(os.MkdirAll(filepath.Join(home, ".claude"), 0o755))
 		ts.Check(os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(`{"permissions":{"allow":["Bash"]}}`), 0o644))
+	case "pi":
+		ts.Setenv("PI_OFFLINE", "1")
+		dir := filepath.Join(home, ".pi", "agent")
+		ts.Check(os.MkdirAll(dir, 0o755))
+		models, _ := json.Marshal(map[string]any{"providers": map[string]any{"fake": map[string]any{
+			"baseUrl": ts.Getenv("FAKE_MODEL_URL") + "/v1", "api": "openai-completions", "apiKey": "dummy",
+			"compat": map[string]any{"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+			"models": []any{map[string]any{"id": "fake-model", "name": "Fake Model", "reasoning": false, "contextWindow": 128000, "maxTokens": 4096}},
+		}}})
+		ts.Check(os.WriteFile(filepath.Join(dir, "models.json"), models, 0o644))
+		ts.Check(os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"defaultProvider":"fake","defaultModel":"fake-model"}`), 0o644))
 	default:
 		ts.Fatalf("agenthome: no setup for %q", args[0])
 	}
