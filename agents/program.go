@@ -75,9 +75,10 @@ func (p Program) Argv(v Vars) []string {
 // FindTranscript finds the program's transcript by the session id flume
 // pinned (a glob, not a recomputed path scheme: A3). A program whose
 // transcript name holds no id (Codex) is matched by the newest file naming
-// the place's path that was written since the agent started. It returns ""
-// when there is none yet.
-func (p Program) FindTranscript(v Vars, since time.Time) string {
+// the place's path that was written since the agent started and that no
+// earlier agent of the place claimed (taken). It returns "" when there is
+// none yet.
+func (p Program) FindTranscript(v Vars, since time.Time, taken map[string]bool) string {
 	pattern := v.expand(p.Transcript)
 	matches, _ := filepath.Glob(pattern)
 	if strings.Contains(p.Transcript, "{session_id}") {
@@ -93,7 +94,7 @@ func (p Program) FindTranscript(v Vars, since time.Time) string {
 	var cands []cand
 	for _, m := range matches {
 		info, err := os.Stat(m)
-		if err != nil || info.ModTime().Before(since.Add(-time.Second)) {
+		if err != nil || taken[m] || info.ModTime().Before(since.Add(-time.Second)) {
 			continue
 		}
 		cands = append(cands, cand{m, info.ModTime()})

@@ -161,7 +161,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	// Find the transcript first: the proof of everything after.
 	if a := st.Agent; a != nil && !a.Ended && a.Transcript == "" {
 		prog, _ := programOf(a)
-		if t := prog.FindTranscript(agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}, a.Started); t != "" {
+		if t := prog.FindTranscript(agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}, a.Started, takenTranscripts(p)); t != "" {
 			a.Transcript = t
 			return write("transcript " + t)
 		}
@@ -223,7 +223,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	}
 	vars := agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}
 	if a.Transcript == "" {
-		if t := prog.FindTranscript(vars, a.Started); t != "" {
+		if t := prog.FindTranscript(vars, a.Started, takenTranscripts(p)); t != "" {
 			a.Transcript = t
 			return write("transcript " + t)
 		}
@@ -450,6 +450,11 @@ func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
 		if err := env.Engine.Panes.Kill(ctx, a.Pane); err != nil {
 			return err
 		}
+		// What the agent left running outside its pane (a daemon that
+		// left its process group) carries its session in its environment.
+		if err := agents.KillSession(a.Session); err != nil {
+			return err
+		}
 	}
 	a.Ended = true
 	return nil
@@ -526,6 +531,17 @@ func CountTasks(data []byte) TaskCount {
 		}
 	}
 	return tc
+}
+
+// takenTranscripts are the transcripts the place's agents already claimed.
+func takenTranscripts(p *Place) map[string]bool {
+	taken := map[string]bool{}
+	for _, st := range p.Stages {
+		if st.Agent != nil && st.Agent.Transcript != "" {
+			taken[st.Agent.Transcript] = true
+		}
+	}
+	return taken
 }
 
 func programOf(a *AgentRun) (agents.Program, error) {

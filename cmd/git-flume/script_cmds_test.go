@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -205,6 +206,18 @@ func cmdAgentHome(ts *testscript.TestScript, neg bool, args []string) {
 		}}})
 		ts.Check(os.WriteFile(filepath.Join(dir, "models.json"), models, 0o644))
 		ts.Check(os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"defaultProvider":"fake","defaultModel":"fake-model"}`), 0o644))
+	case "codex":
+		codexHome := filepath.Join(home, ".codex")
+		ts.Check(os.MkdirAll(codexHome, 0o755))
+		ts.Setenv("CODEX_HOME", codexHome)
+		ts.Setenv("FAKE_API_KEY", "dummy")
+		var b strings.Builder
+		fmt.Fprintf(&b, "model = \"fake-model\"\nmodel_provider = \"fake\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n")
+		fmt.Fprintf(&b, "[model_providers.fake]\nname = \"Fake\"\nbase_url = %q\nenv_key = \"FAKE_API_KEY\"\nwire_api = \"responses\"\n", ts.Getenv("FAKE_MODEL_URL")+"/v1")
+		for _, d := range args[1:] {
+			fmt.Fprintf(&b, "\n[projects.%q]\ntrust_level = \"trusted\"\n", ts.MkAbs(d))
+		}
+		ts.Check(os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(b.String()), 0o644))
 	default:
 		ts.Fatalf("agenthome: no setup for %q", args[0])
 	}

@@ -1,0 +1,60 @@
+package agents
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// SessionProcesses returns the processes whose environment carries
+// FLUME_SESSION=session: the agent flume started and everything it started,
+// daemons that left its process group included (Codex's app-server).
+func SessionProcesses(session string) []int {
+	if session == "" {
+		return nil
+	}
+	want := []byte("FLUME_SESSION=" + session + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(append(env, 0), want) && processAlive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// KillSession ends every process of an agent session and verifies none is
+// left (A5, X5).
+func KillSession(session string) error {
+	pids := SessionProcesses(session)
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+	for i := 0; i < 50 && len(SessionProcesses(session)) > 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, pid := range SessionProcesses(session) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if left := SessionProcesses(session); len(left) > 0 {
+		return fmt.Errorf("agent session %s: processes %v did not exit", session, left)
+	}
+	return nil
+}
