@@ -37,7 +37,9 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		}
 		text, result := textOf(m.Content)
 		if last {
-			c.toolResult = result && m.Role == "user"
+			// A message with a new prompt beside a tool's result asks
+			// for the prompt.
+			c.toolResult = result && m.Role == "user" && text == ""
 			last = false
 		}
 		if m.Role == "user" && text != "" {

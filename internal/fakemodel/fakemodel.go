@@ -191,7 +191,9 @@ func (s *Server) log(l Logged) {
 	f.Write(append(data, '\n'))
 }
 
-// textOf joins the text of a content that is a string or a list of blocks.
+// textOf joins the human text of a content that is a string or a list of
+// blocks, and says whether it carries a tool's result. Text the agent
+// program injects itself (<system-reminder>…) is not human text.
 func textOf(raw json.RawMessage) (string, bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -207,7 +209,9 @@ func textOf(raw json.RawMessage) (string, bool) {
 	for _, b := range blocks {
 		switch b.Type {
 		case "text", "input_text":
-			parts = append(parts, b.Text)
+			if !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
+				parts = append(parts, b.Text)
+			}
 		case "tool_result", "function_call_output":
 			result = true
 		}
