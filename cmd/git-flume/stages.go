@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -260,7 +261,7 @@ func hookCommand(a *app) *cli.Command {
 			}
 			cmd := exec.Command(exe, args...)
 			cmd.Dir = cwd
-			cmd.Env = a.env.list
+			cmd.Env = a.backgroundEnv()
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 			if err := cmd.Start(); err != nil {
 				return nil
@@ -303,7 +304,7 @@ func (a *app) ensureWatcher(repoDir, id string) {
 	}
 	cmd := exec.Command(exe, "watch", "--repo", abs, id)
 	cmd.Dir = abs
-	cmd.Env = a.env.list
+	cmd.Env = a.backgroundEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if cmd.Start() == nil {
 		cmd.Process.Release()
@@ -335,4 +336,21 @@ func (a *app) watchInterval() time.Duration {
 		return d
 	}
 	return 5 * time.Second
+}
+
+// backgroundEnv is the environment of git-flume's own background processes
+// (the hook's advance, watchers): the caller's, without the agent session
+// variables. A hook runs inside an agent's session, and ending that agent
+// ends every process carrying its session; flume's own work must not be
+// among them.
+func (a *app) backgroundEnv() []string {
+	var env []string
+	for _, kv := range a.env.list {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "FLUME_SESSION" || name == "FLUME_PLACE" || name == "FLUME_STAGE" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
 }
