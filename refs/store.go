@@ -277,11 +277,15 @@ func (s *Store) Write(ctx context.Context, changes []Change, extra ...git.RefUpd
 }
 
 // Lock waits: git holds a ref's lock only while it updates it, so a held
-// lock clears within milliseconds; one older than staleLock was left by a
-// killed process and is removed (refs/flume only).
+// lock clears within milliseconds, and a write waits up to lockWait for
+// it. A lock file is left behind only when a git process was killed with
+// SIGKILL (git removes its locks on SIGINT and SIGTERM); one older than
+// staleLock is removed, under refs/flume only. The age must be far beyond
+// any live update: removing a live lock lets two writers both "win", and
+// a test of 8 writers under load lost an update when this was 3 s.
 const (
 	lockWait  = 5 * time.Second
-	staleLock = 3 * time.Second
+	staleLock = 5 * time.Minute
 )
 
 // update runs one transaction, waiting out held locks and breaking stale

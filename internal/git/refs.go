@@ -161,7 +161,29 @@ func (repo *Repo) UpdateRefs(ctx context.Context, updates []RefUpdate) error {
 	if len(conflicts) > 0 {
 		return &ConflictError{Conflicts: conflicts}
 	}
-	return fmt.Errorf("%w: %w", ErrLocked, err)
+	return &LockedError{Refs: names(updates), Err: err}
+}
+
+// LockedError is a transaction refused because git's lock on a ref was
+// held, every ref being where the caller expected. It matches ErrLocked.
+type LockedError struct {
+	Refs []string
+	Err  error
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("%s: %v (a git process holds the lock; a <ref>.lock file left by a killed process can be removed once no git runs)", ErrLocked, e.Err)
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+func (e *LockedError) Unwrap() error        { return e.Err }
+
+func names(us []RefUpdate) []string {
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = u.Name
+	}
+	return out
 }
 
 // conflicts reads the refs of a refused transaction and returns those not at
