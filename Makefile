@@ -49,7 +49,7 @@ test:
 test-agents:
 	./scripts/install-agents >/dev/null
 	PATH="$(FLUME_TOOLS)/node_modules/.bin:$$PATH" FLUME_REAL_AGENTS=1 \
-		$(GO) test -count=1 -timeout 20m -run TestRealAgents -v ./cmd/git-flume
+		$(GO) test -count=1 -timeout 20m -parallel 3 -run TestRealAgents -v ./cmd/git-flume
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./...

@@ -89,7 +89,14 @@ func (t *Tmux) Send(ctx context.Context, name, text string) error {
 	} else if _, err := t.run(ctx, "send-keys", "-t", "="+name+":", "-l", "--", text); err != nil {
 		return err
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Programs take an Enter that follows a paste too closely as part of
+	// it (Claude Code absorbs it; Codex makes it a newline): wait longer
+	// after a paste.
+	pause := 300 * time.Millisecond
+	if strings.Contains(text, "\n") {
+		pause = time.Second
+	}
+	time.Sleep(pause)
 	_, err := t.run(ctx, "send-keys", "-t", "="+name+":", "Enter")
 	return err
 }

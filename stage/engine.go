@@ -318,7 +318,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 		// The program has not written its transcript yet: watch it.
 		st.State = StateUnknown
 	}
-	if strings.HasPrefix(firstLine(prompt), screen.Composer) && screen.Composer != "" {
+	if screen.Composer != "" && (strings.HasPrefix(firstLine(prompt), screen.Composer) || strings.HasPrefix(screen.Composer, "[Pasted text")) {
 		// The text sits in the composer already: submit it, do not type
 		// it twice.
 		if err := panes.SendKeys(ctx, a.Pane, "Enter"); err != nil {
