@@ -58,6 +58,10 @@ type EngineOptions struct {
 	StuckAfter time.Duration
 	// Print receives the command an operator runs with the print pane.
 	Print io.Writer
+	// NoStart records what happened but starts no agent: for a run from a
+	// hook, which runs inside an agent's environment, not the launching
+	// caller's (A1). A watcher or the next command starts the stage.
+	NoStart bool
 }
 
 func (o EngineOptions) window() time.Duration {
@@ -148,7 +152,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		return err == nil, err
 	}
 	if st.State == StagePending {
-		if env.Engine.Pane == "none" {
+		if env.Engine.Pane == "none" || env.Engine.NoStart {
 			return false, nil
 		}
 		return startStage(ctx, env, repo, store, rec, p)
@@ -432,7 +436,11 @@ func AgentEnv(caller []string, p *Place, stage, session string) []string {
 	for _, kv := range git.CleanEnv(caller) {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case name == "TMUX", name == "TMUX_PANE",
+		// An agent started from inside another agent's tool call must not
+		// inherit that agent's markers: Claude Code refuses to start
+		// "inside another Claude Code session".
+		case name == "CLAUDECODE", strings.HasPrefix(name, "CLAUDE_CODE_SSE"), name == "CLAUDE_CODE_ENTRYPOINT",
+			name == "TMUX", name == "TMUX_PANE",
 			name == "FLUME_PLACE", name == "FLUME_STAGE", name == "FLUME_SESSION":
 			continue
 		}

@@ -15,6 +15,9 @@ func watchable(ctx context.Context, env *Env, p *Place) bool {
 		return false
 	}
 	st := p.Stages[p.Current]
+	if st.State == StagePending && p.Current > 0 {
+		return true // the stage after a delivery waits for its agent
+	}
 	if !active(st.State) || st.Agent == nil || st.Agent.Ended {
 		return false
 	}

@@ -50,9 +50,15 @@ func advanceCommand(a *app) *cli.Command {
 			"The post-commit hook runs this in the background after every commit in a place.",
 		UsageText: "git flume advance [--tidy] [--repo DIR] [PLACE]",
 		Flags: []cli.Flag{repoFlag(),
-			&cli.BoolFlag{Name: "tidy", Usage: "then tidy, if a place's branch landed (the post-merge hook does this)"}},
+			&cli.BoolFlag{Name: "tidy", Usage: "then tidy, if a place's branch landed (the post-merge hook does this)"},
+			&cli.BoolFlag{Name: "from-hook", Hidden: true, Usage: "run from a hook: record, start no agent"}},
 		Action: func(c *cli.Context) error {
 			env := a.stageEnv()
+			// A hook runs in an agent's environment, not the launching
+			// caller's: it records what happened and leaves starting the
+			// next agent to the place's watcher (A1).
+			fromHook := c.Bool("from-hook")
+			env.Engine.NoStart = fromHook
 			var ids []string
 			if c.NArg() > 0 {
 				id, err := onePlace(c)
@@ -78,7 +84,9 @@ func advanceCommand(a *app) *cli.Command {
 				}
 				st := p.Stages[p.Current]
 				fmt.Fprintf(a.io.Out, "%s: %s (%d/%d) %s\n", id, st.Name, p.Current+1, len(p.Stages), st.State)
-				a.ensureWatchers(c, c.String("repo"), id)
+				if !fromHook {
+					a.ensureWatchers(c, c.String("repo"), id)
+				}
 			}
 			if c.Bool("tidy") {
 				// T1: flume tidies after a landing it observes; tidy itself
@@ -249,9 +257,9 @@ func hookCommand(a *app) *cli.Command {
 				if id == "" {
 					return nil
 				}
-				args = []string{"advance", "--repo", cwd, id}
+				args = []string{"advance", "--from-hook", "--repo", cwd, id}
 			case "post-merge":
-				args = []string{"advance", "--tidy", "--repo", cwd}
+				args = []string{"advance", "--from-hook", "--tidy", "--repo", cwd}
 			default:
 				return nil
 			}
