@@ -269,7 +269,7 @@ func useCommand(a *app) *cli.Command {
 		Name:      "use",
 		Usage:     "claim a place for the calling session",
 		UsageText: "git flume use [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
-		Flags:     append(sessionFlags(), takeOverFlag(), repoFlag()),
+		Flags:     gateFlags(),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
@@ -297,7 +297,7 @@ func releaseCommand(a *app) *cli.Command {
 		Name:      "release",
 		Usage:     "release the calling session's claim on a place",
 		UsageText: "git flume release [--session ID] [--take-over] [--repo DIR] PLACE",
-		Flags:     append(sessionFlags(), takeOverFlag(), repoFlag()),
+		Flags:     gateFlags(),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
@@ -322,13 +322,13 @@ func dropCommand(a *app) *cli.Command {
 		Usage:       "mark a launch dropped: its work is over without landing",
 		UsageText:   "git flume drop [--take-over] [--session ID] [--repo DIR] PLACE",
 		Description: "The next tidy removes the worktree and keeps a branch that holds unlanded commits.",
-		Flags:       append(sessionFlags(), takeOverFlag(), repoFlag()),
+		Flags:       gateFlags(),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
 				return err
 			}
-			if _, err := stage.Drop(c.Context, a.stageEnv(), c.String("repo"), id, stage.GateOptions{Session: a.session(c), TakeOver: c.Bool("take-over")}); err != nil {
+			if _, err := stage.Drop(c.Context, a.stageEnv(), c.String("repo"), id, a.gate(c)); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s dropped; `git flume tidy` removes it\n", id)
@@ -345,7 +345,7 @@ func tidyCommand(a *app) *cli.Command {
 		Description: "A place's work is over when its branch landed on its target (merged, rebased or squash-merged) or it was dropped. " +
 			"Its worktree goes only if it is a clean, unlocked linked worktree under places/ on the place's branch; " +
 			"its branch goes only if every patch landed, by compare-and-swap on the judged head. Everything kept is named.",
-		Flags: append(sessionFlags(), takeOverFlag(), repoFlag(), jsonFlag(),
+		Flags: append(gateFlags(), jsonFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "say what would be done; change nothing"}),
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -354,7 +354,7 @@ func tidyCommand(a *app) *cli.Command {
 			dry := c.Bool("dry-run")
 			results, err := stage.Tidy(c.Context, a.stageEnv(), stage.TidyOptions{
 				Repo: c.String("repo"), DryRun: dry,
-				Gate: stage.GateOptions{Session: a.session(c), TakeOver: c.Bool("take-over")},
+				Gate: a.gate(c),
 			})
 			if results == nil {
 				results = []stage.TidyResult{}
