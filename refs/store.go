@@ -36,7 +36,7 @@ const (
 var DefaultSchemas = map[string]int{
 	"place":     1,
 	"claim":     1,
-	"workspace": 1,
+	"workspace": 1, // a member's promotion record (promote/)
 }
 
 // ErrNotFound means the ref holds no record.

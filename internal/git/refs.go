@@ -117,6 +117,12 @@ var ErrLocked = errors.New("ref locked by another git process")
 // *ConflictError; refs that are all where expected mean a lock was held
 // (ErrLocked, with git's words attached).
 func (repo *Repo) UpdateRefs(ctx context.Context, updates []RefUpdate) error {
+	return repo.UpdateRefsLogged(ctx, "", updates)
+}
+
+// UpdateRefsLogged is UpdateRefs with a reflog message for the refs that
+// keep a reflog (branches).
+func (repo *Repo) UpdateRefsLogged(ctx context.Context, message string, updates []RefUpdate) error {
 	if len(updates) == 0 {
 		return nil
 	}
@@ -147,7 +153,11 @@ func (repo *Repo) UpdateRefs(ctx context.Context, updates []RefUpdate) error {
 			return fmt.Errorf("update %s: unknown op %d", u.Name, u.Op)
 		}
 	}
-	_, err := repo.write(ctx, in.Bytes(), nil, "update-ref", "-z", "--stdin")
+	args := []string{"update-ref", "-z", "--stdin"}
+	if message != "" {
+		args = []string{"update-ref", "-m", message, "-z", "--stdin"}
+	}
+	_, err := repo.write(ctx, in.Bytes(), nil, args...)
 	if err == nil {
 		return nil
 	}

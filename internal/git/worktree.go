@@ -248,6 +248,25 @@ func (repo *Repo) patchIDs(ctx context.Context, patches []byte) ([]string, error
 	return ids, nil
 }
 
+// SwitchTree moves the index and files of the work tree at dir from commit
+// from to commit to, as a fast-forward checkout does (`read-tree -u -m`):
+// git refuses when a local change would be overwritten.
+func (repo *Repo) SwitchTree(ctx context.Context, dir, from, to string) error {
+	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"read-tree", "-u", "-m", from, to}}); err != nil {
+		return fmt.Errorf("update the work tree at %s from %.12s to %.12s: %w", dir, from, to, err)
+	}
+	return nil
+}
+
+// IndexTree returns the tree the index of the work tree at dir holds.
+func (repo *Repo) IndexTree(ctx context.Context, dir string) (string, error) {
+	out, err := repo.r.run(ctx, call{dir: dir, args: []string{"write-tree"}})
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // ReadFile returns the content of path as committed at rev, or an error
 // wrapping ErrNotExist.
 func (repo *Repo) ReadFile(ctx context.Context, rev, path string) ([]byte, error) {
