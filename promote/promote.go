@@ -93,6 +93,9 @@ type member struct {
 	store *refs.Store
 	rec   *refs.Record
 	r     Record
+	// wt is the worktree with the member's branch checked out, as the
+	// preflight found it.
+	wt *git.Worktree
 }
 
 func open(ctx context.Context, env *Env, id string, targets []Target) ([]*member, error) {
@@ -155,11 +158,7 @@ func (m *member) branchRef() string { return "refs/heads/" + m.t.Branch }
 
 // at reads where the member's branch is.
 func (m *member) at(ctx context.Context) (string, error) {
-	id, err := m.repo.ResolveRef(ctx, m.branchRef())
-	if errors.Is(err, git.ErrNotExist) {
-		return "", nil
-	}
-	return id, err
+	return m.repo.RefValue(ctx, m.branchRef())
 }
 
 // checkout finds the worktree that has the member's branch checked out.
@@ -178,8 +177,10 @@ func (m *member) checkout(ctx context.Context) (*git.Worktree, error) {
 
 // check verifies a member is where its state says (P6): a pending one at
 // its base, fast-forwardable to its tip, its checkout clean; a promoted one
-// at its tip.
-func (m *member) check(ctx context.Context) error {
+// at its tip. full adds what cannot change between two moves of one
+// promotion (the tip's ancestry, where the branch is checked out); the
+// position and the checkout's cleanliness are read every time.
+func (m *member) check(ctx context.Context, full bool) error {
 	at, err := m.at(ctx)
 	if err != nil {
 		return err
@@ -198,14 +199,19 @@ func (m *member) check(ctx context.Context) error {
 	if at != m.r.Base {
 		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("%s is at %.12s, expected its base %.12s", m.t.Branch, at, m.r.Base)}
 	}
-	if ok, err := m.repo.IsAncestor(ctx, m.r.Base, m.r.Tip); err != nil {
-		return err
-	} else if !ok {
-		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("tip %.12s does not descend from %s's base: never a re-merge, never a force", m.r.Tip, m.t.Branch)}
+	if full {
+		if ok, err := m.repo.IsAncestor(ctx, m.r.Base, m.r.Tip); err != nil {
+			return err
+		} else if !ok {
+			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("tip %.12s does not descend from %s's base: never a re-merge, never a force", m.r.Tip, m.t.Branch)}
+		}
+		if m.wt, err = m.checkout(ctx); err != nil {
+			return err
+		}
 	}
-	wt, err := m.checkout(ctx)
-	if err != nil || wt == nil {
-		return err
+	wt := m.wt
+	if wt == nil {
+		return nil
 	}
 	dirty, err := m.repo.Dirty(ctx, wt.Path)
 	if err != nil {
@@ -229,7 +235,7 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 		return err
 	}
 	for _, m := range ms {
-		if err := m.check(ctx); err != nil {
+		if err := m.check(ctx, true); err != nil {
 			return err
 		}
 	}
@@ -239,7 +245,7 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 		}
 		// P6: every target again, between moves.
 		for _, o := range ms {
-			if err := o.check(ctx); err != nil {
+			if err := o.check(ctx, false); err != nil {
 				return err
 			}
 		}
@@ -249,10 +255,7 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 			return err
 		}
 		env.fault(fmt.Sprintf("after-intent:%d", i))
-		wt, err := m.checkout(ctx)
-		if err != nil {
-			return err
-		}
+		wt := m.wt
 		// The move: a compare-and-swap from the base to the exact tip.
 		err = m.repo.UpdateRefsLogged(ctx, "flume promote "+id, []git.RefUpdate{{Op: git.Update, Name: m.branchRef(), New: m.r.Tip, Old: m.r.Base}})
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 type workspace struct {
 	t       *testing.T
+	root    string
 	env     []string
 	targets []promote.Target
 }
@@ -35,7 +36,10 @@ func (w *workspace) git(dir string, args ...string) string {
 // newWorkspace makes n repositories, each with main checked out at a base
 // commit and a checked tip one commit ahead on another branch.
 func newWorkspace(t *testing.T, n int) *workspace {
-	root := t.TempDir()
+	return makeWorkspace(t, t.TempDir(), n)
+}
+
+func makeWorkspace(t *testing.T, root string, n int) *workspace {
 	home := filepath.Join(root, ".home")
 	os.MkdirAll(home, 0o755)
 	w := &workspace{t: t, env: []string{
@@ -59,7 +63,26 @@ func newWorkspace(t *testing.T, n int) *workspace {
 		w.git(dir, "checkout", "-q", "main")
 		w.targets = append(w.targets, promote.Target{Name: name, Repo: dir, Branch: "main", Base: base, Tip: tip})
 	}
+	w.root = root
 	return w
+}
+
+// clone copies the workspace (plain files: repositories and all) for a
+// test of its own, which is much cheaper than making it again.
+func (w *workspace) clone(t *testing.T) *workspace {
+	root := filepath.Join(t.TempDir(), "ws")
+	if err := os.CopyFS(root, os.DirFS(w.root)); err != nil {
+		t.Fatal(err)
+	}
+	c := &workspace{t: t, root: root}
+	for _, kv := range w.env {
+		c.env = append(c.env, strings.Replace(kv, w.root, root, 1))
+	}
+	for _, tg := range w.targets {
+		tg.Repo = filepath.Join(root, filepath.Base(tg.Repo))
+		c.targets = append(c.targets, tg)
+	}
+	return c
 }
 
 func (w *workspace) env_(fault func(string)) *promote.Env {
@@ -175,6 +198,7 @@ func TestCrashAtEveryStep_P6_P7(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, n := range []int{1, 2, 3, 8} {
+		template := makeWorkspace(t, filepath.Join(t.TempDir(), "template"), n)
 		var points []string
 		for i := range n {
 			for _, p := range []string{"before-intent", "after-intent", "after-move", "after-switch", "after-receipt"} {
@@ -184,7 +208,7 @@ func TestCrashAtEveryStep_P6_P7(t *testing.T) {
 		for _, point := range points {
 			t.Run(fmt.Sprintf("%d/%s", n, point), func(t *testing.T) {
 				t.Parallel()
-				w := newWorkspace(t, n)
+				w := template.clone(t)
 				crashed, err := run(func() error { return promote.Promote(ctx, w.env_(crashAt(point)), "req", w.targets) })
 				if !crashed || err != nil {
 					t.Fatalf("crash at %s: crashed=%v err=%v", point, crashed, err)

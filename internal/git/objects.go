@@ -420,6 +420,21 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool) {
 	return rf, true
 }
 
+// RefValue returns the object a ref points at, or "" when it does not
+// exist: in process where that is safe (see ReadRefFile), else with git.
+func (repo *Repo) RefValue(ctx context.Context, name string) (string, error) {
+	if st := repo.inProcess(); st != nil && !repo.reftable() {
+		if r, err := st.Reference(plumbing.ReferenceName(name)); err == nil && r.Type() == plumbing.HashReference {
+			return r.Hash().String(), nil
+		}
+	}
+	id, err := repo.ResolveRef(ctx, name)
+	if errors.Is(err, ErrNotExist) {
+		return "", nil
+	}
+	return id, err
+}
+
 // reftable reports whether refs are kept in a reftable, which go-git cannot
 // read: then every ref read goes through git.
 func (repo *Repo) reftable() bool {
