@@ -271,4 +271,3 @@ func checkChecks(field string, checks []Check, repos map[string]string, max int)
 	}
 	return nil
 }
-

@@ -62,7 +62,10 @@ func TestRequestValidation_P1_P2(t *testing.T) {
 		{"mode", func(_ *testing.T, _ string, r map[string]any) []string { r["mode"] = "direct"; return nil }, "mode", `only "isolated"`},
 		{"bad id", func(_ *testing.T, _ string, r map[string]any) []string { r["id"] = "A B"; return nil }, "id", "invalid id"},
 		{"no goal", func(_ *testing.T, _ string, r map[string]any) []string { r["goal"] = " "; return nil }, "goal", "required"},
-		{"no repositories", func(_ *testing.T, _ string, r map[string]any) []string { r["repositories"] = map[string]any{}; return nil }, "repositories", "select 1 to 8"},
+		{"no repositories", func(_ *testing.T, _ string, r map[string]any) []string {
+			r["repositories"] = map[string]any{}
+			return nil
+		}, "repositories", "select 1 to 8"},
 		{"nine repositories", func(t *testing.T, root string, r map[string]any) []string {
 			repos := map[string]any{}
 			for i := range 9 {
@@ -119,7 +122,10 @@ func TestRequestValidation_P1_P2(t *testing.T) {
 			return nil
 		}, "tasks", "exactly one changeset task, got 2"},
 		{"text task", func(_ *testing.T, _ string, r map[string]any) []string { task(r)["kind"] = "text"; return nil }, "tasks[0].kind", `only "changeset"`},
-		{"dependencies", func(_ *testing.T, _ string, r map[string]any) []string { task(r)["dependsOn"] = []any{"other"}; return nil }, "tasks[0].dependsOn", "not supported"},
+		{"dependencies", func(_ *testing.T, _ string, r map[string]any) []string {
+			task(r)["dependsOn"] = []any{"other"}
+			return nil
+		}, "tasks[0].dependsOn", "not supported"},
 		{"no requirements", func(_ *testing.T, _ string, r map[string]any) []string { task(r)["requirements"] = ""; return nil }, "tasks[0].requirements", "required"},
 		{"no deliverable", func(_ *testing.T, _ string, r map[string]any) []string { task(r)["deliverable"] = ""; return nil }, "tasks[0].deliverable", "required"},
 		{"input is a directory", func(_ *testing.T, root string, r map[string]any) []string {
