@@ -134,6 +134,10 @@ type Screen struct {
 	Composer string
 	// Busy reports a turn in progress.
 	Busy bool
+	// Dialog reports a screen flume recognises as a dialog of the
+	// program's own (trust, onboarding, API key, update, permission):
+	// never typed into, and no need to wait to know it.
+	Dialog bool
 	// Words is the screen's text, trimmed, for a blocked stage's reason.
 	Words string
 }
@@ -154,6 +158,7 @@ func ReadScreen(format, text string) Screen {
 	s := Screen{Words: squeeze(text)}
 	for _, w := range dialogWords {
 		if strings.Contains(text, w) {
+			s.Dialog = true
 			return s
 		}
 	}

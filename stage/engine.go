@@ -250,6 +250,15 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			return write("prompt confirmed in the transcript")
 		}
 		if now.Sub(a.SentAt) < env.Engine.window() {
+			// Slow is not failed, but a dialog is known at once (X3).
+			if a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
+				if text, err := env.Engine.Panes.Capture(ctx, a.Pane); err == nil {
+					if screen := agents.ReadScreen(a.Format, text); screen.Dialog {
+						st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+screen.Words
+						return write("blocked: " + screen.Words)
+					}
+				}
+			}
 			return false, nil
 		}
 		if a.Pane == "print" {
