@@ -162,22 +162,33 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	}
 	now := time.Now().UTC() // timers run on the real clock, never FLUME_NOW
 
-	// Find the transcript first: the proof of everything after.
-	if a := st.Agent; a != nil && !a.Ended && a.Transcript == "" {
-		prog, _ := programOf(a)
-		if t := prog.FindTranscript(agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}, a.Started, takenTranscripts(p)); t != "" {
-			a.Transcript = t
-			return write("transcript " + t)
-		}
-	}
-	// A3: the prompt's arrival is recorded before anything it led to, so
-	// the history reads "confirmed" before "delivered".
-	if a := st.Agent; (st.State == StateStarting || st.State == StateUnknown) && a != nil && a.Transcript != "" {
-		if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil {
-			if prompt, err := os.ReadFile(a.PromptFile); err == nil && tr.Received(string(prompt)) {
-				st.State, st.Reason = StateWorking, ""
-				return write("prompt confirmed in the transcript")
+	// The transcript is the proof of everything after: find it, then read
+	// it once for this step.
+	a := st.Agent
+	var tr *agents.Transcript
+	var prompt []byte
+	if a != nil && !a.Ended {
+		if a.Transcript == "" {
+			vars := agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}
+			if t := programOf(a).FindTranscript(vars, a.Started, takenTranscripts(p)); t != "" {
+				a.Transcript = t
+				return write("transcript " + t)
 			}
+		}
+		var err error
+		if prompt, err = os.ReadFile(a.PromptFile); err != nil {
+			return false, fmt.Errorf("read the stage's prompt: %w", err)
+		}
+		if a.Transcript != "" {
+			if tr, err = agents.ReadTranscriptFile(a.Transcript, a.Format); err != nil {
+				return false, err
+			}
+		}
+		// A3: the prompt's arrival is recorded before anything it led to,
+		// so the history reads "confirmed" before "delivered".
+		if (st.State == StateStarting || st.State == StateUnknown) && tr != nil && tr.Received(string(prompt)) {
+			st.State, st.Reason = StateWorking, ""
+			return write("prompt confirmed in the transcript")
 		}
 	}
 
@@ -217,38 +228,12 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		return write(fmt.Sprintf("tasks %d/%d", tasks.Done, tasks.Total))
 	}
 
-	a := st.Agent
 	if a == nil || a.Ended {
 		return false, nil
-	}
-	prog, err := programOf(a)
-	if err != nil {
-		return false, err
-	}
-	vars := agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}
-	if a.Transcript == "" {
-		if t := prog.FindTranscript(vars, a.Started, takenTranscripts(p)); t != "" {
-			a.Transcript = t
-			return write("transcript " + t)
-		}
-	}
-	prompt, err := os.ReadFile(a.PromptFile)
-	if err != nil {
-		return false, fmt.Errorf("read the stage's prompt: %w", err)
-	}
-	var tr *agents.Transcript
-	if a.Transcript != "" {
-		if tr, err = agents.ReadTranscriptFile(a.Transcript, a.Format); err != nil {
-			return false, err
-		}
 	}
 
 	switch st.State {
 	case StateStarting, StateUnknown:
-		if tr != nil && tr.Received(string(prompt)) {
-			st.State, st.Reason = StateWorking, ""
-			return write("prompt confirmed in the transcript")
-		}
 		if now.Sub(a.SentAt) < env.Engine.window() {
 			// Slow is not failed, but a dialog is known at once (X3).
 			if a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
@@ -561,8 +546,10 @@ func takenTranscripts(p *Place) map[string]bool {
 	return taken
 }
 
-func programOf(a *AgentRun) (agents.Program, error) {
-	return agents.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}, nil
+// programOf is what the engine needs of a started agent's program: where
+// its transcript is and how to read it, as recorded when it started.
+func programOf(a *AgentRun) agents.Program {
+	return agents.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}
 }
 
 func homeOf(env *Env) string {
