@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -220,3 +221,31 @@ func ResolveProgram(name string, declared map[string]Program) (Program, error) {
 }
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// NewSessionID returns a random UUID (version 4): the session id flume pins
+// for an agent it starts.
+func NewSessionID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// ShellQuote quotes s for a POSIX shell, leaving plain words as they are.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ShellLine renders argv as one shell command line, for an operator to run
+// by hand (the print pane).
+func ShellLine(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = ShellQuote(a)
+	}
+	return strings.Join(q, " ")
+}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
 )
 
 // SessionProcesses returns the processes whose environment carries
@@ -57,4 +60,27 @@ func KillSession(session string) error {
 		return fmt.Errorf("agent session %s: processes %v did not exit", session, left)
 	}
 	return nil
+}
+
+// CallerEnv is the part of a caller's environment an agent gets (A1): its
+// API keys and PATH, without the GIT_DIR family that would point the agent
+// at another repository (R9), tmux's own variables, or the markers of the
+// agent or place the caller runs in.
+func CallerEnv(caller []string) []string {
+	var env []string
+	for _, kv := range git.CleanEnv(caller) {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		// An agent started from inside another agent's tool call must not
+		// inherit that agent's markers: Claude Code refuses to start
+		// "inside another Claude Code session".
+		case name == "CLAUDECODE", strings.HasPrefix(name, "CLAUDE_CODE_SSE"), name == "CLAUDE_CODE_ENTRYPOINT",
+			name == "TMUX", name == "TMUX_PANE",
+			name == "FLUME_PLACE", name == "FLUME_STAGE", name == "FLUME_SESSION",
+			name == "FLUME_WORKSPACE", name == "FLUME_REPOSITORIES", name == "FLUME_INPUTS":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
 }

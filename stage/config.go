@@ -80,6 +80,27 @@ func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, us
 	return cfg, nil
 }
 
+// LoadFiles reads config files on disk, later files winning: the
+// user-level file and a workspace root's .flume/config, which is a plain
+// file, not a commit's. Readying and remove steps are never taken from
+// them.
+func LoadFiles(ctx context.Context, runner *git.Runner, paths ...string) (*Config, error) {
+	cfg := &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agents.Program{}}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		entries, err := runner.ConfigFile(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.apply(entries, false); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return cfg, nil
+}
+
 // apply adds one file's entries. Only the repository's file declares
 // readying and remove steps: they run in its worktrees.
 func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {

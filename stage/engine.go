@@ -2,7 +2,6 @@ package stage
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha1"
 	"errors"
 	"fmt"
@@ -384,7 +383,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return false, err
 	}
 	a := &AgentRun{
-		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: newSessionID(), Host: env.Host,
+		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agents.NewSessionID(), Host: env.Host,
 		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
 	}
 	if env.Engine.Pane == "print" {
@@ -411,7 +410,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	argv := prog.Argv(vars)
 	agentEnv := AgentEnv(env.CallerEnv, p, st.Name, a.Session)
 	if a.Pane == "print" {
-		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", shellQuote(p.Path), shellJoin(argv))
+		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", agents.ShellQuote(p.Path), agents.ShellLine(argv))
 		return true, nil
 	}
 	if _, err := env.Engine.Panes.Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
@@ -421,26 +420,10 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	return true, nil
 }
 
-// AgentEnv is an agent's environment (A1): the caller's (its API keys and
-// PATH are there), without the GIT_DIR family that would point it at
-// another repository (R9) or tmux's own variables, plus FLUME_PLACE,
-// FLUME_STAGE and FLUME_SESSION.
+// AgentEnv is a stage agent's environment (A1): the caller's, cleaned by
+// agents.CallerEnv, plus FLUME_PLACE, FLUME_STAGE and FLUME_SESSION.
 func AgentEnv(caller []string, p *Place, stage, session string) []string {
-	var env []string
-	for _, kv := range git.CleanEnv(caller) {
-		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		// An agent started from inside another agent's tool call must not
-		// inherit that agent's markers: Claude Code refuses to start
-		// "inside another Claude Code session".
-		case name == "CLAUDECODE", strings.HasPrefix(name, "CLAUDE_CODE_SSE"), name == "CLAUDE_CODE_ENTRYPOINT",
-			name == "TMUX", name == "TMUX_PANE",
-			name == "FLUME_PLACE", name == "FLUME_STAGE", name == "FLUME_SESSION":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
+	return append(agents.CallerEnv(caller), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
 }
 
 // endAgent ends a stage's agent and verifies it exited (X5).
@@ -569,14 +552,6 @@ func modTime(path string) time.Time {
 	return info.ModTime()
 }
 
-func newSessionID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
 // paneName names a stage run's tmux session: unique per repository, place,
 // stage and run, with no '.' or ':' (tmux target syntax).
 func paneName(p *Place, run int) string {
@@ -585,17 +560,3 @@ func paneName(p *Place, run int) string {
 	return fmt.Sprintf("flume-%x-%s-%d-%d", sum[:3], id, p.Current+1, run)
 }
 
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func shellJoin(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = shellQuote(a)
-	}
-	return strings.Join(q, " ")
-}

@@ -135,7 +135,7 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	if err != nil {
 		return nil, err
 	}
-	defer lock.unlock()
+	defer lock.Unlock()
 
 	old, err := freePlace(ctx, env, repo, store, p.ID)
 	if err != nil {
