@@ -14,8 +14,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -37,35 +39,37 @@ type Target struct {
 	Tip    string
 }
 
-// Record is a member's promotion record (kind "workspace", schema 1).
-type Record struct {
-	Schema  int      `json:"schema"`
-	Kind    string   `json:"kind"`
-	ID      string   `json:"id"`
-	Member  string   `json:"member"`
-	Branch  string   `json:"branch"`
-	Base    string   `json:"base"`
-	Tip     string   `json:"tip"`
-	State   string   `json:"state"`
-	Receipt *Receipt `json:"receipt,omitempty"`
-	Manual  string   `json:"manual,omitempty"`
-}
-
-// Receipt proves a member moved: from its base to its tip, verified
-// against the live branch.
-type Receipt struct {
-	From string    `json:"from"`
-	To   string    `json:"to"`
-	At   time.Time `json:"at"`
-}
-
-// Env is what promotion needs from its caller.
+// Env is what workspace requests and promotion need from their caller.
+// The command layer fills it; nothing here reads flags or the process
+// environment.
 type Env struct {
 	Runner *git.Runner
 	Now    func() time.Time
-	// Fault is a test seam: crash tests stop the promotion at a named
-	// point. nil in git-flume itself.
+	// Fault is a test seam: crash tests stop a verb at a named point. nil
+	// in git-flume itself.
 	Fault func(point string)
+	// CallerEnv is the caller's environment. Checks and the worker get it
+	// without the GIT_DIR family (R9).
+	CallerEnv []string
+	// Pane is "tmux" (default) or "print" (flume prints the worker's
+	// command for a person to run and watches its transcript); Panes
+	// hosts the worker.
+	Pane  string
+	Panes agents.PaneHost
+	Print io.Writer
+	// Out receives progress for people, one line per repository moved.
+	Out io.Writer
+	// ConfirmWindow is how long the worker's prompt may take to show in
+	// its transcript before it is checked and sent once more (A3).
+	ConfirmWindow time.Duration
+	// Interval is how often the worker's transcript is read.
+	Interval time.Duration
+}
+
+func (e *Env) progress(format string, args ...any) {
+	if e.Out != nil {
+		fmt.Fprintf(e.Out, format+"\n", args...)
+	}
 }
 
 func (e *Env) fault(point string) {
@@ -234,6 +238,10 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 	if err != nil {
 		return err
 	}
+	return promoteMembers(ctx, env, id, ms)
+}
+
+func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) error {
 	for _, m := range ms {
 		if err := m.check(ctx, true); err != nil {
 			return err
@@ -241,6 +249,7 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 	}
 	for i, m := range ms {
 		if m.r.State == Promoted {
+			env.progress("%s: %s already at %.12s (receipt kept)", m.t.Name, m.t.Branch, m.r.Tip)
 			continue // P7: no proven promotion is repeated
 		}
 		// P6: every target again, between moves.
@@ -257,7 +266,7 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 		env.fault(fmt.Sprintf("after-intent:%d", i))
 		wt := m.wt
 		// The move: a compare-and-swap from the base to the exact tip.
-		err = m.repo.UpdateRefsLogged(ctx, "flume promote "+id, []git.RefUpdate{{Op: git.Update, Name: m.branchRef(), New: m.r.Tip, Old: m.r.Base}})
+		err := m.repo.UpdateRefsLogged(ctx, "flume promote "+id, []git.RefUpdate{{Op: git.Update, Name: m.branchRef(), New: m.r.Tip, Old: m.r.Base}})
 		if err != nil {
 			return fmt.Errorf("%s: move %s: %w (run reconcile)", m.t.Name, m.t.Branch, err)
 		}
@@ -272,6 +281,7 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 		if err := m.receipt(ctx, env); err != nil {
 			return err
 		}
+		env.progress("%s: %s %.12s -> %.12s, receipt saved", m.t.Name, m.t.Branch, m.r.Base, m.r.Tip)
 		env.fault(fmt.Sprintf("after-receipt:%d", i))
 	}
 	return nil
@@ -294,6 +304,8 @@ func (m *member) receipt(ctx context.Context, env *Env) error {
 // Outcome is what reconcile found for one member.
 type Outcome struct {
 	Member string `json:"member"`
+	// Step is what was settled: allocation, stage or promote.
+	Step   string `json:"step,omitempty"`
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
 }
@@ -308,10 +320,18 @@ func Reconcile(ctx context.Context, env *Env, id string, targets []Target) ([]Ou
 	if err != nil {
 		return nil, err
 	}
+	return reconcileMembers(ctx, env, ms)
+}
+
+func reconcileMembers(ctx context.Context, env *Env, ms []*member) ([]Outcome, error) {
 	var out []Outcome
 	for i, m := range ms {
 		if m.r.State != Intent {
-			out = append(out, Outcome{Member: m.t.Name, State: m.r.State, Reason: m.r.Manual})
+			state := m.r.State
+			if state == "" {
+				state = Pending
+			}
+			out = append(out, Outcome{Member: m.t.Name, State: state, Reason: m.r.Manual})
 			continue
 		}
 		env.fault(fmt.Sprintf("reconcile:%d", i))

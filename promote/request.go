@@ -141,7 +141,7 @@ func ParseRequest(data []byte, root string, environ []string) (*Request, error) 
 	return &r, nil
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -559,4 +559,3 @@ func paneName(p *Place, run int) string {
 	id := strings.NewReplacer(".", "_", ":", "_").Replace(p.ID)
 	return fmt.Sprintf("flume-%x-%s-%d-%d", sum[:3], id, p.Current+1, run)
 }
-

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -140,6 +141,7 @@ func newApp(a *app) *cli.App {
 			installCommand(a),
 			hookCommand(a),
 			watchCommand(a),
+			workspaceCommand(a),
 			fsckCommand(a),
 			versionCommand(a),
 			manCommand(a),
@@ -186,11 +188,13 @@ func exitCode(w io.Writer, err error) int {
 		exists   *stage.ExistsError
 		claimed  *refs.ClaimedError
 		refused  *stage.RefusedError
+		wsBad    *promote.InvalidError
+		wsRefuse *promote.RefusedError
 	)
 	switch {
-	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind):
+	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind), errors.As(err, &wsBad):
 		return exitUsage
-	case errors.As(err, &exists), errors.As(err, &claimed), errors.As(err, &refused):
+	case errors.As(err, &exists), errors.As(err, &claimed), errors.As(err, &refused), errors.As(err, &wsRefuse):
 		return exitRefused
 	case errors.As(err, &conflict):
 		return exitConflict

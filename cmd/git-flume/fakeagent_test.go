@@ -24,6 +24,9 @@ import (
 //	ignore          do not take this prompt (it never reaches the transcript)
 //	commit FILE     write FILE and commit it
 //	write FILE      write FILE, no commit
+//	commitin R F [TEXT]  write F (TEXT, or a default line) in the worktree of
+//	                repository R of $FLUME_REPOSITORIES and commit it there
+//	writein R F     write F in repository R's worktree, no commit
 //	tasks N         commit an OpenSpec change (proposal.md, tasks.md with N open tasks)
 //	tick N          tick N open tasks in openspec/changes/*/tasks.md and commit
 //	say TEXT        end the turn with TEXT
@@ -123,6 +126,21 @@ func fakeClaude() {
 				runQuiet("git", "commit", "-q", "-m", "openspec change "+name)
 			case "write":
 				os.WriteFile(arg, []byte("written by the fake agent\n"), 0o644)
+			case "commitin", "writein":
+				var repos map[string]string
+				json.Unmarshal([]byte(os.Getenv("FLUME_REPOSITORIES")), &repos)
+				fields := strings.SplitN(arg, " ", 3)
+				dir, file := repos[fields[0]], fields[1]
+				text := "made by the fake agent in " + fields[0]
+				if len(fields) == 3 {
+					text = fields[2]
+				}
+				os.WriteFile(filepath.Join(dir, file), []byte(text+"\n"), 0o644)
+				if verb == "commitin" {
+					tr.tool("Bash", "git -C "+dir+" commit -am 'change "+file+"'")
+					runQuiet("git", "-C", dir, "add", file)
+					runQuiet("git", "-C", dir, "commit", "-q", "-m", "change "+file)
+				}
 			case "tick":
 				var k int
 				fmt.Sscan(arg, &k)

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 						syscall.Kill(os.Getpid(), syscall.SIGKILL)
 					}
 				}
+				promoteFault = stage.Fault
 			}
 			os.Exit(run(context.Background(), os.Args, &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Environ()))
 		},

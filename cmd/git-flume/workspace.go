@@ -1,0 +1,319 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/promote"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// promoteFault is the crash tests' seam into workspace verbs (a test build
+// sets it from FLUME_FAULT); nil in git-flume itself.
+var promoteFault func(point string)
+
+func (a *app) promoteEnv() *promote.Env {
+	o := a.engineOptions()
+	pane := o.Pane
+	if pane != "print" {
+		pane = "tmux"
+	}
+	return &promote.Env{
+		Runner: a.runner, Now: a.now, Fault: promoteFault, CallerEnv: a.env.list,
+		Pane: pane, Panes: o.Panes, Print: a.io.Out, Out: a.io.Err,
+		ConfirmWindow: o.ConfirmWindow, Interval: a.watchInterval(),
+	}
+}
+
+// workspaceRoot is the workspace root: --root, else the working directory.
+func workspaceRoot(c *cli.Context) (string, error) {
+	root := c.String("root")
+	if root == "" {
+		return os.Getwd()
+	}
+	return filepath.Abs(root)
+}
+
+func idFlag() cli.Flag {
+	return &cli.StringFlag{Name: "id", Required: true, Usage: "the request's id"}
+}
+
+func rootFlag() cli.Flag {
+	return &cli.StringFlag{Name: "root", Usage: "the workspace root (default: the working directory)", TakesFile: true}
+}
+
+func expectedFlag() cli.Flag {
+	return &cli.StringFlag{Name: "expected", Required: true, TakesFile: true,
+		Usage: "a file (or - for stdin) with the complete map you confirm: repository → {branch, commit, indexTree, committedTree}"}
+}
+
+func (a *app) readExpected(c *cli.Context) (promote.Expected, error) {
+	var data []byte
+	var err error
+	if p := c.String("expected"); p == "-" {
+		data, err = io.ReadAll(a.io.In)
+	} else {
+		data, err = os.ReadFile(p)
+	}
+	if err != nil {
+		return nil, usagef("--expected: %v", err)
+	}
+	return promote.ParseExpected(data)
+}
+
+func workspaceCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:  "workspace",
+		Usage: "change several repositories with one worker, check, stage, validate and promote them serially",
+		Description: "Run from a workspace root: a folder, not a repository, whose direct children are the repositories " +
+			"a request selects. Promotion is serial and not atomic: each repository's intent is saved before it moves and " +
+			"its receipt before the next one moves; after an interruption run reconcile, then promote again.",
+		Subcommands: []*cli.Command{
+			workspaceStartCommand(a),
+			workspaceStatusCommand(a),
+			workspaceVerb(a, "stage", "select the checked candidates and make an integration worktree in every repository", true,
+				func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error {
+					_, err := promote.Stage(c.Context, env, root, id, exp)
+					return err
+				}),
+			workspaceVerb(a, "validate", "run the final checks on the staged tips", true,
+				func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error {
+					_, err := promote.Validate(c.Context, env, root, id, exp)
+					return err
+				}),
+			workspaceVerb(a, "promote", "move every main branch to its validated tip, serially, with a receipt each", true,
+				func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error {
+					_, err := promote.PromoteWorkspace(c.Context, env, root, id, exp)
+					return err
+				}),
+			workspaceReconcileCommand(a),
+			workspaceVerb(a, "abort", "end the worker and stop the request; all git work is retained", false,
+				func(c *cli.Context, env *promote.Env, root, id string, _ promote.Expected) error {
+					_, err := promote.Abort(c.Context, env, root, id)
+					return err
+				}),
+			workspaceVerb(a, "cleanup", "remove a fully promoted request's worktrees, branches and input copies", false,
+				func(c *cli.Context, env *promote.Env, root, id string, _ promote.Expected) error {
+					_, err := promote.Cleanup(c.Context, env, root, id)
+					return err
+				}),
+			workspaceObserveCommand(a),
+		},
+	}
+}
+
+func workspaceStartCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "start",
+		Usage:     "validate a request, make the worker worktrees and start the worker",
+		UsageText: "git flume workspace start [--agent PROGRAM] [--max DURATION] [--idle DURATION] [--detach] [--json] REQUEST.json",
+		Description: "The worker's prompt is confirmed in its own transcript. Without --detach, start follows the worker " +
+			"until its turn is done, then runs the task checks and prints the status; with --detach a background observer does.",
+		Flags: []cli.Flag{rootFlag(), jsonFlag(),
+			&cli.StringFlag{Name: "agent", Usage: "the worker's program: claude, codex, pi or one declared in .flume/config (default: $FLUME_AGENT, else claude)"},
+			&cli.DurationFlag{Name: "max", Usage: "the worker's maximum runtime (default 45m)"},
+			&cli.DurationFlag{Name: "idle", Usage: "how long the worker's transcript may stay quiet (default 15m)"},
+			&cli.BoolFlag{Name: "detach", Usage: "return once the worker started; a background observer follows it"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("workspace start: one request file (or -) expected")
+			}
+			root, err := workspaceRoot(c)
+			if err != nil {
+				return err
+			}
+			var data []byte
+			if p := c.Args().First(); p == "-" {
+				data, err = io.ReadAll(a.io.In)
+			} else {
+				data, err = os.ReadFile(p)
+			}
+			if err != nil {
+				return usagef("request: %v", err)
+			}
+			cfg, err := stage.LoadFiles(c.Context, a.runner, a.userConfig(), filepath.Join(root, ".flume", "config"))
+			if err != nil {
+				return err
+			}
+			name := c.String("agent")
+			if name == "" {
+				name = a.env.vars["FLUME_AGENT"]
+			}
+			if name == "" {
+				name = "claude"
+			}
+			prog, err := agents.ResolveProgram(name, cfg.Agents)
+			if err != nil {
+				return usageError{err}
+			}
+			env := a.promoteEnv()
+			limits := promote.Limits{MaxMs: c.Duration("max").Milliseconds(), IdleMs: c.Duration("idle").Milliseconds()}
+			ws, err := promote.Start(c.Context, env, root, data, promote.StartOptions{Program: prog, Limits: limits})
+			if err != nil {
+				return err
+			}
+			if c.Bool("detach") {
+				a.startObserver(root, ws.ID)
+			} else if _, err := promote.Observe(c.Context, env, root, ws.ID, false); err != nil {
+				return err
+			}
+			return a.printWorkspace(c, root, ws.ID, !c.Bool("detach"))
+		},
+	}
+}
+
+// printWorkspace prints the request's status; settled, a request that did
+// not deliver exits 1.
+func (a *app) printWorkspace(c *cli.Context, root, id string, settled bool) error {
+	st, err := promote.ReadStatus(c.Context, a.promoteEnv(), root, id)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(a.io.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+	} else {
+		promote.WriteStatus(a.io.Out, st)
+	}
+	if settled {
+		switch st.Phase {
+		case promote.PhaseFailed, promote.PhaseBlocked, "manual":
+			return silentExit{exitError}
+		}
+	}
+	return nil
+}
+
+func workspaceStatusCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show a request as its repositories record it, changing nothing",
+		UsageText: "git flume workspace status --id ID [--json]",
+		Flags:     []cli.Flag{idFlag(), rootFlag(), jsonFlag()},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			root, err := workspaceRoot(c)
+			if err != nil {
+				return err
+			}
+			return a.printWorkspace(c, root, c.String("id"), false)
+		},
+	}
+}
+
+func workspaceVerb(a *app, name, usage string, expected bool, do func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error) *cli.Command {
+	flags := []cli.Flag{idFlag(), rootFlag(), jsonFlag()}
+	text := "git flume workspace " + name + " --id ID [--json]"
+	if expected {
+		flags = append(flags, expectedFlag())
+		text = "git flume workspace " + name + " --id ID --expected FILE [--json]"
+	}
+	return &cli.Command{
+		Name: name, Usage: usage, UsageText: text, Flags: flags,
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			root, err := workspaceRoot(c)
+			if err != nil {
+				return err
+			}
+			var exp promote.Expected
+			if expected {
+				if exp, err = a.readExpected(c); err != nil {
+					return err
+				}
+			}
+			if err := do(c, a.promoteEnv(), root, c.String("id"), exp); err != nil {
+				return err
+			}
+			return a.printWorkspace(c, root, c.String("id"), true)
+		},
+	}
+}
+
+func workspaceReconcileCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "reconcile",
+		Usage:     "settle an interrupted worker observation, staging or promotion from evidence, replaying nothing",
+		UsageText: "git flume workspace reconcile --id ID [--json]",
+		Flags:     []cli.Flag{idFlag(), rootFlag(), jsonFlag()},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			root, err := workspaceRoot(c)
+			if err != nil {
+				return err
+			}
+			out, err := promote.ReconcileWorkspace(c.Context, a.promoteEnv(), root, c.String("id"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(a.io.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"schema": promote.StatusSchema, "id": c.String("id"), "members": out})
+			}
+			for _, o := range out {
+				line := fmt.Sprintf("%s: %s", o.Member, o.State)
+				if o.Reason != "" {
+					line += ": " + o.Reason
+				}
+				fmt.Fprintln(a.io.Out, line)
+			}
+			return nil
+		},
+	}
+}
+
+func workspaceObserveCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:   "observe",
+		Hidden: true,
+		Usage:  "follow a request's worker until it settles (started by start --detach)",
+		Flags:  []cli.Flag{idFlag(), rootFlag()},
+		Action: func(c *cli.Context) error {
+			root, err := workspaceRoot(c)
+			if err != nil {
+				return err
+			}
+			_, err = promote.Observe(c.Context, a.promoteEnv(), root, c.String("id"), false)
+			var nf *promote.NotFoundError
+			if errors.As(err, &nf) {
+				return nil
+			}
+			return err
+		},
+	}
+}
+
+// startObserver starts a detached observer for a request's worker.
+func (a *app) startObserver(root, id string) {
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(exe, "workspace", "observe", "--root", root, "--id", id)
+	cmd.Dir = root
+	cmd.Env = a.backgroundEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if cmd.Start() == nil {
+		cmd.Process.Release()
+	}
+}

@@ -1,0 +1,227 @@
+package promote
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+// contentID names a file's exact bytes.
+func contentID(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// copyInputs reads every input once and keeps a private read-only copy of
+// those very bytes (P2); the ids recorded are the copies'.
+func copyInputs(root, id string, inputs map[string]string) (map[string]Input, error) {
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	dir := filepath.Join(Dir(root, id), "inputs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	out := map[string]Input{}
+	for _, name := range sortedKeys(inputs) {
+		src := inputs[name]
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", name, err)
+		}
+		if len(data) > MaxInputSize {
+			return nil, invalid("tasks[0].inputs."+name, "%s is %d bytes; at most %d", src, len(data), MaxInputSize)
+		}
+		cp := filepath.Join(dir, name)
+		os.Chmod(cp, 0o600) // a copy left by an interrupted start is replaced
+		if err := os.WriteFile(cp, data, 0o400); err != nil {
+			return nil, fmt.Errorf("copy input %s: %w", name, err)
+		}
+		if err := os.Chmod(cp, 0o400); err != nil {
+			return nil, err
+		}
+		out[name] = Input{Source: src, Copy: cp, ID: contentID(data)}
+	}
+	return out, nil
+}
+
+// checkInputCopies verifies every input's source and copy still have the
+// content id recorded: a change blocks validation and promotion (P2) and
+// needs a person to look.
+func checkInputCopies(inputs map[string]Input) error {
+	for _, name := range sortedKeys(inputs) {
+		in := inputs[name]
+		for _, f := range []struct{ which, path string }{{"source", in.Source}, {"copy", in.Copy}} {
+			data, err := os.ReadFile(f.path)
+			if err != nil {
+				return &RefusedError{Member: "input " + name, Reason: fmt.Sprintf("its %s %s cannot be read: %v", f.which, f.path, err)}
+			}
+			if got := contentID(data); got != in.ID {
+				return &RefusedError{Member: "input " + name, Reason: fmt.Sprintf("its %s %s changed (%s, recorded %s); inspect it by hand", f.which, f.path, got, in.ID)}
+			}
+		}
+	}
+	return nil
+}
+
+// testScript returns the root package.json's scripts.test, or nil.
+func testScript(data []byte) *string {
+	var pkg struct {
+		Scripts map[string]json.RawMessage `json:"scripts"`
+	}
+	if json.Unmarshal(data, &pkg) != nil {
+		return nil
+	}
+	raw, ok := pkg.Scripts["test"]
+	if !ok {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		s = string(raw)
+	}
+	return &s
+}
+
+// pinScript reads the test script committed at the base (P4): dirty main
+// files do not change it.
+func pinScript(ctx context.Context, repo *git.Repo, base string) (*string, error) {
+	data, err := repo.ReadFile(ctx, base, "package.json")
+	if errors.Is(err, git.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return testScript(data), nil
+}
+
+// checkPinned refuses a worktree whose package.json test script is not
+// the one pinned at the base, whatever command is about to run (P4).
+func checkPinned(m *member, dir string) error {
+	if m.r.Pinned == nil {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	var now *string
+	if err == nil {
+		now = testScript(data)
+	}
+	if now == nil || *now != *m.r.Pinned {
+		have := "removed"
+		if now != nil {
+			have = fmt.Sprintf("%q", *now)
+		}
+		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("the package.json test script pinned at the base (%q) is %s in %s; checks are refused", *m.r.Pinned, have, dir)}
+	}
+	return nil
+}
+
+// maps are the FLUME_REPOSITORIES and FLUME_INPUTS values for a set of
+// worktrees (P3).
+func (ws *Workspace) maps(tree func(*member) *Tree) (repos, inputs string) {
+	rm := map[string]string{}
+	for _, m := range ws.members {
+		if t := tree(m); t != nil {
+			rm[m.t.Name] = t.Path
+		}
+	}
+	im := map[string]string{}
+	for name, in := range ws.members[0].r.Inputs {
+		im[name] = in.Copy
+	}
+	r, _ := json.Marshal(rm)
+	i, _ := json.Marshal(im)
+	return string(r), string(i)
+}
+
+// runChecks runs checks, each in its repository's worktree of the set,
+// with the complete set inspected before and after every one (P3): a check
+// that leaves any member changed or dirty, or runs over a changed pinned
+// script or input, is refused whatever its exit. It stops at the first
+// check that does not pass.
+func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, checks []Check, tree func(*member) *Tree, want func(*member) *Identity) ([]Result, error) {
+	logDir := filepath.Join(Dir(ws.Root, ws.ID), "logs")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return nil, err
+	}
+	repos, inputs := ws.maps(tree)
+	var results []Result
+	for i, c := range checks {
+		r := Result{Repository: c.Repository, Command: c.Command, Args: c.Args}
+		if err := ws.inspect(ctx, tree, want); err != nil {
+			var refused *RefusedError
+			if !errors.As(err, &refused) {
+				return results, err
+			}
+			r.Exit, r.Refused = -1, "before it ran: "+err.Error()
+			return append(results, r), nil
+		}
+		m := ws.member(c.Repository)
+		r.Log = filepath.Join(logDir, fmt.Sprintf("%s-%d-%s.log", kind, i+1, c.Repository))
+		out, exit, err := runCheck(ctx, env, tree(m).Path, c, repos, inputs)
+		if err != nil {
+			return results, err
+		}
+		os.WriteFile(r.Log, out, 0o600)
+		r.Exit, r.Tail = exit, lastLines(out, 20)
+		env.progress("%s check %d/%d in %s: %s: exit %d", kind, i+1, len(checks), c.Repository, commandLine(c), exit)
+		if err := ws.inspect(ctx, tree, want); err != nil {
+			var refused *RefusedError
+			if !errors.As(err, &refused) {
+				return results, err
+			}
+			r.Refused = "after it ran: " + err.Error()
+		}
+		results = append(results, r)
+		env.fault(fmt.Sprintf("%s:after-check:%d", kind, i))
+		if !r.OK() {
+			break
+		}
+	}
+	return results, nil
+}
+
+// runCheck runs one check command: not a shell, the caller's environment
+// without git overrides (R9), plus the maps.
+func runCheck(ctx context.Context, env *Env, dir string, c Check, repos, inputs string) ([]byte, int, error) {
+	cmd := exec.CommandContext(ctx, c.Command, c.Args...)
+	cmd.Dir = dir
+	cmd.Env = append(git.CleanEnv(env.CallerEnv), "FLUME_REPOSITORIES="+repos, "FLUME_INPUTS="+inputs)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out.Bytes(), 0, nil
+	case errors.As(err, &exit):
+		return out.Bytes(), exit.ExitCode(), nil
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		fmt.Fprintf(&out, "%v\n", err)
+		return out.Bytes(), 127, nil
+	}
+	return out.Bytes(), -1, fmt.Errorf("check %s in %s: %w", commandLine(c), dir, err)
+}
+
+func commandLine(c Check) string {
+	return strings.Join(append([]string{c.Command}, c.Args...), " ")
+}
+
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,141 @@
+package promote
+
+import (
+	"time"
+)
+
+// Phases of a workspace request in one member (P3, P5). Each verb moves
+// every member from one phase to the next, one member at a time; a crash
+// between two members leaves them in neighbouring phases, which the same
+// verb (or reconcile, for an intent) completes.
+const (
+	PhaseAllocating = "allocating" // its record exists; its worktree may not
+	PhaseWorking    = "working"    // the worker agent was started
+	PhaseChecked    = "checked"    // the worker's candidate passed the task checks
+	PhaseStaging    = "staging"    // intent: the integration worktree is being made
+	PhaseStaged     = "staged"     // the integration worktree holds the tip
+	PhaseValidated  = "validated"  // the tip passed the final checks
+	PhaseFailed     = "failed"     // a check failed or the worker did not deliver
+	PhaseBlocked    = "blocked"    // the worker stopped with a need or an error
+	PhaseAborted    = "aborted"    // stopped by abort; all git work retained
+	PhaseCleaned    = "cleaned"    // promoted, and its owned resources removed
+	PhaseManual     = "manual"     // an interrupted step left evidence a person must judge
+)
+
+// Record is a member's record of a workspace request (kind "workspace",
+// schema 1), at refs/flume/workspaces/<id> in that member. The promotion
+// engine reads and writes the same record; a record it made for a bare
+// promotion has no phase.
+type Record struct {
+	Schema int    `json:"schema"`
+	Kind   string `json:"kind"`
+	ID     string `json:"id"`
+	Member string `json:"member"`
+	// Root is the workspace root, Repository this member's path.
+	Root       string   `json:"root,omitempty"`
+	Repository string   `json:"repository,omitempty"`
+	Request    *Request `json:"request,omitempty"`
+	Phase      string   `json:"phase,omitempty"`
+	// Reason says why a member failed, was blocked or needs a person.
+	Reason string `json:"reason,omitempty"`
+
+	// Branch is the member's main branch; Base is where it was when the
+	// request started, Tip the checked commit it is promoted to.
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+	Tip    string `json:"tip"`
+	// Pinned is the root package.json test script at Base (P4), if any.
+	Pinned *string `json:"pinnedTestScript,omitempty"`
+	// Inputs are the request's private input copies (P2), the same in
+	// every member.
+	Inputs map[string]Input `json:"inputs,omitempty"`
+	Worker *Worker          `json:"worker,omitempty"`
+	Limits Limits           `json:"limits"`
+
+	// WorkerTree and IntegrationTree are the owned worktrees.
+	WorkerTree      *Tree     `json:"workerTree,omitempty"`
+	IntegrationTree *Tree     `json:"integrationTree,omitempty"`
+	Candidate       *Identity `json:"candidate,omitempty"`
+	Staged          *Identity `json:"staged,omitempty"`
+	Checks          []Result  `json:"checks,omitempty"`
+	FinalChecks     []Result  `json:"finalChecks,omitempty"`
+
+	// State is the promotion's: pending, intent, promoted or manual.
+	State   string   `json:"state,omitempty"`
+	Receipt *Receipt `json:"receipt,omitempty"`
+	Manual  string   `json:"manual,omitempty"`
+}
+
+// Receipt proves a member moved: from its base to its tip, verified
+// against the live branch.
+type Receipt struct {
+	From string    `json:"from"`
+	To   string    `json:"to"`
+	At   time.Time `json:"at"`
+}
+
+// Identity is a worktree's exact state as a caller confirms it with
+// --expected (P5): its branch, commit, index tree and committed tree.
+type Identity struct {
+	Branch        string `json:"branch"`
+	Commit        string `json:"commit"`
+	IndexTree     string `json:"indexTree"`
+	CommittedTree string `json:"committedTree"`
+}
+
+// Tree is an owned worktree: its path and branch (short name).
+type Tree struct {
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+}
+
+// Input is a private read-only copy of an input file and its content id.
+type Input struct {
+	Source string `json:"source"`
+	Copy   string `json:"copy"`
+	ID     string `json:"id"`
+}
+
+// Worker is the request's one worker agent (P3).
+type Worker struct {
+	Program    string    `json:"program"`
+	Format     string    `json:"format"`
+	Pattern    string    `json:"pattern"`
+	Session    string    `json:"session"`
+	Pane       string    `json:"pane"`
+	Home       string    `json:"home,omitempty"`
+	PromptFile string    `json:"promptFile"`
+	Transcript string    `json:"transcript,omitempty"`
+	Started    time.Time `json:"started"`
+	SentAt     time.Time `json:"sentAt"`
+	Confirmed  bool      `json:"confirmed"`
+	Sends      int       `json:"sends"`
+	// Ended reports the worker was ended and verified gone (X5).
+	Ended bool   `json:"ended"`
+	Need  string `json:"need,omitempty"`
+}
+
+// Limits bound the worker (the seed's childMaxMs and childIdleMs): the
+// maximum runtime does not renew; the idle limit renews whenever the
+// transcript grows.
+type Limits struct {
+	MaxMs  int64 `json:"maxMs"`
+	IdleMs int64 `json:"idleMs"`
+}
+
+// Result is one check's outcome.
+type Result struct {
+	Repository string   `json:"repository"`
+	Command    string   `json:"command"`
+	Args       []string `json:"args"`
+	Exit       int      `json:"exit"`
+	// Tail is the last lines of its output; Log the whole of it.
+	Tail string `json:"tail,omitempty"`
+	Log  string `json:"log,omitempty"`
+	// Refused says why the check was rejected whatever its exit (a
+	// changed pinned script, state left dirty, a changed input).
+	Refused string `json:"refused,omitempty"`
+}
+
+// OK reports whether the check passed.
+func (r Result) OK() bool { return r.Exit == 0 && r.Refused == "" }
