@@ -157,9 +157,12 @@ func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, check
 	}
 	repos, inputs := ws.maps(tree)
 	var results []Result
+	// The inspection after one check is the next one's before: nothing
+	// runs between them.
+	inspected := ws.inspect(ctx, tree, want)
 	for i, c := range checks {
 		r := Result{Repository: c.Repository, Command: c.Command, Args: c.Args}
-		if err := ws.inspect(ctx, tree, want); err != nil {
+		if err := inspected; err != nil {
 			var refused *RefusedError
 			if !errors.As(err, &refused) {
 				return results, err
@@ -176,7 +179,8 @@ func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, check
 		os.WriteFile(r.Log, out, 0o600)
 		r.Exit, r.Tail = exit, lastLines(out, 20)
 		env.progress("%s check %d/%d in %s: %s: exit %d", kind, i+1, len(checks), c.Repository, commandLine(c), exit)
-		if err := ws.inspect(ctx, tree, want); err != nil {
+		inspected = ws.inspect(ctx, tree, want)
+		if err := inspected; err != nil {
 			var refused *RefusedError
 			if !errors.As(err, &refused) {
 				return results, err

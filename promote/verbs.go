@@ -196,7 +196,7 @@ func staged(m *member) *Identity      { return m.r.Staged }
 // staged records the integration worktree's identity as the member's tip,
 // after checking it holds exactly the candidate, clean.
 func (m *member) staged(ctx context.Context) error {
-	id, dirty, err := m.identity(ctx, m.r.IntegrationTree)
+	id, dirty, err := m.identity(ctx, m.r.IntegrationTree, true)
 	if err != nil {
 		return err
 	}
@@ -408,22 +408,39 @@ func Abort(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
 			return ws, &RefusedError{Member: m.t.Name, Reason: "a promotion was interrupted here; run reconcile first"}
 		}
 	}
-	ended, endErr := endWorker(ctx, env, ws)
+	// Marked first, so the observer stops at its next reading and takes
+	// the ended worker for what it is.
 	for _, m := range ws.members {
-		if m.r.State == Promoted || m.r.Phase == PhaseCleaned {
-			continue
-		}
-		if m.r.Worker != nil && ended {
-			m.r.Worker.Ended = true
-		}
-		if m.r.Phase != PhaseAborted {
-			m.r.Phase, m.r.Reason = PhaseAborted, "aborted in phase "+m.r.Phase
-		}
-		if err := m.saveMsg(ctx, "aborted; git work retained"); err != nil {
+		err := m.update(ctx, "aborted; git work retained", func(r *Record) bool {
+			if r.State == Promoted || r.Phase == PhaseCleaned || r.Phase == PhaseAborted {
+				return false
+			}
+			r.Phase, r.Reason = PhaseAborted, "aborted in phase "+r.Phase
+			return true
+		})
+		if err != nil {
 			return ws, err
 		}
 	}
-	return ws, endErr
+	ended, endErr := endWorker(ctx, env, ws)
+	if !ended {
+		return ws, fmt.Errorf("the worker could not be proved gone; it stays visible for recovery: %w", endErr)
+	}
+	for _, m := range ws.members {
+		err := m.update(ctx, "worker ended", func(r *Record) bool {
+			if r.Worker == nil || r.Worker.Ended {
+				return false
+			}
+			cp := *r.Worker
+			cp.Ended = true
+			r.Worker = &cp
+			return true
+		})
+		if err != nil {
+			return ws, err
+		}
+	}
+	return ws, nil
 }
 
 // Cleanup removes a fully promoted request's owned resources (P8): each

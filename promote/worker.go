@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/refs"
 )
 
 //go:embed prompts/worker.md
@@ -151,7 +152,11 @@ func Observe(ctx context.Context, env *Env, root, id string, once bool) (bool, e
 			return true, nil
 		}
 		done, err := ws.observeOnce(ctx, env)
-		if done || err != nil || once {
+		var conflict *refs.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			// Another command (abort) moved the records: read again.
+		case done || err != nil || once:
 			return done, err
 		}
 		select {
@@ -278,7 +283,7 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 // request: the deliverable is clean committed candidates.
 func (ws *Workspace) checkCandidates(ctx context.Context, env *Env) error {
 	for _, m := range ws.members {
-		id, dirty, err := m.identity(ctx, m.r.WorkerTree)
+		id, dirty, err := m.identity(ctx, m.r.WorkerTree, true)
 		if err != nil {
 			return err
 		}

@@ -135,6 +135,31 @@ func (m *member) saveMsg(ctx context.Context, msg string) error {
 	return nil
 }
 
+// update is a read-decide-write step on a member's record: edit decides
+// from the record as last read; a record moved meanwhile is read again and
+// edit decides again.
+func (m *member) update(ctx context.Context, msg string, edit func(r *Record) bool) error {
+	for attempt := 0; ; attempt++ {
+		if !edit(&m.r) {
+			return nil
+		}
+		err := m.saveMsg(ctx, msg)
+		var conflict *refs.ConflictError
+		if !errors.As(err, &conflict) || attempt == 20 {
+			return err
+		}
+		rec, rerr := m.store.Read(ctx, m.rec.Ref)
+		if rerr != nil {
+			return rerr
+		}
+		var r Record
+		if rerr := rec.Decode(&r); rerr != nil {
+			return rerr
+		}
+		m.rec, m.r = rec, r
+	}
+}
+
 // lock takes the request's lifecycle lock: one verb at a time changes a
 // request. A second one is refused at once, naming the request.
 func lock(root, id, verb string) (*lockfile.Lock, error) {
@@ -243,39 +268,39 @@ func (ws *Workspace) member(name string) *member {
 	return nil
 }
 
-// identity reads a worktree's live identity and what is dirty in it.
-func (m *member) identity(ctx context.Context, t *Tree) (Identity, []string, error) {
+// identity reads a worktree's live identity and what is dirty in it. The
+// branch, commit and committed tree are read in process; git status says
+// what is dirty. indexTree writes the index's tree too (one more git
+// process); without it, a clean worktree's index tree is its committed
+// tree, which git status has just compared it with.
+func (m *member) identity(ctx context.Context, t *Tree, indexTree bool) (Identity, []string, error) {
 	id := Identity{Branch: t.Branch}
-	wts, err := m.repo.Worktrees(ctx)
-	if err != nil {
-		return id, nil, err
-	}
-	var wt *git.Worktree
-	for i := range wts {
-		if wts[i].Path == t.Path {
-			wt = &wts[i]
-		}
-	}
-	if wt == nil {
+	branch, err := m.repo.WorktreeBranch(t.Path)
+	if errors.Is(err, git.ErrNotExist) {
 		return id, nil, &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("worktree %s is gone", t.Path)}
-	}
-	if wt.Branch != "refs/heads/"+t.Branch {
-		return id, nil, &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("worktree %s has %q checked out, expected %s", t.Path, wt.Branch, t.Branch)}
-	}
-	if id.Commit, err = m.repo.ResolveRef(ctx, "refs/heads/"+t.Branch); err != nil {
+	} else if err != nil {
 		return id, nil, err
 	}
-	if id.CommittedTree, err = m.repo.ResolveRef(ctx, id.Commit+"^{tree}"); err != nil {
+	if branch != "refs/heads/"+t.Branch {
+		return id, nil, &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("worktree %s has %q checked out, expected %s", t.Path, branch, t.Branch)}
+	}
+	if id.Commit, err = m.repo.RefValue(ctx, "refs/heads/"+t.Branch); err != nil || id.Commit == "" {
+		return id, nil, fmt.Errorf("%s: branch %s: %w", m.t.Name, t.Branch, errors.Join(err, git.ErrNotExist))
+	}
+	if id.CommittedTree, err = m.repo.TreeOf(ctx, id.Commit); err != nil {
 		return id, nil, err
 	}
 	dirty, err := m.repo.Dirty(ctx, t.Path)
 	if err != nil {
 		return id, nil, err
 	}
-	if id.IndexTree, err = m.repo.IndexTree(ctx, t.Path); err != nil {
-		return id, nil, err
+	switch {
+	case indexTree:
+		id.IndexTree, err = m.repo.IndexTree(ctx, t.Path)
+	case len(dirty) == 0:
+		id.IndexTree = id.CommittedTree
 	}
-	return id, dirty, nil
+	return id, dirty, err
 }
 
 // inspect checks the complete set (P2, P3, P4): every member's worktree at
@@ -287,7 +312,7 @@ func (ws *Workspace) inspect(ctx context.Context, tree func(*member) *Tree, want
 		if t == nil {
 			return &RefusedError{Member: m.t.Name, Reason: "has no worktree for this step"}
 		}
-		have, dirty, err := m.identity(ctx, t)
+		have, dirty, err := m.identity(ctx, t, false)
 		if err != nil {
 			return err
 		}

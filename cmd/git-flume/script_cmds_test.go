@@ -38,6 +38,31 @@ func init() {
 	scriptCmds["mkbrief"] = cmdMkBrief
 	scriptCmds["waitfor"] = cmdWaitFor
 	scriptCmds["tmuxkill"] = cmdTmuxKill
+	scriptCmds["waitws"] = cmdWaitWorkspace
+}
+
+// waitws TIMEOUT ID REGEXP: poll `git flume workspace status --json --id ID`
+// (which changes nothing) until its output matches REGEXP.
+func cmdWaitWorkspace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: waitws TIMEOUT ID REGEXP")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	re, err := regexp.Compile(args[2])
+	ts.Check(err)
+	deadline := time.Now().Add(d)
+	var out string
+	for time.Now().Before(deadline) {
+		if ts.Exec("git", "flume", "workspace", "status", "--json", "--id", args[1]) == nil {
+			out = ts.ReadFile("stdout")
+			if re.MatchString(out) {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ts.Fatalf("waitws: no match for %q within %s; last status:\n%s", args[2], d, out)
 }
 
 // waitfor TIMEOUT PLACE REGEXP: poll `git flume status --all --json PLACE` (which

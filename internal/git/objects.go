@@ -444,3 +444,14 @@ func (repo *Repo) reftable() bool {
 	})
 	return repo.objects.isReftable
 }
+
+// TreeOf returns the tree of a commit: in process where that is safe,
+// else with git.
+func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
+	if st := repo.inProcess(); st != nil && plumbing.IsHash(commit) {
+		if c, err := object.GetCommit(st, plumbing.NewHash(commit)); err == nil {
+			return c.TreeHash.String(), nil
+		}
+	}
+	return repo.ResolveRef(ctx, commit+"^{tree}")
+}

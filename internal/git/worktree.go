@@ -349,3 +349,42 @@ func parseConfigZ(out []byte) []ConfigEntry {
 	}
 	return es
 }
+
+// WorktreeBranch returns the branch (full ref name) checked out in the
+// worktree at path, "" when its HEAD is detached, read from the files git
+// keeps (path/.git names the worktree's git dir, whose HEAD is read). A
+// worktree that is not one of this repository's is an error wrapping
+// ErrNotExist.
+func (repo *Repo) WorktreeBranch(path string) (string, error) {
+	dotgit := filepath.Join(path, ".git")
+	gitDir := dotgit
+	if info, err := os.Lstat(dotgit); err != nil {
+		return "", fmt.Errorf("worktree %s: %w", path, ErrNotExist)
+	} else if !info.IsDir() {
+		data, err := os.ReadFile(dotgit)
+		if err != nil {
+			return "", err
+		}
+		rest, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+		if !ok {
+			return "", fmt.Errorf("worktree %s: .git is not a gitdir file", path)
+		}
+		gitDir = rest
+		if !filepath.IsAbs(gitDir) {
+			gitDir = filepath.Join(path, gitDir)
+		}
+	}
+	owner := filepath.Clean(repo.CommonDir)
+	if g := filepath.Clean(gitDir); g != owner && filepath.Dir(g) != filepath.Join(owner, "worktrees") {
+		return "", fmt.Errorf("worktree %s belongs to %s, not %s: %w", path, g, owner, ErrNotExist)
+	}
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", fmt.Errorf("worktree %s: %w", path, ErrNotExist)
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !ok {
+		return "", nil
+	}
+	return ref, nil
+}
