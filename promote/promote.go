@@ -108,7 +108,7 @@ func open(ctx context.Context, env *Env, id string, targets []Target) ([]*member
 	}
 	ms := make([]*member, len(targets))
 	for i, t := range targets {
-		repo, err := env.Runner.Open(ctx, t.Repo)
+		repo, err := env.Runner.OpenTop(ctx, t.Repo)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
@@ -167,6 +167,13 @@ func (m *member) at(ctx context.Context) (string, error) {
 
 // checkout finds the worktree that has the member's branch checked out.
 func (m *member) checkout(ctx context.Context) (*git.Worktree, error) {
+	// Most often it is the main checkout; git checks a branch out in one
+	// worktree only, so no other needs looking at then.
+	if !m.repo.Bare {
+		if b, err := m.repo.WorktreeBranch(m.repo.Dir); err == nil && b == m.branchRef() {
+			return &git.Worktree{Path: m.repo.Dir, Branch: b, Main: true}, nil
+		}
+	}
 	wts, err := m.repo.Worktrees(ctx)
 	if err != nil {
 		return nil, err
@@ -182,9 +189,10 @@ func (m *member) checkout(ctx context.Context) (*git.Worktree, error) {
 // check verifies a member is where its state says (P6): a pending one at
 // its base, fast-forwardable to its tip, its checkout clean; a promoted one
 // at its tip. full adds what cannot change between two moves of one
-// promotion (the tip's ancestry, where the branch is checked out); the
-// position and the checkout's cleanliness are read every time.
-func (m *member) check(ctx context.Context, full bool) error {
+// promotion (the tip's ancestry, where the branch is checked out). clean
+// reads the checkout's cleanliness (one git status); the position is read
+// every time, in process.
+func (m *member) check(ctx context.Context, full, clean bool) error {
 	at, err := m.at(ctx)
 	if err != nil {
 		return err
@@ -203,18 +211,23 @@ func (m *member) check(ctx context.Context, full bool) error {
 	if at != m.r.Base {
 		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("%s is at %.12s, expected its base %.12s", m.t.Branch, at, m.r.Base)}
 	}
-	if full {
+	// A staged tip's ancestry was proved when it was staged, and two
+	// commits' ancestry never changes.
+	provedAtStage := m.r.Staged != nil && m.r.Staged.Commit == m.r.Tip
+	if full && !provedAtStage {
 		if ok, err := m.repo.IsAncestor(ctx, m.r.Base, m.r.Tip); err != nil {
 			return err
 		} else if !ok {
 			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("tip %.12s does not descend from %s's base: never a re-merge, never a force", m.r.Tip, m.t.Branch)}
 		}
+	}
+	if full {
 		if m.wt, err = m.checkout(ctx); err != nil {
 			return err
 		}
 	}
 	wt := m.wt
-	if wt == nil {
+	if wt == nil || !clean {
 		return nil
 	}
 	dirty, err := m.repo.Dirty(ctx, wt.Path)
@@ -243,7 +256,7 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 
 func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) error {
 	for _, m := range ms {
-		if err := m.check(ctx, true); err != nil {
+		if err := m.check(ctx, true, true); err != nil {
 			return err
 		}
 	}
@@ -252,9 +265,11 @@ func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) erro
 			env.progress("%s: %s already at %.12s (receipt kept)", m.t.Name, m.t.Branch, m.r.Tip)
 			continue // P7: no proven promotion is repeated
 		}
-		// P6: every target again, between moves.
+		// P6: every target again, between moves: each one's position,
+		// and the mover's checkout, which must be clean to come along.
+		// Another member's checkout is read when its own turn comes.
 		for _, o := range ms {
-			if err := o.check(ctx, false); err != nil {
+			if err := o.check(ctx, false, o == m && i > 0); err != nil {
 				return err
 			}
 		}

@@ -43,7 +43,7 @@ func Start(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 	defer l.Unlock()
 	ws := &Workspace{ID: req.ID, Root: root}
 	for _, name := range sortedKeys(req.Repositories) {
-		repo, err := env.Runner.Open(ctx, req.Repositories[name])
+		repo, err := env.Runner.OpenTop(ctx, req.Repositories[name])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -285,7 +285,7 @@ func PromoteWorkspace(ctx context.Context, env *Env, root, id string, exp Expect
 	if err := ws.match(exp, "tip", staged); err != nil {
 		return ws, err
 	}
-	if err := ws.inspect(ctx, integrationTree, staged); err != nil {
+	if err := ws.positions(ctx, integrationTree, staged); err != nil {
 		return ws, err
 	}
 	return ws, promoteMembers(ctx, env, id, ws.members)

@@ -220,8 +220,10 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 		if tr != nil && tr.Received(string(prompt)) {
 			return false, save("worker confirmed: its prompt is in its transcript", func(w *Worker) { w.Confirmed = true })
 		}
-		if time.Since(w.SentAt) < env.window() {
-			return false, nil
+		if time.Since(w.SentAt) < env.window() || w.Pane == "print" {
+			// A printed command runs when its operator runs it; the
+			// limits below still hold.
+			return false, ws.limits(w, path, stop)
 		}
 		if !alive {
 			return stop(PhaseFailed, "the worker exited before its prompt showed in its transcript")
@@ -263,9 +265,16 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 	case !alive:
 		return stop(PhaseFailed, "the worker exited without finishing its turn")
 	}
+	return false, ws.limits(w, path, stop)
+}
+
+// limits fails the request when the worker ran past its maximum runtime or
+// its transcript stayed quiet past the idle limit.
+func (ws *Workspace) limits(w Worker, path string, stop func(phase, reason string) (bool, error)) error {
 	max := time.Duration(ws.members[0].r.Limits.MaxMs) * time.Millisecond
 	if max > 0 && time.Since(w.Started) > max {
-		return stop(PhaseFailed, fmt.Sprintf("the worker ran past its maximum runtime of %s", max))
+		_, err := stop(PhaseFailed, fmt.Sprintf("the worker ran past its maximum runtime of %s", max))
+		return err
 	}
 	idle := time.Duration(ws.members[0].r.Limits.IdleMs) * time.Millisecond
 	last := w.SentAt
@@ -273,9 +282,10 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 		last = info.ModTime()
 	}
 	if idle > 0 && time.Since(last) > idle {
-		return stop(PhaseFailed, fmt.Sprintf("the worker's transcript was idle past its limit of %s", idle))
+		_, err := stop(PhaseFailed, fmt.Sprintf("the worker's transcript was idle past its limit of %s", idle))
+		return err
 	}
-	return false, nil
+	return nil
 }
 
 // checkCandidates reads each worker worktree's candidate and runs the

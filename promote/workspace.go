@@ -52,7 +52,7 @@ func load(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
 		if info, err := os.Lstat(filepath.Join(dir, ".git")); err != nil || !info.IsDir() || !e.IsDir() {
 			continue
 		}
-		repo, err := env.Runner.Open(ctx, dir)
+		repo, err := env.Runner.OpenTop(ctx, dir)
 		if err != nil {
 			continue
 		}
@@ -301,6 +301,28 @@ func (m *member) identity(ctx context.Context, t *Tree, indexTree bool) (Identit
 		id.IndexTree = id.CommittedTree
 	}
 	return id, dirty, err
+}
+
+// positions checks each member's worktree is still on its branch at the
+// recorded commit, and every input unchanged (P2): what promotion needs of
+// the integration set, whose commits, not files, are promoted.
+func (ws *Workspace) positions(ctx context.Context, tree func(*member) *Tree, want func(*member) *Identity) error {
+	for _, m := range ws.members {
+		t, w := tree(m), want(m)
+		if t == nil || w == nil {
+			return &RefusedError{Member: m.t.Name, Reason: "has no worktree for this step"}
+		}
+		branch, err := m.repo.WorktreeBranch(t.Path)
+		if err != nil || branch != "refs/heads/"+t.Branch {
+			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("worktree %s is not on %s (%q, %v)", t.Path, t.Branch, branch, err)}
+		}
+		if at, err := m.repo.RefValue(ctx, "refs/heads/"+t.Branch); err != nil {
+			return err
+		} else if at != w.Commit {
+			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("branch %s is at %.12s, not the validated %.12s", t.Branch, at, w.Commit)}
+		}
+	}
+	return checkInputCopies(ws.members[0].r.Inputs)
 }
 
 // inspect checks the complete set (P2, P3, P4): every member's worktree at

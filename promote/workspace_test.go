@@ -22,7 +22,7 @@ import (
 // (the print pane starts no agent), committing in the worker worktrees and
 // writing the worker's transcript as Claude Code would.
 type request struct {
-	t     *testing.T
+	t     testing.TB
 	root  string
 	env   []string
 	names []string
@@ -52,7 +52,7 @@ var testProgram = agents.Program{Name: "t", Format: agents.FormatClaude, Transcr
 // newRequest makes n repositories under a new workspace root, starts a
 // request over them and plays its worker: one commit in each worktree,
 // then the turn ends. The request is checked when it returns.
-func newRequest(t *testing.T, n int) *request {
+func newRequest(t testing.TB, n int) *request {
 	t.Helper()
 	base := t.TempDir()
 	root := filepath.Join(base, "ws")
@@ -110,7 +110,7 @@ func newRequest(t *testing.T, n int) *request {
 
 // writeTranscript writes a Claude Code transcript with one prompt and a
 // finished reply.
-func writeTranscript(t *testing.T, path, prompt, reply string) {
+func writeTranscript(t testing.TB, path, prompt, reply string) {
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	lines := []map[string]any{
 		{"type": "user", "message": map[string]any{"role": "user", "content": prompt}},
@@ -154,6 +154,26 @@ func (r *request) promote(fault func(string)) error {
 func (r *request) reconcile(fault func(string)) error {
 	_, err := promote.ReconcileWorkspace(context.Background(), r.penv(fault), r.root, r.id)
 	return err
+}
+
+// restore puts the saved copy of the request back in place for test t.
+func (r *request) restore(t testing.TB, saved string) *request {
+	t.Helper()
+	filepath.WalkDir(r.root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(r.root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(r.root, os.DirFS(saved)); err != nil {
+		t.Fatal(err)
+	}
+	c := *r
+	c.t = t
+	return &c
 }
 
 // mainsAtBase checks nothing moved a main branch.
@@ -248,77 +268,91 @@ func TestWorkspaceCrashAtEveryStep_P5_P6_P7(t *testing.T) {
 	if testing.Short() {
 		t.Skip("many workspaces")
 	}
+	for _, n := range []int{1, 2, 3, 8} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			crashEveryStep(t, n)
+		})
+	}
+}
+
+func crashEveryStep(t *testing.T, n int) {
 	type step struct {
 		verb  string
 		point string
 		i     int
 	}
-	for _, n := range []int{1, 2, 3, 8} {
-		var steps []step
+	var steps []step
+	for i := range n {
+		for _, p := range []string{"before-intent", "after-intent", "after-worktree", "after-record"} {
+			steps = append(steps, step{"stage", fmt.Sprintf("stage:%s:%d", p, i), i})
+		}
+		steps = append(steps, step{"validate", fmt.Sprintf("final:after-check:%d", i), i}, step{"validate", fmt.Sprintf("validate:after-record:%d", i), i})
+	}
+	steps = append(steps, step{"validate", "validate:before-checks", 0})
+	if n == 2 {
 		for i := range n {
-			for _, p := range []string{"before-intent", "after-intent", "after-worktree", "after-record"} {
-				steps = append(steps, step{"stage", fmt.Sprintf("stage:%s:%d", p, i), i})
-			}
-			steps = append(steps, step{"validate", fmt.Sprintf("final:after-check:%d", i), i}, step{"validate", fmt.Sprintf("validate:after-record:%d", i), i})
-		}
-		steps = append(steps, step{"validate", "validate:before-checks", 0})
-		if n == 2 {
-			for i := range n {
-				for _, p := range []string{"before-intent", "after-intent", "after-move", "after-switch", "after-receipt"} {
-					steps = append(steps, step{"promote", fmt.Sprintf("%s:%d", p, i), i})
-				}
+			for _, p := range []string{"before-intent", "after-intent", "after-move", "after-switch", "after-receipt"} {
+				steps = append(steps, step{"promote", fmt.Sprintf("%s:%d", p, i), i})
 			}
 		}
-		for _, s := range steps {
-			t.Run(fmt.Sprintf("%d/%s", n, s.point), func(t *testing.T) {
-				t.Parallel()
-				r := newRequest(t, n)
-				var crashed bool
-				var err error
-				switch s.verb {
-				case "stage":
-					crashed, err = run(func() error { return r.stage(crashAt(s.point)) })
-				case "validate":
-					if err := r.stage(nil); err != nil {
-						t.Fatal(err)
-					}
-					crashed, err = run(func() error { return r.validate(crashAt(s.point)) })
-				case "promote":
-					if err := r.stage(nil); err != nil {
-						t.Fatal(err)
-					}
-					if err := r.validate(nil); err != nil {
-						t.Fatal(err)
-					}
-					crashed, err = run(func() error { return r.promote(crashAt(s.point)) })
+	}
+	// One checked request per size, copied back into place (the same
+	// absolute paths: records and worktrees name them) before each
+	// case, which then runs alone.
+	template := newRequest(t, n)
+	saved := template.root + ".saved"
+	if err := os.CopyFS(saved, os.DirFS(template.root)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		t.Run(s.point, func(t *testing.T) {
+			r := template.restore(t, saved)
+			var crashed bool
+			var err error
+			switch s.verb {
+			case "stage":
+				crashed, err = run(func() error { return r.stage(crashAt(s.point)) })
+			case "validate":
+				if err := r.stage(nil); err != nil {
+					t.Fatal(err)
 				}
-				if !crashed || err != nil {
-					t.Fatalf("crash at %s: crashed=%v err=%v", s.point, crashed, err)
+				crashed, err = run(func() error { return r.validate(crashAt(s.point)) })
+			case "promote":
+				if err := r.stage(nil); err != nil {
+					t.Fatal(err)
 				}
-				if s.verb != "promote" {
-					r.mainsAtBase("after the crash")
+				if err := r.validate(nil); err != nil {
+					t.Fatal(err)
 				}
-				// A crash inside reconcile, at the member that was moving.
-				run(func() error {
-					return r.reconcile(crashAt(fmt.Sprintf("reconcile:staging:%d", s.i)))
-				})
-				run(func() error { return r.reconcile(crashAt(fmt.Sprintf("reconcile:%d", s.i))) })
-				if err := r.reconcile(nil); err != nil {
-					t.Fatalf("reconcile: %v", err)
-				}
-				if s.verb == "stage" {
-					r.mainsAtBase("after reconcile")
-					// A crash while continuing, one member on.
-					if s.i+1 < n {
-						run(func() error { return r.stage(crashAt(fmt.Sprintf("stage:after-worktree:%d", s.i+1))) })
-						if err := r.reconcile(nil); err != nil {
-							t.Fatalf("reconcile: %v", err)
-						}
-					}
-				}
-				r.finish()
+				crashed, err = run(func() error { return r.promote(crashAt(s.point)) })
+			}
+			if !crashed || err != nil {
+				t.Fatalf("crash at %s: crashed=%v err=%v", s.point, crashed, err)
+			}
+			if s.verb != "promote" {
+				r.mainsAtBase("after the crash")
+			}
+			// A crash inside reconcile, at the member that was moving.
+			run(func() error {
+				return r.reconcile(crashAt(fmt.Sprintf("reconcile:staging:%d", s.i)))
 			})
-		}
+			run(func() error { return r.reconcile(crashAt(fmt.Sprintf("reconcile:%d", s.i))) })
+			if err := r.reconcile(nil); err != nil {
+				t.Fatalf("reconcile: %v", err)
+			}
+			if s.verb == "stage" {
+				r.mainsAtBase("after reconcile")
+				// A crash while continuing, one member on.
+				if s.i+1 < n {
+					run(func() error { return r.stage(crashAt(fmt.Sprintf("stage:after-worktree:%d", s.i+1))) })
+					if err := r.reconcile(nil); err != nil {
+						t.Fatalf("reconcile: %v", err)
+					}
+				}
+			}
+			r.finish()
+		})
 	}
 }
 

@@ -251,6 +251,37 @@ func (r *Runner) Open(ctx context.Context, dir string) (*Repo, error) {
 	return repo, nil
 }
 
+// OpenTop opens the repository whose work tree's top is dir, reading git's
+// own files when dir/.git is a plain repository directory: its config
+// names no other work tree, no bare repository and no hash but SHA-1, and
+// it is not a linked worktree's. Anything else is left to Open, which asks
+// git. Workspace members are such repositories by rule (P1); this spares
+// one git process per member per command.
+func (r *Runner) OpenTop(ctx context.Context, dir string) (*Repo, error) {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return r.Open(ctx, dir)
+	}
+	gitDir := filepath.Join(dir, ".git")
+	info, err := os.Lstat(gitDir)
+	if err != nil || !info.IsDir() {
+		return r.Open(ctx, dir)
+	}
+	if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); err == nil {
+		return r.Open(ctx, dir)
+	}
+	cfg, err := os.ReadFile(filepath.Join(gitDir, "config"))
+	if err != nil {
+		return r.Open(ctx, dir)
+	}
+	lower := strings.ToLower(string(cfg))
+	for _, word := range []string{"objectformat", "worktree", "bare = true", "bare=true", "include", "refstorage"} {
+		if strings.Contains(lower, word) {
+			return r.Open(ctx, dir)
+		}
+	}
+	return &Repo{r: r, Dir: dir, GitDir: gitDir, CommonDir: gitDir, ObjectFormat: "sha1"}, nil
+}
+
 // ZeroID is the all-zero object id of the repository's hash.
 func (repo *Repo) ZeroID() string {
 	if repo.ObjectFormat == "sha256" {

@@ -175,3 +175,50 @@ func TestLockedRefIsNotAConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenTopAgreesWithOpen: reading git's files gives the repository git
+// itself reports, and anything unusual is left to git.
+func TestOpenTopAgreesWithOpen(t *testing.T) {
+	env := testEnv(t)
+	ctx := context.Background()
+	r := &git.Runner{Env: env}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain")
+	mustGit(t, env, "init", "-q", plain)
+	sha256 := filepath.Join(dir, "sha256")
+	mustGit(t, env, "init", "-q", "--object-format=sha256", sha256)
+	linked := filepath.Join(dir, "linked")
+	mustGit(t, env, "-C", plain, "commit", "-q", "--allow-empty", "-m", "x")
+	mustGit(t, env, "-C", plain, "worktree", "add", "-q", linked)
+	for _, d := range []string{plain, sha256, linked} {
+		want, err := r.Open(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.OpenTop(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Dir != want.Dir || got.GitDir != want.GitDir || got.CommonDir != want.CommonDir || got.ObjectFormat != want.ObjectFormat || got.Bare != want.Bare {
+			t.Errorf("%s: OpenTop %+v, Open %+v", d, got, want)
+		}
+		if branch, err := got.WorktreeBranch(d); err != nil || branch == "" {
+			t.Errorf("%s: WorktreeBranch = %q, %v", d, branch, err)
+		}
+	}
+	// A worktree of another repository is not this one's.
+	if _, err := mustOpen(t, r, sha256).WorktreeBranch(linked); !errors.Is(err, git.ErrNotExist) {
+		t.Errorf("another repository's worktree: %v", err)
+	}
+}
+
+func mustOpen(t *testing.T, r *git.Runner, dir string) *git.Repo {
+	repo, err := r.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
