@@ -162,7 +162,7 @@ func WriteStatus(w io.Writer, st *Status) {
 		if !r.OK() {
 			mark = fmt.Sprintf("exit %d", r.Exit)
 			if r.Refused != "" {
-				mark = "refused " + r.Refused
+				mark += ", refused " + r.Refused
 			}
 		}
 		fmt.Fprintf(w, "  check %s: %s: %s\n", r.Repository, commandLine(Check{Command: r.Command, Args: r.Args}), mark)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
@@ -329,28 +330,43 @@ func (ws *Workspace) positions(ctx context.Context, tree func(*member) *Tree, wa
 // exactly its recorded identity and clean, tracked and untracked; its
 // pinned test script unchanged; every input's source and copy unchanged.
 func (ws *Workspace) inspect(ctx context.Context, tree func(*member) *Tree, want func(*member) *Identity) error {
-	for _, m := range ws.members {
-		t := tree(m)
-		if t == nil {
-			return &RefusedError{Member: m.t.Name, Reason: "has no worktree for this step"}
-		}
-		have, dirty, err := m.identity(ctx, t, false)
+	// Members are independent repositories: read them all at once, and
+	// report the first problem in member order.
+	errs := make([]error, len(ws.members))
+	var wg sync.WaitGroup
+	for i, m := range ws.members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.inspect(ctx, tree(m), want(m))
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return err
-		}
-		if len(dirty) > 0 {
-			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("worktree %s is not clean (%s)", t.Path, dirty[0])}
-		}
-		if w := want(m); w != nil {
-			if err := differ(m.t.Name, "worktree "+t.Path, *w, have); err != nil {
-				return err
-			}
-		}
-		if err := checkPinned(m, t.Path); err != nil {
 			return err
 		}
 	}
 	return checkInputCopies(ws.members[0].r.Inputs)
+}
+
+func (m *member) inspect(ctx context.Context, t *Tree, w *Identity) error {
+	if t == nil {
+		return &RefusedError{Member: m.t.Name, Reason: "has no worktree for this step"}
+	}
+	have, dirty, err := m.identity(ctx, t, false)
+	if err != nil {
+		return err
+	}
+	if len(dirty) > 0 {
+		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("worktree %s is not clean (%s)", t.Path, dirty[0])}
+	}
+	if w != nil {
+		if err := differ(m.t.Name, "worktree "+t.Path, *w, have); err != nil {
+			return err
+		}
+	}
+	return checkPinned(m, t.Path)
 }
 
 // mainsUnchanged refuses unless every main branch is at its base and its

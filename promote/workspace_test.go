@@ -69,7 +69,7 @@ func newRequest(t testing.TB, n int) *request {
 	for i := range n {
 		name := fmt.Sprintf("r%d", i)
 		dir := filepath.Join(root, name)
-		r.git(root, "init", "-q", "-b", "main", dir)
+		r.git(root, "init", "-q", "--template=", "-b", "main", dir)
 		os.WriteFile(filepath.Join(dir, "base.txt"), []byte("base\n"), 0o644)
 		r.git(dir, "add", ".")
 		r.git(dir, "commit", "-q", "-m", "base")
