@@ -31,6 +31,8 @@ type Record struct {
 	Kind   string `json:"kind"`
 	ID     string `json:"id"`
 	Member string `json:"member"`
+	// Host owns the record: only it writes it (R7).
+	Host string `json:"host,omitempty"`
 	// Root is the workspace root, Repository this member's path.
 	Root       string   `json:"root,omitempty"`
 	Repository string   `json:"repository,omitempty"`

@@ -84,7 +84,7 @@ func Start(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 			return nil, fmt.Errorf("%s: %w", m.t.Name, err)
 		}
 		m.r = Record{
-			Schema: 1, Kind: "workspace", ID: req.ID, Member: m.t.Name, Root: root, Repository: m.t.Repo,
+			Schema: 1, Kind: "workspace", ID: req.ID, Member: m.t.Name, Host: env.Host, Root: root, Repository: m.t.Repo,
 			Request: req, Phase: PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Pinned: pinned,
 			Inputs: inputs, Limits: limits,
 			WorkerTree: &Tree{Path: filepath.Join(dir, "worker", m.t.Name), Branch: workerBranch(req.ID)},

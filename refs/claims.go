@@ -59,9 +59,15 @@ func ProcessAlive(procHost string, pid int, host string) bool {
 type ClaimedError struct {
 	Place string
 	Claim Claim
+	// Remote is set for a shared claim the remote refused: another host
+	// holds it there (R8).
+	Remote string
 }
 
 func (e *ClaimedError) Error() string {
+	if e.Remote != "" {
+		return fmt.Sprintf("place %s is claimed on %s by another host (the create-only push of this claim was refused); the local claim was rolled back", e.Place, e.Remote)
+	}
 	return fmt.Sprintf("place %s is claimed by %s (pid %d on %s since %s); pass --take-over to act anyway",
 		e.Place, e.Claim.Key, e.Claim.PID, e.Claim.Host, e.Claim.Since.UTC().Format(time.RFC3339))
 }

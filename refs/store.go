@@ -108,6 +108,9 @@ type Store struct {
 	Now func() time.Time
 	// Schemas maps each known record kind to its newest schema.
 	Schemas map[string]int
+	// Fault is a test seam: sync calls it at named points ("fetched").
+	// nil in git-flume itself.
+	Fault func(point string)
 }
 
 // New returns a store over repo's refs/flume namespace.

@@ -19,14 +19,22 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return fmt.Sprintf("%s: %s", e.Place, e.Reason) }
 
+// owned refuses a place another host owns (R7): only its owner writes it.
+func owned(env *Env, p *Place) error {
+	if p.Host != env.Host {
+		return &RefusedError{Place: p.ID, Reason: fmt.Sprintf("owned by host %s, and only its owner changes it: act on %s", p.Host, p.Host)}
+	}
+	return nil
+}
+
 // gate reads a place and its claim and refuses another live session's.
 func gate(ctx context.Context, env *Env, store *refs.Store, id string, g GateOptions) (*refs.Record, *Place, error) {
 	rec, p, err := readPlace(ctx, store, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.Host != env.Host {
-		return nil, nil, &RefusedError{Place: id, Reason: "its agent runs on " + p.Host + "; act there"}
+	if err := owned(env, p); err != nil {
+		return nil, nil, err
 	}
 	cs, err := store.ReadClaim(ctx, id, env.Host)
 	if err != nil {

@@ -28,19 +28,22 @@ type Status struct {
 
 // PlaceStatus is one place as status shows it (S1).
 type PlaceStatus struct {
-	Place    string       `json:"place"`
-	Repo     string       `json:"repo"`
-	Kind     string       `json:"kind"`
-	Name     string       `json:"name"`
-	Branch   string       `json:"branch"`
-	Path     string       `json:"path"`
-	Target   string       `json:"target"`
-	Base     string       `json:"base"`
-	Brief    string       `json:"brief"`
-	Host     string       `json:"host"`
+	Place  string `json:"place"`
+	Repo   string `json:"repo"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Branch string `json:"branch"`
+	Path   string `json:"path"`
+	Target string `json:"target"`
+	Base   string `json:"base"`
+	Brief  string `json:"brief"`
+	Host   string `json:"host"`
+	// Foreign marks another host's place, fetched by sync: read-only
+	// here (R7).
+	Foreign  bool         `json:"foreign"`
 	Created  time.Time    `json:"created"`
 	Phase    string       `json:"phase"`
-	Worktree string       `json:"worktree"` // present, missing, removed
+	Worktree string       `json:"worktree"` // present, missing, removed, elsewhere
 	Stage    StageStatus  `json:"stage"`
 	Ready    ReadyStatus  `json:"ready"`
 	Claim    *ClaimStatus `json:"claim"`
@@ -175,6 +178,8 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			}
 		}
 		switch {
+		case p.Host != env.Host:
+			ps.Worktree, ps.Foreign = "elsewhere", true
 		case worktrees[p.Path]:
 			ps.Worktree = "present"
 		case p.Phase == PhaseTidied:
@@ -240,10 +245,13 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 			claim = p.Claim.Key
 		}
 		var notes []string
+		if p.Foreign {
+			notes = append(notes, "on "+p.Host+", read-only")
+		}
 		if p.Dropped {
 			notes = append(notes, "dropped")
 		}
-		if p.Worktree != "present" {
+		if p.Worktree != "present" && !p.Foreign {
 			notes = append(notes, "worktree "+p.Worktree)
 		}
 		if p.Kept != nil {

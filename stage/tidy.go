@@ -35,6 +35,9 @@ func Drop(ctx context.Context, env *Env, repoDir, id string, gate GateOptions) (
 			return err
 		}
 		p = *cur
+		if err := owned(env, &p); err != nil {
+			return err
+		}
 		if p.Phase == PhaseTidied {
 			return fmt.Errorf("place %s was already tidied", id)
 		}
@@ -101,6 +104,9 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 		if err := rec.Decode(&p); err != nil {
 			errs = multierror.Append(errs, err)
 			continue
+		}
+		if p.Host != env.Host {
+			continue // another host's place: its owner tidies it (R7)
 		}
 		if p.Phase == PhaseMaking {
 			if _, err := reconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {

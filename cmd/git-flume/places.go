@@ -268,8 +268,8 @@ func useCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "use",
 		Usage:     "claim a place for the calling session",
-		UsageText: "git flume use [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
-		Flags:     gateFlags(),
+		UsageText: "git flume use [--session ID] [--pid N] [--take-over] [--shared [--remote R]] [--repo DIR] PLACE",
+		Flags:     append(gateFlags(), sharedFlags()...),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
@@ -286,6 +286,21 @@ func useCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
+			if c.Bool("shared") {
+				remote, err := a.remote(c.Context, store, c.String("remote"))
+				if err != nil {
+					return err
+				}
+				rec, err := store.Read(c.Context, refs.ClaimRef(id))
+				if err != nil {
+					return err
+				}
+				if err := store.PushClaim(c.Context, remote, id, rec); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.io.Out, "%s claimed by %s (pid %d), held on %s\n", id, claim.Key, claim.PID, remote)
+				return nil
+			}
 			fmt.Fprintf(a.io.Out, "%s claimed by %s (pid %d)\n", id, claim.Key, claim.PID)
 			return nil
 		},
@@ -296,8 +311,8 @@ func releaseCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "release",
 		Usage:     "release the calling session's claim on a place",
-		UsageText: "git flume release [--session ID] [--take-over] [--repo DIR] PLACE",
-		Flags:     gateFlags(),
+		UsageText: "git flume release [--session ID] [--take-over] [--shared [--remote R]] [--repo DIR] PLACE",
+		Flags:     append(gateFlags(), sharedFlags()...),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
@@ -309,6 +324,15 @@ func releaseCommand(a *app) *cli.Command {
 			}
 			if err := store.Release(c.Context, id, a.session(c), c.Bool("take-over")); err != nil {
 				return err
+			}
+			if c.Bool("shared") {
+				remote, err := a.remote(c.Context, store, c.String("remote"))
+				if err != nil {
+					return err
+				}
+				if err := store.ReleasePushed(c.Context, remote, id); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(a.io.Out, "%s released\n", id)
 			return nil

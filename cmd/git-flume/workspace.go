@@ -28,7 +28,7 @@ func (a *app) promoteEnv() *promote.Env {
 		pane = "tmux"
 	}
 	return &promote.Env{
-		Runner: a.runner, Now: a.now, Fault: promoteFault, CallerEnv: a.env.list,
+		Runner: a.runner, Host: a.host(), Now: a.now, Fault: promoteFault, CallerEnv: a.env.list,
 		Pane: pane, Panes: o.Panes, Print: a.io.Out, Out: a.io.Err,
 		ConfirmWindow: o.ConfirmWindow, Interval: a.watchInterval(),
 	}

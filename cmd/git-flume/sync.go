@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/refs"
+)
+
+// remote is the remote sync talks to: the argument, else flume.remote,
+// else origin.
+func (a *app) remote(ctx context.Context, store *refs.Store, named string) (string, error) {
+	if named != "" {
+		return named, nil
+	}
+	entries, err := store.Repo().Config(ctx)
+	if err != nil {
+		return "", err
+	}
+	remote := "origin"
+	for _, e := range entries {
+		if e.Key == "flume.remote" && e.Value != "" {
+			remote = e.Value
+		}
+	}
+	return remote, nil
+}
+
+func syncCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "sync",
+		Usage:     "share records with other hosts through a git remote",
+		UsageText: "git flume sync [--repo DIR] [--json] [REMOTE]",
+		Description: "Fetches the remote's refs/flume/* into refs/flume-remotes/<remote>/, takes other hosts' records " +
+			"only forward, and pushes this host's own records atomically, each leased on what the remote had; a push " +
+			"refused because another host pushed first is fetched and decided again. Branches are never touched. " +
+			"REMOTE defaults to flume.remote, else origin.",
+		Flags: []cli.Flag{repoFlag(), jsonFlag()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return usagef("sync: at most one remote")
+			}
+			store, err := a.store(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			remote, err := a.remote(c.Context, store, c.Args().First())
+			if err != nil {
+				return err
+			}
+			rep, err := store.Sync(c.Context, remote, a.host())
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(a.io.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			writeSync(a, rep)
+			return nil
+		},
+	}
+}
+
+func writeSync(a *app, rep *refs.SyncReport) {
+	for _, l := range []struct {
+		what string
+		refs []string
+	}{{"fetched", rep.Fetched}, {"pushed", rep.Pushed}, {"deleted on " + rep.Remote, rep.Deleted}, {"removed here", rep.Removed}} {
+		for _, r := range l.refs {
+			fmt.Fprintf(a.io.Out, "%s %s\n", l.what, r)
+		}
+	}
+	for _, r := range sortedKeys(rep.Kept) {
+		fmt.Fprintf(a.io.Out, "kept %s: %s\n", r, rep.Kept[r])
+	}
+	if len(rep.Fetched)+len(rep.Pushed)+len(rep.Deleted)+len(rep.Removed)+len(rep.Kept) == 0 {
+		fmt.Fprintf(a.io.Out, "in sync with %s\n", rep.Remote)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sharedFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "shared", Usage: "exclusive across hosts: held only once the remote took it (R8)"},
+		&cli.StringFlag{Name: "remote", Usage: "the shared remote (default: flume.remote, else origin)"},
+	}
+}
+
+// withAutoSync runs a sync after a command that moved state, when the
+// repository sets flume.autoSync = true (R7). A failed sync is reported and
+// never fails the command: the local move stands.
+func (a *app) withAutoSync(cmd *cli.Command) *cli.Command {
+	action := cmd.Action
+	cmd.Action = func(c *cli.Context) error {
+		if err := action(c); err != nil {
+			return err
+		}
+		dir := "."
+		if c.IsSet("repo") {
+			dir = c.String("repo")
+		}
+		store, err := a.store(c.Context, dir)
+		if err != nil {
+			return nil
+		}
+		entries, err := store.Repo().Config(c.Context)
+		if err != nil {
+			return nil
+		}
+		on := false
+		for _, e := range entries {
+			if e.Key == "flume.autosync" {
+				on = e.Value == "true" || e.Value == "yes" || e.Value == "on" || e.Value == "1"
+			}
+		}
+		if !on {
+			return nil
+		}
+		remote, err := a.remote(c.Context, store, "")
+		if err == nil {
+			_, err = store.Sync(c.Context, remote, a.host())
+		}
+		if err != nil {
+			fmt.Fprintf(a.io.Err, "git-flume: auto-sync with %s failed (the local change stands; run git flume sync): %v\n", remote, err)
+		}
+		return nil
+	}
+	return cmd
+}

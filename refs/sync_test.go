@@ -1,0 +1,177 @@
+package refs_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+type rec struct {
+	Schema int    `json:"schema"`
+	Kind   string `json:"kind"`
+	Host   string `json:"host"`
+	N      int    `json:"n"`
+}
+
+func syncStore(t *testing.T, env []string, dir string) *refs.Store {
+	t.Helper()
+	repo, err := (&git.Runner{Env: env}).Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := refs.New(repo)
+	s.Now = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	s.Schemas = map[string]int{"thing": 1}
+	return s
+}
+
+func bump(t *testing.T, s *refs.Store, ref string, host string) {
+	t.Helper()
+	_, err := s.Edit(context.Background(), ref, func(old *refs.Record) (refs.Change, error) {
+		r := rec{Schema: 1, Kind: "thing", Host: host}
+		if old != nil {
+			if err := old.Decode(&r); err != nil {
+				return refs.Change{}, err
+			}
+		}
+		r.N++
+		return refs.Change{Ref: ref, Old: old, State: r, Message: "bump"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func value(t *testing.T, s *refs.Store, ref string) int {
+	t.Helper()
+	r, err := s.Read(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v rec
+	r.Decode(&v)
+	return v.N
+}
+
+// TestSyncPushRefusedByAConcurrentPushConverges_R7: a push of this host's
+// record that loses to a push made between its fetch and its push (another
+// clone of the same host) is refused by the lease, fetched again, decided
+// again and pushed: the remote ends at the newest record, nothing lost.
+func TestSyncPushRefusedByAConcurrentPushConverges_R7(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	env := hermeticEnv(home)
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	run(t, env, "git", "init", "-q", "--bare", remote)
+	a := filepath.Join(root, "a")
+	run(t, env, "git", "clone", "-q", remote, a)
+	sa := syncStore(t, env, a)
+	const ref = refs.Prefix + "things/x"
+	bump(t, sa, ref, "h") // n=1
+	if _, err := sa.Sync(ctx, "origin", "h"); err != nil {
+		t.Fatal(err)
+	}
+	bump(t, sa, ref, "h") // n=2
+	// A second clone of the same host, with n=2, made now.
+	a2 := filepath.Join(root, "a2")
+	if err := os.CopyFS(a2, os.DirFS(a)); err != nil {
+		t.Fatal(err)
+	}
+	sa2 := syncStore(t, env, a2)
+	bump(t, sa, ref, "h") // n=3 in a only
+	pushedMeanwhile := false
+	sa.Fault = func(point string) {
+		if point == "fetched" && !pushedMeanwhile {
+			pushedMeanwhile = true
+			if _, err := sa2.Sync(ctx, "origin", "h"); err != nil {
+				t.Errorf("concurrent sync: %v", err)
+			}
+		}
+	}
+	rep, err := sa.Sync(ctx, "origin", "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pushedMeanwhile || rep.Attempts != 2 {
+		t.Fatalf("attempts %d (concurrent push made: %v), want the first push refused and a second attempt", rep.Attempts, pushedMeanwhile)
+	}
+	remoteRepo := filepath.Join(root, "check")
+	run(t, env, "git", "clone", "-q", remote, remoteRepo)
+	sc := syncStore(t, env, remoteRepo)
+	if _, err := sc.Sync(ctx, "origin", "other"); err != nil {
+		t.Fatal(err)
+	}
+	if n := value(t, sc, ref); n != 3 {
+		t.Fatalf("remote has n=%d, want 3", n)
+	}
+}
+
+// TestSyncNeverRollsBack_R7: another host's record is taken only forward,
+// and this host's is never taken from the remote when ours is newer.
+func TestSyncNeverRollsBack_R7(t *testing.T) {
+	ctx := context.Background()
+	env := hermeticEnv(t.TempDir())
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	stale := filepath.Join(root, "stale.git")
+	run(t, env, "git", "init", "-q", "--bare", remote)
+	run(t, env, "git", "init", "-q", "--bare", stale)
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	run(t, env, "git", "clone", "-q", remote, a)
+	run(t, env, "git", "clone", "-q", remote, b)
+	run(t, env, "git", "-C", b, "remote", "add", "stale", stale)
+	run(t, env, "git", "-C", a, "remote", "add", "stale", stale)
+	sa, sb := syncStore(t, env, a), syncStore(t, env, b)
+	const ref = refs.Prefix + "things/a"
+	bump(t, sa, ref, "A") // 1
+	// The stale mirror gets n=1, then A moves on to n=2 and syncs.
+	if _, err := sa.Sync(ctx, "stale", "A"); err != nil {
+		t.Fatal(err)
+	}
+	bump(t, sa, ref, "A") // 2
+	if _, err := sa.Sync(ctx, "origin", "A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Sync(ctx, "origin", "B"); err != nil {
+		t.Fatal(err)
+	}
+	if n := value(t, sb, ref); n != 2 {
+		t.Fatalf("B has n=%d, want 2", n)
+	}
+	// B syncs with the stale mirror: the older copy is kept out.
+	rep, err := sb.Sync(ctx, "stale", "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := value(t, sb, ref); n != 2 {
+		t.Fatalf("a stale fetch rolled B back to n=%d", n)
+	}
+	if rep.Kept[ref] == "" {
+		t.Fatalf("the stale copy was not reported: %+v", rep)
+	}
+	// A moves locally past what the remote has; a sync pushes, never
+	// takes the remote's older copy.
+	bump(t, sa, ref, "A") // 3
+	if _, err := sa.Sync(ctx, "stale", "A"); err != nil {
+		t.Fatal(err)
+	}
+	if n := value(t, sa, ref); n != 3 {
+		t.Fatalf("A rolled back to n=%d", n)
+	}
+}
+
+func run(t *testing.T, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
