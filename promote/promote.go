@@ -46,7 +46,7 @@ type Env struct {
 	Runner *git.Runner
 	// Host names this host in records (R7).
 	Host string
-	Now    func() time.Time
+	Now  func() time.Time
 	// Fault is a test seam: crash tests stop a verb at a named point. nil
 	// in git-flume itself.
 	Fault func(point string)
