@@ -76,6 +76,8 @@ type app struct {
 	runner *git.Runner
 	// unknown is set when the command line named no known command.
 	unknown bool
+	// hostName caches host().
+	hostName string
 }
 
 func (a *app) now() time.Time {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -28,16 +29,32 @@ func (a *app) stageEnv() *stage.Env {
 	}
 }
 
-// host names this host in records: FLUME_HOST, else the hostname.
+// host names this host in records: FLUME_HOST, else the repository's
+// flume.host, else the hostname. It is read once per command.
 func (a *app) host() string {
-	if h := a.env.vars["FLUME_HOST"]; h != "" {
-		return h
+	if a.hostName != "" {
+		return a.hostName
 	}
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
+	a.hostName = a.env.vars["FLUME_HOST"]
+	if a.hostName == "" {
+		if repo, err := a.runner.Open(context.Background(), "."); err == nil {
+			if entries, err := repo.Config(context.Background()); err == nil {
+				for _, e := range entries {
+					if e.Key == "flume.host" && e.Value != "" {
+						a.hostName = e.Value
+					}
+				}
+			}
+		}
 	}
-	return h
+	if a.hostName == "" {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			a.hostName = h
+		} else {
+			a.hostName = "localhost"
+		}
+	}
+	return a.hostName
 }
 
 // userConfig is the user-level flume config file.
