@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
@@ -49,12 +50,36 @@ type Config struct {
 	Agents map[string]agents.Program
 	// Submit is the repository's submission command, named in prompts.
 	Submit string
+	// Budget is flume.budget: each stage's time budget unless its
+	// declaration names one (W1).
+	Budget time.Duration
 }
 
 // StageDecl is a declared stage: its prompt file and its deliverable.
 type StageDecl struct {
 	Prompt      string
 	Deliverable string
+	Budget      time.Duration
+}
+
+// Budget bounds (W1).
+const (
+	DefaultBudget = 45 * time.Minute
+	MinBudget     = 5 * time.Minute
+	MaxBudget     = 120 * time.Minute
+)
+
+// StageBudget is a stage's budget: its declaration's, else flume.budget,
+// else 45 minutes, clamped to 5–120 minutes.
+func (c *Config) StageBudget(stage string) time.Duration {
+	b := c.Stages[stage].Budget
+	if b == 0 {
+		b = c.Budget
+	}
+	if b == 0 {
+		b = DefaultBudget
+	}
+	return min(max(b, MinBudget), MaxBudget)
 }
 
 // LoadConfig reads .flume/config as committed at rev, over the user-level
@@ -142,6 +167,20 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 			a := c.Agents[sub]
 			a.Name, a.Format = sub, e.Value
 			c.Agents[sub] = a
+		case section == "flume" && name == "budget":
+			d, err := time.ParseDuration(e.Value)
+			if err != nil {
+				return fmt.Errorf("flume.budget: %w", err)
+			}
+			c.Budget = d
+		case section == "stage" && sub != "" && name == "budget":
+			d, err := time.ParseDuration(e.Value)
+			if err != nil {
+				return fmt.Errorf("stage %q: budget: %w", sub, err)
+			}
+			sd := c.Stages[sub]
+			sd.Budget = d
+			c.Stages[sub] = sd
 		case section == "submit" && name == "command" && repoFile:
 			c.Submit = e.Value
 		case section == "stage" && sub != "" && name == "prompt":

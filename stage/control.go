@@ -162,7 +162,7 @@ func GoOn(ctx context.Context, env *Env, repoDir, id string, force bool, g GateO
 }
 
 func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions, verb string, check func(*Place) error) (*Place, error) {
-	_, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +186,11 @@ func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g Ga
 		if p.PlaceKind != "question" {
 			return nil, &RefusedError{Place: id, Reason: "stage " + st.Name + " was delivered; nothing to " + verb}
 		}
+	}
+	// W3: what the ended agent left uncommitted is kept before anyone
+	// starts over it.
+	if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
+		return nil, err
 	}
 	st.State = StagePending
 	if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb)}}); err != nil {

@@ -31,6 +31,10 @@ const (
 	StateLanded       = "landed"
 )
 
+// BudgetMessage is the one message a stage's agent gets at 75% of its
+// budget (W1): land softly, never start anew.
+const BudgetMessage = "You have used three quarters of this stage's time budget. Start no new unit of work: finish the one in hand, commit it, and close with your STAGE REPORT."
+
 // Fault is a test seam: crash tests set it to kill the process at a named
 // point of an engine step. It is nil in git-flume itself.
 var Fault func(point string)
@@ -61,6 +65,9 @@ type EngineOptions struct {
 	// hook, which runs inside an agent's environment, not the launching
 	// caller's (A1). A watcher or the next command starts the stage.
 	NoStart bool
+	// Budget, when set, is every stage's budget, unclamped: a test and
+	// experiment knob ($FLUME_BUDGET). Configuration sets it otherwise (W1).
+	Budget time.Duration
 }
 
 func (o EngineOptions) window() time.Duration {
@@ -207,6 +214,9 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			return false, err
 		}
 		fault("deliver:agent-ended")
+		if err := keepSnapshot(ctx, repo, p, st, "end"); err != nil {
+			return false, err
+		}
 		st.State, st.Delivered, st.At, st.Ended, st.Tasks, st.Need = StateDelivered, what, head, &now, tasks, ""
 		if st.Deliverable == DeliverLanded {
 			st.State = StateLanded
@@ -229,6 +239,31 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 
 	if a == nil || a.Ended {
 		return false, nil
+	}
+
+	// W1: the stage's budget, on the real clock from its start. The
+	// deliverable above wins over a budget used up at the same reading.
+	if budget := time.Duration(st.BudgetMs) * time.Millisecond; budget > 0 && st.Started != nil {
+		used := now.Sub(*st.Started)
+		switch {
+		case used >= budget:
+			if err := endAgent(ctx, env, a); err != nil {
+				return false, err
+			}
+			if err := keepSnapshot(ctx, repo, p, st, "cut"); err != nil {
+				return false, err
+			}
+			st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &now
+			return write("cut: " + st.Reason)
+		case used >= budget*3/4 && !st.Told && st.State != StateStarting && st.State != StateUnknown:
+			if a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
+				if err := env.Engine.Panes.Send(ctx, a.Pane, BudgetMessage); err != nil {
+					return false, err
+				}
+			}
+			st.Told = true
+			return write("three quarters of the budget used: told the agent to finish")
+		}
 	}
 
 	switch st.State {
@@ -391,6 +426,15 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	}
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, run, a
 	st.Need, st.Reason, st.Delivered, st.At = "", "", "", ""
+	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
+	if env.Engine.Budget > 0 {
+		st.BudgetMs = env.Engine.Budget.Milliseconds()
+	}
+	// W3: a work tree dirty as the stage starts is kept, so rollback can
+	// bring back exactly this.
+	if st.Start, err = takeSnapshot(ctx, repo, p, st, "start"); err != nil {
+		return false, err
+	}
 	if ok, err := write(fmt.Sprintf("starting %s (session %s)", prog.Name, a.Session)); !ok {
 		return false, err
 	}

@@ -97,6 +97,28 @@ type StageRecord struct {
 	// Runs counts the agents started for this stage (retry, go-on).
 	Runs  int       `json:"runs"`
 	Agent *AgentRun `json:"agent,omitempty"`
+	// BudgetMs is the stage's time budget (W1); Told records the one
+	// message sent at 75% of it.
+	BudgetMs int64 `json:"budgetMs,omitempty"`
+	Told     bool  `json:"told,omitempty"`
+	// Start is the snapshot of a work tree that was dirty when the stage
+	// started (W3); rollback restores it over Base.
+	Start *Snapshot `json:"start,omitempty"`
+	// Snapshots are the work tree's states flume kept as the stage ended,
+	// was cut, retried or rolled back with uncommitted changes (W3).
+	Snapshots []Snapshot `json:"snapshots,omitempty"`
+}
+
+// Snapshot is a work tree's state kept in git (W3): a commit of its
+// tracked and untracked files (ignored ones aside) whose parent is the
+// branch head then, at Ref, and the patch from the stage's base to it.
+type Snapshot struct {
+	Why    string `json:"why"`
+	Ref    string `json:"ref"`
+	Commit string `json:"commit"`
+	Tree   string `json:"tree"`
+	Head   string `json:"head"`
+	Diff   string `json:"diff"`
 }
 
 // TaskCount is how many of a change's tasks are ticked.

@@ -81,6 +81,11 @@ type StageStatus struct {
 	Delivered string     `json:"delivered"`
 	Tasks     *TaskCount `json:"tasks"`
 	Started   *time.Time `json:"started"`
+	// ElapsedMs is the stage's time so far (or until it ended), BudgetMs
+	// its budget (W1); Snapshots the work tree states kept (W3).
+	ElapsedMs int64      `json:"elapsedMs"`
+	BudgetMs  int64      `json:"budgetMs"`
+	Snapshots []Snapshot `json:"snapshots"`
 }
 
 // ReadyStatus is the last readying's outcome; ok with no step when nothing
@@ -215,7 +220,15 @@ func placeStatus(p *Place) PlaceStatus {
 	if n := len(p.Stages); n > 0 && p.Current < n {
 		s := p.Stages[p.Current]
 		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, State: s.State,
-			Need: s.Need, Reason: s.Reason, Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started}
+			Need: s.Need, Reason: s.Reason, Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started,
+			BudgetMs: s.BudgetMs, Snapshots: append([]Snapshot{}, s.Snapshots...)}
+		if s.Started != nil {
+			end := time.Now()
+			if s.Ended != nil {
+				end = *s.Ended
+			}
+			ps.Stage.ElapsedMs = max(end.Sub(*s.Started).Milliseconds(), 0)
+		}
 	}
 	if r := p.Ready; r != nil {
 		ps.Ready = ReadyStatus{OK: r.OK, Running: r.Running != nil, Step: r.Step, Exit: r.Exit, Tail: r.Tail}
@@ -259,6 +272,12 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		}
 		if t := p.Stage.Tasks; t != nil {
 			notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
+		}
+		if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
+			notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs) * time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
+		}
+		for _, sn := range p.Stage.Snapshots {
+			notes = append(notes, "snapshot "+sn.Ref)
 		}
 		if p.Stage.Need != "" {
 			notes = append(notes, "needs: "+p.Stage.Need)

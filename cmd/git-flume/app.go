@@ -138,6 +138,7 @@ func newApp(a *app) *cli.App {
 			a.withAutoSync(goOnCommand(a)),
 			waitCommand(a),
 			advanceCommand(a),
+			a.withAutoSync(rollbackCommand(a)),
 			a.withAutoSync(dropCommand(a)),
 			a.withAutoSync(tidyCommand(a)),
 			installCommand(a),

@@ -28,6 +28,9 @@ func (a *app) engineOptions() stage.EngineOptions {
 	if d, err := time.ParseDuration(a.env.vars["FLUME_CONFIRM_WINDOW"]); err == nil {
 		o.ConfirmWindow = d
 	}
+	if d, err := time.ParseDuration(a.env.vars["FLUME_BUDGET"]); err == nil {
+		o.Budget = d
+	}
 	if d, err := time.ParseDuration(a.env.vars["FLUME_STUCK_AFTER"]); err == nil {
 		o.StuckAfter = d
 	}
@@ -361,4 +364,31 @@ func (a *app) backgroundEnv() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+func rollbackCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:  "rollback",
+		Usage: "restore a place exactly as its current stage started: branch, tracked, untracked and dirty files",
+		Description: "What it replaces is kept first, in a snapshot under refs/flume/snapshots/<place>/ (and a .diff " +
+			"in the place's log folder). The stage is then blocked until `retry` starts it again.",
+		UsageText: "git flume rollback [--force] [--session ID] [--take-over] [--repo DIR] PLACE",
+		Flags:     append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"}),
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			p, kept, err := stage.Rollback(c.Context, a.stageEnv(), c.String("repo"), id, c.Bool("force"), a.gate(c))
+			if err != nil {
+				return err
+			}
+			st := p.Stages[p.Current]
+			fmt.Fprintf(a.io.Out, "%s: stage %s rolled back to %.12s\n", id, st.Name, st.Base)
+			if kept != nil {
+				fmt.Fprintf(a.io.Out, "kept what was there in %s\n", kept.Ref)
+			}
+			return nil
+		},
+	}
 }

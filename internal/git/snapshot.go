@@ -1,0 +1,99 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// withIndex runs git in dir with a throwaway index file, so the
+// repository's real index is never touched; it is removed after.
+func (repo *Repo) withIndex(ctx context.Context, dir string, do func(run func(stdin []byte, args ...string) ([]byte, error)) error) error {
+	f, err := os.CreateTemp(repo.GitDir, "flume-index-")
+	if err != nil {
+		return err
+	}
+	index := f.Name()
+	f.Close()
+	os.Remove(index) // git makes it; an empty file is not an index
+	defer os.Remove(index)
+	run := func(stdin []byte, args ...string) ([]byte, error) {
+		return repo.r.run(ctx, call{dir: dir, args: args, stdin: stdin, env: []string{"GIT_INDEX_FILE=" + index}})
+	}
+	return do(run)
+}
+
+// SnapshotTree writes the tree of the work tree at dir as it is: tracked
+// files as they are on disk and untracked files that are not ignored,
+// through a throwaway index (SPEC W3). HEAD, the branch and the real
+// index are untouched.
+func (repo *Repo) SnapshotTree(ctx context.Context, dir string) (string, error) {
+	var tree string
+	err := repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
+		if _, err := run(nil, "read-tree", "HEAD"); err != nil {
+			return err
+		}
+		if _, err := run(nil, "add", "-A", "--", "."); err != nil {
+			return err
+		}
+		out, err := run(nil, "write-tree")
+		tree = strings.TrimSpace(string(out))
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("snapshot %s: %w", dir, err)
+	}
+	return tree, nil
+}
+
+// CommitTreeWith makes a commit of tree with parents and message, with
+// git-flume's fixed identity.
+func (repo *Repo) CommitTreeWith(ctx context.Context, tree, message string, parents ...string) (string, error) {
+	args := []string{"commit-tree", tree, "-m", message}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	out, err := repo.r.run(ctx, call{dir: repo.Dir, args: args, env: []string{
+		"GIT_AUTHOR_NAME=git-flume", "GIT_AUTHOR_EMAIL=git-flume@localhost",
+		"GIT_COMMITTER_NAME=git-flume", "GIT_COMMITTER_EMAIL=git-flume@localhost",
+	}})
+	if err != nil {
+		return "", fmt.Errorf("commit snapshot: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// DiffTrees is the binary patch from one tree-ish to another, which
+// `git apply` takes.
+func (repo *Repo) DiffTrees(ctx context.Context, from, to string) ([]byte, error) {
+	out, err := repo.read(ctx, nil, "diff", "--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", from, to, "--")
+	if err != nil {
+		return nil, fmt.Errorf("diff %.12s %.12s: %w", from, to, err)
+	}
+	return out, nil
+}
+
+// RestoreTree makes the work tree at dir hold exactly tree's files: tracked
+// files and the index go to base (the real index then matches base), files
+// neither in base nor in tree are removed (ignored files stay), and tree's
+// files are written over, through a throwaway index. HEAD is not moved
+// here; the caller moves the branch.
+func (repo *Repo) RestoreTree(ctx context.Context, dir, base, tree string) error {
+	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"read-tree", "--reset", "-u", base}}); err != nil {
+		return fmt.Errorf("restore %s to %.12s: %w", dir, base, err)
+	}
+	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"clean", "-f", "-d", "-q", "--", "."}}); err != nil {
+		return fmt.Errorf("restore %s: remove untracked files: %w", dir, err)
+	}
+	if tree == "" {
+		return nil
+	}
+	return repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
+		if _, err := run(nil, "read-tree", tree); err != nil {
+			return err
+		}
+		_, err := run(nil, "checkout-index", "-a", "-f")
+		return err
+	})
+}

@@ -1,0 +1,157 @@
+package stage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// snapshotRef names a snapshot of a place's stage: one per stage, run and
+// reason, never overwritten (a second of the same gets a number).
+func snapshotRef(p *Place, st *StageRecord, why string, n int) string {
+	name := fmt.Sprintf("%d-%s-%d-%s", p.Current+1, st.Name, st.Runs, why)
+	if n > 1 {
+		name += fmt.Sprintf("-%d", n)
+	}
+	return refs.SnapshotPrefix + p.ID + "/" + name
+}
+
+// takeSnapshot keeps the place's work tree in git when it holds
+// uncommitted changes (W3): the tree through a throwaway index (the real
+// index and the branch untouched), a commit on the branch head at a
+// create-only ref, and the patch from the stage's base into the place's
+// log folder. It returns nil when the work tree is clean.
+func takeSnapshot(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, why string) (*Snapshot, error) {
+	if _, err := os.Stat(p.Path); err != nil {
+		return nil, nil
+	}
+	dirty, err := repo.Dirty(ctx, p.Path)
+	if err != nil || len(dirty) == 0 {
+		return nil, err
+	}
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil {
+		return nil, err
+	}
+	tree, err := repo.SnapshotTree(ctx, p.Path)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := repo.CommitTreeWith(ctx, tree, fmt.Sprintf("flume snapshot %s: stage %s, %s", p.ID, st.Name, why), head)
+	if err != nil {
+		return nil, err
+	}
+	var ref string
+	for n := 1; ; n++ {
+		ref = snapshotRef(p, st, why, n)
+		err = repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: commit}})
+		if err == nil {
+			break
+		}
+		if n == 20 {
+			return nil, fmt.Errorf("snapshot %s: %w", ref, err)
+		}
+	}
+	base := st.Base
+	if base == "" {
+		base = head
+	}
+	patch, err := repo.DiffTrees(ctx, base, commit)
+	if err != nil {
+		return nil, err
+	}
+	dir := LogDir(repo.CommonDir, p.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	diff := filepath.Join(dir, filepath.Base(ref)+".diff")
+	if err := os.WriteFile(diff, patch, 0o644); err != nil {
+		return nil, err
+	}
+	return &Snapshot{Why: why, Ref: ref, Commit: commit, Tree: tree, Head: head, Diff: diff}, nil
+}
+
+// keepSnapshot snapshots a dirty work tree into the stage's record.
+func keepSnapshot(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, why string) error {
+	s, err := takeSnapshot(ctx, repo, p, st, why)
+	if err != nil || s == nil {
+		return err
+	}
+	st.Snapshots = append(st.Snapshots, *s)
+	return nil
+}
+
+// Rollback restores the place's work tree and branch to exactly their
+// state when the current stage started (W5): the branch at the stage's
+// base, the files as they were then, tracked, untracked and dirty alike.
+// Nothing is lost: the state it replaces is kept first, in a snapshot (or,
+// clean, a ref at the branch head). Refused on another session's claim,
+// and, unless force, while the stage's agent runs.
+func Rollback(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions) (*Place, *Snapshot, error) {
+	repo, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, p, err := gate(ctx, env, store, id, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := &p.Stages[p.Current]
+	if st.Base == "" {
+		return nil, nil, &RefusedError{Place: id, Reason: "stage " + st.Name + " has not started; nothing to roll back"}
+	}
+	if a := st.Agent; a != nil && !a.Ended {
+		if a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) && !force {
+			return nil, nil, &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
+		}
+		if err := endAgent(ctx, env, a); err != nil {
+			return nil, nil, err
+		}
+	}
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil {
+		return nil, nil, err
+	}
+	kept, err := takeSnapshot(ctx, repo, p, st, "rollback")
+	if err != nil {
+		return nil, nil, err
+	}
+	if kept == nil && head != st.Base {
+		// Clean, but with commits beyond the base: keep them reachable.
+		for n := 1; ; n++ {
+			ref := snapshotRef(p, st, "rollback", n)
+			err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: head}})
+			if err == nil {
+				kept = &Snapshot{Why: "rollback", Ref: ref, Commit: head, Head: head}
+				break
+			}
+			if n == 20 {
+				return nil, nil, err
+			}
+		}
+	}
+	if head != st.Base {
+		if err := repo.UpdateRefsLogged(ctx, "flume rollback "+id, []git.RefUpdate{{Op: git.Update, Name: p.branchRef(), New: st.Base, Old: head}}); err != nil {
+			return nil, nil, err
+		}
+	}
+	tree := ""
+	if st.Start != nil {
+		tree = st.Start.Tree
+	}
+	if err := repo.RestoreTree(ctx, p.Path, st.Base, tree); err != nil {
+		return nil, nil, err
+	}
+	if kept != nil {
+		st.Snapshots = append(st.Snapshots, *kept)
+	}
+	st.State, st.Reason = StateBlocked, "rolled back to the stage's start; retry starts it again"
+	if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: rolled back to %.12s", st.Name, id, st.Base)}}); err != nil {
+		return nil, nil, err
+	}
+	return p, kept, nil
+}
