@@ -274,7 +274,7 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 			notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
 		}
 		if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
-			notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs) * time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
+			notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
 		}
 		for _, sn := range p.Stage.Snapshots {
 			notes = append(notes, "snapshot "+sn.Ref)
