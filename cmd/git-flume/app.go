@@ -144,6 +144,8 @@ func newApp(a *app) *cli.App {
 			installCommand(a),
 			hookCommand(a),
 			watchCommand(a),
+			logCommand(a),
+			costCommand(a),
 			syncCommand(a),
 			workspaceCommand(a),
 			fsckCommand(a),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -389,6 +390,72 @@ func rollbackCommand(a *app) *cli.Command {
 				fmt.Fprintf(a.io.Out, "kept what was there in %s\n", kept.Ref)
 			}
 			return nil
+		},
+	}
+}
+
+func costCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "cost",
+		Usage:     "tokens and cost of each stage's agent, from its transcript, with a grand total",
+		UsageText: "git flume cost [--repo DIR] [--json] [PLACE]",
+		Flags:     []cli.Flag{repoFlag(), jsonFlag()},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return usagef("cost: at most one place")
+			}
+			id := ""
+			if c.NArg() == 1 {
+				var err error
+				if id, err = onePlace(c); err != nil {
+					return err
+				}
+			}
+			costs, err := stage.ReadCosts(c.Context, a.stageEnv(), c.String("repo"), id)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(a.io.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(costs)
+			}
+			return stage.WriteCosts(a.io.Out, costs)
+		},
+	}
+}
+
+func logCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "log",
+		Usage:     "the tool calls of a place's agents, one line each, from their transcripts",
+		UsageText: "git flume log [-f] [--repo DIR] PLACE",
+		Flags: []cli.Flag{repoFlag(),
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new tool calls as they come"}},
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			printed := 0
+			for {
+				lines, err := stage.ReadToolLog(c.Context, a.stageEnv(), c.String("repo"), id)
+				if err != nil {
+					return err
+				}
+				for _, l := range lines[min(printed, len(lines)):] {
+					fmt.Fprintf(a.io.Out, "%s/%d %s: %s\n", l.Stage, l.Run, l.Tool, l.Input)
+				}
+				printed = max(printed, len(lines))
+				if !c.Bool("follow") {
+					return nil
+				}
+				select {
+				case <-c.Context.Done():
+					return nil
+				case <-time.After(a.watchInterval()):
+				}
+			}
 		},
 	}
 }
