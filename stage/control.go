@@ -210,6 +210,10 @@ type Outcome struct {
 	Next      string `json:"next,omitempty"`
 	Need      string `json:"need,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Report is the agent's STAGE REPORT; ReportMissing flags an ended
+	// stage without one (W2).
+	Report        *Report `json:"report,omitempty"`
+	ReportMissing bool    `json:"reportMissing,omitempty"`
 }
 
 // ErrTimeout is a wait that ran out of time.
@@ -231,7 +235,8 @@ func Wait(ctx context.Context, env *Env, repoDir, id string, timeout time.Durati
 		st := p.Stages[start]
 		switch st.State {
 		case StateDelivered, StateLanded, StateWaiting, StateStuck, StateBlocked, StateNeverStarted, StateCut:
-			o := &Outcome{Place: id, Stage: st.Name, State: st.State, Delivered: st.Delivered, Need: st.Need, Reason: st.Reason}
+			o := &Outcome{Place: id, Stage: st.Name, State: st.State, Delivered: st.Delivered, Need: st.Need, Reason: st.Reason,
+				Report: st.Report, ReportMissing: st.ReportMissing}
 			if p.Current != start {
 				o.Next = p.Stages[p.Current].Name
 			}

@@ -31,6 +31,25 @@ const (
 	StateLanded       = "landed"
 )
 
+// LengthMessage is the one recovery prompt after a reply cut for length
+// (A8).
+const LengthMessage = "Your last reply was cut off for length. Continue from where it stopped, in shorter steps; commit what is done."
+
+// reminder is the one message after a turn that ended with neither the
+// stage's deliverable nor a need (A8).
+func reminder(st *StageRecord) string {
+	return "Your turn ended, but this stage's deliverable is not in git yet (" + describeDeliverable(st.Deliverable) +
+		"). Finish it and commit, or end your turn with a line starting with NEEDS: saying what you need."
+}
+
+// followUp types a follow-up into the agent's pane, if it runs there.
+func followUp(ctx context.Context, env *Env, a *AgentRun, text string) error {
+	if a.Pane == "print" || !env.Engine.Panes.Alive(ctx, a.Pane) {
+		return nil
+	}
+	return env.Engine.Panes.Send(ctx, a.Pane, text)
+}
+
 // BudgetMessage is the one message a stage's agent gets at 75% of its
 // budget (W1): land softly, never start anew.
 const BudgetMessage = "You have used three quarters of this stage's time budget. Start no new unit of work: finish the one in hand, commit it, and close with your STAGE REPORT."
@@ -68,6 +87,26 @@ type EngineOptions struct {
 	// Budget, when set, is every stage's budget, unclamped: a test and
 	// experiment knob ($FLUME_BUDGET). Configuration sets it otherwise (W1).
 	Budget time.Duration
+	// ReportGrace is how long an agent whose deliverable is in git may
+	// still take to close its turn with its STAGE REPORT (W2).
+	ReportGrace time.Duration
+	// RemindAfter is how long a turn that ended with neither deliverable
+	// nor need stays quiet before the one reminder (A8).
+	RemindAfter time.Duration
+}
+
+func (o EngineOptions) reportGrace() time.Duration {
+	if o.ReportGrace > 0 {
+		return o.ReportGrace
+	}
+	return 60 * time.Second
+}
+
+func (o EngineOptions) remindAfter() time.Duration {
+	if o.RemindAfter > 0 {
+		return o.RemindAfter
+	}
+	return 2 * time.Minute
 }
 
 func (o EngineOptions) window() time.Duration {
@@ -208,6 +247,21 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		return false, err
 	}
 	if done {
+		// W2: an agent whose turn still runs gets a grace to close it with
+		// its STAGE REPORT before it is ended.
+		if a != nil && !a.Ended && tr != nil && tr.Turn == agents.TurnRunning && a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
+			if st.Landing == nil {
+				st.Landing = &now
+				return write("deliverable in git; the agent closes its turn")
+			}
+			if now.Sub(*st.Landing) < env.Engine.reportGrace() {
+				return false, nil
+			}
+		}
+		if tr != nil {
+			st.Report = ParseReport(tr.LastAssistant)
+		}
+		st.ReportMissing = st.Report == nil
 		// End the agent first: a stage is delivered only with its agent
 		// gone, and the next one never starts over it (K1).
 		if err := endAgent(ctx, env, st.Agent); err != nil {
@@ -253,6 +307,10 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			if err := keepSnapshot(ctx, repo, p, st, "cut"); err != nil {
 				return false, err
 			}
+			if tr != nil {
+				st.Report = ParseReport(tr.LastAssistant)
+			}
+			st.ReportMissing = st.Report == nil
 			st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &now
 			return write("cut: " + st.Reason)
 		case used >= budget*3/4 && !st.Told && st.State != StateStarting && st.State != StateUnknown:
@@ -306,6 +364,33 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			return write("need answered")
 		}
 		quiet := now.Sub(modTime(a.Transcript))
+		// A8: checkpoint recovery, one follow-up of each kind at most.
+		switch tr.Turn {
+		case agents.TurnError:
+			st.State, st.Reason = StateBlocked, "the agent's turn ended with an error: "+tr.ErrorText
+			return write("blocked: " + st.Reason)
+		case agents.TurnLength:
+			if st.LengthPrompted {
+				if tr.Received(LengthMessage) {
+					st.State, st.Reason = StateBlocked, "its reply was cut for length again after the recovery prompt"
+					return write("blocked: " + st.Reason)
+				}
+				break
+			}
+			if err := followUp(ctx, env, a, LengthMessage); err != nil {
+				return false, err
+			}
+			st.LengthPrompted = true
+			return write("reply cut for length: sent the one recovery prompt")
+		case agents.TurnDone:
+			if !st.Reminded && quiet >= env.Engine.remindAfter() {
+				if err := followUp(ctx, env, a, reminder(st)); err != nil {
+					return false, err
+				}
+				st.Reminded = true
+				return write("turn ended with neither the deliverable nor NEEDS:; sent the one reminder")
+			}
+		}
 		if st.State == StateWorking && quiet > env.Engine.stuckAfter() {
 			st.State = StateStuck
 			return write(fmt.Sprintf("stuck: quiet for %s with no deliverable and no need", quiet.Round(time.Second)))

@@ -97,6 +97,18 @@ type StageRecord struct {
 	// Runs counts the agents started for this stage (retry, go-on).
 	Runs  int       `json:"runs"`
 	Agent *AgentRun `json:"agent,omitempty"`
+	// Report is the agent's closing STAGE REPORT (W2); ReportMissing
+	// flags a stage that ended without one.
+	Report        *Report `json:"report,omitempty"`
+	ReportMissing bool    `json:"reportMissing,omitempty"`
+	// Landing is when the deliverable was first seen while the agent's
+	// turn still ran: it gets a grace to close its turn (and report).
+	Landing *time.Time `json:"landing,omitempty"`
+	// LengthPrompted and Reminded record the one follow-up of each kind
+	// (A8): a recovery prompt after a reply cut for length, a reminder
+	// after a turn that ended with neither deliverable nor need.
+	LengthPrompted bool `json:"lengthPrompted,omitempty"`
+	Reminded       bool `json:"reminded,omitempty"`
 	// BudgetMs is the stage's time budget (W1); Told records the one
 	// message sent at 75% of it.
 	BudgetMs int64 `json:"budgetMs,omitempty"`

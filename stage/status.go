@@ -40,11 +40,14 @@ type PlaceStatus struct {
 	Host   string `json:"host"`
 	// Foreign marks another host's place, fetched by sync: read-only
 	// here (R7).
-	Foreign  bool         `json:"foreign"`
-	Created  time.Time    `json:"created"`
-	Phase    string       `json:"phase"`
-	Worktree string       `json:"worktree"` // present, missing, removed, elsewhere
-	Stage    StageStatus  `json:"stage"`
+	Foreign  bool        `json:"foreign"`
+	Created  time.Time   `json:"created"`
+	Phase    string      `json:"phase"`
+	Worktree string      `json:"worktree"` // present, missing, removed, elsewhere
+	Stage    StageStatus `json:"stage"`
+	// Previous is the stage before the current one, once it ended: what
+	// it delivered and its STAGE REPORT, or report-missing (W2).
+	Previous *StageStatus `json:"previous"`
 	Ready    ReadyStatus  `json:"ready"`
 	Claim    *ClaimStatus `json:"claim"`
 	Dropped  bool         `json:"dropped"`
@@ -86,6 +89,10 @@ type StageStatus struct {
 	ElapsedMs int64      `json:"elapsedMs"`
 	BudgetMs  int64      `json:"budgetMs"`
 	Snapshots []Snapshot `json:"snapshots"`
+	// Report is the agent's STAGE REPORT (W2); ReportMissing flags a stage
+	// that ended without one.
+	Report        *Report `json:"report"`
+	ReportMissing bool    `json:"reportMissing"`
 }
 
 // ReadyStatus is the last readying's outcome; ok with no step when nothing
@@ -221,13 +228,22 @@ func placeStatus(p *Place) PlaceStatus {
 		s := p.Stages[p.Current]
 		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, State: s.State,
 			Need: s.Need, Reason: s.Reason, Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started,
-			BudgetMs: s.BudgetMs, Snapshots: append([]Snapshot{}, s.Snapshots...)}
+			BudgetMs: s.BudgetMs, Snapshots: append([]Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
 		if s.Started != nil {
 			end := time.Now()
 			if s.Ended != nil {
 				end = *s.Ended
 			}
 			ps.Stage.ElapsedMs = max(end.Sub(*s.Started).Milliseconds(), 0)
+		}
+	}
+	if c := p.Current; c > 0 && c <= len(p.Stages) {
+		s := p.Stages[c-1]
+		ps.Previous = &StageStatus{Index: c, Count: len(p.Stages), Name: s.Name, State: s.State, Need: s.Need, Reason: s.Reason,
+			Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started, BudgetMs: s.BudgetMs,
+			Snapshots: append([]Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
+		if s.Started != nil && s.Ended != nil {
+			ps.Previous.ElapsedMs = s.Ended.Sub(*s.Started).Milliseconds()
 		}
 	}
 	if r := p.Ready; r != nil {
@@ -275,6 +291,9 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		}
 		if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
 			notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
+		}
+		if p.Stage.ReportMissing || p.Previous != nil && p.Previous.ReportMissing {
+			notes = append(notes, "report-missing")
 		}
 		for _, sn := range p.Stage.Snapshots {
 			notes = append(notes, "snapshot "+sn.Ref)

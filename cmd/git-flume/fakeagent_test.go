@@ -30,9 +30,13 @@ import (
 //	tasks N         commit an OpenSpec change (proposal.md, tasks.md with N open tasks)
 //	tick N          tick N open tasks in openspec/changes/*/tasks.md and commit
 //	say TEXT        end the turn with TEXT
+//	report TEXT     end the turn with a STAGE REPORT whose done is TEXT
+//	cutoff TEXT     end the reply with TEXT, cut for length (max_tokens)
+//	fail TEXT       end the turn with an API error saying TEXT
 //	needs TEXT      end the turn with "NEEDS: TEXT"
 //	ask TEXT        ask the user TEXT (AskUserQuestion) and wait
 //	work            start a tool call and never finish the turn
+//	sleep N         wait N seconds
 //	exit            exit
 //
 // A prompt with no line gets "say ok". A plan starting with "dialog" shows
@@ -157,12 +161,23 @@ func fakeClaude() {
 				runQuiet("git", "commit", "-q", "-am", "tick "+arg+" tasks")
 			case "say":
 				tr.assistant(arg, "end_turn")
+			case "report":
+				tr.assistant("Finished.\n\nSTAGE REPORT\ndone: "+arg+"\nfiles: a.txt\nnotes: none\nblockers: none", "end_turn")
+			case "cutoff":
+				tr.assistant(arg, "max_tokens")
+			case "fail":
+				tr.write(map[string]any{"type": "assistant", "isApiErrorMessage": true, "message": map[string]any{
+					"role": "assistant", "content": []any{map[string]any{"type": "text", "text": arg}}, "stop_reason": "stop_sequence"}})
 			case "needs":
 				tr.assistant("I cannot go on.\nNEEDS: "+arg, "end_turn")
 			case "ask":
 				tr.ask(arg)
 			case "work":
 				tr.tool("Bash", "sleep 1000")
+			case "sleep":
+				var n int
+				fmt.Sscan(arg, &n)
+				time.Sleep(time.Duration(n) * time.Second)
 			case "exit":
 				os.Exit(0)
 			}

@@ -29,6 +29,12 @@ func (a *app) engineOptions() stage.EngineOptions {
 	if d, err := time.ParseDuration(a.env.vars["FLUME_CONFIRM_WINDOW"]); err == nil {
 		o.ConfirmWindow = d
 	}
+	if d, err := time.ParseDuration(a.env.vars["FLUME_REPORT_GRACE"]); err == nil {
+		o.ReportGrace = d
+	}
+	if d, err := time.ParseDuration(a.env.vars["FLUME_REMIND_AFTER"]); err == nil {
+		o.RemindAfter = d
+	}
 	if d, err := time.ParseDuration(a.env.vars["FLUME_BUDGET"]); err == nil {
 		o.Budget = d
 	}
@@ -133,7 +139,13 @@ func waitCommand(a *app) *cli.Command {
 					if o.Next != "" {
 						line += "; stage " + o.Next + " started"
 					}
+					if o.ReportMissing {
+						line += " (report-missing)"
+					}
 					fmt.Fprintln(a.io.Out, line)
+					if r := o.Report; r != nil {
+						fmt.Fprintf(a.io.Out, "report:\n  done: %s\n  files: %s\n  notes: %s\n  blockers: %s\n", r.Done, r.Files, r.Notes, r.Blockers)
+					}
 				}
 			}
 			return err
