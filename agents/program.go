@@ -54,21 +54,39 @@ var Builtin = map[string]Program{
 // Vars are the values of a program's placeholders.
 type Vars struct {
 	Prompt, PromptFile, SessionID, Place, Home string
+	// Settings is a Claude Code settings file flume wrote for this run
+	// (its guard hook): {settings}.
+	Settings string
+	// AllowedTools is the stage role's tool allowlist, if any.
+	AllowedTools []string
 }
 
 func (v Vars) expand(s string) string {
 	return strings.NewReplacer(
 		"{prompt}", v.Prompt, "{prompt_file}", v.PromptFile,
 		"{session_id}", v.SessionID, "{place}", v.Place, "{home}", v.Home,
+		"{settings}", v.Settings,
 	).Replace(s)
 }
 
 // Argv is the command that starts the program. The prompt is one argument,
 // never text for a shell (L3).
+//
+// Claude Code (the shipped program) also gets the settings file with
+// flume's guard hook (--settings) and the role's allowlist
+// (--allowedTools), before its prompt (A9).
 func (p Program) Argv(v Vars) []string {
-	argv := make([]string, len(p.Command))
-	for i, w := range p.Command {
-		argv[i] = v.expand(w)
+	argv := make([]string, 0, len(p.Command)+4)
+	for _, w := range p.Command {
+		if w == "{prompt}" && p.Name == "claude" && len(p.Command) > 0 && p.Command[0] == "claude" {
+			if v.Settings != "" {
+				argv = append(argv, "--settings", v.Settings)
+			}
+			if len(v.AllowedTools) > 0 {
+				argv = append(argv, "--allowedTools", strings.Join(v.AllowedTools, ","))
+			}
+		}
+		argv = append(argv, v.expand(w))
 	}
 	return argv
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
 )
 
 // ConfigPath is the committed file where a repository declares readying
@@ -60,6 +61,8 @@ type StageDecl struct {
 	Prompt      string
 	Deliverable string
 	Budget      time.Duration
+	// Role names .flume/roles/<role>.md (A9).
+	Role string
 }
 
 // Budget bounds (W1).
@@ -173,6 +176,13 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 				return fmt.Errorf("flume.budget: %w", err)
 			}
 			c.Budget = d
+		case section == "stage" && sub != "" && name == "role":
+			if err := refs.ValidateName("role", e.Value); err != nil {
+				return fmt.Errorf("stage %q: %w", sub, err)
+			}
+			sd := c.Stages[sub]
+			sd.Role = e.Value
+			c.Stages[sub] = sd
 		case section == "stage" && sub != "" && name == "budget":
 			d, err := time.ParseDuration(e.Value)
 			if err != nil {

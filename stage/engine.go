@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"crypto/sha1"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,18 @@ const LengthMessage = "Your last reply was cut off for length. Continue from whe
 func reminder(st *StageRecord) string {
 	return "Your turn ended, but this stage's deliverable is not in git yet (" + describeDeliverable(st.Deliverable) +
 		"). Finish it and commit, or end your turn with a line starting with NEEDS: saying what you need."
+}
+
+// writeGuardSettings writes a Claude Code settings file whose PreToolUse
+// hook runs the guard before every tool use.
+func writeGuardSettings(path, command string) error {
+	data, err := json.MarshalIndent(map[string]any{"hooks": map[string]any{"PreToolUse": []any{
+		map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": command}}},
+	}}}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // followUp types a follow-up into the agent's pane, if it runs there.
@@ -87,6 +100,9 @@ type EngineOptions struct {
 	// Budget, when set, is every stage's budget, unclamped: a test and
 	// experiment knob ($FLUME_BUDGET). Configuration sets it otherwise (W1).
 	Budget time.Duration
+	// Guard is the command an agent's PreToolUse hook runs to ask flume
+	// (A9), such as "/usr/local/bin/git-flume guard"; "" installs none.
+	Guard string
 	// ReportGrace is how long an agent whose deliverable is in git may
 	// still take to close its turn with its STAGE REPORT (W2).
 	ReportGrace time.Duration
@@ -493,6 +509,12 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return false, err
 	}
+	var role *Role
+	if name := cfg.Stages[st.Name].Role; name != "" {
+		if role, err = LoadRole(ctx, repo, p.Base, name); err != nil {
+			return false, err
+		}
+	}
 	run := st.Runs + 1
 	logDir := LogDir(repo.CommonDir, p.ID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -512,6 +534,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, run, a
 	st.Need, st.Reason, st.Delivered, st.At = "", "", "", ""
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
+	st.Role = cfg.Stages[st.Name].Role
 	if env.Engine.Budget > 0 {
 		st.BudgetMs = env.Engine.Budget.Milliseconds()
 	}
@@ -533,6 +556,18 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		}
 	}
 	vars := agents.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: homeOf(env)}
+	if env.Engine.Guard != "" {
+		// A9: the guard hook, in a settings file of this run (outside the
+		// place, so it never makes the work tree dirty).
+		settings := strings.TrimSuffix(promptFile, ".prompt") + ".settings.json"
+		if err := writeGuardSettings(settings, env.Engine.Guard+" --place "+p.ID); err != nil {
+			return true, err
+		}
+		vars.Settings = settings
+	}
+	if role != nil {
+		vars.AllowedTools = role.Tools
+	}
 	if err := prog.PrepareTranscript(vars); err != nil {
 		return true, err
 	}

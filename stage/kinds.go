@@ -88,7 +88,9 @@ func ResolveKind(cfg *Config, name string) (Kind, error) {
 	k := Kind{Name: name, Declared: declared}
 	for _, sn := range names {
 		st, ok := shippedStage(sn)
-		if d, isDecl := cfg.Stages[sn]; isDecl {
+		// A declaration that only names a role or a budget leaves a
+		// shipped stage as it is.
+		if d, isDecl := cfg.Stages[sn]; isDecl && (d.Deliverable != "" || d.Prompt != "" || !ok) {
 			if d.Deliverable == "" {
 				return Kind{}, fmt.Errorf("kind %q: stage %q declares no deliverable", name, sn)
 			}

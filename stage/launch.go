@@ -60,6 +60,9 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 	if repo.Bare {
 		return nil, &NotARepoError{Dir: opts.Repo, Reason: "a bare repository has no work tree to make places from"}
 	}
+	if err := checkDelegation(ctx, env, repo, store, opts.Kind); err != nil {
+		return nil, err
+	}
 	main, err := repo.MainWorktree(ctx)
 	if err != nil {
 		return nil, err

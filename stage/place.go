@@ -109,6 +109,9 @@ type StageRecord struct {
 	// after a turn that ended with neither deliverable nor need.
 	LengthPrompted bool `json:"lengthPrompted,omitempty"`
 	Reminded       bool `json:"reminded,omitempty"`
+	// Role is the role the stage's declaration names (A9), read from
+	// .flume/roles/<role>.md at the place's base.
+	Role string `json:"role,omitempty"`
 	// BudgetMs is the stage's time budget (W1); Told records the one
 	// message sent at 75% of it.
 	BudgetMs int64 `json:"budgetMs,omitempty"`

@@ -144,6 +144,7 @@ func newApp(a *app) *cli.App {
 			installCommand(a),
 			hookCommand(a),
 			watchCommand(a),
+			guardCommand(a),
 			logCommand(a),
 			costCommand(a),
 			syncCommand(a),

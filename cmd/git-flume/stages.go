@@ -29,6 +29,9 @@ func (a *app) engineOptions() stage.EngineOptions {
 	if d, err := time.ParseDuration(a.env.vars["FLUME_CONFIRM_WINDOW"]); err == nil {
 		o.ConfirmWindow = d
 	}
+	// The agent's hook finds git-flume on its PATH, as `git flume` does
+	// (os.Executable would name a test binary under testscript).
+	o.Guard = "git-flume guard"
 	if d, err := time.ParseDuration(a.env.vars["FLUME_REPORT_GRACE"]); err == nil {
 		o.ReportGrace = d
 	}
@@ -468,6 +471,40 @@ func logCommand(a *app) *cli.Command {
 				case <-time.After(a.watchInterval()):
 				}
 			}
+		},
+	}
+}
+
+func guardCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:   "guard",
+		Hidden: true,
+		Usage:  "judge one tool use of a place's agent (Claude Code PreToolUse hook): exit 2 refuses it",
+		Description: "Reads the hook's JSON on standard input. A tool outside the stage role's tools, a write outside " +
+			"the place, or a path a role's restriction denies is refused with the rule named on standard error.",
+		UsageText: "git flume guard [--place PLACE]",
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "place", Usage: "the place (default: $FLUME_PLACE)"}},
+		Action: func(c *cli.Context) error {
+			id := c.String("place")
+			if id == "" {
+				id = a.env.vars["FLUME_PLACE"]
+			}
+			var in stage.GuardInput
+			err := json.NewDecoder(a.io.In).Decode(&in)
+			if err == nil {
+				dir := in.Cwd
+				if dir == "" {
+					dir = "."
+				}
+				err = stage.Guard(c.Context, a.stageEnv(), dir, id, in)
+			}
+			if err != nil {
+				// Fail closed: a tool use the guard cannot judge is
+				// refused (Claude Code blocks on exit 2 and shows stderr).
+				fmt.Fprintln(a.io.Err, err)
+				return silentExit{2}
+			}
+			return nil
 		},
 	}
 }

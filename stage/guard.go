@@ -1,0 +1,120 @@
+package stage
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// GuardInput is what the guard reads of Claude Code's PreToolUse payload.
+type GuardInput struct {
+	ToolName  string         `json:"tool_name"`
+	ToolInput map[string]any `json:"tool_input"`
+	Cwd       string         `json:"cwd"`
+}
+
+// GuardRefusal is a tool use the guard refused, with the rule (A9).
+type GuardRefusal struct{ Reason string }
+
+func (e *GuardRefusal) Error() string { return "git flume guard: " + e.Reason }
+
+// writeTools are the tools that write the file they name.
+var writeTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
+
+// Guard judges one tool use of a place's agent before it happens (A9): a
+// tool outside the stage role's tools, a write outside the place, or a
+// path a role's restriction denies (first matching rule wins) is refused
+// with the rule named.
+func Guard(ctx context.Context, env *Env, repoDir, id string, in GuardInput) error {
+	repo, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	_, p, err := readPlace(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	var role *Role
+	if p.Current < len(p.Stages) {
+		st := p.Stages[p.Current]
+		if st.Role != "" {
+			if role, err = LoadRole(ctx, repo, p.Base, st.Role); err != nil {
+				return err
+			}
+			if !role.AllowsTool(in.ToolName) {
+				return &GuardRefusal{Reason: fmt.Sprintf("tool %s is not among role %s's tools (%s)", in.ToolName, role.Name, strings.Join(role.Tools, ", "))}
+			}
+		}
+	}
+	var path string
+	for _, k := range []string{"file_path", "notebook_path", "path"} {
+		if s, ok := in.ToolInput[k].(string); ok && s != "" {
+			path = s
+			break
+		}
+	}
+	if path == "" {
+		return nil
+	}
+	if !filepath.IsAbs(path) {
+		base := in.Cwd
+		if base == "" {
+			base = p.Path
+		}
+		path = filepath.Join(base, path)
+	}
+	path = filepath.Clean(path)
+	rel, err := filepath.Rel(p.Path, path)
+	inside := err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	if !inside {
+		if slices.Contains(writeTools, in.ToolName) {
+			return &GuardRefusal{Reason: fmt.Sprintf("%s would write %s, outside the place %s (rule: writes stay inside the place)", in.ToolName, path, p.Path)}
+		}
+		return nil
+	}
+	if role != nil {
+		if ok, rule := role.Allows(rel); !ok {
+			return &GuardRefusal{Reason: fmt.Sprintf("%s of %s is denied by rule %q of role %s", in.ToolName, rel, rule.String(), role.Name)}
+		}
+	}
+	return nil
+}
+
+
+// checkDelegation refuses a launch made from inside a place (the caller's
+// FLUME_PLACE, set for every agent flume starts) unless the role of that
+// place's current stage delegates to the kind (A9).
+func checkDelegation(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, kind string) error {
+	from := ""
+	for _, kv := range env.CallerEnv {
+		if v, ok := strings.CutPrefix(kv, "FLUME_PLACE="); ok {
+			from = v
+		}
+	}
+	if from == "" {
+		return nil
+	}
+	refuse := func(why string) error {
+		return &RefusedError{Place: from, Reason: "a launch of a " + kind + " from inside this place is refused: " + why}
+	}
+	_, p, err := readPlace(ctx, store, from)
+	if err != nil {
+		return refuse("it is not a place of this repository")
+	}
+	if p.Current >= len(p.Stages) || p.Stages[p.Current].Role == "" {
+		return refuse("its stage names no role that delegates")
+	}
+	role, err := LoadRole(ctx, repo, p.Base, p.Stages[p.Current].Role)
+	if err != nil {
+		return refuse(err.Error())
+	}
+	if !slices.Contains(role.DelegatesTo, kind) {
+		return refuse(fmt.Sprintf("role %s delegates to %v, not %s", role.Name, role.DelegatesTo, kind))
+	}
+	return nil
+}
