@@ -85,7 +85,6 @@ func Guard(ctx context.Context, env *Env, repoDir, id string, in GuardInput) err
 	return nil
 }
 
-
 // checkDelegation refuses a launch made from inside a place (the caller's
 // FLUME_PLACE, set for every agent flume starts) unless the role of that
 // place's current stage delegates to the kind (A9).
