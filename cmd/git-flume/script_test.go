@@ -101,6 +101,10 @@ func hermetic(e *testscript.Env) error {
 		{"FLUME_PANE", "none"},
 		{"FLUME_TMUX_SOCKET", filepath.Join(e.WorkDir, ".tmux.sock")},
 		{"FLUME_WATCH_INTERVAL", "200ms"},
+		// A delivered stage's agent gets this long to close its turn with
+		// its report (60s by default), so scripts whose agents never close
+		// one do not wait a minute.
+		{"FLUME_REPORT_GRACE", "5s"},
 	}
 	for _, kv := range vars {
 		e.Setenv(kv[0], kv[1])
