@@ -147,6 +147,7 @@ func newApp(a *app) *cli.App {
 			guardCommand(a),
 			logCommand(a),
 			costCommand(a),
+			exportCommand(a),
 			syncCommand(a),
 			workspaceCommand(a),
 			fsckCommand(a),

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"image/color"
+	"image/png"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,6 +41,32 @@ func init() {
 	scriptCmds["waitfor"] = cmdWaitFor
 	scriptCmds["tmuxkill"] = cmdTmuxKill
 	scriptCmds["waitws"] = cmdWaitWorkspace
+	scriptCmds["pngcolors"] = cmdPNGColors
+}
+
+// pngcolors FILE MIN: FILE is a PNG image with at least MIN distinct
+// colours: a rendered page, not a blank or error screen.
+func cmdPNGColors(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: pngcolors FILE MIN")
+	}
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	ts.Check(err)
+	min, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	colors := map[color.Color]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			colors[img.At(x, y)] = true
+		}
+	}
+	if (len(colors) >= min) == neg {
+		ts.Fatalf("pngcolors: %s has %d distinct colours (want at least %d: %v)", args[0], len(colors), min, !neg)
+	}
 }
 
 // waitws TIMEOUT ID REGEXP: poll `git flume workspace status --json --id ID`

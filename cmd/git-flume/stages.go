@@ -508,3 +508,29 @@ func guardCommand(a *app) *cli.Command {
 		},
 	}
 }
+
+func exportCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "write one self-contained HTML page of a place: stages, prompts, deliverables, reports, costs, transcripts",
+		UsageText: "git flume export [--repo DIR] [-o FILE] PLACE",
+		Flags: []cli.Flag{repoFlag(),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the file to write (default: standard output)", TakesFile: true}},
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			out := a.io.Out
+			if path := c.String("output"); path != "" {
+				f, err := os.Create(path)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				out = f
+			}
+			return stage.WriteExport(c.Context, a.stageEnv(), c.String("repo"), id, out)
+		},
+	}
+}

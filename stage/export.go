@@ -1,0 +1,174 @@
+package stage
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"html/template"
+	"io"
+	"os"
+	"strings"
+)
+
+//go:embed export.html.tmpl
+var exportText string
+
+var exportPage = template.Must(template.New("export").Parse(exportText))
+
+// Entry is one readable line of a transcript: who spoke, or which tool
+// ran with what.
+type Entry struct {
+	Role string // user, assistant, tool, result
+	Text string
+}
+
+// ExportStage is one stage as the export shows it.
+type ExportStage struct {
+	StageRecord
+	Index   int
+	Prompt  string
+	Cost    CostRow
+	Entries []Entry
+}
+
+// Export is the data of a place's page.
+type Export struct {
+	Place  *Place
+	Stages []ExportStage
+	Total  CostRow
+}
+
+// WriteExport writes one self-contained HTML page of a place (O4): its
+// stages with their prompts, deliverables, reports and costs, and each
+// agent's transcript rendered as a conversation. No script, no external
+// resource.
+func WriteExport(ctx context.Context, env *Env, repoDir, id string, w io.Writer) error {
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	_, p, err := readPlace(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	costs, err := ReadCosts(ctx, env, repoDir, id)
+	if err != nil {
+		return err
+	}
+	x := Export{Place: p, Total: costs.Total}
+	ci := 0
+	for i, st := range p.Stages {
+		es := ExportStage{StageRecord: st, Index: i + 1}
+		if a := st.Agent; a != nil {
+			if data, err := os.ReadFile(a.PromptFile); err == nil {
+				es.Prompt = string(data)
+			}
+			if ci < len(costs.Rows) {
+				es.Cost = costs.Rows[ci]
+				ci++
+			}
+			if a.Transcript != "" {
+				es.Entries = readEntries(a.Transcript)
+			}
+		}
+		x.Stages = append(x.Stages, es)
+	}
+	return exportPage.Execute(w, x)
+}
+
+// readEntries renders a transcript's lines readably, whatever the
+// program: the text of user and assistant messages, tool calls with their
+// input, tool results; anything else is left out.
+func readEntries(path string) []Entry {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []Entry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line["isSidechain"] == true {
+			continue // a subagent's conversation is not the stage agent's
+		}
+		msg, _ := line["message"].(map[string]any)
+		if msg == nil {
+			msg, _ = line["payload"].(map[string]any)
+		}
+		if msg == nil {
+			continue
+		}
+		role, _ := msg["role"].(string)
+		if t, ok := msg["type"].(string); ok && role == "" {
+			switch t {
+			case "user_message":
+				out = append(out, Entry{Role: "user", Text: str(msg["message"])})
+			case "agent_message":
+				out = append(out, Entry{Role: "assistant", Text: str(msg["message"])})
+			case "function_call":
+				out = append(out, Entry{Role: "tool", Text: str(msg["name"]) + " " + str(msg["arguments"])})
+			}
+			continue
+		}
+		switch c := msg["content"].(type) {
+		case string:
+			out = append(out, Entry{Role: roleOf(role), Text: c})
+		case []any:
+			for _, b := range c {
+				bm, _ := b.(map[string]any)
+				switch bm["type"] {
+				case "text", "input_text", "output_text":
+					if t := str(bm["text"]); t != "" && !strings.HasPrefix(t, "<system-reminder>") {
+						out = append(out, Entry{Role: roleOf(role), Text: t})
+					}
+				case "tool_use", "toolCall":
+					in, _ := json.Marshal(firstOf(bm["input"], bm["arguments"]))
+					out = append(out, Entry{Role: "tool", Text: str(bm["name"]) + " " + string(in)})
+				case "tool_result":
+					out = append(out, Entry{Role: "result", Text: short(str(bm["content"]))})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func roleOf(role string) string {
+	switch role {
+	case "user", "assistant":
+		return role
+	case "toolResult":
+		return "result"
+	}
+	return "assistant"
+}
+
+func firstOf(vs ...any) any {
+	for _, v := range vs {
+		if v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+func str(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case nil:
+		return ""
+	}
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+func short(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "…"
+	}
+	return s
+}
