@@ -2,9 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"image/color"
 	"image/png"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
