@@ -149,6 +149,7 @@ func newApp(a *app) *cli.App {
 			costCommand(a),
 			exportCommand(a),
 			syncCommand(a),
+			mcpCommand(a),
 			workspaceCommand(a),
 			fsckCommand(a),
 			versionCommand(a),

@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 			os.Exit(run(context.Background(), os.Args, &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Environ()))
 		},
 		"fake-claude": func() { fakeClaude(); os.Exit(0) },
+		"mcp-client":  func() { os.Exit(mcpClient()) },
 	})
 }
 
