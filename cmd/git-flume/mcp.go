@@ -86,12 +86,16 @@ func mcpCommand(a *app) *cli.Command {
 	}
 }
 
-type readCloser struct{ r interface{ Read([]byte) (int, error) } }
+type readCloser struct {
+	r interface{ Read([]byte) (int, error) }
+}
 
 func (r readCloser) Read(p []byte) (int, error) { return r.r.Read(p) }
 func (readCloser) Close() error                 { return nil }
 
-type writeCloser struct{ w interface{ Write([]byte) (int, error) } }
+type writeCloser struct {
+	w interface{ Write([]byte) (int, error) }
+}
 
 func (w writeCloser) Write(p []byte) (int, error) { return w.w.Write(p) }
 func (writeCloser) Close() error                  { return nil }
