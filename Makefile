@@ -8,6 +8,8 @@
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man/man1
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
@@ -33,12 +35,15 @@ build/git-flume.1: build/git-flume
 	./build/git-flume man > $@
 
 install: build
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 755 build/git-flume $(DESTDIR)$(BINDIR)/git-flume
 	install -m 644 build/git-flume.1 $(DESTDIR)$(MANDIR)/git-flume.1
+	install -m 644 completion/git-flume.bash $(DESTDIR)$(BASHCOMPDIR)/git-flume
+	install -m 644 completion/_git-flume $(DESTDIR)$(ZSHCOMPDIR)/_git-flume
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/git-flume $(DESTDIR)$(MANDIR)/git-flume.1
+	rm -f $(DESTDIR)$(BINDIR)/git-flume $(DESTDIR)$(MANDIR)/git-flume.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/git-flume $(DESTDIR)$(ZSHCOMPDIR)/_git-flume
 
 test:
 	$(GO) vet ./...

@@ -229,3 +229,21 @@ func (p *Place) branchRef() string { return "refs/heads/" + p.Branch }
 func Lookup(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Place, error) {
 	return readPlace(ctx, s, id)
 }
+
+// ReadPlaceNames lists the repository's place ids from their ref names
+// alone (one git process): for shell completion.
+func ReadPlaceNames(ctx context.Context, env *Env, repoDir string) ([]string, error) {
+	repo, _, err := env.open(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	list, err := repo.ListRefs(ctx, PlacePrefix)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(list))
+	for _, r := range list {
+		ids = append(ids, strings.TrimPrefix(r.Name, PlacePrefix))
+	}
+	return ids, nil
+}

@@ -150,6 +150,7 @@ func newApp(a *app) *cli.App {
 			exportCommand(a),
 			syncCommand(a),
 			mcpCommand(a),
+			completeCommand(a),
 			workspaceCommand(a),
 			fsckCommand(a),
 			versionCommand(a),

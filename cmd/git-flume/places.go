@@ -153,7 +153,7 @@ func launchCommand(a *app) *cli.Command {
 			"An existing place, path or branch is refused: flume never adopts what it did not make.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kind", Required: true, Usage: "the kind of work: fix, change, question, or one declared in .flume/config"},
-			&cli.StringFlag{Name: "name", Required: true, Usage: "the place's name: lowercase [a-z0-9][a-z0-9._-]*"},
+			&cli.StringFlag{Name: "name", Usage: "the place's name: lowercase [a-z0-9][a-z0-9._-]* (default: made from the brief's first words)"},
 			&cli.StringFlag{Name: "brief", Usage: "what the work is, as text (stored byte for byte, never through a shell)"},
 			&cli.StringFlag{Name: "brief-file", Usage: "read the brief from a file (- for standard input)", TakesFile: true},
 			repoFlag(),
@@ -180,8 +180,14 @@ func launchCommand(a *app) *cli.Command {
 			default:
 				return usagef("launch: --pane must be tmux, print or none")
 			}
+			name := c.String("name")
+			if name == "" {
+				if name = nameFromBrief(brief); name == "" {
+					return usagef("launch: --name is needed: the brief has no word to make one from")
+				}
+			}
 			p, err := stage.Launch(c.Context, env, stage.LaunchOptions{
-				Repo: c.String("repo"), Kind: c.String("kind"), Name: c.String("name"), Brief: brief,
+				Repo: c.String("repo"), Kind: c.String("kind"), Name: name, Brief: brief,
 				From: c.String("from"), Target: c.String("target"), Agent: c.String("agent"),
 			})
 			if p == nil {
@@ -410,4 +416,22 @@ func tidyCommand(a *app) *cli.Command {
 			return err
 		},
 	}
+}
+
+// nameFromBrief makes a place name from a brief's first words: lowercase
+// letters and digits, words joined by '-', at most 4 words and 32
+// characters. "Fix the login crash!" is "fix-the-login-crash".
+func nameFromBrief(brief string) string {
+	var words []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(brief), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) {
+		if len(strings.Join(append(words, w), "-")) > 32 {
+			break
+		}
+		if words = append(words, w); len(words) == 4 {
+			break
+		}
+	}
+	return strings.Join(words, "-")
 }

@@ -110,6 +110,10 @@ func hermetic(e *testscript.Env) error {
 	for _, kv := range vars {
 		e.Setenv(kv[0], kv[1])
 	}
+	// The repository's own files (plugins/), for scripts that check them.
+	if src, err := filepath.Abs(filepath.Join("..", "..")); err == nil {
+		e.Setenv("FLUME_SOURCE", src)
+	}
 	// Agents a script started end with it, passed or failed.
 	sock := filepath.Join(e.WorkDir, ".tmux.sock")
 	e.Defer(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
