@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -257,10 +258,11 @@ func statusCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "status",
 		Usage:     "list places: stage, state, readying, claim, and what tidying kept",
-		UsageText: "git flume status [--repo DIR] [--all] [--json] [PLACE]",
+		UsageText: "git flume status [--repo DIR] [--all] [--json | --watch] [PLACE]",
 		Flags: []cli.Flag{
 			repoFlag(), jsonFlag(),
 			&cli.BoolFlag{Name: "all", Usage: "include tidied places"},
+			&cli.BoolFlag{Name: "watch", Usage: "keep the table up to date: redrawn in place on a terminal, printed again when it changes otherwise"},
 		},
 		Action: func(c *cli.Context) error {
 			opts := stage.StatusOptions{Repo: c.String("repo"), All: c.Bool("all")}
@@ -273,6 +275,12 @@ func statusCommand(a *app) *cli.Command {
 					return err
 				}
 				opts.Place = id
+			}
+			if c.Bool("watch") {
+				if c.Bool("json") {
+					return usagef("status: --watch and --json do not go together")
+				}
+				return a.watchStatus(c, opts)
 			}
 			st, err := stage.ReadStatus(c.Context, a.stageEnv(), opts)
 			if err != nil {
@@ -434,4 +442,43 @@ func nameFromBrief(brief string) string {
 		}
 	}
 	return strings.Join(words, "-")
+}
+
+// watchStatus redraws the status table every watch interval until
+// interrupted (O3): in place (cursor home, clear) when standard output is
+// a terminal, else the table again each time it changed.
+func (a *app) watchStatus(c *cli.Context, opts stage.StatusOptions) error {
+	tty := false
+	if f, ok := a.io.Out.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	last := ""
+	for {
+		st, err := stage.ReadStatus(c.Context, a.stageEnv(), opts)
+		if err != nil {
+			return err
+		}
+		a.startWatchers(c.String("repo"), st)
+		var b strings.Builder
+		if err := stage.WriteStatusTable(&b, st); err != nil {
+			return err
+		}
+		if table := b.String(); table != last {
+			if tty {
+				fmt.Fprint(a.io.Out, "\x1b[H\x1b[2J")
+				fmt.Fprintf(a.io.Out, "git flume status — %s\n\n", time.Now().Format("15:04:05"))
+			} else if last != "" {
+				fmt.Fprintln(a.io.Out)
+			}
+			fmt.Fprint(a.io.Out, table)
+			last = table
+		}
+		select {
+		case <-c.Context.Done():
+			return nil
+		case <-time.After(a.watchInterval()):
+		}
+	}
 }
