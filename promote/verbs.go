@@ -110,6 +110,25 @@ func Start(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 	return ws, nil
 }
 
+// begin takes the request's lifecycle lock for a verb and reads its
+// members, all of them if complete is set. The caller releases the lock;
+// on an error none is held.
+func begin(ctx context.Context, env *Env, root, id, verb string, complete bool) (*Workspace, *lockfile.Lock, error) {
+	l, err := lock(root, id, verb)
+	if err != nil {
+		return nil, nil, err
+	}
+	ws, err := load(ctx, env, root, id)
+	if err == nil && complete {
+		err = ws.complete()
+	}
+	if err != nil {
+		l.Unlock()
+		return ws, nil, err
+	}
+	return ws, l, nil
+}
+
 // addWorktree makes an owned worktree on a new branch, under the
 // repository's worktree lock (L2b).
 func (m *member) addWorktree(ctx context.Context, t *Tree, at string) error {
@@ -133,18 +152,11 @@ func (m *member) addWorktree(ctx context.Context, t *Tree, at string) error {
 // before its worktree is made; an interrupted staging is settled by
 // Reconcile, never redone over what a crash left.
 func Stage(ctx context.Context, env *Env, root, id string, exp Expected) (*Workspace, error) {
-	l, err := lock(root, id, "stage")
+	ws, l, err := begin(ctx, env, root, id, "stage", true)
 	if err != nil {
-		return nil, err
-	}
-	defer l.Unlock()
-	ws, err := load(ctx, env, root, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := ws.complete(); err != nil {
 		return ws, err
 	}
+	defer l.Unlock()
 	if err := ws.phases("stage", PhaseChecked, PhaseStaged); err != nil {
 		return ws, err
 	}
@@ -210,18 +222,11 @@ func (m *member) staged(ctx context.Context) error {
 // Validate runs the final checks on the complete integration map the
 // caller confirms (P3, P5) and records the outcome in every member.
 func Validate(ctx context.Context, env *Env, root, id string, exp Expected) (*Workspace, error) {
-	l, err := lock(root, id, "validate")
+	ws, l, err := begin(ctx, env, root, id, "validate", true)
 	if err != nil {
-		return nil, err
-	}
-	defer l.Unlock()
-	ws, err := load(ctx, env, root, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := ws.complete(); err != nil {
 		return ws, err
 	}
+	defer l.Unlock()
 	if err := ws.phases("validate", PhaseStaged, PhaseValidated); err != nil {
 		return ws, err
 	}
@@ -267,18 +272,11 @@ func failure(kind string, results []Result) string {
 // preflighted, then each member moved serially with its intent before and
 // its receipt after. A continued promotion never repeats a proven move.
 func PromoteWorkspace(ctx context.Context, env *Env, root, id string, exp Expected) (*Workspace, error) {
-	l, err := lock(root, id, "promote")
+	ws, l, err := begin(ctx, env, root, id, "promote", true)
 	if err != nil {
-		return nil, err
-	}
-	defer l.Unlock()
-	ws, err := load(ctx, env, root, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := ws.complete(); err != nil {
 		return ws, err
 	}
+	defer l.Unlock()
 	if err := ws.phases("promote", PhaseValidated); err != nil {
 		return ws, err
 	}
@@ -310,18 +308,11 @@ func (ws *Workspace) outcome(m *member, step string) Outcome {
 // worktree holds exactly the candidate, pending again if nothing was made,
 // manual otherwise; interrupted promotions are settled as Reconcile does.
 func ReconcileWorkspace(ctx context.Context, env *Env, root, id string) ([]Outcome, error) {
-	l, err := lock(root, id, "reconcile")
+	ws, l, err := begin(ctx, env, root, id, "reconcile", true)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	ws, err := load(ctx, env, root, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := ws.complete(); err != nil {
-		return nil, err
-	}
 	if ws.members[0].r.Phase == PhaseWorking {
 		if _, err := Observe(ctx, env, root, id, true); err != nil {
 			return nil, err
@@ -394,15 +385,11 @@ func (m *member) reconcileStaging(ctx context.Context) error {
 // member not promoted aborted. All git work is retained: worktrees,
 // branches and records. An interrupted promotion is reconciled first.
 func Abort(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
-	l, err := lock(root, id, "abort")
+	ws, l, err := begin(ctx, env, root, id, "abort", false)
 	if err != nil {
-		return nil, err
+		return ws, err
 	}
 	defer l.Unlock()
-	ws, err := load(ctx, env, root, id)
-	if err != nil {
-		return nil, err
-	}
 	for _, m := range ws.members {
 		if m.r.State == Intent {
 			return ws, &RefusedError{Member: m.t.Name, Reason: "a promotion was interrupted here; run reconcile first"}
@@ -448,18 +435,11 @@ func Abort(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
 // each branch only at the commit recorded (a compare-and-swap delete), then
 // the private folder. Anything else is refused and retained.
 func Cleanup(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
-	l, err := lock(root, id, "cleanup")
+	ws, l, err := begin(ctx, env, root, id, "cleanup", true)
 	if err != nil {
-		return nil, err
-	}
-	defer l.Unlock()
-	ws, err := load(ctx, env, root, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := ws.complete(); err != nil {
 		return ws, err
 	}
+	defer l.Unlock()
 	for _, m := range ws.members {
 		if m.r.Phase == PhaseCleaned {
 			continue
