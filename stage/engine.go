@@ -55,6 +55,32 @@ func writeGuardSettings(path, command string) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
+// report shows the stage's state in the pane host's own view of the
+// agent's pane, where it has one (herdr's sidebar, O3). Best effort: the
+// record, not the sidebar, is the truth.
+func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
+	r, ok := env.Engine.Panes.(agents.Reporter)
+	if !ok || st.Agent == nil || st.Agent.Pane == "print" {
+		return
+	}
+	state := "unknown"
+	switch st.State {
+	case StateStarting, StateUnknown, StateWorking:
+		state = "working"
+	case StateWaiting, StateStuck, StateBlocked, StateNeverStarted, StateCut:
+		state = "blocked"
+	case StateDelivered, StateLanded:
+		state = "idle"
+	}
+	msg := fmt.Sprintf("%s: stage %s (%d/%d) %s", p.ID, st.Name, p.Current+1, len(p.Stages), st.State)
+	if st.Need != "" {
+		msg += ": needs " + st.Need
+	} else if st.Reason != "" {
+		msg += ": " + st.Reason
+	}
+	r.Report(ctx, st.Agent.Pane, state, msg)
+}
+
 // followUp types a follow-up into the agent's pane, if it runs there.
 func followUp(ctx context.Context, env *Env, a *AgentRun, text string) error {
 	if a.Pane == "print" || !env.Engine.Panes.Alive(ctx, a.Pane) {
@@ -210,6 +236,9 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	st := &p.Stages[p.Current]
 	write := func(msg string) (bool, error) {
 		_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg)}})
+		if err == nil {
+			report(ctx, env, p, st)
+		}
 		return err == nil, err
 	}
 	if st.State == StagePending {

@@ -22,7 +22,7 @@ import (
 func (a *app) engineOptions() stage.EngineOptions {
 	o := stage.EngineOptions{
 		Pane:  a.env.vars["FLUME_PANE"],
-		Panes: &agents.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]},
+		Panes: a.paneHost(a.env.vars["FLUME_PANE"]),
 		Agent: a.env.vars["FLUME_AGENT"],
 		Print: a.io.Out,
 	}
@@ -533,4 +533,22 @@ func exportCommand(a *app) *cli.Command {
 			return stage.WriteExport(c.Context, a.stageEnv(), c.String("repo"), id, out)
 		},
 	}
+}
+
+// paneHost is where agents run: herdr panes for FLUME_PANE=herdr (its
+// socket: $HERDR_SOCKET_PATH, else ~/.config/herdr/herdr.sock), else tmux.
+func (a *app) paneHost(pane string) agents.PaneHost {
+	if pane != "herdr" {
+		return &agents.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
+	}
+	home := a.env.vars["HOME"]
+	sock := a.env.vars["HERDR_SOCKET_PATH"]
+	if sock == "" {
+		sock = filepath.Join(home, ".config", "herdr", "herdr.sock")
+	}
+	state := a.env.vars["XDG_STATE_HOME"]
+	if state == "" {
+		state = filepath.Join(home, ".local", "state")
+	}
+	return &agents.Herdr{Socket: sock, State: filepath.Join(state, "flume", "herdr")}
 }
