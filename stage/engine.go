@@ -607,8 +607,9 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return true, nil
 	}
 	if _, err := env.Engine.Panes.Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
-		return true, fmt.Errorf("start %s in tmux: %w", prog.Name, err)
+		return true, fmt.Errorf("start %s in its pane: %w", prog.Name, err)
 	}
+	report(ctx, env, p, st)
 	fault("start:started")
 	return true, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/git-flume/git-flume/internal/fakeherdr"
 	"github.com/git-flume/git-flume/internal/fakemodel"
 )
 
@@ -42,6 +43,25 @@ func init() {
 	scriptCmds["tmuxkill"] = cmdTmuxKill
 	scriptCmds["waitws"] = cmdWaitWorkspace
 	scriptCmds["pngcolors"] = cmdPNGColors
+	scriptCmds["fakeherdr"] = cmdFakeHerdr
+}
+
+// fakeherdr STATUS: serve a fake herdr (internal/fakeherdr) on
+// $WORK/herdr.sock for the rest of the script, its agents reported as
+// STATUS, every call logged to $WORK/herdr.log; HERDR_SOCKET_PATH points
+// at it.
+func cmdFakeHerdr(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakeherdr STATUS")
+	}
+	log, err := os.Create(filepath.Join(ts.Getenv("WORK"), "herdr.log"))
+	ts.Check(err)
+	srv := &fakeherdr.Server{Status: args[0], Log: log}
+	sock := filepath.Join(ts.Getenv("WORK"), "herdr.sock")
+	os.Remove(sock) // a script's earlier fake herdr gives way
+	ts.Check(srv.Listen(sock))
+	ts.Defer(func() { srv.Close(); log.Close() })
+	ts.Setenv("HERDR_SOCKET_PATH", sock)
 }
 
 // pngcolors FILE MIN: FILE is a PNG image with at least MIN distinct
