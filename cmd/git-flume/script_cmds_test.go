@@ -95,22 +95,7 @@ func cmdWaitWorkspace(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: waitws TIMEOUT ID REGEXP")
 	}
-	d, err := time.ParseDuration(args[0])
-	ts.Check(err)
-	re, err := regexp.Compile(args[2])
-	ts.Check(err)
-	deadline := time.Now().Add(d)
-	var out string
-	for time.Now().Before(deadline) {
-		if ts.Exec("git", "flume", "workspace", "status", "--json", "--id", args[1]) == nil {
-			out = ts.ReadFile("stdout")
-			if re.MatchString(out) {
-				return
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	ts.Fatalf("waitws: no match for %q within %s; last status:\n%s", args[2], d, out)
+	pollUntil(ts, "waitws", args[0], args[2], "git", "flume", "workspace", "status", "--json", "--id", args[1])
 }
 
 // waitfor TIMEOUT PLACE REGEXP: poll `git flume status --all --json PLACE` (which
@@ -119,14 +104,20 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: waitfor TIMEOUT PLACE REGEXP")
 	}
-	d, err := time.ParseDuration(args[0])
+	pollUntil(ts, "waitfor", args[0], args[2], "git", "flume", "status", "--all", "--json", args[1])
+}
+
+// pollUntil runs a command every 200ms until its output matches pattern,
+// failing the script after timeout with the last output.
+func pollUntil(ts *testscript.TestScript, name, timeout, pattern string, command ...string) {
+	d, err := time.ParseDuration(timeout)
 	ts.Check(err)
-	re, err := regexp.Compile(args[2])
+	re, err := regexp.Compile(pattern)
 	ts.Check(err)
 	deadline := time.Now().Add(d)
 	var out string
 	for time.Now().Before(deadline) {
-		if ts.Exec("git", "flume", "status", "--all", "--json", args[1]) == nil {
+		if ts.Exec(command[0], command[1:]...) == nil {
 			out = ts.ReadFile("stdout")
 			if re.MatchString(out) {
 				return
@@ -134,7 +125,7 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	ts.Fatalf("waitfor: no match for %q within %s; last status:\n%s", args[2], d, out)
+	ts.Fatalf("%s: no match for %q within %s; last output:\n%s", name, pattern, d, out)
 }
 
 // tmuxkill: end the script's private tmux server, and every agent in it.
