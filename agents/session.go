@@ -84,3 +84,13 @@ func CallerEnv(caller []string) []string {
 	}
 	return env
 }
+
+// HomeOf is HOME in an environment list, or "".
+func HomeOf(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			return v
+		}
+	}
+	return ""
+}

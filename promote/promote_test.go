@@ -24,11 +24,18 @@ type workspace struct {
 
 func (w *workspace) git(dir string, args ...string) string {
 	w.t.Helper()
+	return gitIn(w.t, w.env, dir, args...)
+}
+
+// gitIn runs raw git in dir for fixtures and checks, outside the code
+// under test.
+func gitIn(t testing.TB, env []string, dir string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = w.env
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		w.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
 }

@@ -47,15 +47,6 @@ func (ws *Workspace) prompt() (string, error) {
 	return b.String(), nil
 }
 
-func homeOf(env []string) string {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // paneName is the worker's tmux session: one per request and root.
 func paneName(ws *Workspace) string {
 	return "flume-ws-" + strings.NewReplacer(".", "_", ":", "_").Replace(ws.ID)
@@ -76,7 +67,7 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agents.Progr
 	now := time.Now().UTC()
 	w := &Worker{
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agents.NewSessionID(),
-		Pane: paneName(ws), Home: homeOf(env.CallerEnv), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
+		Pane: paneName(ws), Home: agents.HomeOf(env.CallerEnv), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
 	}
 	if env.Pane == "print" {
 		w.Pane = "print"

@@ -33,13 +33,7 @@ const reqID = "req"
 
 func (r *request) git(dir string, args ...string) string {
 	r.t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = r.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gitIn(r.t, r.env, dir, args...)
 }
 
 func (r *request) penv(fault func(string)) *promote.Env {

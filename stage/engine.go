@@ -259,7 +259,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	var prompt []byte
 	if a != nil && !a.Ended {
 		if a.Transcript == "" {
-			vars := agents.Vars{SessionID: a.Session, Place: p.Path, Home: homeOf(env)}
+			vars := agents.Vars{SessionID: a.Session, Place: p.Path, Home: agents.HomeOf(env.CallerEnv)}
 			if t := programOf(a).FindTranscript(vars, a.Started, takenTranscripts(p)); t != "" {
 				a.Transcript = t
 				return write("transcript " + t)
@@ -584,7 +584,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 			log.Close()
 		}
 	}
-	vars := agents.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: homeOf(env)}
+	vars := agents.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: agents.HomeOf(env.CallerEnv)}
 	if env.Engine.Guard != "" {
 		// A9: the guard hook, in a settings file of this run (outside the
 		// place, so it never makes the work tree dirty).
@@ -727,15 +727,6 @@ func takenTranscripts(p *Place) map[string]bool {
 // its transcript is and how to read it, as recorded when it started.
 func programOf(a *AgentRun) agents.Program {
 	return agents.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}
-}
-
-func homeOf(env *Env) string {
-	for _, kv := range env.CallerEnv {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 func modTime(path string) time.Time {
