@@ -95,8 +95,8 @@ type counter struct {
 	Last   string `json:"last,omitempty"`
 }
 
-func increment(ctx context.Context, s *refs.Store, ref, who string) error {
-	_, err := s.Edit(ctx, ref, func(cur *refs.Record) (refs.Change, error) {
+func increment(ctx context.Context, s *refs.Store, ref, who string) (*refs.Record, error) {
+	return s.Edit(ctx, ref, func(cur *refs.Record) (refs.Change, error) {
 		c := counter{Schema: 1, Kind: "counter"}
 		if cur != nil {
 			if err := cur.Decode(&c); err != nil {
@@ -107,7 +107,6 @@ func increment(ctx context.Context, s *refs.Store, ref, who string) error {
 		c.Last = who
 		return refs.Change{State: c, Message: fmt.Sprintf("increment to %d by %s", c.N, who)}, nil
 	})
-	return err
 }
 
 // helperCmd prepares a helper process running name with args against r.
@@ -134,13 +133,15 @@ func runHelper(name string, args []string) int {
 	s := refs.New(repo)
 	s.Schemas = testSchemas
 	switch name {
-	case "incr": // incr REF N WHO: N increments
+	case "incr": // incr REF N WHO: N increments, printing each acknowledged commit
 		n, _ := strconv.Atoi(args[1])
 		for i := 0; i < n; i++ {
-			if err := increment(ctx, s, args[0], args[2]); err != nil {
+			rec, err := increment(ctx, s, args[0], args[2])
+			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return helperFail
 			}
+			fmt.Println(rec.Commit)
 		}
 		return helperOK
 	case "create": // create REF WHO: create once, no retry

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -37,20 +38,46 @@ func TestConcurrentIncrements_R3(t *testing.T) {
 
 	var wg sync.WaitGroup
 	errs := make([]error, procs)
-	outs := make([][]byte, procs)
+	acked := make([]string, procs)
 	for i := range procs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			cmd := r.helperCmd("incr", ref, fmt.Sprint(each), fmt.Sprintf("p%d", i))
-			outs[i], errs[i] = cmd.CombinedOutput()
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			acked[i] = string(out)
+			if err != nil {
+				errs[i] = fmt.Errorf("%v\n%s", err, stderr.String())
+			}
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("writer %d: %v\n%s", i, err, outs[i])
+			t.Fatalf("writer %d: %v", i, err)
 		}
+	}
+	// Every increment a writer was told had landed is in the chain.
+	chain := map[string]bool{}
+	for _, id := range strings.Fields(r.git("-C", r.dir, "rev-list", ref)) {
+		chain[id] = true
+	}
+	var lost []string
+	for i, out := range acked {
+		ids := strings.Fields(out)
+		if len(ids) != each {
+			t.Errorf("writer %d printed %d acknowledged commits, want %d", i, len(ids), each)
+		}
+		for _, id := range ids {
+			if !chain[id] {
+				lost = append(lost, fmt.Sprintf("p%d %s (%s)", i, id, r.git("-C", r.dir, "log", "-1", "--format=%s, parent %p", id)))
+			}
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged increments are not in the chain at %s:\n%s", len(lost), r.git("-C", r.dir, "rev-parse", ref), strings.Join(lost, "\n"))
 	}
 	rec, err := r.store().Read(context.Background(), ref)
 	if err != nil {
@@ -64,8 +91,8 @@ func TestConcurrentIncrements_R3(t *testing.T) {
 		t.Fatalf("counter = %d, want %d: updates were lost", c.N, procs*each)
 	}
 	// The chain holds one commit per increment: nothing was overwritten.
-	if n := r.git("-C", r.dir, "rev-list", "--count", ref); n != fmt.Sprint(procs*each) {
-		t.Fatalf("chain length %s, want %d", n, procs*each)
+	if len(chain) != procs*each {
+		t.Fatalf("chain length %d, want %d", len(chain), procs*each)
 	}
 }
 

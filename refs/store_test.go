@@ -264,7 +264,7 @@ func TestSHA256Repository(t *testing.T) {
 	s := r.store()
 	const ref = "refs/flume/counters/s"
 	for range 3 {
-		if err := increment(ctx, s, ref, "t"); err != nil {
+		if _, err := increment(ctx, s, ref, "t"); err != nil {
 			t.Fatal(err)
 		}
 	}

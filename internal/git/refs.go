@@ -153,9 +153,18 @@ func (repo *Repo) UpdateRefsLogged(ctx context.Context, message string, updates 
 			return fmt.Errorf("update %s: unknown op %d", u.Name, u.Op)
 		}
 	}
-	args := []string{"update-ref", "-z", "--stdin"}
+	// core.warnAmbiguousRefs=false: with it on, git looks every full object
+	// id up as a ref name while parsing the commands, which loads a
+	// snapshot of packed-refs before the ref's lock is taken. git 2.39
+	// revalidates that snapshot under the lock by stat alone (second-grained
+	// mtime, size, inode), and a `git pack-refs` that rewrote packed-refs
+	// meanwhile (same size, reused inode) goes unnoticed: the old value is
+	// then checked against a stale packed entry and a concurrent update is
+	// lost (R3; found by TestConcurrentIncrements_R3). With no lookup
+	// before the lock, packed-refs is first read under it.
+	args := []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-z", "--stdin"}
 	if message != "" {
-		args = []string{"update-ref", "-m", message, "-z", "--stdin"}
+		args = []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-m", message, "-z", "--stdin"}
 	}
 	_, err := repo.write(ctx, in.Bytes(), nil, args...)
 	if err == nil {
