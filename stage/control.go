@@ -57,7 +57,7 @@ func currentAgent(ctx context.Context, env *Env, p *Place) (*StageRecord, *Agent
 	if a.Pane == "print" {
 		return st, nil, &RefusedError{Place: p.ID, Reason: "its agent was started by the operator (print pane); flume cannot type into it"}
 	}
-	if !env.Engine.Panes.Alive(ctx, a.Pane) {
+	if !env.Engine.panes(a).Alive(ctx, a.Pane) {
 		return st, nil, &RefusedError{Place: p.ID, Reason: "its agent is not up (pane " + a.Pane + " has exited)"}
 	}
 	return st, a, nil
@@ -89,14 +89,14 @@ func Tell(ctx context.Context, env *Env, repoDir, id, text string, g GateOptions
 			return &RefusedError{Place: id, Reason: fmt.Sprintf("the agent is waiting on its own question %q; answer it in its pane", tr.Question)}
 		}
 	}
-	screen, err := env.Engine.Panes.Capture(ctx, a.Pane)
+	screen, err := env.Engine.panes(a).Capture(ctx, a.Pane)
 	if err != nil {
 		return err
 	}
 	if s := agents.ReadScreen(a.Format, screen); !s.Ready && !s.Busy {
 		return &RefusedError{Place: id, Reason: "the screen is not the agent's composer: " + s.Words}
 	}
-	if err := env.Engine.Panes.Send(ctx, a.Pane, text); err != nil {
+	if err := env.Engine.panes(a).Send(ctx, a.Pane, text); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(env.Engine.window())
@@ -175,7 +175,7 @@ func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g Ga
 	}
 	st := &p.Stages[p.Current]
 	if a := st.Agent; a != nil && !a.Ended {
-		if a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) && !force {
+		if a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) && !force {
 			return nil, &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
 		}
 		if err := endAgent(ctx, env, a); err != nil {

@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"encoding/json"
@@ -59,8 +60,11 @@ func writeGuardSettings(path, command string) error {
 // agent's pane, where it has one (herdr's sidebar, O3). Best effort: the
 // record, not the sidebar, is the truth.
 func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
-	r, ok := env.Engine.Panes.(agents.Reporter)
-	if !ok || st.Agent == nil || st.Agent.Pane == "print" {
+	if st.Agent == nil || st.Agent.Pane == "print" {
+		return
+	}
+	r, ok := env.Engine.panes(st.Agent).(agents.Reporter)
+	if !ok {
 		return
 	}
 	state := "unknown"
@@ -83,10 +87,10 @@ func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
 
 // followUp types a follow-up into the agent's pane, if it runs there.
 func followUp(ctx context.Context, env *Env, a *AgentRun, text string) error {
-	if a.Pane == "print" || !env.Engine.Panes.Alive(ctx, a.Pane) {
+	if a.Pane == "print" || !env.Engine.panes(a).Alive(ctx, a.Pane) {
 		return nil
 	}
-	return env.Engine.Panes.Send(ctx, a.Pane, text)
+	return env.Engine.panes(a).Send(ctx, a.Pane, text)
 }
 
 // BudgetMessage is the one message a stage's agent gets at 75% of its
@@ -107,8 +111,12 @@ func fault(point string) {
 type EngineOptions struct {
 	// Pane is "tmux" (default), "print" (flume prints the command and
 	// watches the transcript) or "none" (flume starts no agent).
-	Pane  string
+	Pane string
+	// Panes is the pane host of Pane, for agents that record none.
 	Panes agents.PaneHost
+	// Hosts makes the pane host an agent recorded ("tmux", "herdr"), so a
+	// command run with another default still reaches it; nil uses Panes.
+	Hosts func(name string) agents.PaneHost
 	// Agent is the program used when a place names none.
 	Agent string
 	// ConfirmWindow is how long a sent prompt may take to show in the
@@ -135,6 +143,15 @@ type EngineOptions struct {
 	// RemindAfter is how long a turn that ended with neither deliverable
 	// nor need stays quiet before the one reminder (A8).
 	RemindAfter time.Duration
+}
+
+// panes is the pane host agent a runs in: the one it recorded, or the
+// default one.
+func (o EngineOptions) panes(a *AgentRun) agents.PaneHost {
+	if a != nil && a.PaneHost != "" && o.Hosts != nil {
+		return o.Hosts(a.PaneHost)
+	}
+	return o.Panes
 }
 
 func (o EngineOptions) reportGrace() time.Duration {
@@ -294,7 +311,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if done {
 		// W2: an agent whose turn still runs gets a grace to close it with
 		// its STAGE REPORT before it is ended.
-		if a != nil && !a.Ended && tr != nil && tr.Turn == agents.TurnRunning && a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
+		if a != nil && !a.Ended && tr != nil && tr.Turn == agents.TurnRunning && a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) {
 			if st.Landing == nil {
 				st.Landing = &now
 				return write("deliverable in git; the agent closes its turn")
@@ -359,8 +376,8 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &now
 			return write("cut: " + st.Reason)
 		case used >= budget*3/4 && !st.Told && st.State != StateStarting && st.State != StateUnknown:
-			if a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
-				if err := env.Engine.Panes.Send(ctx, a.Pane, BudgetMessage); err != nil {
+			if a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) {
+				if err := env.Engine.panes(a).Send(ctx, a.Pane, BudgetMessage); err != nil {
 					return false, err
 				}
 			}
@@ -373,8 +390,8 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	case StateStarting, StateUnknown:
 		if now.Sub(a.SentAt) < env.Engine.window() {
 			// Slow is not failed, but a dialog is known at once (X3).
-			if a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
-				if text, err := env.Engine.Panes.Capture(ctx, a.Pane); err == nil {
+			if a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) {
+				if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
 					if screen := agents.ReadScreen(a.Format, text); screen.Dialog {
 						st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+screen.Words
 						return write("blocked: " + screen.Words)
@@ -454,7 +471,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 // is sent once more, unless the composer already holds it; a second miss is
 // never-started.
 func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, tr *agents.Transcript, write func(string) (bool, error)) (bool, error) {
-	panes := env.Engine.Panes
+	panes := env.Engine.panes(a)
 	if !panes.Alive(ctx, a.Pane) {
 		st.State, st.Reason = StateNeverStarted, "the agent exited before its prompt showed in its transcript"
 		a.Ended = true
@@ -502,7 +519,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
 	st := &p.Stages[p.Current]
 	for i := range p.Stages {
-		if a := p.Stages[i].Agent; a != nil && !a.Ended && a.Pane != "print" && env.Engine.Panes.Alive(ctx, a.Pane) {
+		if a := p.Stages[i].Agent; a != nil && !a.Ended && a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) {
 			return false, nil // K1: never start an agent over one still running
 		}
 	}
@@ -557,8 +574,14 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agents.NewSessionID(), Host: env.Host,
 		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
 	}
-	if env.Engine.Pane == "print" {
+	// The place's agents all run where its launch put them (A2).
+	switch host := cmp.Or(p.Pane, env.Engine.Pane, "tmux"); host {
+	case "print":
 		a.Pane = "print"
+	case "none":
+		a.PaneHost = "tmux"
+	default:
+		a.PaneHost = host
 	}
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, run, a
 	st.Need, st.Reason, st.Delivered, st.At = "", "", "", ""
@@ -606,7 +629,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", agents.ShellQuote(p.Path), agents.ShellLine(argv))
 		return true, nil
 	}
-	if _, err := env.Engine.Panes.Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
+	if _, err := env.Engine.panes(a).Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
 		return true, fmt.Errorf("start %s in its pane: %w", prog.Name, err)
 	}
 	report(ctx, env, p, st)
@@ -626,7 +649,7 @@ func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
 		return nil
 	}
 	if a.Pane != "print" {
-		if err := env.Engine.Panes.Kill(ctx, a.Pane); err != nil {
+		if err := env.Engine.panes(a).Kill(ctx, a.Pane); err != nil {
 			return err
 		}
 		// What the agent left running outside its pane (a daemon that

@@ -105,7 +105,7 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 		Repo:   main.Path,
 		Path:   filepath.Join(main.Path, PlacesDir, id),
 		Branch: kind.Name + "/" + opts.Name,
-		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent,
+		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane),
 		Host: env.Host, Created: env.now(),
 		Phase:    PhaseMaking,
 		Launcher: &Proc{PID: env.PID, Host: env.Host},
@@ -282,4 +282,17 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 		return rec, fmt.Errorf("readying %s: %w", p.ID, runErr)
 	}
 	return rec, nil
+}
+
+// launchPane is the pane host a launch records for its place: the one it
+// was asked for, or tmux by default. "none" only holds the first stage
+// back, so it records nothing.
+func launchPane(pane string) string {
+	switch pane {
+	case "", "tmux":
+		return "tmux"
+	case "none":
+		return ""
+	}
+	return pane
 }

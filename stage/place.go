@@ -38,19 +38,23 @@ type Place struct {
 	Schema int    `json:"schema"`
 	Kind   string `json:"kind"` // always "place"
 
-	ID        string    `json:"id"` // <kind>--<name>
-	PlaceKind string    `json:"placeKind"`
-	Name      string    `json:"name"`
-	Repo      string    `json:"repo"` // the main checkout
-	Path      string    `json:"path"`
-	Branch    string    `json:"branch"` // short name: <kind>/<name>
-	Base      string    `json:"base"`
-	Target    string    `json:"target"`
-	Brief     string    `json:"brief"`
-	Agent     string    `json:"agent,omitempty"`
-	Host      string    `json:"host"`
-	Created   time.Time `json:"created"`
-	Phase     string    `json:"phase"`
+	ID        string `json:"id"` // <kind>--<name>
+	PlaceKind string `json:"placeKind"`
+	Name      string `json:"name"`
+	Repo      string `json:"repo"` // the main checkout
+	Path      string `json:"path"`
+	Branch    string `json:"branch"` // short name: <kind>/<name>
+	Base      string `json:"base"`
+	Target    string `json:"target"`
+	Brief     string `json:"brief"`
+	Agent     string `json:"agent,omitempty"`
+	// Pane is where the place's agents run (tmux, herdr or print), as
+	// chosen at launch; "" means each command's own default. Every stage
+	// starts there, whichever shell starts it.
+	Pane    string    `json:"pane,omitempty"`
+	Host    string    `json:"host"`
+	Created time.Time `json:"created"`
+	Phase   string    `json:"phase"`
 	// Launcher is the launching process while the place is being made.
 	Launcher *Proc `json:"launcher,omitempty"`
 
@@ -145,11 +149,14 @@ type TaskCount struct {
 // AgentRun is the agent a stage started: enough to find its pane and its
 // transcript again from any process.
 type AgentRun struct {
-	Program    string    `json:"program"`
-	Format     string    `json:"format"`
-	Pattern    string    `json:"pattern"` // where its transcript is (a glob template)
-	Session    string    `json:"session"` // the pinned session id
-	Pane       string    `json:"pane"`    // tmux session name; "print" when the operator runs it
+	Program string `json:"program"`
+	Format  string `json:"format"`
+	Pattern string `json:"pattern"` // where its transcript is (a glob template)
+	Session string `json:"session"` // the pinned session id
+	Pane    string `json:"pane"`    // the pane's name in its host; "print" when the operator runs it
+	// PaneHost is the pane host the agent runs in: "tmux" or "herdr"
+	// ("" in records older than it: tmux).
+	PaneHost   string    `json:"paneHost,omitempty"`
 	Host       string    `json:"host"`
 	PID        int       `json:"pid,omitempty"`
 	PromptFile string    `json:"promptFile"`

@@ -61,9 +61,12 @@ type PlaceStatus struct {
 
 // AgentStatus is the current stage's agent.
 type AgentStatus struct {
-	Program    string `json:"program"`
-	Session    string `json:"session"`
-	Pane       string `json:"pane"`
+	Program string `json:"program"`
+	Session string `json:"session"`
+	Pane    string `json:"pane"`
+	// PaneHost is where the pane is: "tmux" or "herdr"; "" for the
+	// operator's own terminal (print).
+	PaneHost   string `json:"paneHost"`
 	Transcript string `json:"transcript"`
 	// State is "up", "ended" (flume ended it), "exited" (it ended by
 	// itself) or "operator" (started by the operator from a printed
@@ -178,12 +181,12 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 		ps.Watcher = p.Watcher
 		ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
 		if a := currentRun(&p); a != nil {
-			ps.Agent = &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, Transcript: a.Transcript, Sends: a.Sends, State: "ended"}
+			ps.Agent = &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: agentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, State: "ended"}
 			switch {
 			case a.Ended:
 			case a.Pane == "print":
 				ps.Agent.State = "operator"
-			case p.Host == env.Host && env.Engine.Panes != nil && env.Engine.Panes.Alive(ctx, a.Pane):
+			case p.Host == env.Host && env.Engine.panes(a) != nil && env.Engine.panes(a).Alive(ctx, a.Pane):
 				ps.Agent.State = "up"
 			default:
 				ps.Agent.State = "exited"
@@ -332,4 +335,16 @@ func currentRun(p *Place) *AgentRun {
 		return nil
 	}
 	return p.Stages[p.Current].Agent
+}
+
+// agentPaneHost names the pane host of a, reading a record older than the
+// field as tmux.
+func agentPaneHost(a *AgentRun) string {
+	switch {
+	case a.Pane == "print":
+		return ""
+	case a.PaneHost == "":
+		return "tmux"
+	}
+	return a.PaneHost
 }

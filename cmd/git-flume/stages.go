@@ -23,6 +23,7 @@ func (a *app) engineOptions() stage.EngineOptions {
 	o := stage.EngineOptions{
 		Pane:  a.env.vars["FLUME_PANE"],
 		Panes: a.paneHost(a.env.vars["FLUME_PANE"]),
+		Hosts: a.paneHost,
 		Agent: a.env.vars["FLUME_AGENT"],
 		Print: a.io.Out,
 	}
