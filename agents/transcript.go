@@ -7,6 +7,7 @@ package agents
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,13 +30,46 @@ type ToolCall struct {
 	Input string `json:"input"` // a short rendering of its input
 }
 
-// Usage is token usage and cost summed over a transcript.
+// Tokens are token counts of one kind each, disjoint: Input is the input
+// read neither from nor into the prompt cache.
+type Tokens struct {
+	Input      int `json:"input"`
+	Output     int `json:"output"`
+	CacheRead  int `json:"cacheRead"`
+	CacheWrite int `json:"cacheWrite"`
+}
+
+// Sum is every token counted once.
+func (t Tokens) Sum() int { return t.Input + t.Output + t.CacheRead + t.CacheWrite }
+
+func (t Tokens) plus(o Tokens) Tokens {
+	return Tokens{t.Input + o.Input, t.Output + o.Output, t.CacheRead + o.CacheRead, t.CacheWrite + o.CacheWrite}
+}
+
+func (t Tokens) minus(o Tokens) Tokens {
+	return Tokens{t.Input - o.Input, t.Output - o.Output, t.CacheRead - o.CacheRead, t.CacheWrite - o.CacheWrite}
+}
+
+// Usage is token usage summed over a transcript, and its cost where the
+// transcript carries one.
 type Usage struct {
-	Input      int     `json:"input"`
-	Output     int     `json:"output"`
-	CacheRead  int     `json:"cacheRead"`
-	CacheWrite int     `json:"cacheWrite"`
-	Cost       float64 `json:"cost"`
+	Tokens
+	// Models splits the tokens by the model that spent them ("" when the
+	// transcript names none).
+	Models map[string]Tokens `json:"models,omitempty"`
+	// Cost is the transcript's own cost (pi records one per message);
+	// Priced says there was one. Claude Code and Codex record tokens only.
+	Cost   float64 `json:"cost"`
+	Priced bool    `json:"priced"`
+}
+
+// add counts tokens spent on model.
+func (u *Usage) add(model string, t Tokens) {
+	u.Tokens = u.Tokens.plus(t)
+	if u.Models == nil {
+		u.Models = map[string]Tokens{}
+	}
+	u.Models[model] = u.Models[model].plus(t)
 }
 
 // Transcript is what flume reads from an agent program's own record of its
@@ -60,6 +94,12 @@ type Transcript struct {
 
 	claudeQuestionID string
 	codexCallID      string
+	// claudeUsage is what each assistant message (by id) was counted as:
+	// Claude Code writes a message's content blocks as separate lines, each
+	// carrying the message's usage, which must count once.
+	claudeUsage map[string]Tokens
+	codexModel  string
+	piModel     string
 }
 
 // Received reports whether the program received prompt: a user message
@@ -177,6 +217,8 @@ func readClaudeLine(t *Transcript, line []byte) {
 			Prompt string `json:"prompt"`
 		} `json:"attachment"`
 		Message struct {
+			ID         string          `json:"id"`
+			Model      string          `json:"model"`
 			Role       string          `json:"role"`
 			Content    json.RawMessage `json:"content"`
 			StopReason *string         `json:"stop_reason"`
@@ -225,10 +267,17 @@ func readClaudeLine(t *Transcript, line []byte) {
 		}
 	case "assistant":
 		u := l.Message.Usage
-		t.Usage.Input += u.Input
-		t.Usage.Output += u.Output
-		t.Usage.CacheRead += u.CacheRead
-		t.Usage.CacheWrite += u.CacheWrite
+		tokens := Tokens{u.Input, u.Output, u.CacheRead, u.CacheWrite}
+		if id := l.Message.ID; id != "" {
+			if t.claudeUsage == nil {
+				t.claudeUsage = map[string]Tokens{}
+			}
+			// The message's last line has its final counts.
+			counted := t.claudeUsage[id]
+			t.claudeUsage[id] = tokens
+			tokens = tokens.minus(counted)
+		}
+		t.Usage.add(l.Message.Model, tokens)
 		var blocks []struct {
 			Type  string          `json:"type"`
 			Text  string          `json:"text"`
@@ -302,6 +351,7 @@ func readCodexLine(t *Transcript, line []byte) {
 			Arguments string          `json:"arguments"`
 			CallID    string          `json:"call_id"`
 			Reason    string          `json:"reason"`
+			Model     string          `json:"model"`
 			LastAgent string          `json:"last_agent_message"`
 			Info      struct {
 				Total struct {
@@ -339,10 +389,18 @@ func readCodexLine(t *Transcript, line []byte) {
 		}
 	case l.Type == "event_msg" && p.Type == "turn_aborted":
 		t.Turn, t.ErrorText = TurnError, "turn aborted: "+p.Reason
+	case l.Type == "turn_context":
+		t.codexModel = p.Model
 	case l.Type == "event_msg" && p.Type == "token_count":
-		t.Usage.Input = p.Info.Total.Input
-		t.Usage.CacheRead = p.Info.Total.CachedIn
-		t.Usage.Output = p.Info.Total.Output + p.Info.Total.Reasoning
+		// Cumulative totals, in OpenAI's terms: cached input is part of
+		// input_tokens, reasoning part of output_tokens.
+		tot := p.Info.Total
+		if tot.Input == 0 && tot.Output == 0 {
+			return // a rate-limit-only event
+		}
+		tokens := Tokens{Input: tot.Input - tot.CachedIn, Output: tot.Output, CacheRead: tot.CachedIn}
+		t.Usage = Usage{}
+		t.Usage.add(t.codexModel, tokens)
 	case l.Type == "event_msg" && p.Type == "agent_message":
 		t.LastAssistant = p.Message
 	case l.Type == "response_item" && p.Type == "message" && p.Role == "assistant":
@@ -364,7 +422,9 @@ func readCodexLine(t *Transcript, line []byte) {
 func readPiLine(t *Transcript, line []byte) {
 	var l struct {
 		Type    string `json:"type"`
+		ModelID string `json:"modelId"`
 		Message struct {
+			Model        string          `json:"model"`
 			Role         string          `json:"role"`
 			Content      json.RawMessage `json:"content"`
 			StopReason   string          `json:"stopReason"`
@@ -374,13 +434,20 @@ func readPiLine(t *Transcript, line []byte) {
 				Output     int `json:"output"`
 				CacheRead  int `json:"cacheRead"`
 				CacheWrite int `json:"cacheWrite"`
-				Cost       struct {
+				Cost       *struct {
 					Total float64 `json:"total"`
 				} `json:"cost"`
 			} `json:"usage"`
 		} `json:"message"`
 	}
-	if json.Unmarshal(line, &l) != nil || l.Type != "message" {
+	if json.Unmarshal(line, &l) != nil {
+		return
+	}
+	if l.Type == "model_change" {
+		t.piModel = l.ModelID
+		return
+	}
+	if l.Type != "message" {
 		return
 	}
 	m := l.Message
@@ -389,11 +456,11 @@ func readPiLine(t *Transcript, line []byte) {
 		t.Prompts = append(t.Prompts, text(m.Content))
 		t.Turn = TurnRunning
 	case "assistant":
-		t.Usage.Input += m.Usage.Input
-		t.Usage.Output += m.Usage.Output
-		t.Usage.CacheRead += m.Usage.CacheRead
-		t.Usage.CacheWrite += m.Usage.CacheWrite
-		t.Usage.Cost += m.Usage.Cost.Total
+		t.Usage.add(cmp.Or(m.Model, t.piModel), Tokens{m.Usage.Input, m.Usage.Output, m.Usage.CacheRead, m.Usage.CacheWrite})
+		if m.Usage.Cost != nil {
+			t.Usage.Cost += m.Usage.Cost.Total
+			t.Usage.Priced = true
+		}
 		var blocks []struct {
 			Type      string          `json:"type"`
 			Text      string          `json:"text"`

@@ -33,8 +33,31 @@ func TestClaudeTranscript_A1(t *testing.T) {
 	if len(tr.Tools) != 2 || tr.Tools[0].Name != "Bash" || !strings.Contains(tr.Tools[0].Input, "git commit") {
 		t.Errorf("tools = %+v", tr.Tools)
 	}
-	if u := tr.Usage; u.Input != 8 || u.Output != 52 || u.CacheRead != 50 || u.CacheWrite != 100 {
+	if u := tr.Usage; u.Input != 8 || u.Output != 52 || u.CacheRead != 50 || u.CacheWrite != 100 || u.Priced {
 		t.Errorf("usage = %+v", u)
+	}
+	if m := tr.Usage.Models; len(m) != 1 || m["m"].Sum() != 210 {
+		t.Errorf("models = %+v, want model m with all 210 tokens", m)
+	}
+}
+
+// W6: Claude Code writes each content block of a message as a line of its
+// own, each with the message's usage: a message counts once, with the
+// counts of its last line.
+func TestClaudeUsageCountsEachMessageOnce_W6(t *testing.T) {
+	lines := `{"type":"assistant","message":{"id":"msg_1","model":"claude-a","role":"assistant","content":[{"type":"text","text":"Looking."}],"usage":{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":1}}}
+{"type":"assistant","message":{"id":"msg_1","model":"claude-a","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":30}}}
+{"type":"assistant","message":{"id":"msg_2","model":"claude-b","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":3}}}`
+	tr, err := agents.ReadTranscript(strings.NewReader(lines), agents.FormatClaude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agents.Tokens{Input: 12, Output: 33, CacheRead: 100}
+	if tr.Usage.Tokens != want {
+		t.Errorf("tokens = %+v, want %+v", tr.Usage.Tokens, want)
+	}
+	if a, b := tr.Usage.Models["claude-a"], tr.Usage.Models["claude-b"]; a.Sum() != 135 || b.Sum() != 10 {
+		t.Errorf("by model: claude-a %+v, claude-b %+v", a, b)
 	}
 }
 
@@ -62,8 +85,13 @@ func TestCodexTranscript_A1(t *testing.T) {
 	if tr.Turn != agents.TurnDone || tr.LastAssistant != "Committed the fix." {
 		t.Errorf("turn %q, last %q", tr.Turn, tr.LastAssistant)
 	}
-	if tr.Usage.Input != 120 || tr.Usage.Output != 35 || tr.Usage.CacheRead != 20 {
+	// OpenAI's counts: the 20 cached are part of the 120 input, the 5 of
+	// reasoning part of the 30 output; 150 tokens in all.
+	if u := tr.Usage; u.Input != 100 || u.Output != 30 || u.CacheRead != 20 || u.Sum() != 150 || u.Priced {
 		t.Errorf("usage = %+v", tr.Usage)
+	}
+	if m := tr.Usage.Models; len(m) != 1 || m["m"].Sum() != 150 {
+		t.Errorf("models = %+v, want model m (from turn_context) with 150 tokens", m)
 	}
 	if len(tr.Tools) != 1 || tr.Tools[0].Name != "exec_command" {
 		t.Errorf("tools = %+v", tr.Tools)
@@ -91,7 +119,7 @@ func TestPiTranscript_A1(t *testing.T) {
 	if tr.Turn != agents.TurnLength || tr.LastAssistant != "Partway there." {
 		t.Errorf("turn %q, last %q", tr.Turn, tr.LastAssistant)
 	}
-	if u := tr.Usage; u.Input != 20 || u.Output != 25 || u.CacheRead != 1 || u.CacheWrite != 2 || u.Cost != 0.75 {
+	if u := tr.Usage; u.Input != 20 || u.Output != 25 || u.CacheRead != 1 || u.CacheWrite != 2 || u.Cost != 0.75 || !u.Priced {
 		t.Errorf("usage = %+v", u)
 	}
 }

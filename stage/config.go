@@ -10,6 +10,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +55,19 @@ type Config struct {
 	// Budget is flume.budget: each stage's time budget unless its
 	// declaration names one (W1).
 	Budget time.Duration
+	// Prices are [price "MODEL"] sections: what a model's tokens cost,
+	// for transcripts that record tokens but no cost (W6).
+	Prices map[string]Price
+}
+
+// Price is a model's price in US dollars per million tokens of each kind.
+type Price struct {
+	Input, Output, CacheRead, CacheWrite float64
+}
+
+// Cost is what tokens cost at p.
+func (p Price) Cost(t agents.Tokens) float64 {
+	return (float64(t.Input)*p.Input + float64(t.Output)*p.Output + float64(t.CacheRead)*p.CacheRead + float64(t.CacheWrite)*p.CacheWrite) / 1e6
 }
 
 // StageDecl is a declared stage: its prompt file and its deliverable.
@@ -88,7 +102,7 @@ func (c *Config) StageBudget(stage string) time.Duration {
 // LoadConfig reads .flume/config as committed at rev, over the user-level
 // file at userPath (which may not exist).
 func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, userPath string) (*Config, error) {
-	cfg := &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agents.Program{}}
+	cfg := newConfig()
 	if userPath != "" {
 		user, err := runner.ConfigFile(ctx, userPath)
 		if err != nil {
@@ -108,12 +122,16 @@ func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, us
 	return cfg, nil
 }
 
+func newConfig() *Config {
+	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agents.Program{}, Prices: map[string]Price{}}
+}
+
 // LoadFiles reads config files on disk, later files winning: the
 // user-level file and a workspace root's .flume/config, which is a plain
 // file, not a commit's. Readying and remove steps are never taken from
 // them.
 func LoadFiles(ctx context.Context, runner *git.Runner, paths ...string) (*Config, error) {
-	cfg := &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agents.Program{}}
+	cfg := newConfig()
 	for _, p := range paths {
 		if p == "" {
 			continue
@@ -191,6 +209,25 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 			sd := c.Stages[sub]
 			sd.Budget = d
 			c.Stages[sub] = sd
+		case section == "price" && sub != "":
+			v, err := strconv.ParseFloat(e.Value, 64)
+			if err != nil || v < 0 {
+				return fmt.Errorf("price %q: %s: want dollars per million tokens, got %q", sub, name, e.Value)
+			}
+			pr := c.Prices[sub]
+			switch name {
+			case "input":
+				pr.Input = v
+			case "output":
+				pr.Output = v
+			case "cacheread":
+				pr.CacheRead = v
+			case "cachewrite":
+				pr.CacheWrite = v
+			default:
+				return fmt.Errorf("price %q: unknown key %q (input, output, cacheRead, cacheWrite)", sub, name)
+			}
+			c.Prices[sub] = pr
 		case section == "submit" && name == "command" && repoFile:
 			c.Submit = e.Value
 		case section == "stage" && sub != "" && name == "prompt":

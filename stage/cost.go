@@ -1,10 +1,14 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/git-flume/git-flume/agents"
@@ -12,19 +16,33 @@ import (
 
 // CostRow is one stage's agent use, from its transcript (W6).
 type CostRow struct {
-	Place      string  `json:"place"`
-	Stage      string  `json:"stage"`
-	Agent      string  `json:"agent"`
-	Delivered  bool    `json:"delivered"`
-	Input      int     `json:"input"`
-	Output     int     `json:"output"`
-	CacheRead  int     `json:"cacheRead"`
-	CacheWrite int     `json:"cacheWrite"`
-	Tokens     int     `json:"tokens"`
-	Cost       float64 `json:"cost"`
+	Place      string `json:"place"`
+	Stage      string `json:"stage"`
+	Agent      string `json:"agent"`
+	Delivered  bool   `json:"delivered"`
+	Input      int    `json:"input"`
+	Output     int    `json:"output"`
+	CacheRead  int    `json:"cacheRead"`
+	CacheWrite int    `json:"cacheWrite"`
+	Tokens     int    `json:"tokens"`
+	// Cost is in US dollars, null when unknown: the transcript records
+	// none and a model it names has no [price] in the configuration.
+	// CostFrom says where it came from: "transcript", "price" or "".
+	Cost     *float64 `json:"cost"`
+	CostFrom string   `json:"costFrom"`
+	// Models are the models the transcript names, by name.
+	Models []string `json:"models"`
 	// Transcript is "" when the stage's transcript could not be read here
 	// (another host's place, or removed): its row counts nothing.
 	Transcript string `json:"transcript"`
+}
+
+// CostText is the row's cost for people: dollars, or "?" when unknown.
+func (r CostRow) CostText() string {
+	if r.Cost == nil {
+		return "?"
+	}
+	return fmt.Sprintf("$%.4f", *r.Cost)
 }
 
 // Costs are the rows of every stage that ran an agent, in place order,
@@ -32,15 +50,30 @@ type CostRow struct {
 type Costs struct {
 	Schema int       `json:"schema"`
 	Rows   []CostRow `json:"rows"`
-	Total  CostRow   `json:"total"`
+	// Total sums the rows; its cost sums the known costs only, and
+	// Unpriced counts the rows whose cost is unknown, naming in
+	// UnpricedModels the models that want a [price] section.
+	Total          CostRow  `json:"total"`
+	Unpriced       int      `json:"unpriced"`
+	UnpricedModels []string `json:"unpricedModels"`
+}
+
+// TotalText is the grand total for people: the known costs' sum, with
+// "+ ?" when some stages' costs are unknown.
+func (c *Costs) TotalText() string {
+	if c.Unpriced > 0 {
+		return c.Total.CostText() + " + ?"
+	}
+	return c.Total.CostText()
 }
 
 // ReadCosts reads the tokens and cost of each stage's agent from its
 // transcript (W6): for one place, or every place of the repository.
-// Programs whose transcripts carry no cost (Claude Code, Codex) count
-// tokens only.
+// Transcripts that carry no cost (Claude Code, Codex) are priced from the
+// [price "MODEL"] sections of the configuration at the place's base; a
+// cost neither recorded nor priced is unknown, never zero.
 func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, error) {
-	_, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -64,20 +97,39 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 		}
 		sort.Slice(places, func(i, j int) bool { return places[i].ID < places[j].ID })
 	}
-	c := &Costs{Schema: 1, Rows: []CostRow{}, Total: CostRow{Place: "total"}}
+	zero := 0.0
+	c := &Costs{Schema: 1, Rows: []CostRow{}, Total: CostRow{Place: "total", Cost: &zero, Models: []string{}}, UnpricedModels: []string{}}
+	prices := map[string]map[string]Price{} // by base
+	unpriced := map[string]bool{}
 	for _, p := range places {
+		if _, ok := prices[p.Base]; !ok {
+			cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+			if err != nil {
+				// A base this repository lacks (another host's place):
+				// the user-level file alone.
+				if cfg, err = LoadFiles(ctx, env.Runner, env.UserConfig); err != nil {
+					return nil, err
+				}
+			}
+			prices[p.Base] = cfg.Prices
+		}
 		for _, st := range p.Stages {
 			a := st.Agent
 			if a == nil {
 				continue
 			}
-			row := CostRow{Place: p.ID, Stage: st.Name, Agent: a.Program, Delivered: st.State == StateDelivered || st.State == StateLanded}
+			row := CostRow{Place: p.ID, Stage: st.Name, Agent: a.Program, Delivered: st.State == StateDelivered || st.State == StateLanded, Models: []string{}}
 			if a.Transcript != "" {
 				if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil {
 					u := tr.Usage
-					row.Input, row.Output, row.CacheRead, row.CacheWrite, row.Cost = u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost
-					row.Tokens = u.Input + u.Output + u.CacheRead + u.CacheWrite
+					row.Input, row.Output, row.CacheRead, row.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
+					row.Tokens = u.Sum()
 					row.Transcript = a.Transcript
+					row.Models = slices.Sorted(maps.Keys(u.Models))
+					missing := priceUsage(&row, u, prices[p.Base])
+					for _, m := range missing {
+						unpriced[m] = true
+					}
 				}
 			}
 			c.Rows = append(c.Rows, row)
@@ -86,10 +138,47 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 			c.Total.CacheRead += row.CacheRead
 			c.Total.CacheWrite += row.CacheWrite
 			c.Total.Tokens += row.Tokens
-			c.Total.Cost += row.Cost
+			if row.Cost != nil {
+				*c.Total.Cost += *row.Cost
+			} else {
+				c.Unpriced++
+			}
 		}
 	}
+	c.UnpricedModels = slices.Sorted(maps.Keys(unpriced))
+	if c.UnpricedModels == nil {
+		c.UnpricedModels = []string{}
+	}
 	return c, nil
+}
+
+// priceUsage sets row's cost: the transcript's own, else its tokens at the
+// configured prices of the models that spent them. It returns the models
+// that spent tokens and have no price; then the cost stays unknown.
+func priceUsage(row *CostRow, u agents.Usage, prices map[string]Price) []string {
+	if u.Priced {
+		cost := u.Cost
+		row.Cost, row.CostFrom = &cost, "transcript"
+		return nil
+	}
+	var missing []string
+	cost := 0.0
+	for _, model := range slices.Sorted(maps.Keys(u.Models)) {
+		tokens := u.Models[model]
+		if tokens.Sum() == 0 {
+			continue
+		}
+		price, ok := prices[model]
+		if !ok || model == "" {
+			missing = append(missing, cmp.Or(model, "(unnamed)"))
+			continue
+		}
+		cost += price.Cost(tokens)
+	}
+	if len(missing) == 0 {
+		row.Cost, row.CostFrom = &cost, "price"
+	}
+	return missing
 }
 
 // WriteCosts prints the cost table: place, stage, agent, ✓/✗, tokens,
@@ -106,9 +195,36 @@ func WriteCosts(w io.Writer, c *Costs) error {
 		if r.Place == "total" {
 			mark, agent = "", ""
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t$%.4f\n", r.Place, r.Stage, agent, mark, r.Tokens, r.Cost)
+		cost := r.CostText()
+		if r.Place == "total" {
+			cost = c.TotalText()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Place, r.Stage, agent, mark, r.Tokens, cost)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if c.Unpriced > 0 {
+		stages := "stage"
+		if c.Unpriced > 1 {
+			stages = "stages"
+		}
+		_, err := fmt.Fprintf(w, "cost unknown for %d %s: the transcripts record tokens, not prices; price their models in .flume/config: %s\n",
+			c.Unpriced, stages, priceHint(c.UnpricedModels))
+		return err
+	}
+	return nil
+}
+
+func priceHint(models []string) string {
+	if len(models) == 0 {
+		return "(their transcripts were not readable here)"
+	}
+	hints := make([]string, len(models))
+	for i, m := range models {
+		hints[i] = fmt.Sprintf("[price %q] input = … output = … cacheRead = … cacheWrite = …", m)
+	}
+	return strings.Join(hints, "; ")
 }
 
 // ToolLine is one tool call of a stage's agent (W4).

@@ -37,6 +37,8 @@ type Export struct {
 	Place  *Place
 	Stages []ExportStage
 	Total  CostRow
+	// TotalCost is the grand total as the cost table prints it.
+	TotalCost string
 }
 
 // WriteExport writes one self-contained HTML page of a place (O4): its
@@ -56,7 +58,7 @@ func WriteExport(ctx context.Context, env *Env, repoDir, id string, w io.Writer)
 	if err != nil {
 		return err
 	}
-	x := Export{Place: p, Total: costs.Total}
+	x := Export{Place: p, Total: costs.Total, TotalCost: costs.TotalText()}
 	ci := 0
 	for i, st := range p.Stages {
 		es := ExportStage{StageRecord: st, Index: i + 1}

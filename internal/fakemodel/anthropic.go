@@ -61,14 +61,15 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	} else {
 		block = map[string]any{"type": "text", "text": a.text}
 	}
-	msg := map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": req.Model,
+	id := s.newID("msg_fake_")
+	msg := map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model,
 		"content": []any{block}, "stop_reason": stop, "stop_sequence": nil, "usage": usage}
 	if !req.Stream {
 		writeJSON(w, msg)
 		return
 	}
 	startSSE(w)
-	start := map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": req.Model,
+	start := map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 100, "output_tokens": 1}}
 	sse(w, "message_start", map[string]any{"type": "message_start", "message": start}, a.slow)
 	if a.toolName != "" {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -71,6 +72,14 @@ type Server struct {
 	mu       sync.Mutex
 	srv      *http.Server
 	n        int
+	// ids numbers the responses: real providers give every message an id
+	// of its own, and transcript readers count usage by it.
+	ids atomic.Int64
+}
+
+// newID returns a fresh response id with prefix.
+func (s *Server) newID(prefix string) string {
+	return fmt.Sprintf("%s%d", prefix, s.ids.Add(1))
 }
 
 // Start serves the scenario on 127.0.0.1 at a free port, logging each

@@ -129,8 +129,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		item = map[string]any{"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "output_text", "text": a.text, "annotations": []any{}}}}
 	}
+	// OpenAI's counts overlap: 30 of the 100 input tokens were cached, 5
+	// of the 20 output tokens were reasoning.
 	usage := map[string]any{"input_tokens": 100, "output_tokens": 20, "total_tokens": 120,
-		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+		"input_tokens_details": map[string]any{"cached_tokens": 30}, "output_tokens_details": map[string]any{"reasoning_tokens": 5}}
 	resp := func(status string, output []any) map[string]any {
 		return map[string]any{"id": "resp_fake", "object": "response", "status": status, "model": req.Model, "output": output, "usage": usage}
 	}
