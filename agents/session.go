@@ -19,7 +19,13 @@ func SessionProcesses(session string) []int {
 	if session == "" {
 		return nil
 	}
-	want := []byte("FLUME_SESSION=" + session + "\x00")
+	return ProcessesWithEnv("FLUME_SESSION=" + session)
+}
+
+// ProcessesWithEnv returns the live processes (this one aside) whose
+// environment holds the variable assignment kv exactly.
+func ProcessesWithEnv(kv string) []int {
+	want := []byte(kv + "\x00")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

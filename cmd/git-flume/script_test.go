@@ -11,6 +11,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -114,8 +115,15 @@ func hermetic(e *testscript.Env) error {
 	if src, err := filepath.Abs(filepath.Join("..", "..")); err == nil {
 		e.Setenv("FLUME_SOURCE", src)
 	}
-	// Agents a script started end with it, passed or failed.
+	// Agents a script started end with it, passed or failed, and so does
+	// whatever they left running outside their panes (Codex's app-server
+	// daemon) and flume's watchers: everything with the script's HOME.
 	sock := filepath.Join(e.WorkDir, ".tmux.sock")
-	e.Defer(func() { exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	e.Defer(func() {
+		exec.Command("tmux", "-S", sock, "kill-server").Run()
+		for _, pid := range agents.ProcessesWithEnv("HOME=" + home) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	return os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o644)
 }
