@@ -23,13 +23,16 @@ var promoteFault func(point string)
 
 func (a *app) promoteEnv() *promote.Env {
 	o := a.engineOptions()
+	// A workspace's worker runs in tmux (or the operator's terminal),
+	// whatever host places use: its record names no pane host, so every
+	// command must look for it in the same one.
 	pane := o.Pane
 	if pane != "print" {
 		pane = "tmux"
 	}
 	return &promote.Env{
 		Runner: a.runner, Host: a.host(), Now: a.now, Fault: promoteFault, CallerEnv: a.env.list,
-		Pane: pane, Panes: o.Panes, Print: a.io.Out, Out: a.io.Err,
+		Pane: pane, Panes: a.paneHost(pane), Print: a.io.Out, Out: a.io.Err,
 		ConfirmWindow: o.ConfirmWindow, Interval: a.watchInterval(),
 	}
 }
