@@ -226,39 +226,3 @@ func priceHint(models []string) string {
 	}
 	return strings.Join(hints, "; ")
 }
-
-// ToolLine is one tool call of a stage's agent (W4).
-type ToolLine struct {
-	Stage string `json:"stage"`
-	Run   int    `json:"run"`
-	Tool  string `json:"tool"`
-	Input string `json:"input"`
-}
-
-// ReadToolLog reads the tool calls of every stage's agent of a place from
-// their transcripts, in stage order.
-func ReadToolLog(ctx context.Context, env *Env, repoDir, id string) ([]ToolLine, error) {
-	_, store, err := env.open(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	_, p, err := readPlace(ctx, store, id)
-	if err != nil {
-		return nil, err
-	}
-	var lines []ToolLine
-	for _, st := range p.Stages {
-		a := st.Agent
-		if a == nil || a.Transcript == "" {
-			continue
-		}
-		tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
-		if err != nil {
-			continue
-		}
-		for _, t := range tr.Tools {
-			lines = append(lines, ToolLine{Stage: st.Name, Run: st.Runs, Tool: t.Name, Input: t.Input})
-		}
-	}
-	return lines, nil
-}

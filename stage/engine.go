@@ -250,6 +250,10 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if p.Phase != PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false, nil
 	}
+	// W4: the live log gets the tool calls the transcripts show, before
+	// anything below can replace an agent. The record, not the log, is
+	// the truth: a log that cannot be written stops nothing.
+	logTools(ctx, repo.CommonDir, p)
 	st := &p.Stages[p.Current]
 	write := func(msg string) (bool, error) {
 		_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg)}})

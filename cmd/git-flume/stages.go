@@ -444,25 +444,23 @@ func costCommand(a *app) *cli.Command {
 func logCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "log",
-		Usage:     "the tool calls of a place's agents, one line each, from their transcripts",
+		Usage:     "a place's live log: its readying output and every tool call of its agents, one line each",
 		UsageText: "git flume log [-f] [--repo DIR] PLACE",
 		Flags: []cli.Flag{repoFlag(),
-			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new tool calls as they come"}},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines as they come"}},
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
 				return err
 			}
-			printed := 0
+			var offset int64
 			for {
-				lines, err := stage.ReadToolLog(c.Context, a.stageEnv(), c.String("repo"), id)
+				data, end, err := stage.ReadLog(c.Context, a.stageEnv(), c.String("repo"), id, offset)
 				if err != nil {
 					return err
 				}
-				for _, l := range lines[min(printed, len(lines)):] {
-					fmt.Fprintf(a.io.Out, "%s/%d %s: %s\n", l.Stage, l.Run, l.Tool, l.Input)
-				}
-				printed = max(printed, len(lines))
+				a.io.Out.Write(data)
+				offset = end
 				if !c.Bool("follow") {
 					return nil
 				}

@@ -1,0 +1,142 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/internal/lockfile"
+)
+
+// logTools appends to the place's live log (W4) every tool call its
+// agents' transcripts show that the log does not hold yet, one line each:
+// "<stage>/<run> <tool>: <input>". How many calls of each agent session
+// are in the log is kept beside it, under the log's lock, so the processes
+// that advance a place never write a call twice; once an ended agent's
+// calls are all in, its transcript is not read again. An agent replaced
+// by a retry keeps the lines it had, so the log holds every run.
+func logTools(ctx context.Context, commonDir string, p *Place) error {
+	var todo []int
+	for i := range p.Stages {
+		if a := p.Stages[i].Agent; a != nil && a.Transcript != "" && a.Session != "" {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	dir := filepath.Join(LogDir(commonDir, p.ID), "tools")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("log of %s: %w", p.ID, err)
+	}
+	lock, err := lockfile.Take(ctx, filepath.Join(dir, "lock"))
+	if err != nil {
+		return fmt.Errorf("log of %s: %w", p.ID, err)
+	}
+	defer lock.Unlock()
+	var log *os.File
+	defer func() {
+		if log != nil {
+			log.Close()
+		}
+	}()
+	for _, i := range todo {
+		st := &p.Stages[i]
+		a := st.Agent
+		mark := filepath.Join(dir, a.Session)
+		logged, final := readMark(mark)
+		if final {
+			continue
+		}
+		tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
+		if err != nil {
+			continue // not here (another host's), or not yet written
+		}
+		if len(tr.Tools) > logged {
+			if log == nil {
+				if log, err = openLog(commonDir, p.ID); err != nil {
+					return err
+				}
+			}
+			var b strings.Builder
+			for _, t := range tr.Tools[logged:] {
+				fmt.Fprintf(&b, "%s/%d %s: %s\n", st.Name, st.Runs, t.Name, oneLine(t.Input))
+			}
+			if _, err := log.WriteString(b.String()); err != nil {
+				return fmt.Errorf("log of %s: %w", p.ID, err)
+			}
+		}
+		if err := writeMark(mark, len(tr.Tools), a.Ended); err != nil {
+			return fmt.Errorf("log of %s: %w", p.ID, err)
+		}
+	}
+	return nil
+}
+
+// readMark reads how many of a session's calls are logged, and whether
+// that is all of them.
+func readMark(path string) (int, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	count, end, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		return 0, false
+	}
+	return n, end == "end"
+}
+
+func writeMark(path string, n int, final bool) error {
+	s := strconv.Itoa(n)
+	if final {
+		s += " end"
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(s+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// ReadLog brings a place's live log up to date with its agents'
+// transcripts and returns what it holds from byte offset on, with the
+// offset of its end (W4): readying and removal output, and every tool call
+// of every stage's agents.
+func ReadLog(ctx context.Context, env *Env, repoDir, id string, offset int64) ([]byte, int64, error) {
+	repo, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return nil, offset, err
+	}
+	_, p, err := readPlace(ctx, store, id)
+	if err != nil {
+		return nil, offset, err
+	}
+	if err := logTools(ctx, repo.CommonDir, p); err != nil {
+		return nil, offset, err
+	}
+	f, err := os.Open(filepath.Join(LogDir(repo.CommonDir, id), "place.log"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, offset, nil
+	}
+	if err != nil {
+		return nil, offset, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, offset, err
+	}
+	data, err := io.ReadAll(f)
+	return data, offset + int64(len(data)), err
+}
