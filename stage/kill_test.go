@@ -60,11 +60,20 @@ func TestKilledLaunchLeavesConsistentPlace(t *testing.T) {
 		cmd.Wait()
 
 		st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
-		if errors.Is(err, git.ErrLocked) {
+		if errors.Is(err, git.ErrLocked) || err == nil && len(st.Problems) > 0 {
 			// A SIGKILL inside `git update-ref` leaves git's lock file,
-			// as it would index.lock; status says so. Remove it as an
-			// operator would, and read again.
-			locks, _ := filepath.Glob(filepath.Join(f.dir, ".git", "refs", "flume", "*", "*.lock"))
+			// as it would index.lock: on the place's record (status
+			// fails, naming it) or on its branch (status reports the
+			// launch it could not clean up, naming the lock, and shows
+			// the rest). Remove it as an operator would, and read again.
+			if err == nil && !strings.Contains(st.Problems[0].Error, ".lock': File exists") {
+				t.Fatalf("trial %d: status problems: %+v", trial, st.Problems)
+			}
+			var locks []string
+			for _, glob := range []string{"refs/flume/*/*.lock", "refs/heads/fix/*.lock"} {
+				found, _ := filepath.Glob(filepath.Join(f.dir, ".git", filepath.FromSlash(glob)))
+				locks = append(locks, found...)
+			}
 			for _, l := range locks {
 				os.Remove(l)
 			}
@@ -73,6 +82,9 @@ func TestKilledLaunchLeavesConsistentPlace(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("trial %d: status: %v", trial, err)
+		}
+		if len(st.Problems) > 0 {
+			t.Fatalf("trial %d: status problems after the locks went: %+v", trial, st.Problems)
 		}
 		id := "fix--" + name
 		var ps *stage.PlaceStatus

@@ -167,8 +167,14 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			continue
 		}
 		if p.Phase == PhaseMaking {
-			if _, err := reconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
-				return nil, err
+			// A cleanup git refuses (a ref lock a killed git left) must
+			// not hide the other places: it is reported with its ref, the
+			// place shown as it is, and the next reading tries again.
+			q := p
+			if _, err := reconcileMaking(ctx, env, repo, store, rec, &q, true); err != nil {
+				st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: fmt.Sprintf("interrupted launch of %s not cleaned up yet: %v", p.ID, err)})
+			} else {
+				p = q
 			}
 		}
 		if rec, err = reconcileReady(ctx, env, store, rec, &p); err != nil {
