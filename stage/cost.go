@@ -125,7 +125,11 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 					row.Input, row.Output, row.CacheRead, row.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
 					row.Tokens = u.Sum()
 					row.Transcript = a.Transcript
-					row.Models = slices.Sorted(maps.Keys(u.Models))
+					for _, m := range slices.Sorted(maps.Keys(u.Models)) {
+						if m != "" {
+							row.Models = append(row.Models, m)
+						}
+					}
 					missing := priceUsage(&row, u, prices[p.Base])
 					for _, m := range missing {
 						unpriced[m] = true
