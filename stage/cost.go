@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/internal/git"
 )
 
 // CostRow is one stage's agent use, from its transcript (W6).
@@ -99,19 +100,12 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 	}
 	zero := 0.0
 	c := &Costs{Schema: 1, Rows: []CostRow{}, Total: CostRow{Place: "total", Cost: &zero, Models: []string{}}, UnpricedModels: []string{}}
-	prices := map[string]map[string]Price{} // by base
+	book := &priceBook{env: env, repo: repo}
 	unpriced := map[string]bool{}
 	for _, p := range places {
-		if _, ok := prices[p.Base]; !ok {
-			cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
-			if err != nil {
-				// A base this repository lacks (another host's place):
-				// the user-level file alone.
-				if cfg, err = LoadFiles(ctx, env.Runner, env.UserConfig); err != nil {
-					return nil, err
-				}
-			}
-			prices[p.Base] = cfg.Prices
+		prices, err := book.at(ctx, p.Base)
+		if err != nil {
+			return nil, err
 		}
 		for _, st := range p.Stages {
 			a := st.Agent
@@ -130,7 +124,8 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 							row.Models = append(row.Models, m)
 						}
 					}
-					missing := priceUsage(&row, u, prices[p.Base])
+					var missing []string
+					row.Cost, row.CostFrom, missing = usageCost(u, prices)
 					for _, m := range missing {
 						unpriced[m] = true
 					}
@@ -156,17 +151,43 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 	return c, nil
 }
 
-// priceUsage sets row's cost: the transcript's own, else its tokens at the
-// configured prices of the models that spent them. It returns the models
-// that spent tokens and have no price; then the cost stays unknown.
-func priceUsage(row *CostRow, u agents.Usage, prices map[string]Price) []string {
-	if u.Priced {
-		cost := u.Cost
-		row.Cost, row.CostFrom = &cost, "transcript"
-		return nil
+// priceBook reads the [price] sections a place's costs are figured at: the
+// configuration at its base (the repository's .flume/config there and the
+// user-level file), each base read once.
+type priceBook struct {
+	env    *Env
+	repo   *git.Repo
+	byBase map[string]map[string]Price
+}
+
+func (b *priceBook) at(ctx context.Context, base string) (map[string]Price, error) {
+	if prices, ok := b.byBase[base]; ok {
+		return prices, nil
 	}
-	var missing []string
-	cost := 0.0
+	cfg, err := LoadConfig(ctx, b.env.Runner, b.repo, base, b.env.UserConfig)
+	if err != nil {
+		// A base this repository lacks (another host's place): the
+		// user-level file alone.
+		if cfg, err = LoadFiles(ctx, b.env.Runner, b.env.UserConfig); err != nil {
+			return nil, err
+		}
+	}
+	if b.byBase == nil {
+		b.byBase = map[string]map[string]Price{}
+	}
+	b.byBase[base] = cfg.Prices
+	return cfg.Prices, nil
+}
+
+// usageCost is what usage cost: the transcript's own figure ("transcript"),
+// else its tokens at the configured prices ("price"), else nil with the
+// models that spent tokens and have no price.
+func usageCost(u agents.Usage, prices map[string]Price) (cost *float64, from string, missing []string) {
+	if u.Priced {
+		c := u.Cost
+		return &c, "transcript", nil
+	}
+	sum := 0.0
 	for _, model := range slices.Sorted(maps.Keys(u.Models)) {
 		tokens := u.Models[model]
 		if tokens.Sum() == 0 {
@@ -177,12 +198,12 @@ func priceUsage(row *CostRow, u agents.Usage, prices map[string]Price) []string 
 			missing = append(missing, cmp.Or(model, "(unnamed)"))
 			continue
 		}
-		cost += price.Cost(tokens)
+		sum += price.Cost(tokens)
 	}
-	if len(missing) == 0 {
-		row.Cost, row.CostFrom = &cost, "price"
+	if len(missing) > 0 {
+		return nil, "", missing
 	}
-	return missing
+	return &sum, "price", nil
 }
 
 // WriteCosts prints the cost table: place, stage, agent, ✓/✗, tokens,

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -96,6 +97,10 @@ type StageStatus struct {
 	// that ended without one.
 	Report        *Report `json:"report"`
 	ReportMissing bool    `json:"reportMissing"`
+	// Tokens and Cost are what the stage's agent spent, from its
+	// transcript on this host (W6); Cost is null when unknown, as in cost.
+	Tokens int      `json:"tokens"`
+	Cost   *float64 `json:"cost"`
 }
 
 // ReadyStatus is the last readying's outcome; ok with no step when nothing
@@ -144,6 +149,7 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 		worktrees[wt.Path] = true
 	}
 	st := &Status{Schema: 1, Places: []PlaceStatus{}, Problems: []StatusProblem{}}
+	book := &priceBook{env: env, repo: repo}
 	for _, p := range problems {
 		st.Problems = append(st.Problems, StatusProblem{Ref: p.Ref, Error: p.Err.Error()})
 	}
@@ -184,6 +190,12 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			continue
 		}
 		ps := placeStatus(&p)
+		if p.Host == env.Host {
+			spent(ctx, book, &p, p.Current, &ps.Stage)
+			if ps.Previous != nil {
+				spent(ctx, book, &p, p.Current-1, ps.Previous)
+			}
+		}
 		ps.Watcher = p.Watcher
 		ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
 		if a := currentRun(&p); a != nil {
@@ -298,6 +310,13 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		if t := p.Stage.Tasks; t != nil {
 			notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
 		}
+		if p.Stage.Tokens > 0 {
+			cost := "cost ?"
+			if p.Stage.Cost != nil {
+				cost = fmt.Sprintf("$%.4f", *p.Stage.Cost)
+			}
+			notes = append(notes, fmt.Sprintf("%d tokens, %s", p.Stage.Tokens, cost))
+		}
 		if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
 			notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
 		}
@@ -353,4 +372,25 @@ func agentPaneHost(a *AgentRun) string {
 		return "tmux"
 	}
 	return a.PaneHost
+}
+
+// spent fills in the tokens and cost of stage i of p from its agent's
+// transcript, when there is one to read here. A configuration whose
+// prices do not read leaves the cost unknown (cost names the error).
+func spent(ctx context.Context, book *priceBook, p *Place, i int, ss *StageStatus) {
+	if i < 0 || i >= len(p.Stages) {
+		return
+	}
+	a := p.Stages[i].Agent
+	if a == nil || a.Transcript == "" {
+		return
+	}
+	tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
+	if err != nil {
+		return // removed, or not written yet
+	}
+	ss.Tokens = tr.Usage.Sum()
+	if prices, err := book.at(ctx, p.Base); err == nil {
+		ss.Cost, _, _ = usageCost(tr.Usage, prices)
+	}
 }
