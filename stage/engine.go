@@ -227,10 +227,17 @@ func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 	if err != nil {
 		return nil, err
 	}
-	for range 16 {
+	for n := range 16 {
 		rec, p, err := readPlace(ctx, store, id)
 		if err != nil {
 			return nil, err
+		}
+		if n == 0 && p.Host == env.Host {
+			// W4: the live log gets the tool calls the transcripts show
+			// (startStage catches up again before it replaces an agent).
+			// The record, not the log, is the truth: a log that cannot
+			// be written stops nothing.
+			logTools(ctx, repo.CommonDir, p)
 		}
 		moved, err := step(ctx, env, repo, store, rec, p)
 		var conflict *refs.ConflictError
@@ -250,10 +257,6 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if p.Phase != PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false, nil
 	}
-	// W4: the live log gets the tool calls the transcripts show, before
-	// anything below can replace an agent. The record, not the log, is
-	// the truth: a log that cannot be written stops nothing.
-	logTools(ctx, repo.CommonDir, p)
 	st := &p.Stages[p.Current]
 	write := func(msg string) (bool, error) {
 		_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg)}})
@@ -574,6 +577,8 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
 		return false, err
 	}
+	// W4: what the agent being replaced did stays in the live log.
+	logTools(ctx, repo.CommonDir, p)
 	a := &AgentRun{
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agents.NewSessionID(), Host: env.Host,
 		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
