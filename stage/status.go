@@ -2,8 +2,11 @@ package stage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -191,9 +194,9 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 		}
 		ps := placeStatus(&p)
 		if p.Host == env.Host {
-			spent(ctx, book, &p, p.Current, &ps.Stage)
+			spent(ctx, book, repo.CommonDir, &p, p.Current, &ps.Stage)
 			if ps.Previous != nil {
-				spent(ctx, book, &p, p.Current-1, ps.Previous)
+				spent(ctx, book, repo.CommonDir, &p, p.Current-1, ps.Previous)
 			}
 		}
 		ps.Watcher = p.Watcher
@@ -377,7 +380,7 @@ func agentPaneHost(a *AgentRun) string {
 // spent fills in the tokens and cost of stage i of p from its agent's
 // transcript, when there is one to read here. A configuration whose
 // prices do not read leaves the cost unknown (cost names the error).
-func spent(ctx context.Context, book *priceBook, p *Place, i int, ss *StageStatus) {
+func spent(ctx context.Context, book *priceBook, commonDir string, p *Place, i int, ss *StageStatus) {
 	if i < 0 || i >= len(p.Stages) {
 		return
 	}
@@ -385,12 +388,49 @@ func spent(ctx context.Context, book *priceBook, p *Place, i int, ss *StageStatu
 	if a == nil || a.Transcript == "" {
 		return
 	}
-	tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
-	if err != nil {
+	u, ok := usageOf(commonDir, p, a)
+	if !ok {
 		return // removed, or not written yet
 	}
-	ss.Tokens = tr.Usage.Sum()
+	ss.Tokens = u.Sum()
 	if prices, err := book.at(ctx, p.Base); err == nil {
-		ss.Cost, _, _ = usageCost(tr.Usage, prices)
+		ss.Cost, _, _ = usageCost(u, prices)
 	}
+}
+
+// usageCache is the usage an agent's transcript showed when it had this
+// size and modification time.
+type usageCache struct {
+	Size    int64        `json:"size"`
+	ModTime int64        `json:"modTime"`
+	Usage   agents.Usage `json:"usage"`
+}
+
+// usageOf returns the usage agent a's transcript shows. status asks on
+// every refresh and a transcript grows to megabytes, so the figures are
+// kept beside the place's log with the transcript's size and time, and the
+// transcript is read again only when it changed.
+func usageOf(commonDir string, p *Place, a *AgentRun) (agents.Usage, bool) {
+	info, err := os.Stat(a.Transcript)
+	if err != nil {
+		return agents.Usage{}, false
+	}
+	path := filepath.Join(LogDir(commonDir, p.ID), "tools", a.Session+".usage")
+	var c usageCache
+	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &c) == nil &&
+		c.Size == info.Size() && c.ModTime == info.ModTime().UnixNano() {
+		return c.Usage, true
+	}
+	tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
+	if err != nil {
+		return agents.Usage{}, false
+	}
+	c = usageCache{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Usage: tr.Usage}
+	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
+		// Best effort: a cache that cannot be written is read around.
+		if os.WriteFile(path+".tmp", data, 0o644) == nil {
+			os.Rename(path+".tmp", path)
+		}
+	}
+	return tr.Usage, true
 }
