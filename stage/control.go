@@ -57,7 +57,7 @@ func currentAgent(ctx context.Context, env *Env, p *Place) (*StageRecord, *Agent
 	if a.Pane == "print" {
 		return st, nil, &RefusedError{Place: p.ID, Reason: "its agent was started by the operator (print pane); flume cannot type into it"}
 	}
-	if !env.Engine.panes(a).Alive(ctx, a.Pane) {
+	if !env.Engine.up(ctx, a) {
 		return st, nil, &RefusedError{Place: p.ID, Reason: "its agent is not up (pane " + a.Pane + " has exited)"}
 	}
 	return st, a, nil
@@ -175,7 +175,7 @@ func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g Ga
 	}
 	st := &p.Stages[p.Current]
 	if a := st.Agent; a != nil && !a.Ended {
-		if a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) && !force {
+		if env.Engine.up(ctx, a) && !force {
 			return nil, &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
 		}
 		if err := endAgent(ctx, env, a); err != nil {

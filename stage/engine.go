@@ -87,7 +87,7 @@ func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
 
 // followUp types a follow-up into the agent's pane, if it runs there.
 func followUp(ctx context.Context, env *Env, a *AgentRun, text string) error {
-	if a.Pane == "print" || !env.Engine.panes(a).Alive(ctx, a.Pane) {
+	if !env.Engine.up(ctx, a) {
 		return nil
 	}
 	return env.Engine.panes(a).Send(ctx, a.Pane, text)
@@ -152,6 +152,16 @@ func (o EngineOptions) panes(a *AgentRun) agents.PaneHost {
 		return o.Hosts(a.PaneHost)
 	}
 	return o.Panes
+}
+
+// up reports whether agent a runs in its pane now; an agent the operator
+// started (print) is never "up" for flume to type into.
+func (o EngineOptions) up(ctx context.Context, a *AgentRun) bool {
+	if a.Pane == "print" {
+		return false
+	}
+	h := o.panes(a)
+	return h != nil && h.Alive(ctx, a.Pane)
 }
 
 func (o EngineOptions) reportGrace() time.Duration {
@@ -318,7 +328,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if done {
 		// W2: an agent whose turn still runs gets a grace to close it with
 		// its STAGE REPORT before it is ended.
-		if a != nil && !a.Ended && tr != nil && tr.Turn == agents.TurnRunning && a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) {
+		if a != nil && !a.Ended && tr != nil && tr.Turn == agents.TurnRunning && env.Engine.up(ctx, a) {
 			if st.Landing == nil {
 				st.Landing = &now
 				return write("deliverable in git; the agent closes its turn")
@@ -383,7 +393,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &now
 			return write("cut: " + st.Reason)
 		case used >= budget*3/4 && !st.Told && st.State != StateStarting && st.State != StateUnknown:
-			if a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) {
+			if env.Engine.up(ctx, a) {
 				if err := env.Engine.panes(a).Send(ctx, a.Pane, BudgetMessage); err != nil {
 					return false, err
 				}
@@ -397,7 +407,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	case StateStarting, StateUnknown:
 		if now.Sub(a.SentAt) < env.Engine.window() {
 			// Slow is not failed, but a dialog is known at once (X3).
-			if a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) {
+			if env.Engine.up(ctx, a) {
 				if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
 					if screen := agents.ReadScreen(a.Format, text); screen.Dialog {
 						st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+screen.Words
@@ -526,7 +536,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
 	st := &p.Stages[p.Current]
 	for i := range p.Stages {
-		if a := p.Stages[i].Agent; a != nil && !a.Ended && a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) {
+		if a := p.Stages[i].Agent; a != nil && !a.Ended && env.Engine.up(ctx, a) {
 			return false, nil // K1: never start an agent over one still running
 		}
 	}

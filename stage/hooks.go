@@ -89,11 +89,7 @@ func installHook(env *Env, dir, name, body string) (string, error) {
 		}
 		fmt.Fprintf(env.Out, "kept your %s hook as %s; git-flume's hook runs it too\n", name, chained)
 	}
-	tmp := path + ".flume-tmp"
-	if err := os.WriteFile(tmp, []byte(body), 0o755); err != nil {
-		return "", err
-	}
-	return path, os.Rename(tmp, path)
+	return path, replaceFile(path, []byte(body), 0o755)
 }
 
 // PlaceOfDir returns the place id of a place's top directory

@@ -105,7 +105,7 @@ func Rollback(ctx context.Context, env *Env, repoDir, id string, force bool, g G
 		return nil, nil, &RefusedError{Place: id, Reason: "stage " + st.Name + " has not started; nothing to roll back"}
 	}
 	if a := st.Agent; a != nil && !a.Ended {
-		if a.Pane != "print" && env.Engine.panes(a).Alive(ctx, a.Pane) && !force {
+		if env.Engine.up(ctx, a) && !force {
 			return nil, nil, &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
 		}
 		if err := endAgent(ctx, env, a); err != nil {

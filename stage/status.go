@@ -207,7 +207,7 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			case a.Ended:
 			case a.Pane == "print":
 				ps.Agent.State = "operator"
-			case p.Host == env.Host && env.Engine.panes(a) != nil && env.Engine.panes(a).Alive(ctx, a.Pane):
+			case p.Host == env.Host && env.Engine.up(ctx, a):
 				ps.Agent.State = "up"
 			default:
 				ps.Agent.State = "exited"
@@ -427,10 +427,7 @@ func usageOf(commonDir string, p *Place, a *AgentRun) (agents.Usage, bool) {
 	}
 	c = usageCache{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Usage: tr.Usage}
 	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
-		// Best effort: a cache that cannot be written is read around.
-		if os.WriteFile(path+".tmp", data, 0o644) == nil {
-			os.Rename(path+".tmp", path)
-		}
+		replaceFile(path, data, 0o644) // best effort: a cache not written is read around
 	}
 	return tr.Usage, true
 }

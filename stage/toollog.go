@@ -99,11 +99,21 @@ func writeMark(path string, n int, final bool) error {
 	if final {
 		s += " end"
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s+"\n"), 0o644); err != nil {
+	return replaceFile(path, []byte(s+"\n"), 0o644)
+}
+
+// replaceFile writes path whole or not at all: a reader sees the old file
+// or the new one, never half of one.
+func replaceFile(path string, data []byte, mode os.FileMode) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, data, mode); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 func oneLine(s string) string {

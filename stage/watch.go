@@ -24,7 +24,7 @@ func watchable(ctx context.Context, env *Env, p *Place) bool {
 	if st.Agent.Pane == "print" {
 		return true
 	}
-	return env.Engine.panes(st.Agent) != nil && env.Engine.panes(st.Agent).Alive(ctx, st.Agent.Pane)
+	return env.Engine.up(ctx, st.Agent)
 }
 
 // NeedsWatcher reports whether a place has something to watch and no live
