@@ -597,8 +597,6 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	switch host := cmp.Or(p.Pane, env.Engine.Pane, "tmux"); host {
 	case "print":
 		a.Pane = "print"
-	case "none":
-		a.PaneHost = "tmux"
 	default:
 		a.PaneHost = host
 	}

@@ -432,9 +432,7 @@ func costCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(a.io.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(costs)
+				return writeJSON(a.io.Out, costs)
 			}
 			return stage.WriteCosts(a.io.Out, costs)
 		},

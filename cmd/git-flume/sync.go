@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -57,9 +56,7 @@ func syncCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(a.io.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return writeJSON(a.io.Out, rep)
 			}
 			writeSync(a, rep)
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -183,9 +182,7 @@ func (a *app) printWorkspace(c *cli.Context, root, id string, settled bool) erro
 		return err
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(a.io.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+		if err := writeJSON(a.io.Out, st); err != nil {
 			return err
 		}
 	} else {
@@ -269,9 +266,7 @@ func workspaceReconcileCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(a.io.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"schema": promote.StatusSchema, "id": c.String("id"), "members": out})
+				return writeJSON(a.io.Out, map[string]any{"schema": promote.StatusSchema, "id": c.String("id"), "members": out})
 			}
 			for _, o := range out {
 				line := fmt.Sprintf("%s: %s", o.Member, o.State)
