@@ -21,8 +21,8 @@ func (e *NameError) Error() string {
 }
 
 // ValidateName checks a kind or name against R6: lowercase
-// [a-z0-9][a-z0-9._-]*, at most 64 characters, never ending in ".lock", never
-// containing "..". what names the field in the error ("kind", "name").
+// [a-z0-9][a-z0-9._-]*, at most 64 characters, never ending in ".lock" or
+// ".", never containing "..". what names the field in the error ("kind", "name").
 func ValidateName(what, s string) error {
 	fail := func(reason string) error { return &NameError{What: what, Value: s, Reason: reason} }
 	switch {
@@ -36,6 +36,10 @@ func ValidateName(what, s string) error {
 		return fail(`must not contain ".."`)
 	case strings.HasSuffix(s, ".lock"):
 		return fail(`must not end in ".lock"`)
+	case strings.HasSuffix(s, "."):
+		// git refuses a ref name ending in "." (check-ref-format), and a
+		// name is the last part of its place's ref.
+		return fail(`must not end in "."`)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -39,6 +39,15 @@ var DefaultSchemas = map[string]int{
 	"workspace": 1, // a member's promotion record (promote/)
 }
 
+// Validator checks a record of one kind beyond its header: ref is the
+// record's ref under refs/flume/, data its state.json. A record it refuses
+// is a *MalformedError: never acted on, never overwritten.
+type Validator func(ref string, data []byte) error
+
+// DefaultValidators are the record checks of each kind that has one; the
+// packages that own a kind register theirs.
+var DefaultValidators = map[string]Validator{}
+
 // ErrNotFound means the ref holds no record.
 var ErrNotFound = errors.New("no such record")
 
@@ -108,6 +117,8 @@ type Store struct {
 	Now func() time.Time
 	// Schemas maps each known record kind to its newest schema.
 	Schemas map[string]int
+	// Validators check records of a kind beyond the header.
+	Validators map[string]Validator
 	// Fault is a test seam: sync calls it at named points ("fetched").
 	// nil in git-flume itself.
 	Fault func(point string)
@@ -115,7 +126,7 @@ type Store struct {
 
 // New returns a store over repo's refs/flume namespace.
 func New(repo *git.Repo) *Store {
-	return &Store{repo: repo, Now: time.Now, Schemas: DefaultSchemas}
+	return &Store{repo: repo, Now: time.Now, Schemas: DefaultSchemas, Validators: DefaultValidators}
 }
 
 // Repo returns the repository the store writes to.
@@ -144,6 +155,11 @@ func (s *Store) parse(ref, commit string, data []byte) (*Record, error) {
 	}
 	if *h.Schema < 1 {
 		return nil, &MalformedError{Ref: ref, Commit: commit, Reason: fmt.Sprintf("schema %d is not a version", *h.Schema)}
+	}
+	if v := s.Validators[h.Kind]; v != nil {
+		if err := v(ref, data); err != nil {
+			return nil, &MalformedError{Ref: ref, Commit: commit, Reason: err.Error()}
+		}
 	}
 	return &Record{Ref: ref, Commit: commit, Kind: h.Kind, Schema: *h.Schema, Data: data}, nil
 }

@@ -189,7 +189,7 @@ func TestWriteRefusesUnreadableRecord(t *testing.T) {
 
 func TestValidateName_R6(t *testing.T) {
 	good := []string{"fix", "a", "0day", "my-change_2.1", strings.Repeat("a", 64)}
-	bad := []string{"", "A", "A B", "../x", "a..b", "x.lock", "-x", ".x", "_x", "a/b", "a b", "é", strings.Repeat("a", 65), "a\nb"}
+	bad := []string{"", "A", "A B", "../x", "a..b", "x.lock", "x.", "-x", ".x", "_x", "a/b", "a b", "é", strings.Repeat("a", 65), "a\nb"}
 	for _, n := range good {
 		if err := refs.ValidateName("name", n); err != nil {
 			t.Errorf("%q refused: %v", n, err)

@@ -46,6 +46,12 @@ type SyncReport struct {
 	Attempts int               `json:"attempts"`
 }
 
+// IncomingPrefix is where sync fetches a remote's records before judging
+// them. Only what it accepts (and what this host pushed) reaches the
+// tracking namespace, so the tracking refs are what this clone knows the
+// remote holds of the records it took or made.
+const IncomingPrefix = "refs/flume-incoming/"
+
 // OwnerOf reads a record's owner host (its "host" field); "" when it has
 // none or is not a record.
 func OwnerOf(ctx context.Context, repo *git.Repo, ref string) string {
@@ -53,24 +59,38 @@ func OwnerOf(ctx context.Context, repo *git.Repo, ref string) string {
 	if err != nil || !rf.Found {
 		return ""
 	}
+	return hostOf(rf.Data)
+}
+
+func hostOf(data []byte) string {
 	var h struct {
 		Host string `json:"host"`
 	}
-	if json.Unmarshal(rf.Data, &h) != nil {
+	if json.Unmarshal(data, &h) != nil {
 		return ""
 	}
 	return h.Host
 }
 
-// Sync shares records with remote (R7): it fetches the remote's
-// refs/flume/* into refs/flume-remotes/<remote>/, takes other hosts'
-// records into refs/flume/ only forward (a fast-forward of what is here,
-// never back: a stale fetch rolls nothing back), and pushes this host's
-// own records atomically, each leased on what the remote had. A push
-// refused because another host pushed first is fetched and decided again,
-// at most SyncAttempts times. Only the owner writes a record, so records
-// never need merging; a record whose copies diverged is kept here as it
-// is and reported.
+// Sync shares records with remote (R7). It fetches the remote's
+// refs/flume/* into refs/flume-incoming/<remote>/ and judges each record
+// there as untrusted input before anything here moves:
+//
+//   - a record that does not validate (malformed, a newer schema, a place
+//     whose names, branch, path or stage do not agree) is never taken;
+//   - a record naming this host is never taken from a remote: this host's
+//     records are made here, and a copy that arrives from elsewhere (a
+//     hostile host, or another clone that uses the same host name) would
+//     otherwise be acted on as ours — tidied, reconciled, pushed back out;
+//   - another host's record is taken into refs/flume/ only forward (a
+//     fast-forward of what is here, never back: a stale fetch rolls
+//     nothing back) and only while its owner stays the same.
+//
+// This host's own records are pushed atomically, each leased on what the
+// remote had. A push refused because another host pushed first is fetched
+// and decided again, at most SyncAttempts times. Only the owner writes a
+// record, so records never need merging; a record whose copies diverged is
+// kept here as it is and reported, as is every record refused.
 func (s *Store) Sync(ctx context.Context, remote, host string) (*SyncReport, error) {
 	var last error
 	for attempt := 1; attempt <= SyncAttempts; attempt++ {
@@ -107,16 +127,35 @@ func (s *Store) refMap(ctx context.Context, prefix string) (map[string]string, e
 	return m, nil
 }
 
+// incoming reads a fetched record as the record it would be at ref here,
+// with every check a local read makes: its owner, or why it is refused.
+func (s *Store) incoming(ctx context.Context, remote, ref string) (string, error) {
+	rf, err := s.repo.ReadRefFile(ctx, IncomingPrefix+remote+"/"+strings.TrimPrefix(ref, Prefix), StateFile)
+	if err != nil {
+		return "", err
+	}
+	rec, err := s.check(ref, rf)
+	if err != nil {
+		return "", err
+	}
+	owner := hostOf(rec.Data)
+	if owner == "" {
+		return "", fmt.Errorf("%s: the record names no host", ref)
+	}
+	return owner, nil
+}
+
 func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport, error) {
 	track := RemotePrefix + remote + "/"
-	seen, err := s.refMap(ctx, track) // what the last sync saw there
+	seen, err := s.refMap(ctx, track) // what this clone took from or pushed there
 	if err != nil {
 		return nil, err
 	}
-	if err := s.repo.FetchRefs(ctx, remote, true, "+"+Prefix+"*:"+track+"*"); err != nil {
+	in := IncomingPrefix + remote + "/"
+	if err := s.repo.FetchRefs(ctx, remote, true, "+"+Prefix+"*:"+in+"*"); err != nil {
 		return nil, err
 	}
-	there, err := s.refMap(ctx, track)
+	there, err := s.refMap(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +166,13 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 	rep := &SyncReport{Schema: 1, Remote: remote, Kept: map[string]string{}}
 	var local []git.RefUpdate
 	var push []git.PushUpdate
+	// refused are the remote's records this clone does not take: their
+	// tracking refs stay as they were.
+	refused := map[string]bool{}
+	refuse := func(ref, why string) {
+		refused[ref] = true
+		rep.Kept[ref] = why
+	}
 	names := map[string]bool{}
 	for n := range there {
 		names[n] = true
@@ -147,25 +193,34 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 		if l == r {
 			continue
 		}
-		owner := ""
+		// Ours is what this clone holds under our name; theirs what the
+		// remote's copy says, once it validates.
+		owner, theirs := "", ""
 		if l != "" {
 			owner = OwnerOf(ctx, s.repo, ref)
-		} else {
-			owner = OwnerOf(ctx, s.repo, TrackingRef(remote, ref))
+		}
+		var invalid error
+		if r != "" {
+			theirs, invalid = s.incoming(ctx, remote, ref)
+		}
+		if l == "" {
+			owner = theirs
 		}
 		mine := owner == host
 		switch {
-		case l == "" && mine && seen[ref] == r:
-			// Removed here since the last sync: remove it there.
+		case l == "" && seen[ref] == r && r != "" && theirs == host:
+			// Removed here since this clone pushed it: remove it there.
 			push = append(push, git.PushUpdate{Ref: ref, Expect: r})
 			rep.Deleted = append(rep.Deleted, ref)
+		case r != "" && invalid != nil:
+			refuse(ref, "the remote's copy is not a valid record, not taken: "+invalid.Error())
+		case l == "" && theirs == host:
+			refuse(ref, fmt.Sprintf("the remote's copy names this host (%s) but was not made in this clone; a host's records are never taken from a remote", host))
 		case l == "":
-			// New to this clone (another host's, or ours from a clone
-			// that lost it).
 			local = append(local, git.RefUpdate{Op: git.Create, Name: ref, New: r})
 			rep.Fetched = append(rep.Fetched, ref)
 		case r == "" && !mine && seen[ref] == l:
-			// Its owner removed it there after we saw it.
+			// Its owner removed it there after we took it.
 			local = append(local, git.RefUpdate{Op: git.Delete, Name: ref, Old: l})
 			rep.Removed = append(rep.Removed, ref)
 		case r == "" && mine:
@@ -190,11 +245,15 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 				rep.Pushed = append(rep.Pushed, ref)
 			case ahead:
 				rep.Kept[ref] = "the remote's copy is older"
+			case behind && mine:
+				refuse(ref, fmt.Sprintf("the remote's copy %.12s moved this host's record past ours; only this clone writes it", r))
+			case behind && theirs != owner:
+				refuse(ref, fmt.Sprintf("the remote's copy %.12s names host %q, ours %q; a record's owner never changes", r, theirs, owner))
 			case behind:
 				local = append(local, git.RefUpdate{Op: git.Update, Name: ref, New: r, Old: l})
 				rep.Fetched = append(rep.Fetched, ref)
 			default:
-				rep.Kept[ref] = fmt.Sprintf("diverged from the remote's copy %.12s; only its owner (%s) may write it", r, orUnknown(owner))
+				refuse(ref, fmt.Sprintf("diverged from the remote's copy %.12s; only its owner (%s) may write it", r, orUnknown(owner)))
 			}
 		}
 	}
@@ -209,22 +268,45 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 	if err := s.repo.PushLeased(ctx, remote, push); err != nil {
 		return nil, err
 	}
-	// The remote now has what was pushed: track it, as the next fetch
-	// would.
-	var tracked []git.RefUpdate
-	for _, p := range push {
-		u := git.RefUpdate{Op: git.Update, Name: TrackingRef(remote, p.Ref), New: p.Local, Old: p.Expect}
-		switch {
-		case p.Local == "":
-			u = git.RefUpdate{Op: git.Delete, Name: u.Name, Old: p.Expect}
-		case p.Expect == "":
-			u = git.RefUpdate{Op: git.Create, Name: u.Name, New: p.Local}
+	// Track what the remote now holds of the records this clone took or
+	// made: what was fetched, then what was pushed over it. Refused
+	// records keep the tracking ref they had.
+	want := map[string]string{}
+	for ref, id := range there {
+		if !refused[ref] {
+			want[ref] = id
 		}
-		tracked = append(tracked, u)
 	}
+	for ref := range refused {
+		if id := seen[ref]; id != "" {
+			want[ref] = id
+		}
+	}
+	for _, p := range push {
+		if p.Local == "" {
+			delete(want, p.Ref)
+		} else {
+			want[p.Ref] = p.Local
+		}
+	}
+	var tracked []git.RefUpdate
+	for ref, id := range want {
+		switch old := seen[ref]; {
+		case old == "":
+			tracked = append(tracked, git.RefUpdate{Op: git.Create, Name: TrackingRef(remote, ref), New: id})
+		case old != id:
+			tracked = append(tracked, git.RefUpdate{Op: git.Update, Name: TrackingRef(remote, ref), New: id, Old: old})
+		}
+	}
+	for ref, old := range seen {
+		if _, ok := want[ref]; !ok {
+			tracked = append(tracked, git.RefUpdate{Op: git.Delete, Name: TrackingRef(remote, ref), Old: old})
+		}
+	}
+	sort.Slice(tracked, func(i, j int) bool { return tracked[i].Name < tracked[j].Name })
 	if len(tracked) > 0 {
 		if err := s.repo.UpdateRefs(ctx, tracked); err != nil {
-			return rep, fmt.Errorf("pushed, but the tracking refs did not follow (the next sync fetches them): %w", err)
+			return rep, fmt.Errorf("synced, but the tracking refs did not follow (the next sync fetches them): %w", err)
 		}
 	}
 	return rep, nil

@@ -33,7 +33,7 @@ func gate(ctx context.Context, env *Env, store *refs.Store, id string, g GateOpt
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := owned(env, p); err != nil {
+	if err := checkHome(ctx, env, store.Repo(), p); err != nil {
 		return nil, nil, err
 	}
 	cs, err := store.ReadClaim(ctx, id, env.Host)

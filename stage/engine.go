@@ -243,6 +243,9 @@ func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 			return nil, err
 		}
 		if n == 0 && p.Host == env.Host {
+			if err := checkHome(ctx, env, repo, p); err != nil {
+				return p, err
+			}
 			// W4: the live log gets the tool calls the transcripts show
 			// (startStage catches up again before it replaces an agent).
 			// The record, not the log, is the truth: a log that cannot

@@ -63,16 +63,27 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 	if err := checkDelegation(ctx, env, repo, store, opts.Kind); err != nil {
 		return nil, err
 	}
-	main, err := repo.MainWorktree(ctx)
+	// The main checkout from git's own view of where it runs: a
+	// submodule's `git worktree list` names its git directory inside the
+	// superproject's .git/modules instead, and a place made there would
+	// be inside another repository's git directory.
+	mainPath, err := repo.MainCheckout(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := realPlacesDir(mainPath); err != nil {
 		return nil, err
 	}
 	target := opts.Target
 	if target == "" {
-		if main.Branch == "" {
-			return nil, fmt.Errorf("the main checkout %s is not on a branch; pass --target", main.Path)
+		branch, err := repo.WorktreeBranch(mainPath)
+		if err != nil {
+			return nil, err
 		}
-		target = strings.TrimPrefix(main.Branch, "refs/heads/")
+		if branch == "" {
+			return nil, fmt.Errorf("the main checkout %s is not on a branch; pass --target", mainPath)
+		}
+		target = strings.TrimPrefix(branch, "refs/heads/")
 	}
 	targetTip, err := repo.ResolveCommit(ctx, "refs/heads/"+target)
 	if errors.Is(err, git.ErrNotExist) {
@@ -102,8 +113,8 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 	p := &Place{
 		Schema: 1, Kind: "place",
 		ID: id, PlaceKind: kind.Name, Name: opts.Name,
-		Repo:   main.Path,
-		Path:   filepath.Join(main.Path, PlacesDir, id),
+		Repo:   mainPath,
+		Path:   filepath.Join(mainPath, PlacesDir, id),
 		Branch: kind.Name + "/" + opts.Name,
 		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane),
 		Host: env.Host, Created: env.now(),
@@ -129,6 +140,25 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 		return p, nil
 	}
 	return p, err
+}
+
+// realPlacesDir refuses a places/ that is not a real folder of the main
+// checkout (a committed symlink, say): a worktree made through it would be
+// outside the repository, where tidying cannot see it (T2).
+func realPlacesDir(main string) error {
+	dir := filepath.Join(main, PlacesDir)
+	info, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case info.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symlink; places are made only in a real folder of the repository (remove it, or launch from another repository)", dir)
+	case !info.IsDir():
+		return fmt.Errorf("%s is not a folder; places are made in a folder of that name", dir)
+	}
+	return nil
 }
 
 // makePlace creates the record, the branch and the worktree under the

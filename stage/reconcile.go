@@ -20,8 +20,11 @@ import (
 //
 // Nothing here can lose work: no agent runs in a place before it is made.
 func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, checkAlive bool) (bool, error) {
-	if p.Phase != PhaseMaking {
-		return false, nil
+	if p.Phase != PhaseMaking || p.Host != env.Host {
+		return false, nil // only its own host can tell, and only it acts
+	}
+	if err := checkHome(ctx, env, repo, p); err != nil {
+		return false, err
 	}
 	if checkAlive && p.Launcher != nil && refs.ProcessAlive(p.Launcher.Host, p.Launcher.PID, env.Host) {
 		return false, nil
@@ -89,7 +92,7 @@ func forgetHalfMade(ctx context.Context, repo *git.Repo, path string) error {
 // reconcileReady marks a readying whose process died as interrupted.
 func reconcileReady(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place) (*refs.Record, error) {
 	r := p.Ready
-	if r == nil || r.Running == nil || refs.ProcessAlive(r.Running.Host, r.Running.PID, env.Host) {
+	if p.Host != env.Host || r == nil || r.Running == nil || refs.ProcessAlive(r.Running.Host, r.Running.PID, env.Host) {
 		return rec, nil
 	}
 	p.Ready = &ReadyResult{Steps: r.Steps, Exit: -1, Step: "(interrupted)", Tail: "readying was interrupted before it finished"}

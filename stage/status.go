@@ -175,6 +175,14 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: err.Error()})
 			continue
 		}
+		if p.Host == env.Host {
+			// A record of ours that does not live here is shown as a
+			// problem and never acted on: no cleanup, no watcher.
+			if err := checkHome(ctx, env, repo, &p); err != nil {
+				st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: err.Error()})
+				continue
+			}
+		}
 		if p.Phase == PhaseMaking {
 			// A cleanup git refuses (a ref lock a killed git left) must
 			// not hide the other places: it is reported with its ref, the

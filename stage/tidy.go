@@ -35,7 +35,7 @@ func Drop(ctx context.Context, env *Env, repoDir, id string, gate GateOptions) (
 			return err
 		}
 		p = *cur
-		if err := owned(env, &p); err != nil {
+		if err := checkHome(ctx, env, store.Repo(), &p); err != nil {
 			return err
 		}
 		if p.Phase == PhaseTidied {
@@ -107,6 +107,10 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 		}
 		if p.Host != env.Host {
 			continue // another host's place: its owner tidies it (R7)
+		}
+		if err := checkHome(ctx, env, repo, &p); err != nil {
+			errs = multierror.Append(errs, err)
+			continue
 		}
 		if p.Phase == PhaseMaking {
 			if _, err := reconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {

@@ -189,7 +189,9 @@ func cmdMkBrief(ts *testscript.TestScript, neg bool, args []string) {
 
 // putrecord REF FILE: store FILE as the state.json of a new state commit at
 // REF with raw git plumbing, bypassing git-flume's checks, so that scripts
-// can plant records flume itself would refuse to write.
+// can plant records flume itself would refuse to write (or a hostile host
+// would push). @WORK@ in FILE becomes $WORK, and @HEAD@ the commit HEAD
+// names in the current repository.
 func cmdPutRecord(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: putrecord REF FILE")
@@ -198,7 +200,14 @@ func cmdPutRecord(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(ts.Exec("git", args...))
 		return strings.TrimSpace(ts.ReadFile("stdout"))
 	}
-	blob := git("hash-object", "-w", ts.MkAbs(args[1]))
+	data := strings.ReplaceAll(ts.ReadFile(args[1]), "@WORK@", ts.Getenv("WORK"))
+	if strings.Contains(data, "@HEAD@") {
+		data = strings.ReplaceAll(data, "@HEAD@", git("rev-parse", "HEAD"))
+	}
+	planted := ts.MkAbs(".putrecord-state")
+	ts.Check(os.WriteFile(planted, []byte(data), 0o644))
+	defer os.Remove(planted)
+	blob := git("hash-object", "-w", planted)
 	index := ts.MkAbs(".putrecord-index")
 	ts.Setenv("GIT_INDEX_FILE", index)
 	git("update-index", "--add", "--cacheinfo", "100644,"+blob+",state.json")

@@ -222,3 +222,32 @@ func mustOpen(t *testing.T, r *git.Runner, dir string) *git.Repo {
 	}
 	return repo
 }
+
+// TestRefusedUpdateSaysWhy: a transaction git refuses with every ref where
+// the caller expected and no lock held is not reported as a lock (which a
+// caller would wait out for nothing), and a bad ref name is refused before
+// git runs, naming the rule.
+func TestRefusedUpdateSaysWhy(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	repo := mustOpen(t, &git.Runner{Env: env}, dir)
+	ctx := context.Background()
+
+	missing := strings.Repeat("1", 40)
+	err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/flume/x", New: missing}})
+	var uerr *git.UpdateError
+	if errors.Is(err, git.ErrLocked) || !errors.As(err, &uerr) {
+		t.Errorf("missing object: got %v, want an UpdateError that is not ErrLocked", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing object: %v does not name the object", err)
+	}
+
+	for _, name := range []string{"refs/flume/places/fix--x.", "refs/flume/a..b", "refs/flume/x.lock", "refs/flume/.x", "refs/flume/a b"} {
+		err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: name, New: missing}})
+		if err == nil || errors.Is(err, git.ErrLocked) || !strings.Contains(err.Error(), "invalid ref name") {
+			t.Errorf("%q: got %v, want an invalid ref name", name, err)
+		}
+	}
+}

@@ -126,6 +126,11 @@ func (repo *Repo) UpdateRefsLogged(ctx context.Context, message string, updates 
 	if len(updates) == 0 {
 		return nil
 	}
+	for _, u := range updates {
+		if err := CheckRefName(u.Name); err != nil {
+			return err
+		}
+	}
 	var in bytes.Buffer
 	zero := repo.ZeroID()
 	for _, u := range updates {
@@ -166,7 +171,9 @@ func (repo *Repo) UpdateRefsLogged(ctx context.Context, message string, updates 
 	if message != "" {
 		args = []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-m", message, "-z", "--stdin"}
 	}
-	_, err := repo.write(ctx, in.Bytes(), nil, args...)
+	// LC_ALL=C: git's words about a held lock are read below, so they
+	// must be the same whatever the user's locale.
+	_, err := repo.write(ctx, in.Bytes(), []string{"LC_ALL=C"}, args...)
 	if err == nil {
 		return nil
 	}
@@ -180,7 +187,75 @@ func (repo *Repo) UpdateRefsLogged(ctx context.Context, message string, updates 
 	if len(conflicts) > 0 {
 		return &ConflictError{Conflicts: conflicts}
 	}
-	return &LockedError{Refs: names(updates), Err: err}
+	if repo.lockHeld(updates, err) {
+		return &LockedError{Refs: names(updates), Err: err}
+	}
+	// Every ref is where the caller expected and no lock is held: git
+	// refused for another reason (a missing object, permissions, a full
+	// disk), which its own words name. Never reported as a lock: a caller
+	// would wait on it for nothing.
+	return &UpdateError{Refs: names(updates), Err: err}
+}
+
+// UpdateError is a transaction git refused with every ref where the caller
+// expected and no lock held: its words say why.
+type UpdateError struct {
+	Refs []string
+	Err  error
+}
+
+func (e *UpdateError) Error() string {
+	return fmt.Sprintf("update %s: %v", strings.Join(e.Refs, ", "), e.Err)
+}
+
+func (e *UpdateError) Unwrap() error { return e.Err }
+
+// lockHeld tells whether a refused transaction met a lock another process
+// held: a lock file of one of its refs (or of packed-refs, which a
+// deletion locks) is there now, or git said it found one ("Unable to
+// create '….lock': File exists", in the C locale it runs in). The lock may
+// be gone by the time its file is looked for, hence git's words too.
+func (repo *Repo) lockHeld(updates []RefUpdate, err error) bool {
+	var gerr *Error
+	if errors.As(err, &gerr) && strings.Contains(gerr.Stderr, ".lock': File exists") {
+		return true
+	}
+	paths := []string{filepath.Join(repo.CommonDir, "packed-refs.lock")}
+	for _, u := range updates {
+		paths = append(paths, filepath.Join(repo.CommonDir, filepath.FromSlash(u.Name)+".lock"))
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckRefName applies git's rules for ref names (git check-ref-format) in
+// process, so that a bad name is refused at once with its reason instead of
+// by a failed update-ref.
+func CheckRefName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("invalid ref name %q: %s", name, why) }
+	switch {
+	case name == "" || name == "@":
+		return bad("empty or @")
+	case strings.HasSuffix(name, "/") || strings.HasSuffix(name, "."):
+		return bad(`ends in "/" or "."`)
+	case strings.Contains(name, "..") || strings.Contains(name, "@{") || strings.Contains(name, "//"):
+		return bad(`contains "..", "@{" or "//"`)
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
+			return bad(fmt.Sprintf("character %q not allowed", c))
+		}
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		if strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return bad(`a part begins with "." or ends in ".lock"`)
+		}
+	}
+	return nil
 }
 
 // LockedError is a transaction refused because git's lock on a ref was

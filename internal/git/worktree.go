@@ -79,6 +79,33 @@ func (repo *Repo) MainWorktree(ctx context.Context) (Worktree, error) {
 	return wts[0], nil
 }
 
+// MainCheckout returns the top of the repository's main work tree. From
+// the main checkout itself that is where git runs (a submodule's too, whose
+// git directory lives in the superproject's .git/modules and which `git
+// worktree list` names by that directory instead). From a linked worktree
+// of the ordinary layout it is the folder holding the common .git
+// directory; otherwise git is asked, and a path inside a git directory is
+// refused rather than used as a work tree.
+func (repo *Repo) MainCheckout(ctx context.Context) (string, error) {
+	if repo.Bare {
+		return "", fmt.Errorf("repository %s has no main worktree (bare)", repo.CommonDir)
+	}
+	if repo.GitDir == repo.CommonDir {
+		return repo.Dir, nil
+	}
+	if filepath.Base(repo.CommonDir) == ".git" {
+		return filepath.Dir(repo.CommonDir), nil
+	}
+	main, err := repo.MainWorktree(ctx)
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(repo.CommonDir, main.Path); err == nil && !strings.HasPrefix(rel, "..") {
+		return "", fmt.Errorf("cannot tell the main checkout of %s (git names its git directory %s); run from the main checkout", repo.Dir, main.Path)
+	}
+	return main.Path, nil
+}
+
 // AddWorktree makes a linked worktree at path on a new branch started at
 // base. It never reuses an existing branch or path: git refuses both.
 func (repo *Repo) AddWorktree(ctx context.Context, path, branch, base string) error {

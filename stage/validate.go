@@ -1,0 +1,200 @@
+package stage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// Every place record is checked before any code acts on it, local or
+// fetched: a record is input, and a hostile host sharing the sync remote
+// (or a hand edit) can write any bytes into one. The store runs this check
+// on every read and write of a "place", so an invalid record is a
+// *refs.MalformedError named by its ref (R5): status and fsck report it,
+// and nothing can act on it or overwrite it.
+func init() {
+	refs.DefaultValidators["place"] = validatePlaceRecord
+}
+
+// maxStages bounds a kind's stages in a record.
+const maxStages = 64
+
+func validatePlaceRecord(ref string, data []byte) error {
+	var p Place
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("not a place record: %v", err)
+	}
+	return ValidatePlace(strings.TrimPrefix(ref, PlacePrefix), &p)
+}
+
+// ValidatePlace checks that a place record is the record flume would have
+// written for the place id: the names valid (R6), the branch
+// <kind>/<name> and the path <repo>/places/<kind>--<name> derived from
+// them, every commit a full object id, the current stage one of its stages.
+// What it cannot check alone (that Repo is this repository's main checkout,
+// that no part of the path is a symlink) is checked where a place is acted
+// on (checkHome).
+func ValidatePlace(id string, p *Place) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("invalid place record: "+format, args...)
+	}
+	if p.Kind != "place" || p.Schema != 1 {
+		return bad("kind %q schema %d, want place 1", p.Kind, p.Schema)
+	}
+	if err := refs.ValidateName("kind", p.PlaceKind); err != nil {
+		return bad("%v", err)
+	}
+	if err := refs.ValidateName("name", p.Name); err != nil {
+		return bad("%v", err)
+	}
+	if want := p.PlaceKind + "--" + p.Name; p.ID != want || id != want {
+		return bad("id %q under ref name %q, want %q for kind %q and name %q", p.ID, id, want, p.PlaceKind, p.Name)
+	}
+	if want := p.PlaceKind + "/" + p.Name; p.Branch != want {
+		return bad("branch %q, want %q", p.Branch, want)
+	}
+	if !filepath.IsAbs(p.Repo) || filepath.Clean(p.Repo) != p.Repo || p.Repo == "/" {
+		return bad("repo %q is not a clean absolute path", p.Repo)
+	}
+	if want := filepath.Join(p.Repo, PlacesDir, p.ID); p.Path != want {
+		return bad("path %q, want %q", p.Path, want)
+	}
+	if p.Host == "" || strings.ContainsAny(p.Host, "\x00\n") {
+		return bad("host %q", p.Host)
+	}
+	switch p.Phase {
+	case PhaseMaking, PhaseMade, PhaseTidied:
+	default:
+		return bad("phase %q", p.Phase)
+	}
+	if !isObjectID(p.Base) {
+		return bad("base %q is not a full object id", p.Base)
+	}
+	if err := git.CheckRefName("refs/heads/" + p.Target); err != nil || p.Target == "" {
+		return bad("target %q is not a branch name", p.Target)
+	}
+	if n := len(p.Stages); n == 0 || n > maxStages {
+		return bad("%d stages, want 1 to %d", n, maxStages)
+	}
+	if p.Current < 0 || p.Current >= len(p.Stages) {
+		return bad("current stage %d, want 0 to %d", p.Current, len(p.Stages)-1)
+	}
+	for _, pr := range []*Proc{p.Launcher, p.Watcher} {
+		if pr != nil && pr.PID < 0 {
+			return bad("process id %d", pr.PID)
+		}
+	}
+	if p.Ready != nil && p.Ready.Running != nil && p.Ready.Running.PID < 0 {
+		return bad("process id %d", p.Ready.Running.PID)
+	}
+	if p.Tidied != nil && p.Tidied.BranchHead != "" && !isObjectID(p.Tidied.BranchHead) {
+		return bad("tidied branch head %q", p.Tidied.BranchHead)
+	}
+	for i := range p.Stages {
+		if err := validateStage(p, &p.Stages[i]); err != nil {
+			return bad("stage %d: %v", i+1, err)
+		}
+	}
+	return nil
+}
+
+func validateStage(p *Place, st *StageRecord) error {
+	if st.Name == "" || st.Runs < 0 {
+		return fmt.Errorf("name %q, runs %d", st.Name, st.Runs)
+	}
+	for _, id := range []string{st.Base, st.At} {
+		if id != "" && !isObjectID(id) {
+			return fmt.Errorf("commit %q is not a full object id", id)
+		}
+	}
+	if a := st.Agent; a != nil && (a.PID < 0 || a.Sends < 0 || a.Tells < 0) {
+		return fmt.Errorf("agent pid %d, sends %d, tells %d", a.PID, a.Sends, a.Tells)
+	}
+	snaps := st.Snapshots
+	if st.Start != nil {
+		snaps = append([]Snapshot{*st.Start}, snaps...)
+	}
+	for _, s := range snaps {
+		if !strings.HasPrefix(s.Ref, refs.SnapshotPrefix+p.ID+"/") || !isObjectID(s.Commit) {
+			return fmt.Errorf("snapshot %q at %q is not one of this place's", s.Ref, s.Commit)
+		}
+	}
+	return nil
+}
+
+// isObjectID reports whether s is a full SHA-1 or SHA-256 object id in
+// lowercase hex.
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// HomeError refuses to act on a place whose record does not live here: it
+// names another repository's checkout, or its places/ folder or worktree
+// path is not a real folder inside this repository. Such a record is
+// reported, never acted on.
+type HomeError struct {
+	Place  string
+	Reason string
+}
+
+func (e *HomeError) Error() string {
+	return fmt.Sprintf("place %s is not acted on: %s", e.Place, e.Reason)
+}
+
+// checkHome is what ValidatePlace cannot check from the record alone,
+// checked before flume acts on a place: the record is this host's, its
+// repo is this repository's main checkout, and neither places/ nor the
+// place's own folder is a symlink (or anything but a folder), so that
+// every path flume acts on resolves inside <repo>/places/ (T2).
+func checkHome(ctx context.Context, env *Env, repo *git.Repo, p *Place) error {
+	if err := owned(env, p); err != nil {
+		return err
+	}
+	main, err := repo.MainCheckout(ctx)
+	if err != nil {
+		return err
+	}
+	if !samePath(main, p.Repo) {
+		return &HomeError{Place: p.ID, Reason: fmt.Sprintf("its record names the checkout %s, but this repository's is %s", p.Repo, main)}
+	}
+	for _, dir := range []string{filepath.Join(p.Repo, PlacesDir), p.Path} {
+		info, err := os.Lstat(dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil
+		case err != nil:
+			return err
+		case info.Mode()&os.ModeSymlink != 0:
+			return &HomeError{Place: p.ID, Reason: dir + " is a symlink; flume acts only inside the repository's own places/ folder"}
+		case !info.IsDir():
+			return &HomeError{Place: p.ID, Reason: dir + " is not a folder"}
+		}
+	}
+	return nil
+}
+
+// samePath compares two absolute paths, resolving symlinks above them (a
+// temp folder behind /tmp, say) only when they differ as written.
+func samePath(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
+}
