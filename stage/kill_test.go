@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,11 +21,17 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("FLUME_STAGE_HELPER") == "launch" {
 		env := &stage.Env{Runner: &git.Runner{}, Host: "testhost", PID: os.Getpid(), Now: time.Now, CallerEnv: os.Environ(), Out: os.Stderr}
-		_, err := stage.Launch(context.Background(), env, stage.LaunchOptions{Repo: os.Getenv("FLUME_REPO"), Kind: "fix", Name: os.Getenv("FLUME_NAME"), Brief: "b"})
+		// As git-flume's main: these signals end the command through its
+		// context.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+		_, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: os.Getenv("FLUME_REPO"), Kind: "fix", Name: os.Getenv("FLUME_NAME"), Brief: "b"})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			stop()
 			os.Exit(1)
 		}
+		stop()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -39,6 +46,24 @@ func TestKilledLaunchLeavesConsistentPlace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills 30 launches")
 	}
+	interruptLaunches(t, syscall.SIGKILL, 30)
+}
+
+// TestHungUpLaunchLeavesConsistentPlace: the same with the signals a
+// closed terminal, Ctrl-C or a service manager sends, which git-flume
+// catches: every place is made or cleaned up, never left half-made.
+func TestHungUpLaunchLeavesConsistentPlace_L1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("interrupts 30 launches")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { interruptLaunches(t, sig, 10) })
+	}
+}
+
+// interruptLaunches sends sig to n launches' process groups at random
+// points and checks what each left.
+func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 	f := newFixture(t)
 	os.MkdirAll(filepath.Join(f.dir, ".flume"), 0o755)
 	os.WriteFile(filepath.Join(f.dir, ".flume", "config"), []byte("[ready]\n\tstep = sleep 0.05\n"), 0o644)
@@ -47,7 +72,7 @@ func TestKilledLaunchLeavesConsistentPlace(t *testing.T) {
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
 	outcomes := map[string]int{}
-	for trial := range 30 {
+	for trial := range n {
 		name := fmt.Sprintf("k%02d", trial)
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(append([]string{}, f.env...), "FLUME_STAGE_HELPER=launch", "FLUME_REPO="+f.dir, "FLUME_NAME="+name)
@@ -56,7 +81,9 @@ func TestKilledLaunchLeavesConsistentPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// The whole process group, as a terminal hangs up its foreground
+		// job: git-flume and its git children alike.
+		syscall.Kill(-cmd.Process.Pid, sig)
 		cmd.Wait()
 
 		st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
@@ -122,6 +149,6 @@ func TestKilledLaunchLeavesConsistentPlace(t *testing.T) {
 			t.Fatalf("trial %d: place %s left in phase %q", trial, id, ps.Phase)
 		}
 	}
-	t.Logf("outcomes of 30 killed launches: %v", outcomes)
+	t.Logf("outcomes of %d launches sent %v: %v", n, sig, outcomes)
 	f.git("-C", f.dir, "fsck", "--no-dangling")
 }

@@ -194,6 +194,12 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		return nil, err
 	}
 	rec := w[0]
+	// From here the place is made whole even when the launch is told to
+	// stop (SIGINT, SIGTERM, SIGHUP): a git killed inside `worktree add`
+	// leaves a worktree git itself cannot list. A stop is honoured once
+	// the record says "made".
+	stopped := ctx
+	ctx = context.WithoutCancel(ctx)
 	if err := excludePlaces(repo.CommonDir); err != nil {
 		return nil, err
 	}
@@ -208,6 +214,9 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	w, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "launch " + p.ID + ": made " + p.Path}})
 	if err != nil {
 		return nil, err
+	}
+	if err := stopped.Err(); err != nil {
+		return nil, fmt.Errorf("launch %s stopped once its place was made (%s): %w", p.ID, p.Path, err)
 	}
 	return w[0], nil
 }

@@ -6,19 +6,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
 
 // reconcileMaking finishes off a place whose launch stopped while making it
-// (killed, or refused by git): its half-made worktree is removed, its branch
-// deleted if it never moved from the base, and the record marked tidied, so
-// the place is never left ambiguous and may be launched again. A launch
-// still running (its process alive on this host) is left alone unless
-// force (the caller is that launch).
-//
-// Nothing here can lose work: no agent runs in a place before it is made.
+// (killed, hung up, or refused by git), so the place is never left
+// ambiguous. A worktree that git finished making and that already holds
+// work (a commit on its branch, or any file that is not its base's) is
+// the place: the record becomes "made" and nothing is removed. Otherwise
+// the half-made worktree is removed, its branch deleted if it never moved
+// from the base, and the record marked tidied, so the place may be launched
+// again. A launch still running (its process alive on this host) is left
+// alone unless force (the caller is that launch).
 func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, checkAlive bool) (bool, error) {
 	if p.Phase != PhaseMaking || p.Host != env.Host {
 		return false, nil // only its own host can tell, and only it acts
@@ -32,6 +34,7 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	if p.Launcher != nil && p.Launcher.Host != env.Host {
 		return false, nil // only its own host can tell
 	}
+	repairHalfMadeAdmin(repo, p)
 	wts, err := repo.Worktrees(ctx)
 	if err != nil {
 		return false, err
@@ -41,6 +44,15 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 		// the launch lock), so a worktree there is this launch's own, on
 		// its branch or still detached if `worktree add` was cut short.
 		if wt.Path == p.Path && !wt.Main && (wt.Branch == p.branchRef() || wt.Branch == "") {
+			work, err := holdsWork(ctx, repo, p, wt)
+			if err != nil {
+				return false, fmt.Errorf("cannot tell whether the interrupted launch's worktree %s holds work, so it stays: %w", p.Path, err)
+			}
+			if work != "" {
+				return finishMade(ctx, env, store, rec, p, work)
+			}
+			// Nothing in it is anyone's work: the force only passes git's
+			// "initializing" lock and a checkout cut short.
 			if err := repo.RemoveWorktree(ctx, p.Path, true); err != nil {
 				if err := forgetHalfMade(ctx, repo, p.Path); err != nil {
 					return false, err
@@ -71,6 +83,97 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 		return false, nil // someone else reconciled it
 	}
 	return err == nil, err
+}
+
+// holdsWork says what work a worktree left by an interrupted launch holds:
+// commits on the place's branch beyond its base, or files that are not
+// the base's (untracked or changed, read through a throwaway index). ""
+// means none: removing it loses nothing.
+func holdsWork(ctx context.Context, repo *git.Repo, p *Place, wt git.Worktree) (string, error) {
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err == nil && head != p.Base {
+		return fmt.Sprintf("its branch %s moved to %.12s", p.Branch, head), nil
+	}
+	if err != nil && !errors.Is(err, git.ErrNotExist) {
+		return "", err
+	}
+	if wt.Branch == "" {
+		// git was cut short before the branch was checked out: nobody
+		// was handed the worktree yet.
+		return "", nil
+	}
+	added, err := repo.FilesBeyond(ctx, p.Path, p.Base)
+	if err != nil || !added {
+		return "", err
+	}
+	return "it holds files that are not its base's", nil
+}
+
+// finishMade takes an interrupted launch's worktree that holds work as the
+// place it was meant to be: its record moves to "made", and its first
+// stage starts as any pending stage does.
+func finishMade(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place, why string) (bool, error) {
+	p.Phase, p.Launcher = PhaseMade, nil
+	_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("launch %s: interrupted after its worktree was made; %s, so it is kept as made", p.ID, why)}})
+	var conflict *refs.ConflictError
+	if errors.As(err, &conflict) {
+		return false, nil // someone else reconciled it
+	}
+	return false, err
+}
+
+// repairHalfMadeAdmin clears what a `git worktree add` killed between
+// writing its administrative folder's gitdir file and its commondir file
+// leaves in the repository's worktrees/ folder: git itself then fails
+// every `git worktree list` ("failed to read …/commondir") and, the folder
+// being locked "initializing", never prunes it. Only the folder whose
+// gitdir names this place's path is touched, only when its commondir is
+// missing or empty, and of the place's own folder only the .git file that
+// named it.
+func repairHalfMadeAdmin(repo *git.Repo, p *Place) {
+	dirs, _ := filepath.Glob(filepath.Join(repo.CommonDir, "worktrees", "*"))
+	for _, dir := range dirs {
+		gitdir, err := os.ReadFile(filepath.Join(dir, "gitdir"))
+		if err != nil || filepath.Clean(strings.TrimSpace(string(gitdir))) != filepath.Join(p.Path, ".git") {
+			continue
+		}
+		if info, err := os.Lstat(filepath.Join(dir, "commondir")); err == nil && info.Size() > 0 {
+			continue
+		}
+		for _, name := range []string{"locked", "gitdir", "commondir", "HEAD", "ORIG_HEAD", "index"} {
+			os.Remove(filepath.Join(dir, name))
+		}
+		os.Remove(dir) // never recursively: anything else in it stays
+		// The place's .git file named that folder; the folder it sits in
+		// goes only if nothing else is in it (reconcileMaking).
+		dotgit := filepath.Join(p.Path, ".git")
+		if data, err := os.ReadFile(dotgit); err == nil && len(data) < 4096 && strings.TrimSpace(strings.TrimPrefix(string(data), "gitdir:")) == dir {
+			os.Remove(dotgit)
+		}
+	}
+}
+
+// listWorktrees lists the repository's worktrees; when git cannot (an
+// interrupted launch left a half-written administrative folder), it repairs
+// what this host's dead launches left and lists again.
+func listWorktrees(ctx context.Context, env *Env, repo *git.Repo, records []*refs.Record) ([]git.Worktree, error) {
+	wts, err := repo.Worktrees(ctx)
+	if err == nil {
+		return wts, nil
+	}
+	for _, rec := range records {
+		var p Place
+		if !strings.HasPrefix(rec.Ref, PlacePrefix) || rec.Decode(&p) != nil || p.Phase != PhaseMaking || p.Host != env.Host {
+			continue
+		}
+		if p.Launcher != nil && refs.ProcessAlive(p.Launcher.Host, p.Launcher.PID, env.Host) {
+			continue
+		}
+		if checkHome(ctx, env, repo, &p) == nil {
+			repairHalfMadeAdmin(repo, &p)
+		}
+	}
+	return repo.Worktrees(ctx)
 }
 
 // forgetHalfMade handles a `worktree add` cut short before it wrote the

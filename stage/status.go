@@ -143,7 +143,7 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	if err != nil {
 		return nil, err
 	}
-	wts, err := repo.Worktrees(ctx)
+	wts, err := listWorktrees(ctx, env, repo, records)
 	if err != nil {
 		return nil, err
 	}

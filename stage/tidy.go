@@ -93,7 +93,7 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 	if err != nil {
 		return nil, err
 	}
-	wts, err := repo.Worktrees(ctx)
+	wts, err := listWorktrees(ctx, env, repo, records)
 	if err != nil {
 		return nil, err
 	}

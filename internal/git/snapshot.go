@@ -97,3 +97,31 @@ func (repo *Repo) RestoreTree(ctx context.Context, dir, base, tree string) error
 		return err
 	})
 }
+
+// FilesBeyond reports whether the work tree at dir holds any file that base
+// does not hold byte for byte: an untracked file that is not ignored, or a
+// changed one. Files missing from the work tree do not count (nothing of
+// them would be lost). Read through a throwaway index; HEAD, the branch and
+// the real index are untouched.
+func (repo *Repo) FilesBeyond(ctx context.Context, dir, base string) (bool, error) {
+	var tree string
+	err := repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
+		if _, err := run(nil, "read-tree", "--end-of-options", base); err != nil {
+			return err
+		}
+		if _, err := run(nil, "add", "--ignore-removal", "--", "."); err != nil {
+			return err
+		}
+		out, err := run(nil, "write-tree")
+		tree = strings.TrimSpace(string(out))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("read %s against %s: %w", dir, base, err)
+	}
+	want, err := repo.ResolveRef(ctx, base+"^{tree}")
+	if err != nil {
+		return false, err
+	}
+	return tree != want, nil
+}

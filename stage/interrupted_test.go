@@ -1,0 +1,150 @@
+package stage_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// interrupt rewrites a made place's record as its launch would have left
+// it, killed (or hung up) before it wrote "made": phase making, its
+// launcher a process that is gone.
+func interrupt(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	ctx := context.Background()
+	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := refs.New(repo)
+	_, err = s.Edit(ctx, stage.PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
+		var p stage.Place
+		if err := cur.Decode(&p); err != nil {
+			return refs.Change{}, err
+		}
+		p.Phase, p.Launcher = stage.PhaseMaking, &stage.Proc{PID: 999999, Host: "testhost"}
+		return refs.Change{State: &p, Message: "interrupted"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func placeOf(t *testing.T, st *stage.Status, id string) *stage.PlaceStatus {
+	t.Helper()
+	for i := range st.Places {
+		if st.Places[i].Place == id {
+			return &st.Places[i]
+		}
+	}
+	t.Fatalf("no place %s in status (problems %+v)", id, st.Problems)
+	return nil
+}
+
+// TestInterruptedLaunchKeepsWork: a launch cut short (SIGHUP, SIGKILL)
+// after its worktree was made leaves a place someone may already work in.
+// The next reader never removes a worktree holding a commit or a file
+// beyond its base: it finishes the place as made. One holding nothing is
+// cleaned up as before.
+func TestInterruptedLaunchKeepsWork(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	env := f.stageEnv(f.env)
+	for _, name := range []string{"committed", "untracked", "changed", "empty"} {
+		if _, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place := func(name string) string { return filepath.Join(f.dir, "places", "fix--"+name) }
+	os.WriteFile(filepath.Join(place("committed"), "work"), []byte("mine\n"), 0o644)
+	f.git("-C", place("committed"), "add", "work")
+	f.git("-C", place("committed"), "commit", "-q", "-m", "users work")
+	os.WriteFile(filepath.Join(place("untracked"), "notes"), []byte("mine\n"), 0o644)
+	os.WriteFile(filepath.Join(place("changed"), ".keep"), []byte("x"), 0o644)
+	f.git("-C", place("changed"), "add", ".keep")
+	for _, name := range []string{"committed", "untracked", "changed", "empty"} {
+		interrupt(t, f, "fix--"+name)
+	}
+
+	st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"committed", "untracked", "changed"} {
+		ps := placeOf(t, st, "fix--"+name)
+		if ps.Phase != stage.PhaseMade || ps.Worktree != "present" {
+			t.Errorf("%s: phase %s, worktree %s; want made, present", name, ps.Phase, ps.Worktree)
+		}
+		if _, err := os.Stat(place(name)); err != nil {
+			t.Errorf("%s: worktree removed: %v", name, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(place("untracked"), "notes")); err != nil || string(b) != "mine\n" {
+		t.Errorf("untracked file lost: %q, %v", b, err)
+	}
+	if ps := placeOf(t, st, "fix--empty"); ps.Phase != stage.PhaseTidied {
+		t.Errorf("empty: phase %s, want tidied", ps.Phase)
+	}
+	if _, err := os.Lstat(place("empty")); err == nil {
+		t.Error("empty: worktree of an interrupted launch holding nothing was kept")
+	}
+}
+
+// TestLaunchKilledInsideWorktreeAdd: a `git worktree add` killed after it
+// wrote its administrative folder's gitdir file but before it wrote
+// commondir leaves git failing every `worktree list` (and never pruning the folder,
+// locked "initializing"). The next status repairs exactly that folder and
+// cleans the launch up.
+func TestLaunchKilledInsideWorktreeAdd(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	env := f.stageEnv(f.env)
+	if _, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	interrupt(t, f, "fix--cut")
+	path := filepath.Join(f.dir, "places", "fix--cut")
+	f.git("-C", f.dir, "worktree", "remove", "--force", path)
+	f.git("-C", f.dir, "branch", "-D", "fix/cut")
+	admin := filepath.Join(f.dir, ".git", "worktrees", "fix--cut")
+	os.MkdirAll(admin, 0o755)
+	os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing\n"), 0o644)
+	os.WriteFile(filepath.Join(admin, "gitdir"), []byte(filepath.Join(path, ".git")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(admin, "commondir"), nil, 0o644) // created, not yet written
+	os.MkdirAll(path, 0o755)
+	os.WriteFile(filepath.Join(path, ".git"), []byte("gitdir: "+admin+"\n"), 0o644)
+	if _, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := gitFails(f, "-C", f.dir, "worktree", "list"); err == nil {
+		t.Fatalf("the planted state should make git fail, got %s", out)
+	}
+
+	st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := placeOf(t, st, "fix--cut"); ps.Phase != stage.PhaseTidied {
+		t.Errorf("phase %s, want tidied", ps.Phase)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		t.Error("the interrupted launch's folder stayed")
+	}
+	if out := f.git("-C", f.dir, "worktree", "list"); strings.Contains(out, "fix--cut") {
+		t.Errorf("git still lists the worktree: %s", out)
+	}
+}
+
+func gitFails(f *fixture, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Env = f.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
