@@ -2,10 +2,12 @@ package stage_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -147,4 +149,49 @@ func gitFails(f *fixture, args ...string) (string, error) {
 	cmd.Env = f.env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// TestParallelTidiesAllSucceed: tidy passes run one at a time per
+// repository, so concurrent ones never fail on each other's removals:
+// every pass exits cleanly and every dropped place is tidied once.
+func TestParallelTidiesAllSucceed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	env := f.stageEnv(f.env)
+	for i := range 6 {
+		name := fmt.Sprintf("p%d", i)
+		if _, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stage.Drop(ctx, env, f.dir, "fix--"+name, stage.GateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	results := make([][]stage.TidyResult, 4)
+	errs := make([]error, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = stage.Tidy(ctx, env, stage.TidyOptions{Repo: f.dir})
+		}()
+	}
+	wg.Wait()
+	tidied := map[string]int{}
+	for i := range 4 {
+		if errs[i] != nil {
+			t.Errorf("tidy %d: %v", i, errs[i])
+		}
+		for _, r := range results[i] {
+			if r.Tidied {
+				tidied[r.Place]++
+			}
+		}
+	}
+	for i := range 6 {
+		if n := tidied[fmt.Sprintf("fix--p%d", i)]; n != 1 {
+			t.Errorf("fix--p%d tidied %d times", i, n)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -89,6 +90,15 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 	if err != nil {
 		return nil, err
 	}
+	// One tidy at a time per repository, and never beside a launch making
+	// a worktree (L2b): two passes judging the same place would race each
+	// other's removals and report each other's work as failures. The
+	// records are read under the lock.
+	lock, err := lockRepo(ctx, repo.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	records, _, err := store.List(ctx, PlacePrefix)
 	if err != nil {
 		return nil, err
@@ -239,6 +249,14 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", "claimed by "+cs.Claim.Key
 		return res, err
 	}
+	if !opts.DryRun {
+		// X5: a place whose agent may still run is never removed under
+		// it; the agent is ended and verified gone, or the place stays.
+		if kept := endPlaceAgent(ctx, env, p); kept != "" {
+			res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
+			return res, keepPlace(ctx, store, rec, p, kept, cs, false)
+		}
+	}
 
 	// T2: the worktree goes only if git lists it as a linked worktree
 	// directly under places/, on the place's branch, unlocked and clean.
@@ -318,8 +336,10 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	p.Phase, p.Kept = PhaseTidied, ""
 	p.Tidied = &TidyRecord{At: env.now(), Reason: res.Reason, BranchHead: j.head}
 	changes := []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("tidy %s: %s", p.ID, res.Reason)}}
-	if j.head != "" && j.head != p.Base {
-		// X2: the deleted branch's commits stay reachable from the record.
+	if res.Branch == "deleted" {
+		// X2: the deleted branch's commits stay reachable from the record,
+		// its base too: a base nothing else holds (a record's base is
+		// input) is not lost with the branch.
 		changes[0].Hold = []string{j.head}
 		changes[0].Message += fmt.Sprintf("; branch %s was at %s, held as second parent", p.Branch, j.head)
 	}
@@ -331,6 +351,33 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	}
 	_, err = store.Write(ctx, changes, extra...)
 	return res, err
+}
+
+// endPlaceAgent ends the current stage's agent of a place whose work is
+// over and verifies it gone. It returns why the place must stay instead:
+// the agent could not be ended, its pane is still up, or it runs in the
+// operator's own terminal, which flume does not end.
+func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
+	a := p.Stages[p.Current].Agent
+	if a == nil || a.Ended {
+		return ""
+	}
+	if a.Pane == "print" {
+		if left := agents.SessionProcesses(a.Session); len(left) > 0 {
+			return fmt.Sprintf("its agent, started by the operator from a printed command, still runs (pids %v); end it, then tidy again", left)
+		}
+		a.Ended = true
+		return ""
+	}
+	if err := endAgent(ctx, env, a); err != nil {
+		a.Ended = false
+		return "its agent could not be ended: " + firstLine(err.Error())
+	}
+	if env.Engine.up(ctx, a) {
+		a.Ended = false
+		return fmt.Sprintf("its agent's pane %s is still up after it was ended", a.Pane)
+	}
+	return ""
 }
 
 // removeWorktree runs the repository's remove steps (T3), then
