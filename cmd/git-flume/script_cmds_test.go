@@ -191,7 +191,9 @@ func cmdMkBrief(ts *testscript.TestScript, neg bool, args []string) {
 // REF with raw git plumbing, bypassing git-flume's checks, so that scripts
 // can plant records flume itself would refuse to write (or a hostile host
 // would push). @WORK@ in FILE becomes $WORK, and @HEAD@ the commit HEAD
-// names in the current repository.
+// names in the current repository. When REF exists, the new commit's
+// parent is what it holds, so the record moves forward as flume's own
+// writes do.
 func cmdPutRecord(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: putrecord REF FILE")
@@ -214,7 +216,11 @@ func cmdPutRecord(ts *testscript.TestScript, neg bool, args []string) {
 	tree := git("write-tree")
 	ts.Setenv("GIT_INDEX_FILE", "")
 	ts.Check(os.Remove(index))
-	commit := git("commit-tree", "-m", "planted by putrecord", tree)
+	commitArgs := []string{"commit-tree", "-m", "planted by putrecord", tree}
+	if ts.Exec("git", "rev-parse", "--verify", "-q", args[0]) == nil {
+		commitArgs = append(commitArgs, "-p", strings.TrimSpace(ts.ReadFile("stdout")))
+	}
+	commit := git(commitArgs...)
 	git("update-ref", args[0], commit)
 }
 
