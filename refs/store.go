@@ -164,6 +164,13 @@ func (s *Store) parse(ref, commit string, data []byte) (*Record, error) {
 	return &Record{Ref: ref, Commit: commit, Kind: h.Kind, Schema: *h.Schema, Data: data}, nil
 }
 
+// Check reads data as the state.json of a record at ref would be read,
+// header, schema and the kind's validator, and says why it is not one.
+func (s *Store) Check(ref string, data []byte) error {
+	_, err := s.parse(ref, "", data)
+	return err
+}
+
 // Read returns the record at ref and the commit it was read at. It returns
 // ErrNotFound when the ref does not exist, and a *MalformedError or
 // *NewerSchemaError when it cannot be used.
