@@ -85,12 +85,32 @@ func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
 	r.Report(ctx, st.Agent.Pane, state, msg)
 }
 
-// followUp types a follow-up into the agent's pane, if it runs there.
-func followUp(ctx context.Context, env *Env, a *AgentRun, text string) error {
-	if !env.Engine.up(ctx, a) {
-		return nil
+// followUp types a follow-up (the budget message, the length recovery
+// prompt, the reminder) into the agent's pane only once the screen shows
+// its ready composer (X3). It reports whether it typed: nothing is typed
+// into a pane that is gone or busy (the caller tries again at a later
+// step), and a screen that is a dialog is returned as blocked, with its
+// words, never typed into.
+func followUp(ctx context.Context, env *Env, a *AgentRun, text string) (sent bool, blocked string, err error) {
+	if a == nil || a.Ended || !env.Engine.up(ctx, a) {
+		return false, "", nil
 	}
-	return env.Engine.panes(a).Send(ctx, a.Pane, text)
+	panes := env.Engine.panes(a)
+	capture, err := panes.Capture(ctx, a.Pane)
+	if err != nil {
+		return false, "", err
+	}
+	switch screen := agents.ReadScreen(a.Format, capture); {
+	case screen.Ready:
+	case screen.Busy:
+		return false, "", nil
+	default:
+		return false, screen.Words, nil
+	}
+	if err := panes.Send(ctx, a.Pane, text); err != nil {
+		return false, "", err
+	}
+	return true, "", nil
 }
 
 // BudgetMessage is the one message a stage's agent gets at 75% of its
@@ -396,13 +416,18 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &now
 			return write("cut: " + st.Reason)
 		case used >= budget*3/4 && !st.Told && st.State != StateStarting && st.State != StateUnknown:
-			if env.Engine.up(ctx, a) {
-				if err := env.Engine.panes(a).Send(ctx, a.Pane, BudgetMessage); err != nil {
-					return false, err
-				}
+			sent, blocked, err := followUp(ctx, env, a, BudgetMessage)
+			switch {
+			case err != nil:
+				return false, err
+			case blocked != "":
+				st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
+				return write("blocked: " + blocked)
+			case sent:
+				// X5: recorded as told only once typed.
+				st.Told = true
+				return write("three quarters of the budget used: told the agent to finish")
 			}
-			st.Told = true
-			return write("three quarters of the budget used: told the agent to finish")
 		}
 	}
 
@@ -459,15 +484,29 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 				}
 				break
 			}
-			if err := followUp(ctx, env, a, LengthMessage); err != nil {
+			sent, blocked, err := followUp(ctx, env, a, LengthMessage)
+			switch {
+			case err != nil:
 				return false, err
+			case blocked != "":
+				st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
+				return write("blocked: " + blocked)
+			case !sent:
+				return false, nil
 			}
 			st.LengthPrompted = true
 			return write("reply cut for length: sent the one recovery prompt")
 		case agents.TurnDone:
 			if !st.Reminded && quiet >= env.Engine.remindAfter() {
-				if err := followUp(ctx, env, a, reminder(st)); err != nil {
+				sent, blocked, err := followUp(ctx, env, a, reminder(st))
+				switch {
+				case err != nil:
 					return false, err
+				case blocked != "":
+					st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
+					return write("blocked: " + blocked)
+				case !sent:
+					return false, nil
 				}
 				st.Reminded = true
 				return write("turn ended with neither the deliverable nor NEEDS:; sent the one reminder")

@@ -180,6 +180,20 @@ func fakeClaude() {
 				time.Sleep(time.Duration(n) * time.Second)
 			case "exit":
 				os.Exit(0)
+			case "popup":
+				// After N seconds a permission dialog takes the screen:
+				// whatever is typed from then on lands in it, logged.
+				var n int
+				fmt.Sscan(arg, &n)
+				time.Sleep(time.Duration(n) * time.Second)
+				fmt.Print("Do you want to proceed?\n❯ 1. Yes\n  2. No\n")
+				sc := bufio.NewScanner(os.Stdin)
+				for sc.Scan() {
+					f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+					fmt.Fprintln(f, sc.Text())
+					f.Close()
+				}
+				select {}
 			}
 		}
 		composer()
