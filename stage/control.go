@@ -166,34 +166,42 @@ func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g Ga
 	if err != nil {
 		return nil, err
 	}
-	rec, p, err := gate(ctx, env, store, id, g)
+	// The place's watcher moves the record too (most of all while the
+	// agent it watches is being ended): a lost race is read again and
+	// decided again, never reported as the caller's failure. Ending an
+	// agent that is already gone does nothing, so a second pass is safe.
+	err = refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		rec, p, err := gate(ctx, env, store, id, g)
+		if err != nil {
+			return err
+		}
+		if err := check(p); err != nil {
+			return err
+		}
+		st := &p.Stages[p.Current]
+		if a := st.Agent; a != nil && !a.Ended {
+			if env.Engine.up(ctx, a) && !force {
+				return &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
+			}
+			if err := endAgent(ctx, env, a); err != nil {
+				return err
+			}
+		}
+		if st.State == StateDelivered || st.State == StateLanded {
+			if p.PlaceKind != "question" {
+				return &RefusedError{Place: id, Reason: "stage " + st.Name + " was delivered; nothing to " + verb}
+			}
+		}
+		// W3: what the ended agent left uncommitted is kept before anyone
+		// starts over it.
+		if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
+			return err
+		}
+		st.State = StagePending
+		_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb)}})
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	if err := check(p); err != nil {
-		return nil, err
-	}
-	st := &p.Stages[p.Current]
-	if a := st.Agent; a != nil && !a.Ended {
-		if env.Engine.up(ctx, a) && !force {
-			return nil, &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
-		}
-		if err := endAgent(ctx, env, a); err != nil {
-			return nil, err
-		}
-	}
-	if st.State == StateDelivered || st.State == StateLanded {
-		if p.PlaceKind != "question" {
-			return nil, &RefusedError{Place: id, Reason: "stage " + st.Name + " was delivered; nothing to " + verb}
-		}
-	}
-	// W3: what the ended agent left uncommitted is kept before anyone
-	// starts over it.
-	if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
-		return nil, err
-	}
-	st.State = StagePending
-	if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb)}}); err != nil {
 		return nil, err
 	}
 	return Confirm(ctx, env, repoDir, id)
