@@ -312,6 +312,26 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	// The transcript is the proof of everything after: find it, then read
 	// it once for this step.
 	a := st.Agent
+	// tell types one of flume's own follow-ups (X3) and, only once typed,
+	// marks it sent and records msg (X5). A dialog on screen blocks the
+	// stage with its words. typed is false when nothing was typed and
+	// nothing moved: the agent is busy or gone, and a later step tries.
+	tell := func(text string, sent *bool, msg string) (typed, moved bool, err error) {
+		ok, blocked, err := followUp(ctx, env, a, text)
+		switch {
+		case err != nil:
+			return false, false, err
+		case blocked != "":
+			st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
+			moved, err = write("blocked: " + blocked)
+			return true, moved, err
+		case !ok:
+			return false, false, nil
+		}
+		*sent = true
+		moved, err = write(msg)
+		return true, moved, err
+	}
 	var tr *agents.Transcript
 	var prompt []byte
 	if a != nil && !a.Ended {
@@ -416,17 +436,8 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &now
 			return write("cut: " + st.Reason)
 		case used >= budget*3/4 && !st.Told && st.State != StateStarting && st.State != StateUnknown:
-			sent, blocked, err := followUp(ctx, env, a, BudgetMessage)
-			switch {
-			case err != nil:
-				return false, err
-			case blocked != "":
-				st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
-				return write("blocked: " + blocked)
-			case sent:
-				// X5: recorded as told only once typed.
-				st.Told = true
-				return write("three quarters of the budget used: told the agent to finish")
+			if typed, moved, err := tell(BudgetMessage, &st.Told, "three quarters of the budget used: told the agent to finish"); typed || err != nil {
+				return moved, err
 			}
 		}
 	}
@@ -484,32 +495,12 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 				}
 				break
 			}
-			sent, blocked, err := followUp(ctx, env, a, LengthMessage)
-			switch {
-			case err != nil:
-				return false, err
-			case blocked != "":
-				st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
-				return write("blocked: " + blocked)
-			case !sent:
-				return false, nil
-			}
-			st.LengthPrompted = true
-			return write("reply cut for length: sent the one recovery prompt")
+			_, moved, err := tell(LengthMessage, &st.LengthPrompted, "reply cut for length: sent the one recovery prompt")
+			return moved, err
 		case agents.TurnDone:
 			if !st.Reminded && quiet >= env.Engine.remindAfter() {
-				sent, blocked, err := followUp(ctx, env, a, reminder(st))
-				switch {
-				case err != nil:
-					return false, err
-				case blocked != "":
-					st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
-					return write("blocked: " + blocked)
-				case !sent:
-					return false, nil
-				}
-				st.Reminded = true
-				return write("turn ended with neither the deliverable nor NEEDS:; sent the one reminder")
+				_, moved, err := tell(reminder(st), &st.Reminded, "turn ended with neither the deliverable nor NEEDS:; sent the one reminder")
+				return moved, err
 			}
 		}
 		if st.State == StateWorking && quiet > env.Engine.stuckAfter() {

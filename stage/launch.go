@@ -146,19 +146,27 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 // checkout (a committed symlink, say): a worktree made through it would be
 // outside the repository, where tidying cannot see it (T2).
 func realPlacesDir(main string) error {
-	dir := filepath.Join(main, PlacesDir)
-	info, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case info.Mode()&os.ModeSymlink != 0:
-		return fmt.Errorf("%s is a symlink; places are made only in a real folder of the repository (remove it, or launch from another repository)", dir)
-	case !info.IsDir():
-		return fmt.Errorf("%s is not a folder; places are made in a folder of that name", dir)
+	if why := notRealDir(filepath.Join(main, PlacesDir)); why != "" {
+		return fmt.Errorf("%s; places are made only in a real folder of the repository (remove it, or launch from another repository)", why)
 	}
 	return nil
+}
+
+// notRealDir says why path is neither absent nor a real folder (a symlink,
+// a file), or "".
+func notRealDir(path string) string {
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return ""
+	case err != nil:
+		return err.Error()
+	case info.Mode()&os.ModeSymlink != 0:
+		return path + " is a symlink"
+	case !info.IsDir():
+		return path + " is not a folder"
+	}
+	return ""
 }
 
 // makePlace creates the record, the branch and the worktree under the

@@ -3,9 +3,7 @@ package stage
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -173,16 +171,8 @@ func checkHome(ctx context.Context, env *Env, repo *git.Repo, p *Place) error {
 		return &HomeError{Place: p.ID, Reason: fmt.Sprintf("its record names the checkout %s, but this repository's is %s", p.Repo, main)}
 	}
 	for _, dir := range []string{filepath.Join(p.Repo, PlacesDir), p.Path} {
-		info, err := os.Lstat(dir)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return nil
-		case err != nil:
-			return err
-		case info.Mode()&os.ModeSymlink != 0:
-			return &HomeError{Place: p.ID, Reason: dir + " is a symlink; flume acts only inside the repository's own places/ folder"}
-		case !info.IsDir():
-			return &HomeError{Place: p.ID, Reason: dir + " is not a folder"}
+		if why := notRealDir(dir); why != "" {
+			return &HomeError{Place: p.ID, Reason: why + "; flume acts only inside the repository's own places/ folder"}
 		}
 	}
 	return nil

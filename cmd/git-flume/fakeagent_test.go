@@ -77,13 +77,7 @@ func fakeClaude() {
 	cwd, _ := os.Getwd()
 	if len(plan) > 0 && plan[0] == "dialog" {
 		fmt.Print("Quick safety check: Is this a project you created or one you trust?\n\n❯ 1. Yes, I trust this folder\n  2. No, exit\n")
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-			fmt.Fprintln(f, sc.Text())
-			f.Close()
-		}
-		select {}
+		logTyped(home)
 	}
 	slug := regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-")
 	dir := filepath.Join(home, ".claude", "projects", slug)
@@ -187,13 +181,7 @@ func fakeClaude() {
 				fmt.Sscan(arg, &n)
 				time.Sleep(time.Duration(n) * time.Second)
 				fmt.Print("Do you want to proceed?\n❯ 1. Yes\n  2. No\n")
-				sc := bufio.NewScanner(os.Stdin)
-				for sc.Scan() {
-					f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-					fmt.Fprintln(f, sc.Text())
-					f.Close()
-				}
-				select {}
+				logTyped(home)
 			}
 		}
 		composer()
@@ -229,6 +217,19 @@ func fakeClaude() {
 			handle(line)
 		}
 	}
+}
+
+// logTyped is a dialog on screen: everything typed from now on lands in
+// it and is logged to $HOME/typed-into-dialog, for scripts to assert
+// nothing was. It never returns.
+func logTyped(home string) {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		fmt.Fprintln(f, sc.Text())
+		f.Close()
+	}
+	select {}
 }
 
 func composer() { fmt.Print("────────────────────\n❯ ") }

@@ -29,22 +29,29 @@ func (repo *Repo) withIndex(ctx context.Context, dir string, do func(run func(st
 // through a throwaway index (SPEC W3). HEAD, the branch and the real
 // index are untouched.
 func (repo *Repo) SnapshotTree(ctx context.Context, dir string) (string, error) {
+	tree, err := repo.addedTree(ctx, dir, "HEAD", "-A")
+	if err != nil {
+		return "", fmt.Errorf("snapshot %s: %w", dir, err)
+	}
+	return tree, nil
+}
+
+// addedTree writes, through a throwaway index, the tree of start with the
+// work tree at dir added over it by `git add <mode> -- .`.
+func (repo *Repo) addedTree(ctx context.Context, dir, start, mode string) (string, error) {
 	var tree string
 	err := repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
-		if _, err := run(nil, "read-tree", "HEAD"); err != nil {
+		if _, err := run(nil, "read-tree", "--end-of-options", start); err != nil {
 			return err
 		}
-		if _, err := run(nil, "add", "-A", "--", "."); err != nil {
+		if _, err := run(nil, "add", mode, "--", "."); err != nil {
 			return err
 		}
 		out, err := run(nil, "write-tree")
 		tree = strings.TrimSpace(string(out))
 		return err
 	})
-	if err != nil {
-		return "", fmt.Errorf("snapshot %s: %w", dir, err)
-	}
-	return tree, nil
+	return tree, err
 }
 
 // CommitTreeWith makes a commit of tree with parents and message, with
@@ -104,18 +111,7 @@ func (repo *Repo) RestoreTree(ctx context.Context, dir, base, tree string) error
 // them would be lost). Read through a throwaway index; HEAD, the branch and
 // the real index are untouched.
 func (repo *Repo) FilesBeyond(ctx context.Context, dir, base string) (bool, error) {
-	var tree string
-	err := repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
-		if _, err := run(nil, "read-tree", "--end-of-options", base); err != nil {
-			return err
-		}
-		if _, err := run(nil, "add", "--ignore-removal", "--", "."); err != nil {
-			return err
-		}
-		out, err := run(nil, "write-tree")
-		tree = strings.TrimSpace(string(out))
-		return err
-	})
+	tree, err := repo.addedTree(ctx, dir, base, "--ignore-removal")
 	if err != nil {
 		return false, fmt.Errorf("read %s against %s: %w", dir, base, err)
 	}
