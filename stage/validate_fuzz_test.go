@@ -40,3 +40,60 @@ func FuzzPlaceRecord(f *testing.F) {
 		WriteStatusTable(io.Discard, &Status{Schema: 1, Places: []PlaceStatus{ps}})
 	})
 }
+
+// TestValidatePlaceEveryField: a record that lies in any one field is
+// refused, naming the field; the record flume writes passes.
+func TestValidatePlaceEveryField(t *testing.T) {
+	valid := func() *Place {
+		var p Place
+		if err := json.Unmarshal([]byte(fuzzSeed), &p); err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	if err := ValidatePlace("fix--one", valid()); err != nil {
+		t.Fatalf("a valid record refused: %v", err)
+	}
+	bad := "not-an-id"
+	cases := map[string]func(p *Place){
+		"schema":             func(p *Place) { p.Schema = 2 },
+		"kind":               func(p *Place) { p.Kind = "claim" },
+		"id":                 func(p *Place) { p.ID = "fix--two" },
+		"placeKind":          func(p *Place) { p.PlaceKind = "Fix" },
+		"name":               func(p *Place) { p.Name = "../x" },
+		"repo relative":      func(p *Place) { p.Repo, p.Path = "r", "r/places/fix--one" },
+		"repo root":          func(p *Place) { p.Repo, p.Path = "/", "/places/fix--one" },
+		"path":               func(p *Place) { p.Path = "/r/elsewhere" },
+		"branch":             func(p *Place) { p.Branch = "main" },
+		"host":               func(p *Place) { p.Host = "" },
+		"phase":              func(p *Place) { p.Phase = "gone" },
+		"base":               func(p *Place) { p.Base = "HEAD" },
+		"target":             func(p *Place) { p.Target = "a..b" },
+		"no stages":          func(p *Place) { p.Stages = nil; p.Current = 0 },
+		"current negative":   func(p *Place) { p.Current = -5 },
+		"current past end":   func(p *Place) { p.Current = 2 },
+		"launcher pid":       func(p *Place) { p.Launcher = &Proc{PID: -1, Host: "h"} },
+		"watcher pid":        func(p *Place) { p.Watcher = &Proc{PID: -1, Host: "h"} },
+		"readying pid":       func(p *Place) { p.Ready = &ReadyResult{Running: &Proc{PID: -1}} },
+		"tidied head":        func(p *Place) { p.Tidied = &TidyRecord{BranchHead: bad} },
+		"stage name":         func(p *Place) { p.Stages[0].Name = "" },
+		"stage runs":         func(p *Place) { p.Stages[0].Runs = -1 },
+		"stage base":         func(p *Place) { p.Stages[0].Base = bad },
+		"stage at":           func(p *Place) { p.Stages[0].At = bad },
+		"agent pid":          func(p *Place) { p.Stages[0].Agent.PID = -1 },
+		"snapshot ref":       func(p *Place) { p.Stages[0].Snapshots[0].Ref = "refs/heads/main" },
+		"snapshot of other":  func(p *Place) { p.Stages[0].Snapshots[0].Ref = "refs/flume/snapshots/fix--two/1" },
+		"snapshot commit":    func(p *Place) { p.Stages[0].Snapshots[0].Commit = bad },
+		"start snapshot ref": func(p *Place) { p.Stages[0].Start = &Snapshot{Ref: "refs/heads/x", Commit: p.Base} },
+	}
+	for name, mutate := range cases {
+		p := valid()
+		mutate(p)
+		if err := ValidatePlace("fix--one", p); err == nil {
+			t.Errorf("%s: a record lying in it passed", name)
+		}
+	}
+	if err := ValidatePlace("fix--two", valid()); err == nil {
+		t.Error("a record under another place's ref name passed")
+	}
+}
