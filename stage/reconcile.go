@@ -67,17 +67,21 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 		repo.PruneWorktrees(ctx)
 	}
 	head, err := repo.ResolveRef(ctx, p.branchRef())
+	var hold []string
 	switch {
 	case err == nil && head == p.Base:
 		if err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.branchRef(), Old: head}}); err != nil {
 			return false, err
 		}
+		// X2: the base (record input, maybe a commit only the branch
+		// held) stays reachable from the record.
+		hold = []string{head}
 	case err != nil && !errors.Is(err, git.ErrNotExist):
 		return false, err
 	}
 	p.Phase, p.Launcher = PhaseTidied, nil
 	p.Tidied = &TidyRecord{At: env.now(), Reason: "launch interrupted"}
-	_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("launch %s: interrupted, cleaned up", p.ID)}})
+	_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Hold: hold, Message: fmt.Sprintf("launch %s: interrupted, cleaned up", p.ID)}})
 	var conflict *refs.ConflictError
 	if errors.As(err, &conflict) {
 		return false, nil // someone else reconciled it
