@@ -154,14 +154,23 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 // priceBook reads the [price] sections a place's costs are figured at: the
 // configuration at its base (the repository's .flume/config there and the
 // user-level file), each base read once.
+// priceBook reads the prices each place's base declares, once per distinct
+// .flume/config: places share a few versions of it however many bases
+// they have, so status spawns no more git as places grow (R4).
 type priceBook struct {
-	env    *Env
-	repo   *git.Repo
-	byBase map[string]map[string]Price
+	env  *Env
+	repo *git.Repo
+	// byConfig maps a config blob id ("" for none, "?" for a base this
+	// repository lacks) to its prices.
+	byConfig map[string]map[string]Price
 }
 
 func (b *priceBook) at(ctx context.Context, base string) (map[string]Price, error) {
-	if prices, ok := b.byBase[base]; ok {
+	key, err := b.repo.BlobAt(ctx, base, ConfigPath)
+	if err != nil {
+		key = "?"
+	}
+	if prices, ok := b.byConfig[key]; ok {
 		return prices, nil
 	}
 	cfg, err := LoadConfig(ctx, b.env.Runner, b.repo, base, b.env.UserConfig)
@@ -172,10 +181,10 @@ func (b *priceBook) at(ctx context.Context, base string) (map[string]Price, erro
 			return nil, err
 		}
 	}
-	if b.byBase == nil {
-		b.byBase = map[string]map[string]Price{}
+	if b.byConfig == nil {
+		b.byConfig = map[string]map[string]Price{}
 	}
-	b.byBase[base] = cfg.Prices
+	b.byConfig[key] = cfg.Prices
 	return cfg.Prices, nil
 }
 

@@ -2,15 +2,22 @@ package stage_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
 
 // TestStatusGitCallsDoNotGrow_R4 counts the git processes status spawns for
-// 1, 20 and 100 places: the count is the same.
+// 1, 20 and 100 places: the count is the same. Every place is launched
+// from a base of its own and its stage has an agent whose transcript
+// status reads for tokens and cost (W6), priced from each base's
+// configuration: that too must not cost a git process per place.
 func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 	if testing.Short() {
 		t.Skip("launches 100 places")
@@ -18,7 +25,15 @@ func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 	counts := map[int]int{}
 	for _, n := range []int{1, 20, 100} {
 		f := newFixture(t)
-		f.launch(n)
+		env := f.stageEnv(f.env)
+		for i := range n {
+			f.git("-C", f.dir, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("base %d", i))
+			id := fmt.Sprintf("fix--p%03d", i)
+			if _, err := stage.Launch(context.Background(), env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: id[5:], Brief: "b"}); err != nil {
+				t.Fatal(err)
+			}
+			withTranscript(t, f, id)
+		}
 		env, log := f.countingGit()
 		st, err := stage.ReadStatus(context.Background(), env, stage.StatusOptions{Repo: f.dir})
 		if err != nil {
@@ -26,6 +41,11 @@ func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 		}
 		if len(st.Places) != n {
 			t.Fatalf("status lists %d places, want %d", len(st.Places), n)
+		}
+		for _, ps := range st.Places {
+			if ps.Stage.Tokens != 15 {
+				t.Fatalf("%s: %d tokens from its transcript, want 15", ps.Place, ps.Stage.Tokens)
+			}
 		}
 		data, err := os.ReadFile(log)
 		if err != nil {
@@ -37,5 +57,33 @@ func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 	}
 	if counts[1] != counts[20] || counts[20] != counts[100] {
 		t.Fatalf("git processes per status: %v; want the same for every count", counts)
+	}
+}
+
+// withTranscript gives a place's first stage an agent whose Claude Code
+// transcript spent 15 tokens.
+func withTranscript(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	ctx := context.Background()
+	tr := filepath.Join(f.t.TempDir(), id+".jsonl")
+	line := `{"type":"assistant","message":{"id":"m1","model":"m","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":5}}}` + "\n"
+	if err := os.WriteFile(tr, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = refs.New(repo).Edit(ctx, stage.PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
+		var p stage.Place
+		if err := cur.Decode(&p); err != nil {
+			return refs.Change{}, err
+		}
+		p.Stages[0].State = stage.StateWorking
+		p.Stages[0].Agent = &stage.AgentRun{Program: "claude", Format: "claude", Session: id, Pane: "print", Host: "testhost", Transcript: tr, Ended: true}
+		return refs.Change{State: &p, Message: "agent with a transcript"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -455,3 +455,26 @@ func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
 	}
 	return repo.ResolveRef(ctx, commit+"^{tree}")
 }
+
+// BlobAt returns the id of the file at path in commit's tree, "" when the
+// tree has no file there: in process where that is safe, else with git.
+func (repo *Repo) BlobAt(ctx context.Context, commit, path string) (string, error) {
+	if st := repo.inProcess(); st != nil && plumbing.IsHash(commit) {
+		if c, err := object.GetCommit(st, plumbing.NewHash(commit)); err == nil {
+			tree, err := object.GetTree(st, c.TreeHash)
+			if err != nil {
+				return "", err
+			}
+			e, err := tree.FindEntry(path)
+			if err != nil || !e.Mode.IsFile() {
+				return "", nil
+			}
+			return e.Hash.String(), nil
+		}
+	}
+	id, err := repo.ResolveRef(ctx, commit+":"+path)
+	if errors.Is(err, ErrNotExist) {
+		return "", nil
+	}
+	return id, err
+}
