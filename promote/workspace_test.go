@@ -277,7 +277,7 @@ func crashEveryStep(t *testing.T, n int) {
 		i     int
 	}
 	var steps []step
-	for i := range n {
+	for _, i := range crashMembers(n) {
 		for _, p := range []string{"before-intent", "after-intent", "after-worktree", "after-record"} {
 			steps = append(steps, step{"stage", fmt.Sprintf("stage:%s:%d", p, i), i})
 		}
