@@ -61,7 +61,14 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 		}
 	}
 	// An interrupted `worktree add` may leave its folder before git knew
-	// of it: remove it only if empty, never recursively.
+	// of it, holding at most the .git file it was writing (even empty):
+	// remove that file and the folder only if nothing else is there,
+	// never recursively.
+	if entries, err := os.ReadDir(p.Path); err == nil && len(entries) == 1 && entries[0].Name() == ".git" {
+		if info, err := entries[0].Info(); err == nil && info.Mode().IsRegular() && info.Size() < 4096 {
+			os.Remove(filepath.Join(p.Path, ".git"))
+		}
+	}
 	os.Remove(p.Path)
 	if _, err := os.Lstat(p.Path); err != nil {
 		repo.PruneWorktrees(ctx)
