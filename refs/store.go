@@ -207,12 +207,13 @@ type Problem struct {
 func (p *Problem) Error() string { return p.Err.Error() }
 func (p *Problem) Unwrap() error { return p.Err }
 
-// List reads every record under prefix in two git processes whatever their
-// number (R4): one listing, one pipelined batch read. Refs that cannot be
+// List reads every record under the prefixes (a prefix may name one ref
+// whole) in two git processes whatever their number (R4): one listing,
+// one pipelined batch read. Refs that cannot be
 // read are returned as problems, each naming its ref; the others still read
 // (R5). Snapshot refs are not records and are skipped.
-func (s *Store) List(ctx context.Context, prefix string) ([]*Record, []*Problem, error) {
-	listed, err := s.repo.ListRefs(ctx, prefix)
+func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Problem, error) {
+	listed, err := s.repo.ListRefs(ctx, prefixes...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -85,7 +85,7 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 		}
 		target = strings.TrimPrefix(branch, "refs/heads/")
 	}
-	targetTip, err := repo.ResolveCommit(ctx, "refs/heads/"+target)
+	targetTip, err := repo.BranchCommit(ctx, "refs/heads/"+target)
 	if errors.Is(err, git.ErrNotExist) {
 		return nil, fmt.Errorf("target branch %q does not exist (it needs a commit); pass --target", target)
 	}
@@ -185,10 +185,10 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	if _, err := os.Lstat(p.Path); err == nil {
 		return nil, &ExistsError{What: "path", Value: p.Path}
 	}
-	if _, err := repo.ResolveRef(ctx, p.branchRef()); err == nil {
-		return nil, &ExistsError{What: "branch", Value: p.Branch}
-	} else if !errors.Is(err, git.ErrNotExist) {
+	if id, err := repo.RefValue(ctx, p.branchRef()); err != nil {
 		return nil, err
+	} else if id != "" {
+		return nil, &ExistsError{What: "branch", Value: p.Branch}
 	}
 
 	// The record comes first: a create-only CAS, so of several launches of

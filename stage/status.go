@@ -139,17 +139,34 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	if err != nil {
 		return nil, err
 	}
-	records, problems, err := store.List(ctx, refs.Prefix)
-	if err != nil {
-		return nil, err
+	// One place reads its own record and claim only, and asks git's files
+	// about its one worktree: launch and every command that names a place
+	// read its status, and that must not grow with the places there are.
+	prefixes := []string{refs.Prefix}
+	if opts.Place != "" {
+		prefixes = []string{PlaceRef(opts.Place), refs.ClaimRef(opts.Place)}
 	}
-	wts, err := listWorktrees(ctx, env, repo, records)
+	records, problems, err := store.List(ctx, prefixes...)
 	if err != nil {
 		return nil, err
 	}
 	worktrees := map[string]bool{}
-	for _, wt := range wts {
-		worktrees[wt.Path] = true
+	if opts.Place == "" {
+		wts, err := listWorktrees(ctx, env, repo, records)
+		if err != nil {
+			return nil, err
+		}
+		for _, wt := range wts {
+			worktrees[wt.Path] = true
+		}
+	}
+	present := func(p *Place) bool {
+		// A launch settled above was listed before it was cleaned up.
+		if opts.Place == "" && p.Phase != PhaseTidied {
+			return worktrees[p.Path]
+		}
+		_, err := repo.WorktreeBranch(p.Path)
+		return err == nil
 	}
 	st := &Status{Schema: 1, Places: []PlaceStatus{}, Problems: []StatusProblem{}}
 	book := &priceBook{env: env, repo: repo}
@@ -224,7 +241,7 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 		switch {
 		case p.Host != env.Host:
 			ps.Worktree, ps.Foreign = "elsewhere", true
-		case worktrees[p.Path]:
+		case present(&p):
 			ps.Worktree = "present"
 		case p.Phase == PhaseTidied:
 			ps.Worktree = "removed"

@@ -297,8 +297,8 @@ type RefFile struct {
 // one `git cat-file --batch` otherwise: reftable repositories, SHA-256, an
 // absent ref, or any in-process failure.
 func (repo *Repo) ReadRefFile(ctx context.Context, ref, file string) (RefFile, error) {
-	if rf, ok := repo.readRefFileInProcess(ref, file); ok {
-		return rf, nil
+	if rf, ok, err := repo.readRefFileInProcess(ref, file); ok {
+		return rf, err
 	}
 	b, err := repo.OpenBatch(ctx)
 	if err != nil {
@@ -368,30 +368,34 @@ func (b *Batch) ReadFileAt(rev, file string) (RefFile, error) {
 	return rf, nil
 }
 
-func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool) {
+func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) {
 	st := repo.inProcess()
 	if st == nil || repo.reftable() {
-		return RefFile{}, false
+		return RefFile{}, false, nil
 	}
 	r, err := st.Reference(plumbing.ReferenceName(ref))
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		// Neither a loose ref nor a packed one: no git needed to say so.
+		return RefFile{}, true, fmt.Errorf("%s: %w", ref, ErrNotExist)
+	}
 	if err != nil || r.Type() != plumbing.HashReference {
-		return RefFile{}, false
+		return RefFile{}, false, nil
 	}
 	obj, err := st.EncodedObject(plumbing.AnyObject, r.Hash())
 	if err != nil {
-		return RefFile{}, false
+		return RefFile{}, false, nil
 	}
 	rf := RefFile{ID: r.Hash().String(), Type: obj.Type().String()}
 	if obj.Type() != plumbing.CommitObject {
-		return rf, true
+		return rf, true, nil
 	}
 	commit, err := object.DecodeCommit(st, obj)
 	if err != nil {
-		return RefFile{}, false
+		return RefFile{}, false, nil
 	}
 	tree, err := object.GetTree(st, commit.TreeHash)
 	if err != nil {
-		return RefFile{}, false
+		return RefFile{}, false, nil
 	}
 	for _, e := range tree.Entries {
 		if e.Name != file {
@@ -399,25 +403,25 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool) {
 		}
 		rf.Found = true
 		if !e.Mode.IsFile() {
-			return rf, true
+			return rf, true, nil
 		}
 		blob, err := st.EncodedObject(plumbing.BlobObject, e.Hash)
 		if err != nil {
-			return RefFile{}, false
+			return RefFile{}, false, nil
 		}
 		rd, err := blob.Reader()
 		if err != nil {
-			return RefFile{}, false
+			return RefFile{}, false, nil
 		}
 		data, err := io.ReadAll(rd)
 		rd.Close()
 		if err != nil {
-			return RefFile{}, false
+			return RefFile{}, false, nil
 		}
 		rf.IsFile, rf.Data = true, data
-		return rf, true
+		return rf, true, nil
 	}
-	return rf, true
+	return rf, true, nil
 }
 
 // RefValue returns the object a ref points at, or "" when it does not
@@ -477,4 +481,22 @@ func (repo *Repo) BlobAt(ctx context.Context, commit, path string) (string, erro
 		return "", nil
 	}
 	return id, err
+}
+
+// BranchCommit returns the commit a branch (a full ref name) points at, or
+// an error wrapping ErrNotExist: in process where that is safe, else with
+// git.
+func (repo *Repo) BranchCommit(ctx context.Context, ref string) (string, error) {
+	if st := repo.inProcess(); st != nil && !repo.reftable() {
+		r, err := st.Reference(plumbing.ReferenceName(ref))
+		if errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
+		}
+		if err == nil && r.Type() == plumbing.HashReference {
+			if _, err := object.GetCommit(st, r.Hash()); err == nil {
+				return r.Hash().String(), nil
+			}
+		}
+	}
+	return repo.ResolveCommit(ctx, ref)
 }

@@ -18,11 +18,13 @@ type Ref struct {
 	Type string
 }
 
-// ListRefs returns every ref under prefix (such as "refs/flume/") in one git
-// call, sorted by name. A ref git cannot read is left out by git itself and
+// ListRefs returns every ref under the prefixes (such as "refs/flume/"; a
+// full ref name matches that ref) in one git call, sorted by name. A ref git cannot read is left out by git itself and
 // reported on stderr; that is not an error here.
-func (repo *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
-	out, err := repo.read(ctx, nil, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", "--end-of-options", prefix)
+func (repo *Repo) ListRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
+	prefix := strings.Join(prefixes, " ")
+	args := append([]string{"for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", "--end-of-options"}, prefixes...)
+	out, err := repo.read(ctx, nil, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list refs under %q: %w", prefix, err)
 	}

@@ -326,10 +326,11 @@ type ConfigEntry struct {
 // ConfigAt reads a git-config-syntax file committed at rev:path (such as
 // .flume/config). A file that does not exist there reads as empty.
 func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry, error) {
-	if _, err := repo.read(ctx, nil, "cat-file", "-e", rev+":"+path); err != nil {
+	blob, err := repo.BlobAt(ctx, rev, path)
+	if err != nil || blob == "" {
 		return nil, nil
 	}
-	out, err := repo.read(ctx, nil, "config", "--blob", rev+":"+path, "--list", "-z")
+	out, err := repo.read(ctx, nil, "config", "--blob", blob, "--list", "-z")
 	if err != nil {
 		return nil, fmt.Errorf("read %s at %s: %w", path, rev, err)
 	}
