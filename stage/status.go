@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -146,17 +147,34 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	if opts.Place != "" {
 		prefixes = []string{PlaceRef(opts.Place), refs.ClaimRef(opts.Place)}
 	}
+	// All places: git lists the worktrees while the records are read.
+	type listed struct {
+		wts []git.Worktree
+		err error
+	}
+	var wtc chan listed
+	if opts.Place == "" {
+		wtc = make(chan listed, 1)
+		go func() {
+			wts, err := repo.Worktrees(ctx)
+			wtc <- listed{wts, err}
+		}()
+	}
 	records, problems, err := store.List(ctx, prefixes...)
 	if err != nil {
 		return nil, err
 	}
 	worktrees := map[string]bool{}
 	if opts.Place == "" {
-		wts, err := listWorktrees(ctx, env, repo, records)
-		if err != nil {
-			return nil, err
+		l := <-wtc
+		if l.err != nil {
+			// What an interrupted launch left may need repair first.
+			l.wts, l.err = listWorktrees(ctx, env, repo, records)
 		}
-		for _, wt := range wts {
+		if l.err != nil {
+			return nil, l.err
+		}
+		for _, wt := range l.wts {
 			worktrees[wt.Path] = true
 		}
 	}
