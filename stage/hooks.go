@@ -21,9 +21,9 @@ const chainedSuffix = ".pre-flume"
 // once, without starting git-flume; in a place it asks git-flume to advance
 // the place in the background, so the commit never waits on agent work.
 const postCommitHook = `#!/bin/sh
-` + hookMarker + ` v1: post-commit; ` + "`git flume install`" + ` wrote it
+` + hookMarker + ` v2: post-commit; ` + "`git flume install`" + ` wrote it
 case "$PWD" in
-*/places/*--*) command -v git-flume >/dev/null 2>&1 && git flume hook post-commit ;;
+*/places/*--*) command -v git-flume >/dev/null 2>&1 && { git-flume hook post-commit </dev/null >/dev/null 2>&1 & } ;;
 esac
 if [ -x "${0%/*}/post-commit` + chainedSuffix + `" ]; then exec "${0%/*}/post-commit` + chainedSuffix + `" "$@"; fi
 exit 0
@@ -34,10 +34,10 @@ exit 0
 // the background (a submit stage sees its branch landed) and tidies what
 // landed.
 const postMergeHook = `#!/bin/sh
-` + hookMarker + ` v1: post-merge; ` + "`git flume install`" + ` wrote it
+` + hookMarker + ` v2: post-merge; ` + "`git flume install`" + ` wrote it
 case "$PWD" in
 */places/*--*) ;;
-*) command -v git-flume >/dev/null 2>&1 && git flume hook post-merge ;;
+*) command -v git-flume >/dev/null 2>&1 && { git-flume hook post-merge </dev/null >/dev/null 2>&1 & } ;;
 esac
 if [ -x "${0%/*}/post-merge` + chainedSuffix + `" ]; then exec "${0%/*}/post-merge` + chainedSuffix + `" "$@"; fi
 exit 0
