@@ -56,6 +56,9 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 		if err := cur.Decode(&p); err != nil {
 			return refs.Change{}, err
 		}
+		if err := owned(env, &p); err != nil {
+			return refs.Change{}, err // R7: another host's record is never written here
+		}
 		if w := p.Watcher; w != nil && *w != *me && refs.ProcessAlive(w.Host, w.PID, env.Host) {
 			return refs.Change{}, errHeld
 		}
