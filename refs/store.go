@@ -41,8 +41,10 @@ var DefaultSchemas = map[string]int{
 
 // Validator checks a record of one kind beyond its header: ref is the
 // record's ref under refs/flume/, data its state.json. A record it refuses
-// is a *MalformedError: never acted on, never overwritten.
-type Validator func(ref string, data []byte) error
+// is a *MalformedError: never acted on, never overwritten. What it decoded
+// on the way is handed to the record's first reader (Record.Take), so a
+// record is decoded once.
+type Validator func(ref string, data []byte) (any, error)
 
 // DefaultValidators are the record checks of each kind that has one; the
 // packages that own a kind register theirs.
@@ -94,6 +96,16 @@ type Record struct {
 	Schema int
 	// Data is state.json exactly as stored.
 	Data []byte
+	// decoded is what the kind's validator decoded, until taken.
+	decoded any
+}
+
+// Take returns what the kind's validator decoded from the record, once:
+// the first caller owns it, later ones get nil and decode Data themselves.
+func (r *Record) Take() any {
+	v := r.decoded
+	r.decoded = nil
+	return v
 }
 
 // Decode unmarshals the record's JSON into v.
@@ -156,12 +168,14 @@ func (s *Store) parse(ref, commit string, data []byte) (*Record, error) {
 	if *h.Schema < 1 {
 		return nil, &MalformedError{Ref: ref, Commit: commit, Reason: fmt.Sprintf("schema %d is not a version", *h.Schema)}
 	}
+	var decoded any
 	if v := s.Validators[h.Kind]; v != nil {
-		if err := v(ref, data); err != nil {
+		var err error
+		if decoded, err = v(ref, data); err != nil {
 			return nil, &MalformedError{Ref: ref, Commit: commit, Reason: err.Error()}
 		}
 	}
-	return &Record{Ref: ref, Commit: commit, Kind: h.Kind, Schema: *h.Schema, Data: data}, nil
+	return &Record{Ref: ref, Commit: commit, Kind: h.Kind, Schema: *h.Schema, Data: data, decoded: decoded}, nil
 }
 
 // Check reads data as the state.json of a record at ref would be read,

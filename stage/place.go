@@ -223,11 +223,11 @@ func readPlace(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Pl
 	if err != nil {
 		return nil, nil, err
 	}
-	var p Place
-	if err := rec.Decode(&p); err != nil {
+	p, err := decodePlace(rec)
+	if err != nil {
 		return nil, nil, err
 	}
-	return rec, &p, nil
+	return rec, p, nil
 }
 
 func (p *Place) branchRef() string { return "refs/heads/" + p.Branch }

@@ -205,11 +205,12 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 		if opts.Place != "" && id != opts.Place {
 			continue
 		}
-		var p Place
-		if err := rec.Decode(&p); err != nil {
+		decoded, err := decodePlace(rec)
+		if err != nil {
 			st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: err.Error()})
 			continue
 		}
+		p := *decoded
 		if p.Host == env.Host {
 			// A record of ours that does not live here is shown as a
 			// problem and never acted on: no cleanup, no watcher.

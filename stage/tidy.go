@@ -110,11 +110,12 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 	var results []TidyResult
 	var errs *multierror.Error
 	for _, rec := range records {
-		var p Place
-		if err := rec.Decode(&p); err != nil {
+		decoded, err := decodePlace(rec)
+		if err != nil {
 			errs = multierror.Append(errs, err)
 			continue
 		}
+		p := *decoded
 		if p.Host != env.Host {
 			continue // another host's place: its owner tidies it (R7)
 		}

@@ -24,12 +24,28 @@ func init() {
 // maxStages bounds a kind's stages in a record.
 const maxStages = 64
 
-func validatePlaceRecord(ref string, data []byte) error {
+func validatePlaceRecord(ref string, data []byte) (any, error) {
 	var p Place
 	if err := json.Unmarshal(data, &p); err != nil {
-		return fmt.Errorf("not a place record: %v", err)
+		return nil, fmt.Errorf("not a place record: %v", err)
 	}
-	return ValidatePlace(strings.TrimPrefix(ref, PlacePrefix), &p)
+	if err := ValidatePlace(strings.TrimPrefix(ref, PlacePrefix), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// decodePlace returns the place a record holds: the one its validation
+// decoded, when no one took it yet, else a fresh decoding.
+func decodePlace(rec *refs.Record) (*Place, error) {
+	if p, ok := rec.Take().(*Place); ok {
+		return p, nil
+	}
+	var p Place
+	if err := rec.Decode(&p); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // ValidatePlace checks that a place record is the record flume would have
