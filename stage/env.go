@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -28,6 +29,12 @@ type Env struct {
 	Out io.Writer
 	// Engine tunes the stage engine.
 	Engine EngineOptions
+
+	// repos are the repositories opened so far, by the directory asked:
+	// one `git rev-parse` per repository for the Env's life, however
+	// often a command (or a watcher's loop) comes back to it.
+	mu    sync.Mutex
+	repos map[string]*git.Repo
 }
 
 // NotARepoError is a --repo that cannot hold places (a bare repository).
@@ -40,9 +47,20 @@ func (e *NotARepoError) Error() string { return fmt.Sprintf("%s: %s", e.Dir, e.R
 
 // open finds the repository containing dir and its state store.
 func (e *Env) open(ctx context.Context, dir string) (*git.Repo, *refs.Store, error) {
-	repo, err := e.Runner.Open(ctx, dir)
-	if err != nil {
-		return nil, nil, err
+	e.mu.Lock()
+	repo := e.repos[dir]
+	e.mu.Unlock()
+	if repo == nil {
+		var err error
+		if repo, err = e.Runner.Open(ctx, dir); err != nil {
+			return nil, nil, err
+		}
+		e.mu.Lock()
+		if e.repos == nil {
+			e.repos = map[string]*git.Repo{}
+		}
+		e.repos[dir] = repo
+		e.mu.Unlock()
 	}
 	s := refs.New(repo)
 	s.Now = e.Now

@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -160,7 +161,13 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			wtc <- listed{wts, err}
 		}()
 	}
-	records, problems, err := store.List(ctx, prefixes...)
+	var records []*refs.Record
+	var problems []*refs.Problem
+	if opts.Place == "" {
+		records, problems, err = store.List(ctx, prefixes...)
+	} else {
+		records, problems, err = readOne(ctx, store, prefixes)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +290,28 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
 	return st, nil
+}
+
+// readOne reads the named records (one place's and its claim) as List
+// would, in process where git's files allow.
+func readOne(ctx context.Context, store *refs.Store, names []string) ([]*refs.Record, []*refs.Problem, error) {
+	var records []*refs.Record
+	var problems []*refs.Problem
+	for _, ref := range names {
+		rec, err := store.Read(ctx, ref)
+		var malformed *refs.MalformedError
+		var newer *refs.NewerSchemaError
+		switch {
+		case errors.Is(err, refs.ErrNotFound):
+		case errors.As(err, &malformed), errors.As(err, &newer):
+			problems = append(problems, &refs.Problem{Ref: ref, Err: err})
+		case err != nil:
+			return nil, nil, err
+		default:
+			records = append(records, rec)
+		}
+	}
+	return records, problems, nil
 }
 
 func placeStatus(p *Place) PlaceStatus {

@@ -428,7 +428,11 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) 
 // exist: in process where that is safe (see ReadRefFile), else with git.
 func (repo *Repo) RefValue(ctx context.Context, name string) (string, error) {
 	if st := repo.inProcess(); st != nil && !repo.reftable() {
-		if r, err := st.Reference(plumbing.ReferenceName(name)); err == nil && r.Type() == plumbing.HashReference {
+		r, err := st.Reference(plumbing.ReferenceName(name))
+		if errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return "", nil
+		}
+		if err == nil && r.Type() == plumbing.HashReference {
 			return r.Hash().String(), nil
 		}
 	}
