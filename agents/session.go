@@ -61,7 +61,7 @@ func KillSession(session string) error {
 	for _, pid := range SessionProcesses(session) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	time.Sleep(20 * time.Millisecond)
+	waitGone(func() bool { return len(SessionProcesses(session)) > 0 })
 	if left := SessionProcesses(session); len(left) > 0 {
 		return fmt.Errorf("agent session %s: processes %v did not exit", session, left)
 	}
@@ -100,3 +100,17 @@ func HomeOf(env []string) string {
 	}
 	return ""
 }
+
+// waitGone polls, for up to killWait, until alive reports nothing left. A
+// SIGKILLed process is gone only once the kernel has run it to its end,
+// which on a loaded machine takes longer than any fixed pause: slow is not
+// failed, and a stop is verified, never assumed (X5).
+func waitGone(alive func() bool) {
+	deadline := time.Now().Add(killWait)
+	for alive() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// killWait bounds how long a SIGKILLed process may take to vanish.
+const killWait = 3 * time.Second

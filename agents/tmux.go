@@ -122,7 +122,7 @@ func (t *Tmux) Kill(ctx context.Context, name string) error {
 	if processAlive(pid) {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		syscall.Kill(pid, syscall.SIGKILL)
-		time.Sleep(50 * time.Millisecond)
+		waitGone(func() bool { return processAlive(pid) })
 	}
 	t.run(ctx, "kill-session", "-t", "="+name)
 	if processAlive(pid) {
