@@ -212,7 +212,7 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 			// Removed here since this clone pushed it: remove it there.
 			push = append(push, git.PushUpdate{Ref: ref, Expect: r})
 			rep.Deleted = append(rep.Deleted, ref)
-		case r != "" && invalid != nil:
+		case l == "" && invalid != nil:
 			refuse(ref, "the remote's copy is not a valid record, not taken: "+invalid.Error())
 		case l == "" && theirs == host:
 			refuse(ref, fmt.Sprintf("the remote's copy names this host (%s) but was not made in this clone; a host's records are never taken from a remote", host))
@@ -245,6 +245,10 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 				rep.Pushed = append(rep.Pushed, ref)
 			case ahead:
 				rep.Kept[ref] = "the remote's copy is older"
+			case invalid != nil:
+				// Only a copy we would take is judged: an older copy of
+				// ours is replaced by the push above whatever it holds.
+				refuse(ref, "the remote's copy is not a valid record, not taken: "+invalid.Error())
 			case behind && mine:
 				refuse(ref, fmt.Sprintf("the remote's copy %.12s moved this host's record past ours; only this clone writes it", r))
 			case behind && theirs != owner:
