@@ -39,7 +39,9 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	if err != nil {
 		return false, err
 	}
+	listed := false
 	for _, wt := range wts {
+		listed = listed || wt.Path == p.Path
 		// The path did not exist when the record was made (checked under
 		// the launch lock), so a worktree there is this launch's own, on
 		// its branch or still detached if `worktree add` was cut short.
@@ -63,8 +65,9 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	// An interrupted `worktree add` may leave its folder before git knew
 	// of it, holding at most the .git file it was writing (even empty):
 	// remove that file and the folder only if nothing else is there,
-	// never recursively.
-	if entries, err := os.ReadDir(p.Path); err == nil && len(entries) == 1 && entries[0].Name() == ".git" {
+	// never recursively, and never of a worktree git lists (one made from
+	// an empty tree holds nothing but its .git file).
+	if entries, err := os.ReadDir(p.Path); err == nil && !listed && len(entries) == 1 && entries[0].Name() == ".git" {
 		if info, err := entries[0].Info(); err == nil && info.Mode().IsRegular() && info.Size() < 4096 {
 			os.Remove(filepath.Join(p.Path, ".git"))
 		}
