@@ -41,23 +41,34 @@ func (t *Tmux) run(ctx context.Context, args ...string) (string, error) {
 // Start runs argv in a new detached session named name, in dir, with
 // exactly env as its environment. argv runs directly, never through a shell.
 func (t *Tmux) Start(ctx context.Context, name, dir string, env, argv []string) (int, error) {
-	args := []string{"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c", dir, "--", "env", "-i"}
+	// -P -F: the new pane's pid comes back from the command that made it,
+	// not from a second one that may meet a server ending as its last
+	// session (an agent just ended) went (found under load).
+	args := []string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", name, "-x", "200", "-y", "50", "-c", dir, "--", "env", "-i"}
 	args = append(args, env...)
 	args = append(args, argv...)
-	if _, err := t.run(ctx, args...); err != nil {
+	out, err := t.run(ctx, args...)
+	if err != nil {
 		return 0, err
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(out)); err == nil && pid > 0 {
+		return pid, nil
 	}
 	return t.PID(ctx, name)
 }
 
 // PID returns the pid of the session's pane process, or an error when the
-// session does not exist.
+// session does not exist or has no running pane.
 func (t *Tmux) PID(ctx context.Context, name string) (int, error) {
 	out, err := t.run(ctx, "display-message", "-p", "-t", "="+name+":", "#{pane_pid}")
 	if err != nil {
 		return 0, err
 	}
-	return strconv.Atoi(strings.TrimSpace(out))
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("tmux session %s has no running pane (pane_pid %q)", name, strings.TrimSpace(out))
+	}
+	return pid, nil
 }
 
 // Alive reports whether the session exists and its process runs.

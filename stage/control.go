@@ -125,24 +125,42 @@ func Stop(ctx context.Context, env *Env, repoDir, id string, force bool, g GateO
 	if err != nil {
 		return err
 	}
-	rec, p, err := gate(ctx, env, store, id, g)
-	if err != nil {
-		return err
-	}
-	st, a, err := currentAgent(ctx, env, p)
-	if err != nil {
-		return err
-	}
-	if !force && a.Transcript != "" {
-		if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil && tr.Turn == agents.TurnRunning {
-			return &RefusedError{Place: id, Reason: "its agent is working (its turn has not ended); pass --force to end it anyway"}
+	// The place's watcher may record the agent's end first, as it sees
+	// the pane go: then the record is read again, and an agent the record
+	// already says ended is done (its end was verified by whoever wrote
+	// that, or by this pass's endAgent).
+	ended := false
+	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		rec, p, err := gate(ctx, env, store, id, g)
+		if err != nil {
+			return err
 		}
-	}
-	if err := endAgent(ctx, env, a); err != nil {
+		if a := p.Stages[p.Current].Agent; ended && a != nil && a.Ended {
+			return nil
+		}
+		st, a, err := currentAgent(ctx, env, p)
+		if err != nil && !ended {
+			return err
+		}
+		if err != nil {
+			// This pass ended it; the record lost the race to say so.
+			st, a = &p.Stages[p.Current], p.Stages[p.Current].Agent
+			if a == nil {
+				return nil
+			}
+		}
+		if !force && !ended && a.Transcript != "" {
+			if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil && tr.Turn == agents.TurnRunning {
+				return &RefusedError{Place: id, Reason: "its agent is working (its turn has not ended); pass --force to end it anyway"}
+			}
+		}
+		if err := endAgent(ctx, env, a); err != nil {
+			return err
+		}
+		ended = true
+		_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: agent stopped", st.Name, id)}})
 		return err
-	}
-	_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: agent stopped", st.Name, id)}})
-	return err
+	})
 }
 
 // Retry starts the current stage again with a fresh agent and its prompt

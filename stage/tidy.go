@@ -250,13 +250,24 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", "claimed by "+cs.Claim.Key
 		return res, err
 	}
-	if !opts.DryRun {
+	if a := p.Stages[p.Current].Agent; !opts.DryRun && a != nil && !a.Ended {
 		// X5: a place whose agent may still run is never removed under
 		// it; the agent is ended and verified gone, or the place stays.
 		if kept := endPlaceAgent(ctx, env, p); kept != "" {
 			res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
 			return res, keepPlace(ctx, store, rec, p, kept, cs, false)
 		}
+		// Its end is recorded at once, on its own: the place's watcher
+		// may record it too as it sees the pane go, and the tidy below
+		// then works from the record as it stands.
+		if rec, err = markAgentEnded(ctx, store, p.ID); err != nil {
+			return nil, err
+		}
+		decoded, err := decodePlace(rec)
+		if err != nil {
+			return nil, err
+		}
+		*p = *decoded
 	}
 
 	// T2: the worktree goes only if git lists it as a linked worktree
@@ -379,6 +390,26 @@ func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
 		return fmt.Sprintf("its agent's pane %s is still up after it was ended", a.Pane)
 	}
 	return ""
+}
+
+// markAgentEnded records that the current stage's agent ended (tidy ended
+// it and verified it gone), re-reading on a lost race.
+func markAgentEnded(ctx context.Context, store *refs.Store, id string) (*refs.Record, error) {
+	return store.Edit(ctx, PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
+		if cur == nil {
+			return refs.Change{}, &NotFoundError{Place: id}
+		}
+		p, err := decodePlace(cur)
+		if err != nil {
+			return refs.Change{}, err
+		}
+		a := p.Stages[p.Current].Agent
+		if a == nil || a.Ended {
+			return refs.Change{}, refs.ErrNoChange
+		}
+		a.Ended = true
+		return refs.Change{State: p, Message: fmt.Sprintf("tidy %s: its agent ended and verified gone", id)}, nil
+	})
 }
 
 // removeWorktree runs the repository's remove steps (T3), then
