@@ -41,9 +41,10 @@ func (t *Tmux) run(ctx context.Context, args ...string) (string, error) {
 // Start runs argv in a new detached session named name, in dir, with
 // exactly env as its environment. argv runs directly, never through a shell.
 func (t *Tmux) Start(ctx context.Context, name, dir string, env, argv []string) (int, error) {
-	// -P -F: the new pane's pid comes back from the command that made it,
-	// not from a second one that may meet a server ending as its last
-	// session (an agent just ended) went (found under load).
+	// -P -F: the new pane's pid comes back from the command that made it.
+	// A second command may meet the server exiting because its last
+	// session (an agent just ended) went, and answer nothing (found under
+	// load).
 	args := []string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", name, "-x", "200", "-y", "50", "-c", dir, "--", "env", "-i"}
 	args = append(args, env...)
 	args = append(args, argv...)

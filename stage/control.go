@@ -126,38 +126,35 @@ func Stop(ctx context.Context, env *Env, repoDir, id string, force bool, g GateO
 		return err
 	}
 	// The place's watcher may record the agent's end first, as it sees
-	// the pane go: then the record is read again, and an agent the record
-	// already says ended is done (its end was verified by whoever wrote
-	// that, or by this pass's endAgent).
+	// the pane go: the record is then read again. The agent is ended (and
+	// verified gone) once; a later pass only records that, unless the
+	// record already says so.
 	ended := false
 	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		rec, p, err := gate(ctx, env, store, id, g)
 		if err != nil {
 			return err
 		}
-		if a := p.Stages[p.Current].Agent; ended && a != nil && a.Ended {
+		st := &p.Stages[p.Current]
+		switch a := st.Agent; {
+		case !ended:
+			if _, _, err := currentAgent(ctx, env, p); err != nil {
+				return err
+			}
+			if !force && a.Transcript != "" {
+				if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil && tr.Turn == agents.TurnRunning {
+					return &RefusedError{Place: id, Reason: "its agent is working (its turn has not ended); pass --force to end it anyway"}
+				}
+			}
+			if err := endAgent(ctx, env, a); err != nil {
+				return err
+			}
+			ended = true
+		case a == nil || a.Ended:
 			return nil
+		default:
+			a.Ended = true
 		}
-		st, a, err := currentAgent(ctx, env, p)
-		if err != nil && !ended {
-			return err
-		}
-		if err != nil {
-			// This pass ended it; the record lost the race to say so.
-			st, a = &p.Stages[p.Current], p.Stages[p.Current].Agent
-			if a == nil {
-				return nil
-			}
-		}
-		if !force && !ended && a.Transcript != "" {
-			if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil && tr.Turn == agents.TurnRunning {
-				return &RefusedError{Place: id, Reason: "its agent is working (its turn has not ended); pass --force to end it anyway"}
-			}
-		}
-		if err := endAgent(ctx, env, a); err != nil {
-			return err
-		}
-		ended = true
 		_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: agent stopped", st.Name, id)}})
 		return err
 	})

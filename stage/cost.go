@@ -153,10 +153,9 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 
 // priceBook reads the [price] sections a place's costs are figured at: the
 // configuration at its base (the repository's .flume/config there and the
-// user-level file), each base read once.
-// priceBook reads the prices each place's base declares, once per distinct
-// .flume/config: places share a few versions of it however many bases
-// they have, so status spawns no more git as places grow (R4).
+// user-level file), once per distinct .flume/config: places share a few
+// versions of it however many bases they have, so status spawns no more
+// git as places grow (R4).
 type priceBook struct {
 	env  *Env
 	repo *git.Repo

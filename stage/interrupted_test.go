@@ -50,12 +50,12 @@ func placeOf(t *testing.T, st *stage.Status, id string) *stage.PlaceStatus {
 	return nil
 }
 
-// TestInterruptedLaunchKeepsWork: a launch cut short (SIGHUP, SIGKILL)
+// TestInterruptedLaunchKeepsWork_L1_X2: a launch cut short (SIGHUP, SIGKILL)
 // after its worktree was made leaves a place someone may already work in.
 // The next reader never removes a worktree holding a commit or a file
 // beyond its base: it finishes the place as made. One holding nothing is
 // cleaned up as before.
-func TestInterruptedLaunchKeepsWork(t *testing.T) {
+func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
@@ -99,12 +99,12 @@ func TestInterruptedLaunchKeepsWork(t *testing.T) {
 	}
 }
 
-// TestLaunchKilledInsideWorktreeAdd: a `git worktree add` killed after it
+// TestLaunchKilledInsideWorktreeAdd_L1: a `git worktree add` killed after it
 // wrote its administrative folder's gitdir file but before it wrote
 // commondir leaves git failing every `worktree list` (and never pruning the folder,
 // locked "initializing"). The next status repairs exactly that folder and
 // cleans the launch up.
-func TestLaunchKilledInsideWorktreeAdd(t *testing.T) {
+func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
@@ -151,10 +151,10 @@ func gitFails(f *fixture, args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestParallelTidiesAllSucceed: tidy passes run one at a time per
+// TestParallelTidiesAllSucceed_T1_L2b: tidy passes run one at a time per
 // repository, so concurrent ones never fail on each other's removals:
 // every pass exits cleanly and every dropped place is tidied once.
-func TestParallelTidiesAllSucceed(t *testing.T) {
+func TestParallelTidiesAllSucceed_T1_L2b(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	env := f.stageEnv(f.env)

@@ -141,39 +141,34 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	if err != nil {
 		return nil, err
 	}
-	// One place reads its own record and claim only, and asks git's files
-	// about its one worktree: launch and every command that names a place
-	// read its status, and that must not grow with the places there are.
-	prefixes := []string{refs.Prefix}
+	var records []*refs.Record
+	var problems []*refs.Problem
+	worktrees := map[string]bool{}
 	if opts.Place != "" {
-		prefixes = []string{PlaceRef(opts.Place), refs.ClaimRef(opts.Place)}
-	}
-	// All places: git lists the worktrees while the records are read.
-	type listed struct {
-		wts []git.Worktree
-		err error
-	}
-	var wtc chan listed
-	if opts.Place == "" {
-		wtc = make(chan listed, 1)
+		// One place reads its own record and claim only, and asks git's
+		// files about its one worktree (present, below): launch and every
+		// command naming a place read its status, and that must not grow
+		// with the places there are.
+		records, problems, err = readOne(ctx, store, PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		// git lists the worktrees while the records are read.
+		type listed struct {
+			wts []git.Worktree
+			err error
+		}
+		wtc := make(chan listed, 1)
 		go func() {
 			wts, err := repo.Worktrees(ctx)
 			wtc <- listed{wts, err}
 		}()
-	}
-	var records []*refs.Record
-	var problems []*refs.Problem
-	if opts.Place == "" {
-		records, problems, err = store.List(ctx, prefixes...)
-	} else {
-		records, problems, err = readOne(ctx, store, prefixes)
-	}
-	if err != nil {
-		return nil, err
-	}
-	worktrees := map[string]bool{}
-	if opts.Place == "" {
+		records, problems, err = store.List(ctx, refs.Prefix)
 		l := <-wtc
+		if err != nil {
+			return nil, err
+		}
 		if l.err != nil {
 			// What an interrupted launch left may need repair first.
 			l.wts, l.err = listWorktrees(ctx, env, repo, records)
@@ -294,7 +289,7 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 
 // readOne reads the named records (one place's and its claim) as List
 // would, in process where git's files allow.
-func readOne(ctx context.Context, store *refs.Store, names []string) ([]*refs.Record, []*refs.Problem, error) {
+func readOne(ctx context.Context, store *refs.Store, names ...string) ([]*refs.Record, []*refs.Problem, error) {
 	var records []*refs.Record
 	var problems []*refs.Problem
 	for _, ref := range names {

@@ -10,11 +10,11 @@ import (
 
 const fuzzSeed = `{"schema":1,"kind":"place","id":"fix--one","placeKind":"fix","name":"one","repo":"/r","path":"/r/places/fix--one","branch":"fix/one","base":"1111111111111111111111111111111111111111","target":"main","brief":"b","host":"h","created":"2026-01-01T00:00:00Z","phase":"made","current":1,"stages":[{"name":"code","prompt":"code.md","deliverable":"commit","state":"delivered","runs":1,"agent":{"program":"claude","format":"claude","pattern":"","session":"s","pane":"p","host":"h","promptFile":"","started":"2026-01-01T00:00:00Z","sentAt":"2026-01-01T00:00:00Z","sends":1,"ended":true},"snapshots":[{"why":"end","ref":"refs/flume/snapshots/fix--one/1-code-1-end","commit":"2222222222222222222222222222222222222222","tree":"","head":"","diff":""}]},{"name":"submit","prompt":"submit.md","deliverable":"landed","state":"working","runs":0}]}`
 
-// FuzzPlaceRecord: whatever bytes a record holds (a hostile remote's, a
+// FuzzPlaceRecord_R5: whatever bytes a record holds (a hostile remote's, a
 // hand edit's), checking and then using it never panics; a record the
 // check accepts can be shown by status and indexed by its current stage
 // (issue 13: `current: -5` panicked status, rollback and advance).
-func FuzzPlaceRecord(f *testing.F) {
+func FuzzPlaceRecord_R5(f *testing.F) {
 	f.Add([]byte(fuzzSeed))
 	f.Add([]byte(`{"schema":1,"kind":"place","current":-5,"stages":[]}`))
 	f.Add([]byte(`{"schema":1,"kind":"place","current":99}`))
@@ -41,9 +41,9 @@ func FuzzPlaceRecord(f *testing.F) {
 	})
 }
 
-// TestValidatePlaceEveryField: a record that lies in any one field is
+// TestValidatePlaceEveryField_R5_R6: a record that lies in any one field is
 // refused, naming the field; the record flume writes passes.
-func TestValidatePlaceEveryField(t *testing.T) {
+func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 	valid := func() *Place {
 		var p Place
 		if err := json.Unmarshal([]byte(fuzzSeed), &p); err != nil {

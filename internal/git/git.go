@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // ErrNotExist means git answered that the object, ref or path asked for does
@@ -210,6 +211,12 @@ type Repo struct {
 	ObjectFormat string
 
 	objects objectStore
+	// main is MainCheckout's answer, found once.
+	main struct {
+		once sync.Once
+		path string
+		err  error
+	}
 }
 
 // Open finds the repository containing dir. It returns an error wrapping

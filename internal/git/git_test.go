@@ -223,11 +223,11 @@ func mustOpen(t *testing.T, r *git.Runner, dir string) *git.Repo {
 	return repo
 }
 
-// TestRefusedUpdateSaysWhy: a transaction git refuses with every ref where
+// TestRefusedUpdateSaysWhy_R2: a transaction git refuses with every ref where
 // the caller expected and no lock held is not reported as a lock (which a
 // caller would wait out for nothing), and a bad ref name is refused before
 // git runs, naming the rule.
-func TestRefusedUpdateSaysWhy(t *testing.T) {
+func TestRefusedUpdateSaysWhy_R2(t *testing.T) {
 	env := testEnv(t)
 	dir := t.TempDir()
 	mustGit(t, env, "init", "-q", dir)

@@ -469,15 +469,13 @@ func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
 func (repo *Repo) BlobAt(ctx context.Context, commit, path string) (string, error) {
 	if st := repo.inProcess(); st != nil && plumbing.IsHash(commit) {
 		if c, err := object.GetCommit(st, plumbing.NewHash(commit)); err == nil {
-			tree, err := object.GetTree(st, c.TreeHash)
-			if err != nil {
-				return "", err
+			if tree, err := object.GetTree(st, c.TreeHash); err == nil {
+				e, err := tree.FindEntry(path)
+				if err != nil || !e.Mode.IsFile() {
+					return "", nil
+				}
+				return e.Hash.String(), nil
 			}
-			e, err := tree.FindEntry(path)
-			if err != nil || !e.Mode.IsFile() {
-				return "", nil
-			}
-			return e.Hash.String(), nil
 		}
 	}
 	id, err := repo.ResolveRef(ctx, commit+":"+path)
@@ -491,15 +489,16 @@ func (repo *Repo) BlobAt(ctx context.Context, commit, path string) (string, erro
 // an error wrapping ErrNotExist: in process where that is safe, else with
 // git.
 func (repo *Repo) BranchCommit(ctx context.Context, ref string) (string, error) {
-	if st := repo.inProcess(); st != nil && !repo.reftable() {
-		r, err := st.Reference(plumbing.ReferenceName(ref))
-		if errors.Is(err, plumbing.ErrReferenceNotFound) {
-			return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
-		}
-		if err == nil && r.Type() == plumbing.HashReference {
-			if _, err := object.GetCommit(st, r.Hash()); err == nil {
-				return r.Hash().String(), nil
-			}
+	id, err := repo.RefValue(ctx, ref)
+	switch {
+	case err != nil:
+		return "", err
+	case id == "":
+		return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
+	}
+	if st := repo.inProcess(); st != nil {
+		if _, err := object.GetCommit(st, plumbing.NewHash(id)); err == nil {
+			return id, nil
 		}
 	}
 	return repo.ResolveCommit(ctx, ref)

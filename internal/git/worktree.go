@@ -86,7 +86,13 @@ func (repo *Repo) MainWorktree(ctx context.Context) (Worktree, error) {
 // of the ordinary layout it is the folder holding the common .git
 // directory; otherwise git is asked, and a path inside a git directory is
 // refused rather than used as a work tree.
+// The answer is kept for the Repo's life: status asks it for every place.
 func (repo *Repo) MainCheckout(ctx context.Context) (string, error) {
+	repo.main.once.Do(func() { repo.main.path, repo.main.err = repo.mainCheckout(ctx) })
+	return repo.main.path, repo.main.err
+}
+
+func (repo *Repo) mainCheckout(ctx context.Context) (string, error) {
 	if repo.Bare {
 		return "", fmt.Errorf("repository %s has no main worktree (bare)", repo.CommonDir)
 	}
