@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -76,8 +77,11 @@ type app struct {
 	runner *git.Runner
 	// unknown is set when the command line named no known command.
 	unknown bool
-	// hostName caches host().
-	hostName string
+	// repoDir is the repository the command's --repo names ("." when it
+	// has none); settings come from there.
+	repoDir      string
+	settingsOnce sync.Once
+	set          settings
 }
 
 func (a *app) now() time.Time {
@@ -112,7 +116,7 @@ func buildVersion() string {
 }
 
 func newApp(a *app) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                      "git-flume",
 		HelpName:                  "git flume",
 		Usage:                     "run coding agents in places of their own, with all state in git",
@@ -162,6 +166,8 @@ func newApp(a *app) *cli.App {
 			fmt.Fprintf(a.io.Err, "git-flume: unknown command %q; see 'git flume -h'\n", name)
 		},
 	}
+	a.noteRepo(app.Commands)
+	return app
 }
 
 // run is the program: it returns the exit code.
@@ -171,7 +177,7 @@ func run(ctx context.Context, args []string, io *streams, environ []string) int 
 	if e.vars["FLUME_DEBUG"] != "" {
 		logger.SetLevel(log.DebugLevel)
 	}
-	a := &app{io: io, env: e, log: logger, runner: &git.Runner{Env: environ}}
+	a := &app{io: io, env: e, log: logger, repoDir: ".", runner: &git.Runner{Env: environ, OpenOnce: true}}
 	err := newApp(a).RunContext(ctx, args)
 	if a.unknown {
 		return exitUsage

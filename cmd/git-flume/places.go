@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -28,34 +27,6 @@ func (a *app) stageEnv() *stage.Env {
 		Out:        a.io.Err,
 		Engine:     a.engineOptions(),
 	}
-}
-
-// host names this host in records: FLUME_HOST, else the repository's
-// flume.host, else the hostname. It is read once per command.
-func (a *app) host() string {
-	if a.hostName != "" {
-		return a.hostName
-	}
-	a.hostName = a.env.vars["FLUME_HOST"]
-	if a.hostName == "" {
-		if repo, err := a.runner.Open(context.Background(), "."); err == nil {
-			if entries, err := repo.Config(context.Background()); err == nil {
-				for _, e := range entries {
-					if e.Key == "flume.host" && e.Value != "" {
-						a.hostName = e.Value
-					}
-				}
-			}
-		}
-	}
-	if a.hostName == "" {
-		if h, err := os.Hostname(); err == nil && h != "" {
-			a.hostName = h
-		} else {
-			a.hostName = "localhost"
-		}
-	}
-	return a.hostName
 }
 
 // userConfig is the user-level flume config file.
@@ -319,7 +290,7 @@ func useCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("shared") {
-				remote, err := a.remote(c.Context, store, c.String("remote"))
+				remote, err := a.remote(c.Context, c.String("remote"))
 				if err != nil {
 					return err
 				}
@@ -358,7 +329,7 @@ func releaseCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("shared") {
-				remote, err := a.remote(c.Context, store, c.String("remote"))
+				remote, err := a.remote(c.Context, c.String("remote"))
 				if err != nil {
 					return err
 				}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"sort"
 
@@ -9,25 +8,6 @@ import (
 
 	"github.com/git-flume/git-flume/refs"
 )
-
-// remote is the remote sync talks to: the argument, else flume.remote,
-// else origin.
-func (a *app) remote(ctx context.Context, store *refs.Store, named string) (string, error) {
-	if named != "" {
-		return named, nil
-	}
-	entries, err := store.Repo().Config(ctx)
-	if err != nil {
-		return "", err
-	}
-	remote := "origin"
-	for _, e := range entries {
-		if e.Key == "flume.remote" && e.Value != "" {
-			remote = e.Value
-		}
-	}
-	return remote, nil
-}
 
 func syncCommand(a *app) *cli.Command {
 	return &cli.Command{
@@ -48,7 +28,7 @@ func syncCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			remote, err := a.remote(c.Context, store, c.Args().First())
+			remote, err := a.remote(c.Context, c.Args().First())
 			if err != nil {
 				return err
 			}
@@ -104,31 +84,20 @@ func sharedFlags() []cli.Flag {
 func (a *app) withAutoSync(cmd *cli.Command) *cli.Command {
 	action := cmd.Action
 	cmd.Action = func(c *cli.Context) error {
+		// The settings are needed at the end (and for the host at the
+		// start): read them while the command opens the repository.
+		go a.settings(c.Context)
 		if err := action(c); err != nil {
 			return err
 		}
-		dir := "."
-		if c.IsSet("repo") {
-			dir = c.String("repo")
+		if !a.settings(c.Context).autoSync {
+			return nil
 		}
-		store, err := a.store(c.Context, dir)
+		store, err := a.store(c.Context, a.repoDir)
 		if err != nil {
 			return nil
 		}
-		entries, err := store.Repo().Config(c.Context)
-		if err != nil {
-			return nil
-		}
-		on := false
-		for _, e := range entries {
-			if e.Key == "flume.autosync" {
-				on = e.Value == "true" || e.Value == "yes" || e.Value == "on" || e.Value == "1"
-			}
-		}
-		if !on {
-			return nil
-		}
-		remote, err := a.remote(c.Context, store, "")
+		remote, err := a.remote(c.Context, "")
 		if err == nil {
 			_, err = store.Sync(c.Context, remote, a.host())
 		}

@@ -113,6 +113,15 @@ type Runner struct {
 	Env []string
 	// Ident is the author and committer of the commits flume writes.
 	Ident Ident
+	// OpenOnce makes Open answer each directory once for the runner's
+	// life, so the steps of one short command share one Repo (and its
+	// object store and main checkout) instead of asking git again. A
+	// long-lived process (a watcher) leaves it off: a repository may be
+	// moved or recreated under it.
+	OpenOnce bool
+
+	openedMu sync.Mutex
+	opened   map[string]*Repo
 }
 
 // Ident names an author or committer.
@@ -226,6 +235,26 @@ func (r *Runner) Open(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open repository %q: %w", dir, err)
 	}
+	if !r.OpenOnce {
+		return r.open(ctx, dir, abs)
+	}
+	r.openedMu.Lock()
+	defer r.openedMu.Unlock()
+	if repo := r.opened[abs]; repo != nil {
+		return repo, nil
+	}
+	repo, err := r.open(ctx, dir, abs)
+	if err != nil {
+		return nil, err
+	}
+	if r.opened == nil {
+		r.opened = map[string]*Repo{}
+	}
+	r.opened[abs] = repo
+	return repo, nil
+}
+
+func (r *Runner) open(ctx context.Context, dir, abs string) (*Repo, error) {
 	// One call in the common case: a work tree answers --show-toplevel too.
 	// A bare repository (or a git dir) refuses it; ask again without.
 	args := []string{"rev-parse", "--path-format=absolute",

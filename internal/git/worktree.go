@@ -362,7 +362,14 @@ func (r *Runner) ConfigFile(ctx context.Context, path string) ([]ConfigEntry, er
 
 // Config reads the repository's own git configuration (all scopes).
 func (repo *Repo) Config(ctx context.Context) ([]ConfigEntry, error) {
-	out, err := repo.read(ctx, nil, "config", "--includes", "--list", "-z")
+	return repo.r.ConfigIn(ctx, repo.Dir)
+}
+
+// ConfigIn reads the git configuration (all scopes) of the repository
+// containing dir, without opening it first: a command can read its settings
+// while it opens the repository.
+func (r *Runner) ConfigIn(ctx context.Context, dir string) ([]ConfigEntry, error) {
+	out, err := r.run(ctx, call{dir: dir, readOnly: true, args: []string{"config", "--includes", "--list", "-z"}})
 	if err != nil {
 		if exitCode(err) == 1 {
 			return nil, nil
