@@ -13,15 +13,9 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 )
 
-// RemotePrefix is where a remote's records are tracked: never under
-// refs/remotes/, where a user's `git fetch --prune` would delete them, and
-// never under refs/flume/, which sync pushes (R7).
+// RemotePrefix is where clones made before the tracking list (TrackedPrefix)
+// kept one tracking ref per record; sync reads them once and removes them.
 const RemotePrefix = "refs/flume-remotes/"
-
-// TrackingRef is the ref tracking a record ref on remote.
-func TrackingRef(remote, ref string) string {
-	return RemotePrefix + remote + "/" + strings.TrimPrefix(ref, Prefix)
-}
 
 // SyncAttempts bounds how often sync fetches again after a push the remote
 // refused because another host pushed first.
@@ -146,11 +140,11 @@ func (s *Store) incoming(ctx context.Context, remote, ref string) (string, error
 }
 
 func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport, error) {
-	track := RemotePrefix + remote + "/"
-	seen, err := s.refMap(ctx, track) // what this clone took from or pushed there
+	tracked, err := s.readTracking(ctx, remote)
 	if err != nil {
 		return nil, err
 	}
+	seen := tracked.ids // what this clone took from or pushed there
 	in := IncomingPrefix + remote + "/"
 	if err := s.repo.FetchRefs(ctx, remote, true, "+"+Prefix+"*:"+in+"*"); err != nil {
 		return nil, err
@@ -272,6 +266,9 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 	if err := s.repo.PushLeased(ctx, remote, push); err != nil {
 		return nil, err
 	}
+	if s.Fault != nil {
+		s.Fault("pushed")
+	}
 	// Track what the remote now holds of the records this clone took or
 	// made: what was fetched, then what was pushed over it. Refused
 	// records keep the tracking ref they had.
@@ -293,25 +290,8 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 			want[p.Ref] = p.Local
 		}
 	}
-	var tracked []git.RefUpdate
-	for ref, id := range want {
-		switch old := seen[ref]; {
-		case old == "":
-			tracked = append(tracked, git.RefUpdate{Op: git.Create, Name: TrackingRef(remote, ref), New: id})
-		case old != id:
-			tracked = append(tracked, git.RefUpdate{Op: git.Update, Name: TrackingRef(remote, ref), New: id, Old: old})
-		}
-	}
-	for ref, old := range seen {
-		if _, ok := want[ref]; !ok {
-			tracked = append(tracked, git.RefUpdate{Op: git.Delete, Name: TrackingRef(remote, ref), Old: old})
-		}
-	}
-	sort.Slice(tracked, func(i, j int) bool { return tracked[i].Name < tracked[j].Name })
-	if len(tracked) > 0 {
-		if err := s.repo.UpdateRefs(ctx, tracked); err != nil {
-			return rep, fmt.Errorf("synced, but the tracking refs did not follow (the next sync fetches them): %w", err)
-		}
+	if err := s.moveTracking(ctx, remote, seen, want); err != nil {
+		return rep, fmt.Errorf("synced, but the tracking list did not follow (the next sync fetches again): %w", err)
 	}
 	return rep, nil
 }
@@ -329,10 +309,11 @@ func orUnknown(s string) string {
 // local claim is rolled back and the error names the remote.
 func (s *Store) PushClaim(ctx context.Context, remote, place string, rec *Record) error {
 	ref := ClaimRef(place)
-	expect, err := s.repo.RefValue(ctx, TrackingRef(remote, ref))
+	tracked, err := s.readTracking(ctx, remote)
 	if err != nil {
 		return err
 	}
+	expect := tracked.ids[ref]
 	err = s.repo.PushLeased(ctx, remote, []git.PushUpdate{{Ref: ref, Local: rec.Commit, Expect: expect}})
 	var rejected *git.PushRejectedError
 	if errors.As(err, &rejected) {
@@ -344,22 +325,23 @@ func (s *Store) PushClaim(ctx context.Context, remote, place string, rec *Record
 	if err != nil {
 		return err
 	}
-	if expect == "" {
-		return s.repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: TrackingRef(remote, ref), New: rec.Commit}})
-	}
-	return s.repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Update, Name: TrackingRef(remote, ref), New: rec.Commit, Old: expect}})
+	return s.moveTracking(ctx, remote, map[string]string{ref: expect}, map[string]string{ref: rec.Commit})
 }
 
 // ReleasePushed removes a shared claim from the remote, leased on the copy
 // this host pushed.
 func (s *Store) ReleasePushed(ctx context.Context, remote, place string) error {
 	ref := ClaimRef(place)
-	expect, err := s.repo.RefValue(ctx, TrackingRef(remote, ref))
-	if err != nil || expect == "" {
+	tracked, err := s.readTracking(ctx, remote)
+	if err != nil {
 		return err
+	}
+	expect := tracked.ids[ref]
+	if expect == "" {
+		return nil
 	}
 	if err := s.repo.PushLeased(ctx, remote, []git.PushUpdate{{Ref: ref, Expect: expect}}); err != nil {
 		return err
 	}
-	return s.repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: TrackingRef(remote, ref), Old: expect}})
+	return s.moveTracking(ctx, remote, map[string]string{ref: expect}, map[string]string{})
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,5 +175,151 @@ func run(t *testing.T, env []string, name string, args ...string) {
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// trackedList reads the tracking list of remote in dir as git shows it.
+func trackedList(t *testing.T, env []string, dir, remote string) string {
+	t.Helper()
+	cmd := exec.Command("git", "-C", dir, "cat-file", "blob", refs.TrackedRef(remote)+":tracked")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("read the tracking list of %s: %v", remote, err)
+	}
+	return string(out)
+}
+
+func gitOut(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
+}
+
+// TestSyncTakesOverPerRecordTrackingRefs_R7: a clone whose earlier syncs
+// kept one tracking ref per record under refs/flume-remotes/ decides from
+// them (a record of ours removed here is removed there), and its next sync
+// replaces them with the one list.
+func TestSyncTakesOverPerRecordTrackingRefs_R7(t *testing.T) {
+	ctx := context.Background()
+	env := hermeticEnv(t.TempDir())
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	run(t, env, "git", "init", "-q", "--bare", remote)
+	a := filepath.Join(root, "a")
+	run(t, env, "git", "clone", "-q", remote, a)
+	sa := syncStore(t, env, a)
+	const gone, kept = refs.Prefix + "things/gone", refs.Prefix + "things/kept"
+	bump(t, sa, gone, "A")
+	bump(t, sa, kept, "A")
+	if _, err := sa.Sync(ctx, "origin", "A"); err != nil {
+		t.Fatal(err)
+	}
+	// Turn the list back into what an older git-flume left.
+	var legacy string
+	for _, ref := range []string{gone, kept} {
+		id := gitOut(t, env, "-C", a, "rev-parse", ref)
+		legacy += "create " + refs.RemotePrefix + "origin/" + ref[len(refs.Prefix):] + " " + id
+	}
+	cmd := exec.Command("git", "-C", a, "update-ref", "--stdin")
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(legacy + "delete " + refs.TrackedRef("origin") + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	run(t, env, "git", "-C", a, "update-ref", "-d", gone)
+
+	rep, err := sa.Sync(ctx, "origin", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Deleted) != 1 || rep.Deleted[0] != gone {
+		t.Fatalf("deleted %v, want [%s]: the per-record refs were not read as what was pushed", rep.Deleted, gone)
+	}
+	if there := gitOut(t, env, "-C", remote, "for-each-ref", "--format=%(refname)", refs.Prefix); there != kept+"\n" {
+		t.Fatalf("the remote holds %q, want only %s", there, kept)
+	}
+	if left := gitOut(t, env, "-C", a, "for-each-ref", refs.RemotePrefix); left != "" {
+		t.Fatalf("per-record tracking refs left behind:\n%s", left)
+	}
+	want := gitOut(t, env, "-C", a, "rev-parse", kept)
+	if got := trackedList(t, env, a, "origin"); got != want[:len(want)-1]+" "+kept+"\n" {
+		t.Fatalf("tracking list %q, want only %s at %s", got, kept, want)
+	}
+}
+
+// TestSyncTrackingListSurvivesAConcurrentSync_R7: a sync of the same clone
+// that moves the tracking list between another's push and its write of the
+// list is not undone by it: the list ends holding what the remote holds.
+func TestSyncTrackingListSurvivesAConcurrentSync_R7(t *testing.T) {
+	ctx := context.Background()
+	env := hermeticEnv(t.TempDir())
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	run(t, env, "git", "init", "-q", "--bare", remote)
+	a := filepath.Join(root, "a")
+	run(t, env, "git", "clone", "-q", remote, a)
+	sa, inner := syncStore(t, env, a), syncStore(t, env, a)
+	bump(t, sa, refs.Prefix+"things/one", "A")
+	ran := false
+	sa.Fault = func(point string) {
+		if point != "pushed" || ran {
+			return
+		}
+		ran = true
+		bump(t, inner, refs.Prefix+"things/two", "A")
+		if _, err := inner.Sync(ctx, "origin", "A"); err != nil {
+			t.Errorf("the concurrent sync: %v", err)
+		}
+	}
+	if _, err := sa.Sync(ctx, "origin", "A"); err != nil {
+		t.Fatal(err)
+	}
+	if !ran {
+		t.Fatal("the concurrent sync never ran")
+	}
+	there := gitOut(t, env, "-C", remote, "for-each-ref", "--format=%(objectname) %(refname)", refs.Prefix)
+	if got := trackedList(t, env, a, "origin"); got != there {
+		t.Fatalf("tracking list\n%s\nthe remote holds\n%s", got, there)
+	}
+}
+
+// TestSyncPushesManyRecordsFromScratchRepository: a push of many records
+// runs from the scratch repository (issue 14) and means what a push from
+// the clone means: the remote named by its relative URL gets every record,
+// and the scratch repository never holds a ref.
+func TestSyncPushesManyRecordsFromScratchRepository(t *testing.T) {
+	ctx := context.Background()
+	env := hermeticEnv(t.TempDir())
+	root := t.TempDir()
+	run(t, env, "git", "init", "-q", "--bare", filepath.Join(root, "remote.git"))
+	a := filepath.Join(root, "a")
+	run(t, env, "git", "init", "-q", a)
+	run(t, env, "git", "-C", a, "remote", "add", "shared", "../remote.git")
+	sa := syncStore(t, env, a)
+	for i := range 70 {
+		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
+	}
+	rep, err := sa.Sync(ctx, "shared", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Pushed) != 70 {
+		t.Fatalf("pushed %d records, want 70", len(rep.Pushed))
+	}
+	if _, err := os.Stat(filepath.Join(a, ".git", "flume-push.git", "objects", "info", "alternates")); err != nil {
+		t.Fatalf("the push did not run from the scratch repository: %v", err)
+	}
+	here := gitOut(t, env, "-C", a, "for-each-ref", "--format=%(objectname) %(refname)", refs.Prefix)
+	if there := gitOut(t, env, "-C", filepath.Join(root, "remote.git"), "for-each-ref", "--format=%(objectname) %(refname)", refs.Prefix); there != here {
+		t.Fatalf("the remote holds\n%s\nwant\n%s", there, here)
+	}
+	if refs := gitOut(t, env, "--git-dir", filepath.Join(a, ".git", "flume-push.git"), "for-each-ref"); refs != "" {
+		t.Fatalf("the scratch repository holds refs:\n%s", refs)
 	}
 }

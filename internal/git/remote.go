@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -65,7 +69,13 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 	for _, u := range updates {
 		args = append(args, u.Local+":"+u.Ref)
 	}
-	out, err := repo.write(ctx, nil, nil, args...)
+	var env []string
+	if len(updates) >= pushScratchAt {
+		if dir, ok := repo.pushScratch(); ok {
+			env = []string{"GIT_DIR=" + dir}
+		}
+	}
+	out, err := repo.write(ctx, nil, env, args...)
 	if err == nil {
 		return nil
 	}
@@ -91,4 +101,65 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 		return fmt.Errorf("push to %s: %w", remote, err)
 	}
 	return err
+}
+
+// pushScratchAt is how many explicit refspecs make a push worth running
+// from the scratch repository.
+const pushScratchAt = 64
+
+// pushScratchName is the scratch repository inside the common git dir.
+const pushScratchName = "flume-push.git"
+
+// pushScratch returns a repository that borrows this one's objects and
+// configuration but holds no refs, creating it the first time. git push
+// matches every explicit refspec against every local ref (a formatted
+// comparison per ref-lookup rule), so pushing a thousand records from a
+// clone with thousands of refs costs seconds before anything is sent; run
+// from here, the same push costs what a glob push does (issue 14). The
+// remote, its URL rewriting and the transport settings still come from
+// this repository's config, which the scratch config includes, and the push
+// still runs in this work tree, so relative remote paths mean what they did.
+//
+// ok is false where borrowing is not exact and the push runs here as
+// usual: a repository whose format the included config would change
+// (extensions: another hash, a partial clone), or a shallow one.
+func (repo *Repo) pushScratch() (string, bool) {
+	if repo.ObjectFormat != "sha1" {
+		return "", false
+	}
+	if _, err := os.Lstat(filepath.Join(repo.CommonDir, "shallow")); err == nil {
+		return "", false
+	}
+	cfg, err := os.ReadFile(filepath.Join(repo.CommonDir, "config"))
+	if err != nil || strings.Contains(strings.ToLower(string(cfg)), "extensions") {
+		return "", false
+	}
+	dir := filepath.Join(repo.CommonDir, pushScratchName)
+	if _, err := os.Stat(filepath.Join(dir, "objects", "info", "alternates")); err == nil {
+		return dir, true
+	}
+	// Made whole in a temporary folder and renamed into place, so a
+	// concurrent sync sees either no scratch repository or a complete one.
+	tmp := dir + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
+	defer os.RemoveAll(tmp)
+	files := map[string]string{
+		"HEAD": "ref: refs/heads/scratch\n",
+		// The repository's config first, then what makes this one bare.
+		"config":                  "[include]\n\tpath = ../config\n[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+		"objects/info/alternates": "../../objects\n",
+		"refs/heads/.keep":        "",
+		"description":             "git-flume: pushes run here; holds no refs, borrows the repository's objects\n",
+	}
+	for name, text := range files {
+		path := filepath.Join(tmp, filepath.FromSlash(name))
+		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(text), 0o644) != nil {
+			return "", false
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "objects", "info", "alternates")); serr != nil {
+			return "", false
+		}
+	}
+	return dir, true
 }
