@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/git-flume/git-flume/agents"
@@ -102,6 +103,8 @@ type member struct {
 	// wt is the worktree with the member's branch checked out, as the
 	// preflight found it.
 	wt *git.Worktree
+	// intent is the member's intent record, prepared for its move.
+	intent *refs.Prepared
 }
 
 func open(ctx context.Context, env *Env, id string, targets []Target) ([]*member, error) {
@@ -152,11 +155,44 @@ func (m *member) read(ctx context.Context, id string) error {
 }
 
 func (m *member) save(ctx context.Context, msg string) error {
-	w, err := m.store.Write(ctx, []refs.Change{{Ref: m.rec.Ref, Old: m.rec, State: m.r, Message: fmt.Sprintf("promote %s: %s %s", m.r.ID, m.t.Name, msg)}})
+	w, err := m.store.Write(ctx, []refs.Change{m.change(m.r, msg)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.t.Name, err)
 	}
 	m.rec = w[0]
+	return nil
+}
+
+func (m *member) change(r Record, msg string) refs.Change {
+	return refs.Change{Ref: m.rec.Ref, Old: m.rec, State: r, Message: fmt.Sprintf("promote %s: %s %s", r.ID, m.t.Name, msg)}
+}
+
+// prepareIntent writes the objects of the member's intent record ahead of
+// its move, so that the move's transaction only moves refs.
+func (m *member) prepareIntent(ctx context.Context) error {
+	r := m.r
+	r.State = Intent
+	p, err := m.store.Prepare(ctx, m.change(r, fmt.Sprintf("intent, and %s %.12s -> %.12s", m.t.Branch, m.r.Base, m.r.Tip)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.t.Name, err)
+	}
+	m.intent = p
+	return nil
+}
+
+// move saves the member's intent and moves its branch from its base to its
+// exact tip, one transaction, the intent first (P6): git commits a
+// transaction's refs in the order given, so a crash inside it leaves the
+// intent saved with the branch at its base (reconcile: pending), never the
+// branch moved without it. The branch moves by compare-and-swap.
+func (m *member) move(ctx context.Context, id string) error {
+	move := git.RefUpdate{Op: git.Update, Name: m.branchRef(), New: m.r.Tip, Old: m.r.Base}
+	w, err := m.store.Commit(ctx, "flume promote "+id, []*refs.Prepared{m.intent}, move)
+	m.intent = nil
+	if err != nil {
+		return err
+	}
+	m.rec, m.r.State = w[0], Intent
 	return nil
 }
 
@@ -228,8 +264,17 @@ func (m *member) check(ctx context.Context, full, clean bool) error {
 			return err
 		}
 	}
+	if !clean {
+		return nil
+	}
+	return m.checkClean(ctx)
+}
+
+// checkClean refuses a member whose branch is checked out with changes
+// (P6): they are kept, and block promotion.
+func (m *member) checkClean(ctx context.Context) error {
 	wt := m.wt
-	if wt == nil || !clean {
+	if wt == nil {
 		return nil
 	}
 	dirty, err := m.repo.Dirty(ctx, wt.Path)
@@ -257,45 +302,73 @@ func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
 }
 
 func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) error {
-	for _, m := range ms {
-		if err := m.check(ctx, true, true); err != nil {
-			return err
-		}
+	if err := preflight(ctx, ms); err != nil {
+		return err
 	}
+	// ready is the next mover's readying, done ahead of its turn: its
+	// checkout read again (it must be clean to come along) and its intent
+	// objects written. From the second mover on it runs while the member
+	// before saves its receipt: after that member's move, before this
+	// one's, as P6 asks of a re-check.
+	var ready chan error
 	for i, m := range ms {
 		if m.r.State == Promoted {
 			env.progress("%s: %s already at %.12s (receipt kept)", m.t.Name, m.t.Branch, m.r.Tip)
 			continue // P7: no proven promotion is repeated
 		}
-		// P6: every target again, between moves: each one's position,
-		// and the mover's checkout, which must be clean to come along.
-		// Another member's checkout is read when its own turn comes.
-		for _, o := range ms {
-			if err := o.check(ctx, false, o == m && i > 0); err != nil {
-				return err
-			}
+		if ready == nil {
+			ready = m.getReady(ctx, i > 0)
 		}
-		env.fault(fmt.Sprintf("before-intent:%d", i))
-		m.r.State = Intent
-		if err := m.save(ctx, "intent"); err != nil {
+		// P6: every target's position again, between moves.
+		err := recheck(ctx, ms)
+		if rerr := <-ready; err == nil {
+			err = rerr
+		}
+		ready = nil
+		if err != nil {
 			return err
 		}
-		env.fault(fmt.Sprintf("after-intent:%d", i))
+		env.fault(fmt.Sprintf("before-move:%d", i))
 		wt := m.wt
-		// The move: a compare-and-swap from the base to the exact tip.
-		err := m.repo.UpdateRefsLogged(ctx, "flume promote "+id, []git.RefUpdate{{Op: git.Update, Name: m.branchRef(), New: m.r.Tip, Old: m.r.Base}})
-		if err != nil {
+		if err := m.move(ctx, id); err != nil {
 			return fmt.Errorf("%s: move %s: %w (run reconcile)", m.t.Name, m.t.Branch, err)
 		}
 		env.fault(fmt.Sprintf("after-move:%d", i))
+		// The receipt's objects are written while git brings the work
+		// tree along; it is saved only after, and only if the branch is
+		// still at the tip.
+		type prepared struct {
+			r   Record
+			p   *refs.Prepared
+			err error
+		}
+		rc := make(chan prepared, 1)
+		go func() {
+			r, p, err := m.prepareReceipt(ctx, env)
+			rc <- prepared{r, p, err}
+		}()
 		if wt != nil {
 			// A checked-out branch brings its clean work tree along.
 			if err := m.repo.SwitchTree(ctx, wt.Path, m.r.Base, m.r.Tip); err != nil {
+				<-rc
 				return fmt.Errorf("%s: %w (run reconcile)", m.t.Name, err)
 			}
 		}
+		receipt := <-rc
 		env.fault(fmt.Sprintf("after-switch:%d", i))
-		if err := m.receipt(ctx, env); err != nil {
+		if receipt.err != nil {
+			return receipt.err
+		}
+		for _, o := range ms[i+1:] {
+			if o.r.State != Promoted {
+				ready = o.getReady(ctx, true)
+				break
+			}
+		}
+		if err := m.saveReceipt(ctx, receipt.r, receipt.p); err != nil {
+			if ready != nil {
+				<-ready
+			}
 			return err
 		}
 		env.progress("%s: %s %.12s -> %.12s, receipt saved", m.t.Name, m.t.Branch, m.r.Base, m.r.Tip)
@@ -304,8 +377,79 @@ func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) erro
 	return nil
 }
 
+// getReady reads the member's checkout again when clean is set, and
+// writes its intent objects, in the background.
+func (m *member) getReady(ctx context.Context, clean bool) chan error {
+	done := make(chan error, 1)
+	go func() {
+		if clean {
+			if err := m.checkClean(ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- m.prepareIntent(ctx)
+	}()
+	return done
+}
+
+// recheck checks every member's position again before a move (P6).
+func recheck(ctx context.Context, ms []*member) error {
+	for _, o := range ms {
+		if err := o.check(ctx, false, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preflight checks every member fully before anything moves (P6), the
+// members side by side: each reads only its own repository. A failure is
+// reported for the first member in promotion order that has one.
+func preflight(ctx context.Context, ms []*member) error {
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.check(ctx, true, true)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // receipt verifies the live branch is at the tip and saves the receipt.
 func (m *member) receipt(ctx context.Context, env *Env) error {
+	r, p, err := m.prepareReceipt(ctx, env)
+	if err != nil {
+		return err
+	}
+	return m.saveReceipt(ctx, r, p)
+}
+
+// prepareReceipt writes the objects of the member's receipt record, dated
+// now, without saving it.
+func (m *member) prepareReceipt(ctx context.Context, env *Env) (Record, *refs.Prepared, error) {
+	r := m.r
+	r.State, r.Manual = Promoted, ""
+	r.Receipt = &Receipt{From: r.Base, To: r.Tip, At: env.Now().UTC()}
+	p, err := m.store.Prepare(ctx, m.change(r, fmt.Sprintf("receipt %.12s -> %.12s", r.Base, r.Tip)))
+	if err != nil {
+		return r, nil, fmt.Errorf("%s: %w", m.t.Name, err)
+	}
+	return r, p, nil
+}
+
+// saveReceipt saves a prepared receipt once the live branch is at the tip:
+// a receipt is never saved on the record's word alone.
+func (m *member) saveReceipt(ctx context.Context, r Record, p *refs.Prepared) error {
 	at, err := m.at(ctx)
 	if err != nil {
 		return err
@@ -313,9 +457,12 @@ func (m *member) receipt(ctx context.Context, env *Env) error {
 	if at != m.r.Tip {
 		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("after the move %s is at %.12s, not the tip %.12s", m.t.Branch, at, m.r.Tip)}
 	}
-	m.r.State, m.r.Manual = Promoted, ""
-	m.r.Receipt = &Receipt{From: m.r.Base, To: m.r.Tip, At: env.Now().UTC()}
-	return m.save(ctx, fmt.Sprintf("receipt %.12s -> %.12s", m.r.Base, m.r.Tip))
+	w, err := m.store.Commit(ctx, "", []*refs.Prepared{p})
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.t.Name, err)
+	}
+	m.rec, m.r = w[0], r
+	return nil
 }
 
 // Outcome is what reconcile found for one member.

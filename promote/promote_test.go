@@ -2,6 +2,7 @@ package promote_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -168,6 +169,47 @@ func crashAt(point string) func(string) {
 	}
 }
 
+// tornAt crashes at point like crashAt, except "torn-move:<i>": it crashes
+// where member i's move transaction would run and first leaves that
+// member's repository (member(i)) as a crash inside git's commit of the
+// transaction can: the intent record written, the branch not moved. git
+// commits a transaction's refs in the order given, the record first; the
+// state is made here with plain git, from the record as it was.
+func tornAt(t testing.TB, env []string, member func(int) string, point string) func(string) {
+	var i int
+	if _, err := fmt.Sscanf(point, "torn-move:%d", &i); err != nil {
+		return crashAt(point)
+	}
+	return func(p string) {
+		if p != fmt.Sprintf("before-move:%d", i) {
+			return
+		}
+		repo, ref := member(i), promote.RecordRef("req")
+		git := func(stdin string, args ...string) string {
+			cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
+			cmd.Env = env
+			cmd.Stdin = strings.NewReader(stdin)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("git %v: %v", args, err)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		old := git("", "rev-parse", ref)
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(git("", "cat-file", "blob", old+":state.json")), &rec); err != nil {
+			t.Fatal(err)
+		}
+		rec["state"] = promote.Intent
+		data, _ := json.Marshal(rec)
+		blob := git(string(data), "hash-object", "-w", "--stdin")
+		tree := git("100644 blob "+blob+"\tstate.json\n", "mktree")
+		commit := git("", "commit-tree", tree, "-p", old, "-m", "intent (torn move)")
+		git("", "update-ref", ref, commit, old)
+		panic(crash{point})
+	}
+}
+
 func run(f func() error) (crashed bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -208,7 +250,7 @@ func TestCrashAtEveryStep_P6_P7(t *testing.T) {
 		template := makeWorkspace(t, filepath.Join(t.TempDir(), "template"), n)
 		var points []string
 		for _, i := range crashMembers(n) {
-			for _, p := range []string{"before-intent", "after-intent", "after-move", "after-switch", "after-receipt"} {
+			for _, p := range []string{"before-move", "torn-move", "after-move", "after-switch", "after-receipt"} {
 				points = append(points, fmt.Sprintf("%s:%d", p, i))
 			}
 		}
@@ -216,12 +258,13 @@ func TestCrashAtEveryStep_P6_P7(t *testing.T) {
 			t.Run(fmt.Sprintf("%d/%s", n, point), func(t *testing.T) {
 				t.Parallel()
 				w := template.clone(t)
-				crashed, err := run(func() error { return promote.Promote(ctx, w.env_(crashAt(point)), "req", w.targets) })
+				member := func(i int) string { return w.targets[i].Repo }
+				crashed, err := run(func() error { return promote.Promote(ctx, w.env_(tornAt(t, w.env, member, point)), "req", w.targets) })
 				if !crashed || err != nil {
 					t.Fatalf("crash at %s: crashed=%v err=%v", point, crashed, err)
 				}
 				w.invariants("after the crash")
-				if point == "before-intent:0" || point == "after-intent:0" {
+				if point == "before-move:0" || point == "torn-move:0" {
 					for k := range w.targets {
 						if w.mainAt(k) != w.targets[k].Base {
 							t.Fatalf("a crash before the first move moved %s", w.targets[k].Name)
@@ -287,6 +330,26 @@ func TestInterferenceNeverMakesAWrongMove_P6_P7(t *testing.T) {
 		}
 	})
 
+	t.Run("checkout dirtied while the member before saves its receipt", func(t *testing.T) {
+		// The next mover's checkout is read after the move before it, while
+		// that receipt is saved: a change made in the moment between is
+		// never lost, whether it stops the move or comes along.
+		w := newWorkspace(t, 2)
+		file := filepath.Join(w.targets[1].Repo, "base.txt")
+		fault := func(p string) {
+			if p == "after-receipt:0" {
+				os.WriteFile(file, []byte("mine\n"), 0o644)
+			}
+		}
+		err := promote.Promote(ctx, w.env_(fault), "req", w.targets)
+		if data, _ := os.ReadFile(file); string(data) != "mine\n" {
+			t.Fatalf("the change was lost (promote: %v)", err)
+		}
+		if at := w.mainAt(1); at != w.targets[1].Base && at != w.targets[1].Tip {
+			t.Fatalf("r1 at %.12s, neither base nor tip", at)
+		}
+	})
+
 	t.Run("dirty main checkout", func(t *testing.T) {
 		w := newWorkspace(t, 2)
 		os.WriteFile(filepath.Join(w.targets[1].Repo, "base.txt"), []byte("mine\n"), 0o644)
@@ -338,7 +401,8 @@ func TestInterferenceNeverMakesAWrongMove_P6_P7(t *testing.T) {
 
 	t.Run("moved elsewhere during an interrupted move", func(t *testing.T) {
 		w := newWorkspace(t, 1)
-		run(func() error { return promote.Promote(ctx, w.env_(crashAt("after-intent:0")), "req", w.targets) })
+		member := func(i int) string { return w.targets[i].Repo }
+		run(func() error { return promote.Promote(ctx, w.env_(tornAt(t, w.env, member, "torn-move:0")), "req", w.targets) })
 		w.git(w.targets[0].Repo, "commit", "-q", "--allow-empty", "-m", "someone else")
 		outs, err := promote.Reconcile(ctx, w.env_(nil), "req", w.targets)
 		if err != nil || outs[0].State != promote.Manual || !strings.Contains(outs[0].Reason, "neither its base") {

@@ -286,7 +286,7 @@ func crashEveryStep(t *testing.T, n int) {
 	steps = append(steps, step{"validate", "validate:before-checks", 0})
 	if n == 2 {
 		for i := range n {
-			for _, p := range []string{"before-intent", "after-intent", "after-move", "after-switch", "after-receipt"} {
+			for _, p := range []string{"before-move", "torn-move", "after-move", "after-switch", "after-receipt"} {
 				steps = append(steps, step{"promote", fmt.Sprintf("%s:%d", p, i), i})
 			}
 		}
@@ -319,7 +319,8 @@ func crashEveryStep(t *testing.T, n int) {
 				if err := r.validate(nil); err != nil {
 					t.Fatal(err)
 				}
-				crashed, err = run(func() error { return r.promote(crashAt(s.point)) })
+				member := func(i int) string { return filepath.Join(r.root, r.names[i]) }
+				crashed, err = run(func() error { return r.promote(tornAt(t, r.env, member, s.point)) })
 			}
 			if !crashed || err != nil {
 				t.Fatalf("crash at %s: crashed=%v err=%v", s.point, crashed, err)

@@ -296,18 +296,57 @@ type Change struct {
 // same transaction. It returns the records as written, in the order of
 // changes (nil for a deletion), so a caller can chain its next move.
 func (s *Store) Write(ctx context.Context, changes []Change, extra ...git.RefUpdate) ([]*Record, error) {
-	updates := make([]git.RefUpdate, 0, len(changes)+len(extra))
-	written := make([]*Record, len(changes))
+	return s.WriteLogged(ctx, "", changes, extra...)
+}
+
+// WriteLogged is Write with a reflog message for the refs among extra that
+// keep a reflog (a branch a promotion moves). The records come first in
+// the transaction: git renames its locks in the order given, so a crash
+// inside the commit can leave the records written and the extra refs not,
+// never the reverse.
+func (s *Store) WriteLogged(ctx context.Context, reflog string, changes []Change, extra ...git.RefUpdate) ([]*Record, error) {
+	prepared := make([]*Prepared, len(changes))
 	for i, ch := range changes {
-		u, rec, err := s.prepare(ctx, ch)
+		p, err := s.Prepare(ctx, ch)
 		if err != nil {
 			return nil, err
 		}
-		updates = append(updates, u)
-		written[i] = rec
+		prepared[i] = p
+	}
+	return s.Commit(ctx, reflog, prepared, extra...)
+}
+
+// Prepared is a change whose objects are written and whose ref has not
+// moved yet. A change prepared and never committed leaves only unreachable
+// objects, which git's gc removes.
+type Prepared struct {
+	update git.RefUpdate
+	rec    *Record
+}
+
+// Prepare writes a change's objects without moving its ref, so that a
+// caller can build them ahead of the moment the ref must move (and in
+// parallel across repositories).
+func (s *Store) Prepare(ctx context.Context, ch Change) (*Prepared, error) {
+	u, rec, err := s.prepare(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{update: u, rec: rec}, nil
+}
+
+// Commit moves the refs of prepared changes, then the extra refs, in one
+// transaction, as WriteLogged does; each change still moves only from the
+// Old it was prepared on.
+func (s *Store) Commit(ctx context.Context, reflog string, prepared []*Prepared, extra ...git.RefUpdate) ([]*Record, error) {
+	updates := make([]git.RefUpdate, 0, len(prepared)+len(extra))
+	written := make([]*Record, len(prepared))
+	for i, p := range prepared {
+		updates = append(updates, p.update)
+		written[i] = p.rec
 	}
 	updates = append(updates, extra...)
-	if err := s.update(ctx, updates); err != nil {
+	if err := s.update(ctx, reflog, updates); err != nil {
 		var conflict *ConflictError
 		if errors.As(err, &conflict) {
 			return nil, err
@@ -331,7 +370,7 @@ const (
 
 // update runs one transaction, waiting out held locks and breaking stale
 // ones under refs/flume.
-func (s *Store) update(ctx context.Context, updates []git.RefUpdate) error {
+func (s *Store) update(ctx context.Context, reflog string, updates []git.RefUpdate) error {
 	names := make([]string, len(updates))
 	for i, u := range updates {
 		names[i] = u.Name
@@ -339,7 +378,7 @@ func (s *Store) update(ctx context.Context, updates []git.RefUpdate) error {
 	deadline := time.Now().Add(lockWait)
 	wait := 5 * time.Millisecond
 	for {
-		err := s.repo.UpdateRefs(ctx, updates)
+		err := s.repo.UpdateRefsLogged(ctx, reflog, updates)
 		if !errors.Is(err, git.ErrLocked) {
 			return err
 		}

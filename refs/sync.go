@@ -259,7 +259,7 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 		s.Fault("fetched")
 	}
 	if len(local) > 0 {
-		if err := s.update(ctx, local); err != nil {
+		if err := s.update(ctx, "", local); err != nil {
 			return nil, err
 		}
 	}

@@ -140,7 +140,7 @@ func (s *Store) moveTracking(ctx context.Context, remote string, base, want map[
 		for _, name := range slices.Sorted(maps.Keys(cur.legacy)) {
 			updates = append(updates, git.RefUpdate{Op: git.Delete, Name: name, Old: cur.legacy[name]})
 		}
-		if last = s.update(ctx, updates); last == nil {
+		if last = s.update(ctx, "", updates); last == nil {
 			return nil
 		}
 		if again, err := s.repo.RefValue(ctx, ref); err != nil || again == cur.commit {

@@ -1,6 +1,7 @@
 package git_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -249,5 +250,63 @@ func TestRefusedUpdateSaysWhy_R2(t *testing.T) {
 		if err == nil || errors.Is(err, git.ErrLocked) || !strings.Contains(err.Error(), "invalid ref name") {
 			t.Errorf("%q: got %v, want an invalid ref name", name, err)
 		}
+	}
+}
+
+// TestObjectsWrittenInProcessAreGits_R1: the blob, tree and commit a record
+// write makes in process are the objects git itself would make (same ids),
+// read back by git as written, pass a strict fsck, and writing one again
+// (its file already there) gives the same id.
+func TestObjectsWrittenInProcessAreGits_R1(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t)
+	dir := t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	repo, err := (&git.Runner{Env: env}).Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("{\"schema\":1,\"kind\":\"place\",\"brief\":\"ü\\n\"}\n")
+	blob, err := repo.WriteBlob(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", "-C", dir, "hash-object", "--stdin")
+	cmd.Env, cmd.Stdin = env, bytes.NewReader(data)
+	if want, err := cmd.Output(); err != nil || blob != strings.TrimSpace(string(want)) {
+		t.Fatalf("blob %s, git hashes it %s (%v)", blob, want, err)
+	}
+	if got := mustGit(t, env, "-C", dir, "cat-file", "blob", blob); got != strings.TrimSpace(string(data)) {
+		t.Fatalf("git reads the blob as %q", got)
+	}
+	tree, err := repo.WriteTree(ctx, []git.TreeEntry{{Name: "state.json", ID: blob}, {Name: "a", ID: blob}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := exec.Command("git", "-C", dir, "mktree")
+	mk.Env, mk.Stdin = env, strings.NewReader("100644 blob "+blob+"\ta\n100644 blob "+blob+"\tstate.json\n")
+	if want, err := mk.Output(); err != nil || tree != strings.TrimSpace(string(want)) {
+		t.Fatalf("tree %s, git makes %s (%v)", tree, want, err)
+	}
+	when := time.Date(2026, 12, 1, 5, 0, 0, 0, time.FixedZone("", 3600))
+	commit, err := repo.WriteCommit(ctx, git.CommitSpec{Tree: tree, Message: "state", When: when})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := exec.Command("git", "-C", dir, "commit-tree", tree)
+	date := when.Format(time.RFC3339)
+	ct.Env = append(env, "GIT_AUTHOR_NAME=git-flume", "GIT_AUTHOR_EMAIL=git-flume@localhost", "GIT_COMMITTER_NAME=git-flume",
+		"GIT_COMMITTER_EMAIL=git-flume@localhost", "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+	ct.Stdin = strings.NewReader("state\n")
+	if want, err := ct.Output(); err != nil || commit != strings.TrimSpace(string(want)) {
+		t.Fatalf("commit %s, git makes %s (%v)", commit, want, err)
+	}
+	mustGit(t, env, "-C", dir, "update-ref", "refs/flume/x", commit)
+	mustGit(t, env, "-C", dir, "fsck", "--strict", "--no-dangling")
+	if again, err := repo.WriteBlob(ctx, data); err != nil || again != blob {
+		t.Fatalf("writing the blob again: %s, %v", again, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "*", "tmp_obj_*")); len(left) > 0 {
+		t.Fatalf("temporary files left: %v", left)
 	}
 }

@@ -3,10 +3,13 @@ package git
 import (
 	"bufio"
 	"bytes"
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,11 +62,11 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 		if err := writeAll(obj, data); err != nil {
 			return "", fmt.Errorf("write blob: %w", err)
 		}
-		id, err := st.SetEncodedObject(obj)
+		id, err := repo.storeLoose(obj)
 		if err != nil {
 			return "", fmt.Errorf("write blob: %w", err)
 		}
-		return id.String(), nil
+		return id, nil
 	}
 	out, err := repo.write(ctx, data, nil, "hash-object", "-w", "-t", "blob", "--stdin")
 	if err != nil {
@@ -84,11 +87,11 @@ func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, e
 		if err := tree.Encode(obj); err != nil {
 			return "", fmt.Errorf("write tree: %w", err)
 		}
-		id, err := st.SetEncodedObject(obj)
+		id, err := repo.storeLoose(obj)
 		if err != nil {
 			return "", fmt.Errorf("write tree: %w", err)
 		}
-		return id.String(), nil
+		return id, nil
 	}
 	var in bytes.Buffer
 	for _, e := range entries {
@@ -137,11 +140,11 @@ func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error)
 		if err := commit.Encode(obj); err != nil {
 			return "", fmt.Errorf("write commit: %w", err)
 		}
-		id, err := st.SetEncodedObject(obj)
+		id, err := repo.storeLoose(obj)
 		if err != nil {
 			return "", fmt.Errorf("write commit: %w", err)
 		}
-		return id.String(), nil
+		return id, nil
 	}
 	args := []string{"commit-tree"}
 	for _, p := range c.Parents {
@@ -159,6 +162,65 @@ func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// storeLoose writes an object encoded in memory as git writes a loose
+// object: "<type> <size>\x00<content>", zlib-deflated, into
+// objects/<2 hex>/<38 hex> through a temporary file in that folder that is
+// renamed into place, read-only. An object already there is left alone:
+// an object's name is its content. Fewer file-system calls than go-git's
+// writer (no second folder, no mode change after): a state record is three
+// objects, and on a slow file system their writing was most of a record
+// write (issue 14).
+func (repo *Repo) storeLoose(obj plumbing.EncodedObject) (string, error) {
+	id := obj.Hash().String()
+	dir := filepath.Join(repo.CommonDir, "objects", id[:2])
+	final := filepath.Join(dir, id[2:])
+	if _, err := os.Lstat(final); err == nil {
+		return id, nil
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	zw := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(zw)
+	zw.Reset(&buf)
+	fmt.Fprintf(zw, "%s %d\x00", obj.Type(), obj.Size())
+	if _, err := io.Copy(zw, r); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(buf.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return id, nil
+}
+
+// zlibWriters keeps deflaters for reuse: each holds several hundred
+// kilobytes of state, too much to allocate per object.
+var zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
 
 func writeAll(obj plumbing.EncodedObject, data []byte) error {
 	w, err := obj.Writer()
