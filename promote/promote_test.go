@@ -402,7 +402,9 @@ func TestInterferenceNeverMakesAWrongMove_P6_P7(t *testing.T) {
 	t.Run("moved elsewhere during an interrupted move", func(t *testing.T) {
 		w := newWorkspace(t, 1)
 		member := func(i int) string { return w.targets[i].Repo }
-		run(func() error { return promote.Promote(ctx, w.env_(tornAt(t, w.env, member, "torn-move:0")), "req", w.targets) })
+		run(func() error {
+			return promote.Promote(ctx, w.env_(tornAt(t, w.env, member, "torn-move:0")), "req", w.targets)
+		})
 		w.git(w.targets[0].Repo, "commit", "-q", "--allow-empty", "-m", "someone else")
 		outs, err := promote.Reconcile(ctx, w.env_(nil), "req", w.targets)
 		if err != nil || outs[0].State != promote.Manual || !strings.Contains(outs[0].Reason, "neither its base") {
