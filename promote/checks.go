@@ -9,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 // contentID names a file's exact bytes.
@@ -196,22 +196,17 @@ func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, check
 	return results, nil
 }
 
-// runCheck runs one check command: not a shell, the caller's environment
-// without git overrides (R9), plus the maps.
+// runCheck runs one check command: not a shell, in the step environment
+// of every repository step (X4: PATH, HOME, LANG and TERM of the caller),
+// with the maps. A program not found exits 127, as in a shell.
 func runCheck(ctx context.Context, env *Env, dir string, c Check, repos, inputs string) ([]byte, int, error) {
-	cmd := exec.CommandContext(ctx, c.Command, c.Args...)
-	cmd.Dir = dir
-	cmd.Env = append(git.CleanEnv(env.CallerEnv), "FLUME_REPOSITORIES="+repos, "FLUME_INPUTS="+inputs)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return out.Bytes(), 0, nil
-	case errors.As(err, &exit):
-		return out.Bytes(), exit.ExitCode(), nil
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
+	err := proc.Run(ctx, proc.Cmd{Path: c.Command, Args: c.Args, Dir: dir, Stdout: &out, Stderr: &out,
+		Env: proc.StepEnv(env.CallerEnv, "FLUME_REPOSITORIES="+repos, "FLUME_INPUTS="+inputs)})
+	switch code := proc.ExitCode(err); {
+	case code >= 0:
+		return out.Bytes(), code, nil
+	case errors.Is(err, proc.ErrNotFound), errors.Is(err, os.ErrNotExist):
 		fmt.Fprintf(&out, "%v\n", err)
 		return out.Bytes(), 127, nil
 	}

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -58,7 +58,7 @@ type Env struct {
 	// command for a person to run and watches its transcript); Panes
 	// hosts the worker.
 	Pane  string
-	Panes agents.PaneHost
+	Panes agent.PaneHost
 	Print io.Writer
 	// Out receives progress for people, one line per repository moved.
 	Out io.Writer

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
@@ -16,7 +16,7 @@ import (
 
 // StartOptions choose the worker and its limits.
 type StartOptions struct {
-	Program agents.Program
+	Program agent.Program
 	Limits  Limits
 }
 
@@ -146,12 +146,12 @@ func (m *member) addWorktree(ctx context.Context, t *Tree, at string) error {
 	return nil
 }
 
-// Stage selects the complete checked candidate map the caller confirms
+// StageWorkspace selects the complete checked candidate map the caller confirms
 // (P5) and makes an integration worktree holding it in every member. Every
 // main must be clean and at its base (P6). Each member's intent is saved
 // before its worktree is made; an interrupted staging is settled by
 // Reconcile, never redone over what a crash left.
-func Stage(ctx context.Context, env *Env, root, id string, exp Expected) (*Workspace, error) {
+func StageWorkspace(ctx context.Context, env *Env, root, id string, exp Expected) (*Workspace, error) {
 	ws, l, err := begin(ctx, env, root, id, "stage", true)
 	if err != nil {
 		return ws, err

@@ -11,7 +11,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -55,7 +55,7 @@ func paneName(ws *Workspace) string {
 // startWorker records the worker in every member, then starts it (P3): the
 // record comes first, so a crash between the two shows a worker that never
 // started, never an agent no record knows. Its prompt is never replayed.
-func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agents.Program) error {
+func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Program) error {
 	prompt, err := ws.prompt()
 	if err != nil {
 		return err
@@ -66,8 +66,8 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agents.Progr
 	}
 	now := time.Now().UTC()
 	w := &Worker{
-		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agents.NewSessionID(),
-		Pane: paneName(ws), Home: agents.HomeOf(env.CallerEnv), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
+		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(),
+		Pane: paneName(ws), Home: agent.HomeOf(env.CallerEnv), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
 	}
 	if env.Pane == "print" {
 		w.Pane = "print"
@@ -78,17 +78,17 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agents.Progr
 		return err
 	}
 	env.fault("start:recorded")
-	vars := agents.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: w.Session, Place: ws.Root, Home: w.Home}
+	vars := agent.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: w.Session, Place: ws.Root, Home: w.Home}
 	if err := prog.PrepareTranscript(vars); err != nil {
 		return err
 	}
 	argv := prog.Argv(vars)
 	repos, inputs := ws.maps(workerTree)
-	agentEnv := append(agents.CallerEnv(env.CallerEnv), "FLUME_WORKSPACE="+ws.ID, "FLUME_SESSION="+w.Session,
+	agentEnv := append(agent.CallerEnv(env.CallerEnv), "FLUME_WORKSPACE="+ws.ID, "FLUME_SESSION="+w.Session,
 		"FLUME_REPOSITORIES="+repos, "FLUME_INPUTS="+inputs)
 	if w.Pane == "print" {
 		fmt.Fprintf(env.Print, "cd %s && FLUME_WORKSPACE=%s FLUME_SESSION=%s FLUME_REPOSITORIES=%s FLUME_INPUTS=%s %s\n",
-			agents.ShellQuote(ws.Root), agents.ShellQuote(ws.ID), w.Session, agents.ShellQuote(repos), agents.ShellQuote(inputs), agents.ShellLine(argv))
+			agent.ShellQuote(ws.Root), agent.ShellQuote(ws.ID), w.Session, agent.ShellQuote(repos), agent.ShellQuote(inputs), agent.ShellLine(argv))
 		return nil
 	}
 	if _, err := env.Panes.Start(ctx, w.Pane, ws.Root, agentEnv, argv); err != nil {
@@ -109,7 +109,7 @@ func endWorker(ctx context.Context, env *Env, ws *Workspace) (bool, error) {
 			return false, fmt.Errorf("end worker %s: %w", w.Pane, err)
 		}
 	}
-	if err := agents.KillSession(w.Session); err != nil {
+	if err := agent.KillSession(w.Session); err != nil {
 		return false, fmt.Errorf("end worker session %s: %w", w.Session, err)
 	}
 	return true, nil
@@ -170,19 +170,19 @@ func (env *Env) window() time.Duration {
 
 func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 	w := *ws.members[0].r.Worker
-	prog := agents.Program{Name: w.Program, Format: w.Format, Transcript: w.Pattern}
+	prog := agent.Program{Name: w.Program, Format: w.Format, Transcript: w.Pattern}
 	prompt, err := os.ReadFile(w.PromptFile)
 	if err != nil {
 		return false, err
 	}
-	vars := agents.Vars{SessionID: w.Session, Place: ws.Root, Home: w.Home}
+	vars := agent.Vars{SessionID: w.Session, Place: ws.Root, Home: w.Home}
 	path := w.Transcript
 	if path == "" {
 		path = prog.FindTranscript(vars, w.Started, nil)
 	}
-	var tr *agents.Transcript
+	var tr *agent.Transcript
 	if path != "" {
-		if tr, err = agents.ReadTranscriptFile(path, w.Format); err != nil {
+		if tr, err = agent.ReadTranscriptFile(path, w.Format); err != nil {
 			return false, err
 		}
 	}
@@ -223,7 +223,7 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		screen := agents.ReadScreen(w.Format, text)
+		screen := agent.ReadScreen(w.Format, text)
 		switch {
 		case screen.Busy:
 			return false, nil // slow is not failed
@@ -241,7 +241,7 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 		return false, save("worker transcript found", func(*Worker) {})
 	}
 	switch {
-	case tr != nil && tr.Turn == agents.TurnDone:
+	case tr != nil && tr.Turn == agent.TurnDone:
 		if need := tr.Need(); need != "" {
 			return stop(PhaseBlocked, "the worker needs: "+need)
 		}
@@ -249,9 +249,9 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 			return true, err
 		}
 		return true, ws.checkCandidates(ctx, env)
-	case tr != nil && tr.Turn == agents.TurnError:
+	case tr != nil && tr.Turn == agent.TurnError:
 		return stop(PhaseBlocked, "the worker's turn ended with an error: "+tr.ErrorText)
-	case tr != nil && tr.Turn == agents.TurnLength:
+	case tr != nil && tr.Turn == agent.TurnLength:
 		return stop(PhaseBlocked, "the worker's reply was cut for length")
 	case !alive:
 		return stop(PhaseFailed, "the worker exited without finishing its turn")

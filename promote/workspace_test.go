@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/promote"
 )
@@ -41,7 +41,7 @@ func (r *request) penv(fault func(string)) *promote.Env {
 		Pane: "print", Print: io.Discard, ConfirmWindow: time.Hour, Interval: 5 * time.Millisecond}
 }
 
-var testProgram = agents.Program{Name: "t", Format: agents.FormatClaude, Transcript: "{home}/t/{session_id}.jsonl"}
+var testProgram = agent.Program{Name: "t", Format: agent.FormatClaude, Transcript: "{home}/t/{session_id}.jsonl"}
 
 // newRequest makes n repositories under a new workspace root, starts a
 // request over them and plays its worker: one commit in each worktree,
@@ -69,7 +69,11 @@ func newRequest(t testing.TB, n int) *request {
 		r.git(dir, "commit", "-q", "-m", "base")
 		r.names = append(r.names, name)
 		repos[name] = dir
-		checks = append(checks, promote.Check{Repository: name, Command: "sh", Args: []string{"-c", "test -f change.txt"}})
+		// X4: a check is a repository step. It sees the maps and PATH, HOME,
+		// LANG and TERM, and nothing else of the caller's (which sets the
+		// author below): a check that finds it fails.
+		checks = append(checks, promote.Check{Repository: name, Command: "sh", Args: []string{"-c",
+			`test -f change.txt && test -n "$FLUME_REPOSITORIES" && test -n "$HOME" && test -z "$GIT_AUTHOR_NAME$GIT_CONFIG_GLOBAL"`}})
 	}
 	os.WriteFile(filepath.Join(root, "contract.txt"), []byte("contract\n"), 0o644)
 	req := promote.Request{Mode: "isolated", ID: reqID, Goal: "change them all", Repositories: repos,
@@ -131,7 +135,7 @@ func (r *request) status() *promote.Status {
 }
 
 func (r *request) stage(fault func(string)) error {
-	_, err := promote.Stage(context.Background(), r.penv(fault), r.root, r.id, r.status().Candidates)
+	_, err := promote.StageWorkspace(context.Background(), r.penv(fault), r.root, r.id, r.status().Candidates)
 	return err
 }
 
@@ -360,14 +364,14 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 		r := newRequest(t, 2)
 		exp := r.status().Candidates
 		delete(exp, "r1")
-		if _, err := promote.Stage(ctx, r.penv(nil), r.root, r.id, exp); !errors.As(err, &invalid) {
+		if _, err := promote.StageWorkspace(ctx, r.penv(nil), r.root, r.id, exp); !errors.As(err, &invalid) {
 			t.Fatalf("partial map: %v", err)
 		}
 		exp = r.status().Candidates
 		id := exp["r0"]
 		id.IndexTree = id.CommittedTree[:39] + "0"
 		exp["r0"] = id
-		if _, err := promote.Stage(ctx, r.penv(nil), r.root, r.id, exp); !errors.As(err, &refused) || !strings.Contains(err.Error(), "indexTree") {
+		if _, err := promote.StageWorkspace(ctx, r.penv(nil), r.root, r.id, exp); !errors.As(err, &refused) || !strings.Contains(err.Error(), "indexTree") {
 			t.Fatalf("wrong index tree: %v", err)
 		}
 	})
@@ -464,10 +468,10 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 		var second error
 		fault := func(p string) {
 			if p == "stage:after-intent:0" && second == nil {
-				_, second = promote.Stage(ctx, r.penv(nil), r.root, r.id, exp)
+				_, second = promote.StageWorkspace(ctx, r.penv(nil), r.root, r.id, exp)
 			}
 		}
-		if _, err := promote.Stage(ctx, r.penv(fault), r.root, r.id, exp); err != nil {
+		if _, err := promote.StageWorkspace(ctx, r.penv(fault), r.root, r.id, exp); err != nil {
 			t.Fatal(err)
 		}
 		if !errors.As(second, &refused) || !strings.Contains(second.Error(), "another git flume is working on this request") {

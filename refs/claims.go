@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 // ClaimPrefix holds one claim per claimed place (R8).
@@ -41,17 +41,13 @@ type Claim struct {
 func (c *Claim) Alive(host string) bool { return ProcessAlive(c.Host, c.PID, host) }
 
 // ProcessAlive reports whether process pid on procHost may still run, as
-// seen from host: on the same host the pid must exist; another host's
+// seen from host: on the same host the pid must run (a zombie has ended); another host's
 // process cannot be checked, so it counts as alive.
 func ProcessAlive(procHost string, pid int, host string) bool {
 	if procHost != host {
 		return true
 	}
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return proc.Alive(pid)
 }
 
 // ClaimedError is a gate refused because another live session claims the

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -49,7 +49,7 @@ type Config struct {
 	// Stages are the declared stages, by name.
 	Stages map[string]StageDecl
 	// Agents are the declared agent programs, by name (A1).
-	Agents map[string]agents.Program
+	Agents map[string]agent.Program
 	// Submit is the repository's submission command, named in prompts.
 	Submit string
 	// Budget is flume.budget: each stage's time budget unless its
@@ -66,7 +66,7 @@ type Price struct {
 }
 
 // Cost is what tokens cost at p.
-func (p Price) Cost(t agents.Tokens) float64 {
+func (p Price) Cost(t agent.Tokens) float64 {
 	return (float64(t.Input)*p.Input + float64(t.Output)*p.Output + float64(t.CacheRead)*p.CacheRead + float64(t.CacheWrite)*p.CacheWrite) / 1e6
 }
 
@@ -123,7 +123,7 @@ func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, us
 }
 
 func newConfig() *Config {
-	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agents.Program{}, Prices: map[string]Price{}}
+	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agent.Program{}, Prices: map[string]Price{}}
 }
 
 // LoadFiles reads config files on disk, later files winning: the

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -81,7 +81,7 @@ func Tell(ctx context.Context, env *Env, repoDir, id, text string, g GateOptions
 		return err
 	}
 	if a.Transcript != "" {
-		tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
+		tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
 		if err != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func Tell(ctx context.Context, env *Env, repoDir, id, text string, g GateOptions
 	if err != nil {
 		return err
 	}
-	if s := agents.ReadScreen(a.Format, screen); !s.Ready && !s.Busy {
+	if s := agent.ReadScreen(a.Format, screen); !s.Ready && !s.Busy {
 		return &RefusedError{Place: id, Reason: "the screen is not the agent's composer: " + s.Words}
 	}
 	if err := env.Engine.panes(a).Send(ctx, a.Pane, text); err != nil {
@@ -103,7 +103,7 @@ func Tell(ctx context.Context, env *Env, repoDir, id, text string, g GateOptions
 	for time.Now().Before(deadline) {
 		if p2, err := Advance(ctx, env, repoDir, id); err == nil {
 			if a2 := p2.Stages[p.Current].Agent; a2 != nil && a2.Transcript != "" {
-				if tr, err := agents.ReadTranscriptFile(a2.Transcript, a2.Format); err == nil && tr.Received(text) {
+				if tr, err := agent.ReadTranscriptFile(a2.Transcript, a2.Format); err == nil && tr.Received(text) {
 					Advance(ctx, env, repoDir, id)
 					return nil
 				}
@@ -142,7 +142,7 @@ func Stop(ctx context.Context, env *Env, repoDir, id string, force bool, g GateO
 				return err
 			}
 			if !force && a.Transcript != "" {
-				if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil && tr.Turn == agents.TurnRunning {
+				if tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format); err == nil && tr.Turn == agent.TurnRunning {
 					return &RefusedError{Place: id, Reason: "its agent is working (its turn has not ended); pass --force to end it anyway"}
 				}
 			}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 )
 
@@ -114,7 +114,7 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 			}
 			row := CostRow{Place: p.ID, Stage: st.Name, Agent: a.Program, Delivered: st.State == StateDelivered || st.State == StateLanded, Models: []string{}}
 			if a.Transcript != "" {
-				if tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format); err == nil {
+				if tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format); err == nil {
 					u := tr.Usage
 					row.Input, row.Output, row.CacheRead, row.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
 					row.Tokens = u.Sum()
@@ -190,7 +190,7 @@ func (b *priceBook) at(ctx context.Context, base string) (map[string]Price, erro
 // usageCost is what usage cost: the transcript's own figure ("transcript"),
 // else its tokens at the configured prices ("price"), else nil with the
 // models that spent tokens and have no price.
-func usageCost(u agents.Usage, prices map[string]Price) (cost *float64, from string, missing []string) {
+func usageCost(u agent.Usage, prices map[string]Price) (cost *float64, from string, missing []string) {
 	if u.Priced {
 		c := u.Cost
 		return &c, "transcript", nil

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -63,7 +63,7 @@ func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
 	if st.Agent == nil || st.Agent.Pane == "print" {
 		return
 	}
-	r, ok := env.Engine.panes(st.Agent).(agents.Reporter)
+	r, ok := env.Engine.panes(st.Agent).(agent.Reporter)
 	if !ok {
 		return
 	}
@@ -100,7 +100,7 @@ func followUp(ctx context.Context, env *Env, a *AgentRun, text string) (sent boo
 	if err != nil {
 		return false, "", err
 	}
-	switch screen := agents.ReadScreen(a.Format, capture); {
+	switch screen := agent.ReadScreen(a.Format, capture); {
 	case screen.Ready:
 	case screen.Busy:
 		return false, "", nil
@@ -133,10 +133,10 @@ type EngineOptions struct {
 	// watches the transcript) or "none" (flume starts no agent).
 	Pane string
 	// Panes is the pane host of Pane, for agents that record none.
-	Panes agents.PaneHost
+	Panes agent.PaneHost
 	// Hosts makes the pane host an agent recorded ("tmux", "herdr"), so a
 	// command run with another default still reaches it; nil uses Panes.
-	Hosts func(name string) agents.PaneHost
+	Hosts func(name string) agent.PaneHost
 	// Agent is the program used when a place names none.
 	Agent string
 	// ConfirmWindow is how long a sent prompt may take to show in the
@@ -167,7 +167,7 @@ type EngineOptions struct {
 
 // panes is the pane host agent a runs in: the one it recorded, or the
 // default one.
-func (o EngineOptions) panes(a *AgentRun) agents.PaneHost {
+func (o EngineOptions) panes(a *AgentRun) agent.PaneHost {
 	if a != nil && a.PaneHost != "" && o.Hosts != nil {
 		return o.Hosts(a.PaneHost)
 	}
@@ -332,11 +332,11 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		moved, err = write(msg)
 		return true, moved, err
 	}
-	var tr *agents.Transcript
+	var tr *agent.Transcript
 	var prompt []byte
 	if a != nil && !a.Ended {
 		if a.Transcript == "" {
-			vars := agents.Vars{SessionID: a.Session, Place: p.Path, Home: agents.HomeOf(env.CallerEnv)}
+			vars := agent.Vars{SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
 			if t := programOf(a).FindTranscript(vars, a.Started, takenTranscripts(p)); t != "" {
 				a.Transcript = t
 				return write("transcript " + t)
@@ -347,7 +347,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			return false, fmt.Errorf("read the stage's prompt: %w", err)
 		}
 		if a.Transcript != "" {
-			if tr, err = agents.ReadTranscriptFile(a.Transcript, a.Format); err != nil {
+			if tr, err = agent.ReadTranscriptFile(a.Transcript, a.Format); err != nil {
 				return false, err
 			}
 		}
@@ -371,7 +371,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if done {
 		// W2: an agent whose turn still runs gets a grace to close it with
 		// its STAGE REPORT before it is ended.
-		if a != nil && !a.Ended && tr != nil && tr.Turn == agents.TurnRunning && env.Engine.up(ctx, a) {
+		if a != nil && !a.Ended && tr != nil && tr.Turn == agent.TurnRunning && env.Engine.up(ctx, a) {
 			if st.Landing == nil {
 				st.Landing = &now
 				return write("deliverable in git; the agent closes its turn")
@@ -448,7 +448,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			// Slow is not failed, but a dialog is known at once (X3).
 			if env.Engine.up(ctx, a) {
 				if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
-					if screen := agents.ReadScreen(a.Format, text); screen.Dialog {
+					if screen := agent.ReadScreen(a.Format, text); screen.Dialog {
 						st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+screen.Words
 						return write("blocked: " + screen.Words)
 					}
@@ -484,10 +484,10 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		quiet := now.Sub(modTime(a.Transcript))
 		// A8: checkpoint recovery, one follow-up of each kind at most.
 		switch tr.Turn {
-		case agents.TurnError:
+		case agent.TurnError:
 			st.State, st.Reason = StateBlocked, "the agent's turn ended with an error: "+tr.ErrorText
 			return write("blocked: " + st.Reason)
-		case agents.TurnLength:
+		case agent.TurnLength:
 			if st.LengthPrompted {
 				if tr.Received(LengthMessage) {
 					st.State, st.Reason = StateBlocked, "its reply was cut for length again after the recovery prompt"
@@ -497,7 +497,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 			}
 			_, moved, err := tell(LengthMessage, &st.LengthPrompted, "reply cut for length: sent the one recovery prompt")
 			return moved, err
-		case agents.TurnDone:
+		case agent.TurnDone:
 			if !st.Reminded && quiet >= env.Engine.remindAfter() {
 				_, moved, err := tell(reminder(st), &st.Reminded, "turn ended with neither the deliverable nor NEEDS:; sent the one reminder")
 				return moved, err
@@ -520,7 +520,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 // never typed into and blocks the stage with its words; otherwise the prompt
 // is sent once more, unless the composer already holds it; a second miss is
 // never-started.
-func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, tr *agents.Transcript, write func(string) (bool, error)) (bool, error) {
+func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, tr *agent.Transcript, write func(string) (bool, error)) (bool, error) {
 	panes := env.Engine.panes(a)
 	if !panes.Alive(ctx, a.Pane) {
 		st.State, st.Reason = StateNeverStarted, "the agent exited before its prompt showed in its transcript"
@@ -531,7 +531,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 	if err != nil {
 		return false, err
 	}
-	screen := agents.ReadScreen(a.Format, text)
+	screen := agent.ReadScreen(a.Format, text)
 	if !screen.Ready {
 		if screen.Busy {
 			return false, nil // slow is not failed
@@ -593,7 +593,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if name == "" {
 		name = "claude"
 	}
-	prog, err := agents.ResolveProgram(name, cfg.Agents)
+	prog, err := agent.ResolveProgram(name, cfg.Agents)
 	if err != nil {
 		return false, err
 	}
@@ -623,7 +623,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	// W4: what the agent being replaced did stays in the live log.
 	logTools(ctx, repo.CommonDir, p)
 	a := &AgentRun{
-		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agents.NewSessionID(), Host: env.Host,
+		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,
 		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
 	}
 	// The place's agents all run where its launch put them (A2).
@@ -657,7 +657,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 			log.Close()
 		}
 	}
-	vars := agents.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: agents.HomeOf(env.CallerEnv)}
+	vars := agent.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
 	if env.Engine.Guard != "" {
 		// A9: the guard hook, in a settings file of this run (outside the
 		// place, so it never makes the work tree dirty).
@@ -676,7 +676,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	argv := prog.Argv(vars)
 	agentEnv := AgentEnv(env.CallerEnv, p, st.Name, a.Session)
 	if a.Pane == "print" {
-		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", agents.ShellQuote(p.Path), agents.ShellLine(argv))
+		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", agent.ShellQuote(p.Path), agent.ShellLine(argv))
 		return true, nil
 	}
 	if _, err := env.Engine.panes(a).Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
@@ -688,9 +688,9 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 }
 
 // AgentEnv is a stage agent's environment (A1): the caller's, cleaned by
-// agents.CallerEnv, plus FLUME_PLACE, FLUME_STAGE and FLUME_SESSION.
+// agent.CallerEnv, plus FLUME_PLACE, FLUME_STAGE and FLUME_SESSION.
 func AgentEnv(caller []string, p *Place, stage, session string) []string {
-	return append(agents.CallerEnv(caller), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
+	return append(agent.CallerEnv(caller), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
 }
 
 // endAgent ends a stage's agent and verifies it exited (X5).
@@ -704,7 +704,7 @@ func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
 		}
 		// What the agent left running outside its pane (a daemon that
 		// left its process group) carries its session in its environment.
-		if err := agents.KillSession(a.Session); err != nil {
+		if err := agent.KillSession(a.Session); err != nil {
 			return err
 		}
 	}
@@ -798,8 +798,8 @@ func takenTranscripts(p *Place) map[string]bool {
 
 // programOf is what the engine needs of a started agent's program: where
 // its transcript is and how to read it, as recorded when it started.
-func programOf(a *AgentRun) agents.Program {
-	return agents.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}
+func programOf(a *AgentRun) agent.Program {
+	return agent.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}
 }
 
 func modTime(path string) time.Time {

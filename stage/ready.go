@@ -2,32 +2,24 @@ package stage
 
 import (
 	"bytes"
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 // tailLines is how much of a failing step's output is kept with the place.
 const tailLines = 40
 
-// StepEnv is the whole environment of a repository step (L2, X4): PATH,
-// HOME, LANG and TERM from the caller, and flume's own FLUME_* variables.
-// Nothing else of the caller's environment reaches it.
+// StepEnv is the whole environment of a repository step (L2, X4): the
+// step policy of internal/proc, with the place's FLUME_* variables.
 func StepEnv(caller []string, p *Place) []string {
-	keep := map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TERM": true}
-	var env []string
-	for _, kv := range caller {
-		name, _, _ := strings.Cut(kv, "=")
-		if keep[name] {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
+	return proc.StepEnv(caller,
 		"FLUME_PLACE="+p.ID,
 		"FLUME_KIND="+p.PlaceKind,
 		"FLUME_NAME="+p.Name,
@@ -60,20 +52,12 @@ func runSteps(steps []Step, dir string, env []string, what string, out io.Writer
 		if err != nil {
 			return &StepFailure{Step: st.Command, Exit: -1, Tail: err.Error()}
 		}
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = dir
-		cmd.Env = env
-		cmd.Stdin = nil
 		tail := &tailWriter{prefix: "  " + what + ": ", out: out, log: log}
-		cmd.Stdout, cmd.Stderr = tail, tail
-		err = cmd.Run()
+		err = proc.Run(context.Background(), proc.Cmd{Path: argv[0], Args: argv[1:], Dir: dir, Env: env, Stdout: tail, Stderr: tail})
 		tail.flush()
 		if err != nil {
-			code := -1
-			var exitErr *exec.ExitError
-			if errors.As(err, &exitErr) {
-				code = exitErr.ExitCode()
-			} else {
+			code := proc.ExitCode(err)
+			if code < 0 {
 				tail.add(err.Error())
 			}
 			fmt.Fprintf(log, "== exit %d\n", code)

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -471,17 +471,17 @@ func spent(ctx context.Context, book *priceBook, commonDir string, p *Place, i i
 type usageCache struct {
 	Size    int64        `json:"size"`
 	ModTime int64        `json:"modTime"`
-	Usage   agents.Usage `json:"usage"`
+	Usage   agent.Usage `json:"usage"`
 }
 
 // usageOf returns the usage agent a's transcript shows. status asks on
 // every refresh and a transcript grows to megabytes, so the figures are
 // kept beside the place's log with the transcript's size and time, and the
 // transcript is read again only when it changed.
-func usageOf(commonDir string, p *Place, a *AgentRun) (agents.Usage, bool) {
+func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
 	info, err := os.Stat(a.Transcript)
 	if err != nil {
-		return agents.Usage{}, false
+		return agent.Usage{}, false
 	}
 	path := filepath.Join(LogDir(commonDir, p.ID), "tools", a.Session+".usage")
 	var c usageCache
@@ -489,9 +489,9 @@ func usageOf(commonDir string, p *Place, a *AgentRun) (agents.Usage, bool) {
 		c.Size == info.Size() && c.ModTime == info.ModTime().UnixNano() {
 		return c.Usage, true
 	}
-	tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
+	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
 	if err != nil {
-		return agents.Usage{}, false
+		return agent.Usage{}, false
 	}
 	c = usageCache{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Usage: tr.Usage}
 	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {

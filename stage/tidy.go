@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -375,7 +375,7 @@ func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
 		return ""
 	}
 	if a.Pane == "print" {
-		if left := agents.SessionProcesses(a.Session); len(left) > 0 {
+		if left := agent.SessionProcesses(a.Session); len(left) > 0 {
 			return fmt.Sprintf("its agent, started by the operator from a printed command, still runs (pids %v); end it, then tidy again", left)
 		}
 		a.Ended = true

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/lockfile"
 )
 
@@ -54,7 +54,7 @@ func logTools(ctx context.Context, commonDir string, p *Place) error {
 		if final {
 			continue
 		}
-		tr, err := agents.ReadTranscriptFile(a.Transcript, a.Format)
+		tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
 		if err != nil {
 			continue // not here (another host's), or not yet written
 		}
@@ -123,7 +123,7 @@ func oneLine(s string) string {
 // ReadLog brings a place's live log up to date with its agents'
 // transcripts and returns what it holds from byte offset on, with the
 // offset of its end (W4): readying and removal output, and every tool call
-// of every stage's agents.
+// of every stage's agent.
 func ReadLog(ctx context.Context, env *Env, repoDir, id string, offset int64) ([]byte, int64, error) {
 	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -121,7 +121,7 @@ func hermetic(e *testscript.Env) error {
 	sock := filepath.Join(e.WorkDir, ".tmux.sock")
 	e.Defer(func() {
 		exec.Command("tmux", "-S", sock, "kill-server").Run()
-		for _, pid := range agents.ProcessesWithEnv("HOME=" + home) {
+		for _, pid := range agent.ProcessesWithEnv("HOME=" + home) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})

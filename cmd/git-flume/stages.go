@@ -4,16 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -284,18 +283,8 @@ func hookCommand(a *app) *cli.Command {
 			default:
 				return nil
 			}
-			exe, err := os.Executable()
-			if err != nil {
-				return nil
-			}
-			cmd := exec.Command(exe, args...)
-			cmd.Dir = cwd
-			cmd.Env = a.backgroundEnv()
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-			if err := cmd.Start(); err != nil {
-				return nil
-			}
-			return cmd.Process.Release()
+			proc.Detach(args, cwd, a.backgroundEnv())
+			return nil
 		},
 	}
 }
@@ -327,21 +316,11 @@ func (a *app) ensureWatcher(repoDir, id string) {
 	if a.env.vars["FLUME_WATCH"] == "off" {
 		return
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return
-	}
 	abs, err := filepath.Abs(repoDir)
 	if err != nil {
 		return
 	}
-	cmd := exec.Command(exe, "watch", "--repo", abs, id)
-	cmd.Dir = abs
-	cmd.Env = a.backgroundEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if cmd.Start() == nil {
-		cmd.Process.Release()
-	}
+	proc.Detach([]string{"watch", "--repo", abs, id}, abs, a.backgroundEnv())
 }
 
 // ensureWatchers starts watchers for the places of a repository that need
@@ -539,9 +518,9 @@ func exportCommand(a *app) *cli.Command {
 
 // paneHost is where agents run: herdr panes for FLUME_PANE=herdr (its
 // socket: $HERDR_SOCKET_PATH, else ~/.config/herdr/herdr.sock), else tmux.
-func (a *app) paneHost(pane string) agents.PaneHost {
+func (a *app) paneHost(pane string) agent.PaneHost {
 	if pane != "herdr" {
-		return &agents.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
+		return &agent.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
 	}
 	home := a.env.vars["HOME"]
 	sock := a.env.vars["HERDR_SOCKET_PATH"]
@@ -552,5 +531,5 @@ func (a *app) paneHost(pane string) agents.PaneHost {
 	if state == "" {
 		state = filepath.Join(home, ".local", "state")
 	}
-	return &agents.Herdr{Socket: sock, State: filepath.Join(state, "flume", "herdr")}
+	return &agent.Herdr{Socket: sock, State: filepath.Join(state, "flume", "herdr")}
 }

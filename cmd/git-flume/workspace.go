@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -84,7 +83,7 @@ func workspaceCommand(a *app) *cli.Command {
 			workspaceStatusCommand(a),
 			workspaceVerb(a, "stage", "select the checked candidates and make an integration worktree in every repository", true,
 				func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error {
-					_, err := promote.Stage(c.Context, env, root, id, exp)
+					_, err := promote.StageWorkspace(c.Context, env, root, id, exp)
 					return err
 				}),
 			workspaceVerb(a, "validate", "run the final checks on the staged tips", true,
@@ -154,7 +153,7 @@ func workspaceStartCommand(a *app) *cli.Command {
 			if name == "" {
 				name = "claude"
 			}
-			prog, err := agents.ResolveProgram(name, cfg.Agents)
+			prog, err := agent.ResolveProgram(name, cfg.Agents)
 			if err != nil {
 				return usageError{err}
 			}
@@ -303,15 +302,5 @@ func workspaceObserveCommand(a *app) *cli.Command {
 
 // startObserver starts a detached observer for a request's worker.
 func (a *app) startObserver(root, id string) {
-	exe, err := os.Executable()
-	if err != nil {
-		return
-	}
-	cmd := exec.Command(exe, "workspace", "observe", "--root", root, "--id", id)
-	cmd.Dir = root
-	cmd.Env = a.backgroundEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if cmd.Start() == nil {
-		cmd.Process.Release()
-	}
+	proc.Detach([]string{"workspace", "observe", "--root", root, "--id", id}, root, a.backgroundEnv())
 }

@@ -1,15 +1,14 @@
-package agents
+package agent
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 // Tmux hosts agents in tmux sessions on flume's own server: one session per
@@ -20,22 +19,25 @@ type Tmux struct {
 	Socket string
 }
 
-func (t *Tmux) cmd(ctx context.Context, args ...string) *exec.Cmd {
+func (t *Tmux) cmd(stdin string, args ...string) proc.Cmd {
 	base := []string{"-L", "flume"}
 	if t.Socket != "" {
 		base = []string{"-S", t.Socket}
 	}
-	return exec.CommandContext(ctx, "tmux", append(base, args...)...)
+	return proc.Cmd{Path: "tmux", Args: append(base, args...), Stdin: strings.NewReader(stdin)}
 }
 
 func (t *Tmux) run(ctx context.Context, args ...string) (string, error) {
-	var out, errb bytes.Buffer
-	c := t.cmd(ctx, args...)
-	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Run(); err != nil {
-		return out.String(), fmt.Errorf("tmux %s: %w: %s", args[0], err, strings.TrimSpace(errb.String()))
+	return t.runIn(ctx, "", args...)
+}
+
+// runIn runs a tmux command with stdin as its input.
+func (t *Tmux) runIn(ctx context.Context, stdin string, args ...string) (string, error) {
+	out, err := proc.Output(ctx, t.cmd(stdin, args...))
+	if err != nil {
+		return out, fmt.Errorf("tmux %s: %w", args[0], err)
 	}
-	return out.String(), nil
+	return out, nil
 }
 
 // Start runs argv in a new detached session named name, in dir, with
@@ -90,10 +92,8 @@ func (t *Tmux) Send(ctx context.Context, name, text string) error {
 		// Several lines go as one bracketed paste, never ending in a
 		// newline, so no line is submitted on its own.
 		buf := "flume-" + name
-		load := t.cmd(ctx, "load-buffer", "-b", buf, "-")
-		load.Stdin = strings.NewReader(strings.TrimRight(text, "\n"))
-		if out, err := load.CombinedOutput(); err != nil {
-			return fmt.Errorf("tmux load-buffer: %w: %s", err, out)
+		if _, err := t.runIn(ctx, strings.TrimRight(text, "\n"), "load-buffer", "-b", buf, "-"); err != nil {
+			return err
 		}
 		if _, err := t.run(ctx, "paste-buffer", "-p", "-d", "-b", buf, "-t", "="+name+":"); err != nil {
 			return err
@@ -143,22 +143,7 @@ func (t *Tmux) Kill(ctx context.Context, name string) error {
 	return nil
 }
 
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	if err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	// A zombie has exited: read its state.
-	if data, err := readFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if i := bytes.LastIndexByte(data, ')'); i >= 0 && i+2 < len(data) && data[i+2] == 'Z' {
-			return false
-		}
-	}
-	return true
-}
+func processAlive(pid int) bool { return proc.Alive(pid) }
 
 // PaneHost runs agents in panes a person can look at (A2): tmux here; herdr
 // implements the same.

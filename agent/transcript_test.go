@@ -1,15 +1,15 @@
-package agents_test
+package agent_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 )
 
-func read(t *testing.T, file, format string) *agents.Transcript {
+func read(t *testing.T, file, format string) *agent.Transcript {
 	t.Helper()
-	tr, err := agents.ReadTranscriptFile("testdata/"+file, format)
+	tr, err := agent.ReadTranscriptFile("testdata/"+file, format)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,7 +17,7 @@ func read(t *testing.T, file, format string) *agents.Transcript {
 }
 
 func TestClaudeTranscript_A1(t *testing.T) {
-	tr := read(t, "claude.jsonl", agents.FormatClaude)
+	tr := read(t, "claude.jsonl", agent.FormatClaude)
 	if !tr.Received("Stage code: fix the login crash and commit.") {
 		t.Errorf("prompt not found in %q", tr.Prompts)
 	}
@@ -27,7 +27,7 @@ func TestClaudeTranscript_A1(t *testing.T) {
 	if tr.Question != "Keep the old endpoint?" {
 		t.Errorf("question = %q", tr.Question)
 	}
-	if tr.Turn != agents.TurnRunning {
+	if tr.Turn != agent.TurnRunning {
 		t.Errorf("turn = %q, want running (a question is open)", tr.Turn)
 	}
 	if len(tr.Tools) != 2 || tr.Tools[0].Name != "Bash" || !strings.Contains(tr.Tools[0].Input, "git commit") {
@@ -48,11 +48,11 @@ func TestClaudeUsageCountsEachMessageOnce_W6(t *testing.T) {
 	lines := `{"type":"assistant","message":{"id":"msg_1","model":"claude-a","role":"assistant","content":[{"type":"text","text":"Looking."}],"usage":{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":1}}}
 {"type":"assistant","message":{"id":"msg_1","model":"claude-a","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":30}}}
 {"type":"assistant","message":{"id":"msg_2","model":"claude-b","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":3}}}`
-	tr, err := agents.ReadTranscript(strings.NewReader(lines), agents.FormatClaude)
+	tr, err := agent.ReadTranscript(strings.NewReader(lines), agent.FormatClaude)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := agents.Tokens{Input: 12, Output: 33, CacheRead: 100}
+	want := agent.Tokens{Input: 12, Output: 33, CacheRead: 100}
 	if tr.Usage.Tokens != want {
 		t.Errorf("tokens = %+v, want %+v", tr.Usage.Tokens, want)
 	}
@@ -62,8 +62,8 @@ func TestClaudeUsageCountsEachMessageOnce_W6(t *testing.T) {
 }
 
 func TestClaudeTranscriptNeedsAndQueuedTell_A6(t *testing.T) {
-	tr := read(t, "claude-done.jsonl", agents.FormatClaude)
-	if tr.Turn != agents.TurnDone {
+	tr := read(t, "claude-done.jsonl", agent.FormatClaude)
+	if tr.Turn != agent.TurnDone {
 		t.Fatalf("turn = %q", tr.Turn)
 	}
 	if got := tr.Need(); got != "the staging database password" {
@@ -75,14 +75,14 @@ func TestClaudeTranscriptNeedsAndQueuedTell_A6(t *testing.T) {
 }
 
 func TestCodexTranscript_A1(t *testing.T) {
-	tr := read(t, "codex.jsonl", agents.FormatCodex)
+	tr := read(t, "codex.jsonl", agent.FormatCodex)
 	if !tr.Received("Stage code: fix the login crash and commit.") {
 		t.Errorf("prompts = %q", tr.Prompts)
 	}
 	if tr.Received("<environment_context>injected</environment_context>") {
 		t.Errorf("injected context counted as a prompt")
 	}
-	if tr.Turn != agents.TurnDone || tr.LastAssistant != "Committed the fix." {
+	if tr.Turn != agent.TurnDone || tr.LastAssistant != "Committed the fix." {
 		t.Errorf("turn %q, last %q", tr.Turn, tr.LastAssistant)
 	}
 	// OpenAI's counts: the 20 cached are part of the 120 input, the 5 of
@@ -102,21 +102,21 @@ func TestCodexQuestion(t *testing.T) {
 	lines := `{"type":"event_msg","payload":{"type":"user_message","message":"go"}}
 {"type":"response_item","payload":{"type":"function_call","name":"request_user_input","arguments":"{\"questions\":[{\"question\":\"Which DB?\"}]}","call_id":"c9"}}
 {"type":"event_msg","payload":{"type":"task_complete"}}`
-	tr, err := agents.ReadTranscript(strings.NewReader(lines), agents.FormatCodex)
+	tr, err := agent.ReadTranscript(strings.NewReader(lines), agent.FormatCodex)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Question != "Which DB?" || tr.Turn == agents.TurnDone {
+	if tr.Question != "Which DB?" || tr.Turn == agent.TurnDone {
 		t.Fatalf("question %q turn %q", tr.Question, tr.Turn)
 	}
 }
 
 func TestPiTranscript_A1(t *testing.T) {
-	tr := read(t, "pi.jsonl", agents.FormatPi)
+	tr := read(t, "pi.jsonl", agent.FormatPi)
 	if !tr.Received("Stage code: fix the login crash and commit.") {
 		t.Errorf("prompts = %q", tr.Prompts)
 	}
-	if tr.Turn != agents.TurnLength || tr.LastAssistant != "Partway there." {
+	if tr.Turn != agent.TurnLength || tr.LastAssistant != "Partway there." {
 		t.Errorf("turn %q, last %q", tr.Turn, tr.LastAssistant)
 	}
 	if u := tr.Usage; u.Input != 20 || u.Output != 25 || u.CacheRead != 1 || u.CacheWrite != 2 || u.Cost != 0.75 || !u.Priced {

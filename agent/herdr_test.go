@@ -1,4 +1,4 @@
-package agents_test
+package agent_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/fakeherdr"
 )
 
@@ -46,7 +46,7 @@ func find(f *fakeherdr.Server, method string) *fakeherdr.Call {
 func TestHerdrStartsAgentsWithoutControlCharacters_A2_O3(t *testing.T) {
 	ctx := context.Background()
 	f, sock := serve(t, "idle")
-	h := &agents.Herdr{Socket: sock, State: t.TempDir()}
+	h := &agent.Herdr{Socket: sock, State: t.TempDir()}
 	prompt := "Stage code: fix it.\nCommit your work."
 	if _, err := h.Start(ctx, "flume-1-fix--one-1-1", "/repo/places/fix--one", []string{"A=1", "FLUME_SESSION=s"}, []string{"claude", "--session-id", "s", prompt}); err != nil {
 		t.Fatal(err)
@@ -96,15 +96,15 @@ func TestHerdrStartsAgentsWithoutControlCharacters_A2_O3(t *testing.T) {
 func TestHerdrNeverTypesIntoABlockedPane_X3(t *testing.T) {
 	ctx := context.Background()
 	f, sock := serve(t, "blocked")
-	h := &agents.Herdr{Socket: sock, State: t.TempDir()}
+	h := &agent.Herdr{Socket: sock, State: t.TempDir()}
 	_, err := h.Start(ctx, "p", "/r", nil, []string{"claude", "--session-id", "s", "do it\nnow"})
-	if !errors.Is(err, agents.ErrBlocked) {
+	if !errors.Is(err, agent.ErrBlocked) {
 		t.Fatalf("start into a blocked pane: %v", err)
 	}
-	if err := h.Send(ctx, "p", "hello"); !errors.Is(err, agents.ErrBlocked) {
+	if err := h.Send(ctx, "p", "hello"); !errors.Is(err, agent.ErrBlocked) {
 		t.Fatalf("send: %v", err)
 	}
-	if err := h.SendKeys(ctx, "p", "Enter"); !errors.Is(err, agents.ErrBlocked) {
+	if err := h.SendKeys(ctx, "p", "Enter"); !errors.Is(err, agent.ErrBlocked) {
 		t.Fatalf("keys: %v", err)
 	}
 	for _, m := range methods(f) {

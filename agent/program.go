@@ -1,4 +1,4 @@
-package agents
+package agent
 
 import (
 	"crypto/rand"
@@ -238,7 +238,6 @@ func ResolveProgram(name string, declared map[string]Program) (Program, error) {
 	return Program{}, fmt.Errorf("unknown agent program %q (built in: claude, codex, pi; or declare [agent %q] in .flume/config)", name, name)
 }
 
-func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
 
 // NewSessionID returns a random UUID (version 4): the session id flume pins
 // for an agent it starts.

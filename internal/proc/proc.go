@@ -1,0 +1,129 @@
+// Package proc starts every program git-flume runs other than git (which
+// internal/git runs, SPEC R9): repository steps, workspace checks, the pane
+// host, git-flume's own detached background runs; and it answers whether a
+// process still runs. No other package imports os/exec (a test says so), so
+// the environment each kind of program gets is decided here, in one place.
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+)
+
+// ErrNotFound is a program that is not on PATH.
+var ErrNotFound = exec.ErrNotFound
+
+// StepEnv is the whole environment of a repository step (SPEC X4): PATH,
+// HOME, LANG and TERM from the caller, then extra (flume's own FLUME_*
+// variables). Nothing else of the caller's environment reaches it: not a
+// hook's GIT_DIR family, not a credential, not the agent session's
+// variables. Readying and removal steps (L2, T3) and workspace checks (P3)
+// all run in it.
+func StepEnv(caller []string, extra ...string) []string {
+	keep := map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TERM": true}
+	var env []string
+	for _, kv := range caller {
+		name, _, _ := strings.Cut(kv, "=")
+		if keep[name] {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// Cmd is a program to run: never through a shell, with exactly Env.
+type Cmd struct {
+	Path   string
+	Args   []string
+	Dir    string
+	Env    []string  // nil: this process's own (the pane host's client)
+	Stdin  io.Reader // nil reads as empty
+	Stdout io.Writer // nil discards
+	Stderr io.Writer // nil discards
+}
+
+// ExitError is a program that ran and exited with a status other than 0.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// ExitCode is the status a program exited with: 0 for a nil error, -1 when
+// it did not run to an exit of its own (not found, killed, cancelled).
+func ExitCode(err error) int {
+	var exit *ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.Code
+	}
+	return -1
+}
+
+// Run runs c to its end and returns nil, an *ExitError, or why it could
+// not run (wrapping ErrNotFound for a program not on PATH). Cancelling ctx
+// kills it.
+func Run(ctx context.Context, c Cmd) error {
+	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	cmd.Dir, cmd.Env = c.Dir, c.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() >= 0 {
+		return &ExitError{Code: exit.ExitCode()}
+	}
+	return err
+}
+
+// Output runs c and returns what it wrote to standard output; a failure
+// carries the end of its standard error.
+func Output(ctx context.Context, c Cmd) (string, error) {
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := Run(ctx, c); err != nil {
+		return out.String(), fmt.Errorf("%w: %s", err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// Detach starts git-flume itself with args in a session of its own, in
+// dir, with env, and does not wait: background work (a watcher, the hook's
+// advance, a workspace observer) must outlive the command, and the end of
+// an agent's session, that started it.
+func Detach(args []string, dir string, env []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
+
+// Alive reports whether process pid runs on this host: it exists and is
+// not a zombie (a process that exited and was not yet reaped has ended).
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := bytes.LastIndexByte(data, ')'); i >= 0 && i+2 < len(data) && data[i+2] == 'Z' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,105 @@
+package proc_test
+
+import (
+	"context"
+	"errors"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/proc"
+)
+
+// TestOnlyProcAndGitStartPrograms: os/exec is imported by internal/proc
+// (every program but git) and internal/git (git, R9) and by no other
+// package's code, so the environment of everything flume starts is decided
+// in those two places. Tests may start what they like.
+func TestOnlyProcAndGitStartPrograms(t *testing.T) {
+	root := filepath.Join("..", "..")
+	allowed := map[string]bool{filepath.Join("internal", "proc"): true, filepath.Join("internal", "git"): true}
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		checked++
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == "os/exec" && !allowed[rel] {
+				t.Errorf("%s imports os/exec: start programs through internal/proc (or git through internal/git)", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("only %d Go files found under %s: the walk is not seeing the module", checked, root)
+	}
+}
+
+// TestStepEnvKeepsOnlyItsFour_X4: a repository step gets PATH, HOME, LANG
+// and TERM of the caller and what flume adds, nothing else: not a hook's
+// GIT_DIR, not a secret, not the agent session's variables.
+func TestStepEnvKeepsOnlyItsFour_X4(t *testing.T) {
+	caller := []string{"PATH=/bin", "HOME=/h", "LANG=C.UTF-8", "TERM=xterm", "GIT_DIR=/elsewhere/.git",
+		"AWS_SECRET_ACCESS_KEY=x", "FLUME_SESSION=s", "GIT_INDEX_FILE=/i", "LD_PRELOAD=/evil.so"}
+	got := strings.Join(proc.StepEnv(caller, "FLUME_PLACE=fix--one"), " ")
+	if want := "PATH=/bin HOME=/h LANG=C.UTF-8 TERM=xterm FLUME_PLACE=fix--one"; got != want {
+		t.Fatalf("step environment %q, want %q", got, want)
+	}
+}
+
+// TestRunSaysHowAProgramEnded: an exit status is an *ExitError with the
+// code; a program not on PATH is ErrNotFound and no exit code.
+func TestRunSaysHowAProgramEnded(t *testing.T) {
+	ctx := context.Background()
+	if err := proc.Run(ctx, proc.Cmd{Path: "sh", Args: []string{"-c", "exit 7"}}); proc.ExitCode(err) != 7 {
+		t.Fatalf("exit 7: %v (code %d)", err, proc.ExitCode(err))
+	}
+	err := proc.Run(ctx, proc.Cmd{Path: "no-such-program-flume"})
+	if !errors.Is(err, proc.ErrNotFound) || proc.ExitCode(err) != -1 {
+		t.Fatalf("missing program: %v (code %d)", err, proc.ExitCode(err))
+	}
+	if out, err := proc.Output(ctx, proc.Cmd{Path: "sh", Args: []string{"-c", "echo out; echo why >&2; exit 3"}}); out != "out\n" || err == nil || !strings.Contains(err.Error(), "exit status 3: why") {
+		t.Fatalf("output %q, error %v", out, err)
+	}
+}
+
+// TestAliveIsFalseForAZombie: a child that exited but was not reaped has
+// ended (liveness of claims, watchers and agents is decided here, K1).
+func TestAliveIsFalseForAZombie(t *testing.T) {
+	if !proc.Alive(os.Getpid()) {
+		t.Fatal("this process is not alive")
+	}
+	p, err := os.StartProcess("/bin/sh", []string{"sh", "-c", "exit 0"}, &os.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Wait()
+	for i := 0; i < 200; i++ {
+		if !proc.Alive(p.Pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d exited (a zombie until reaped) but reads as alive", p.Pid)
+}
