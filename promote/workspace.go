@@ -136,29 +136,29 @@ func (m *member) saveMsg(ctx context.Context, msg string) error {
 	return nil
 }
 
-// update is a read-decide-write step on a member's record: edit decides
-// from the record as last read; a record moved meanwhile is read again and
-// edit decides again.
+// update is a read-decide-write step on a member's record under the
+// store's retry policy: edit decides from the record as last read; a record
+// moved meanwhile is read again and edit decides again.
 func (m *member) update(ctx context.Context, msg string, edit func(r *Record) bool) error {
-	for attempt := 0; ; attempt++ {
+	reread := false
+	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		if reread {
+			rec, err := m.store.Read(ctx, m.rec.Ref)
+			if err != nil {
+				return err
+			}
+			var r Record
+			if err := rec.Decode(&r); err != nil {
+				return err
+			}
+			m.rec, m.r = rec, r
+		}
+		reread = true
 		if !edit(&m.r) {
 			return nil
 		}
-		err := m.saveMsg(ctx, msg)
-		var conflict *refs.ConflictError
-		if !errors.As(err, &conflict) || attempt == 20 {
-			return err
-		}
-		rec, rerr := m.store.Read(ctx, m.rec.Ref)
-		if rerr != nil {
-			return rerr
-		}
-		var r Record
-		if rerr := rec.Decode(&r); rerr != nil {
-			return rerr
-		}
-		m.rec, m.r = rec, r
-	}
+		return m.saveMsg(ctx, msg)
+	})
 }
 
 // lock takes the request's lifecycle lock: one verb at a time changes a

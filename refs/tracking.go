@@ -109,8 +109,7 @@ func fullHex(id string) bool {
 // decided, and the other left as they were, are changed.
 func (s *Store) moveTracking(ctx context.Context, remote string, base, want map[string]string) error {
 	ref := TrackedRef(remote)
-	var last error
-	for range 5 {
+	return DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		cur, err := s.readTracking(ctx, remote)
 		if err != nil {
 			return err
@@ -140,15 +139,9 @@ func (s *Store) moveTracking(ctx context.Context, remote string, base, want map[
 		for _, name := range slices.Sorted(maps.Keys(cur.legacy)) {
 			updates = append(updates, git.RefUpdate{Op: git.Delete, Name: name, Old: cur.legacy[name]})
 		}
-		if last = s.update(ctx, "", updates); last == nil {
-			return nil
-		}
-		if again, err := s.repo.RefValue(ctx, ref); err != nil || again == cur.commit {
-			// Not a race with another sync: report what git said.
-			return last
-		}
-	}
-	return last
+		// A list moved by another sync is a *ConflictError: read again.
+		return s.update(ctx, "", updates)
+	})
 }
 
 func (s *Store) writeTracked(ctx context.Context, remote string, ids map[string]string) (string, error) {
