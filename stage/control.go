@@ -155,7 +155,7 @@ func Stop(ctx context.Context, env *Env, repoDir, id string, force bool, g GateO
 		default:
 			a.Ended = true
 		}
-		_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: agent stopped", st.Name, id)}})
+		_, err = savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: agent stopped", st.Name, id))
 		return err
 	})
 }
@@ -213,7 +213,7 @@ func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g Ga
 			return err
 		}
 		st.State = StagePending
-		_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb)}})
+		_, err = savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb))
 		return err
 	})
 	if err != nil {

@@ -292,7 +292,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	}
 	st := &p.Stages[p.Current]
 	write := func(msg string) (bool, error) {
-		_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg)}})
+		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
 		if err == nil {
 			report(ctx, env, p, st)
 		}
@@ -579,7 +579,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	}
 	now := time.Now().UTC()
 	write := func(msg string) (bool, error) {
-		_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg)}})
+		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
 		return err == nil, err
 	}
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil && p.PlaceKind != "fix" {

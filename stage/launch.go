@@ -219,14 +219,14 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		return nil, err
 	}
 	p.Phase, p.Launcher = PhaseMade, nil
-	w, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "launch " + p.ID + ": made " + p.Path}})
+	made, err := savePlace(ctx, store, rec, p, "launch "+p.ID+": made "+p.Path)
 	if err != nil {
 		return nil, err
 	}
 	if err := stopped.Err(); err != nil {
 		return nil, fmt.Errorf("launch %s stopped once its place was made (%s): %w", p.ID, p.Path, err)
 	}
-	return w[0], nil
+	return made, nil
 }
 
 // freePlace returns the record a new launch of id replaces: nil when there
@@ -292,11 +292,10 @@ func excludePlaces(commonDir string) error {
 // stays.
 func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, steps []Step) (*refs.Record, error) {
 	p.Ready = &ReadyResult{Steps: len(steps), Running: &Proc{PID: env.PID, Host: env.Host}}
-	w, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "ready " + p.ID + ": running"}})
+	rec, err := savePlace(ctx, store, rec, p, "ready "+p.ID+": running")
 	if err != nil {
 		return nil, err
 	}
-	rec = w[0]
 	log, err := openLog(repo.CommonDir, p.ID)
 	if err != nil {
 		return nil, err

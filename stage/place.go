@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -228,6 +229,18 @@ func readPlace(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Pl
 		return nil, nil, err
 	}
 	return rec, p, nil
+}
+
+// savePlace writes p over the record rec it was decided from: one
+// compare-and-swap (R2) whose commit message says what moved; a record
+// moved meanwhile is a *refs.ConflictError. extra refs join the same
+// transaction. It returns the record as written.
+func savePlace(ctx context.Context, s *refs.Store, rec *refs.Record, p *Place, msg string, extra ...git.RefUpdate) (*refs.Record, error) {
+	w, err := s.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: msg}}, extra...)
+	if err != nil {
+		return nil, err
+	}
+	return w[0], nil
 }
 
 func (p *Place) branchRef() string { return "refs/heads/" + p.Branch }

@@ -128,7 +128,7 @@ func holdsWork(ctx context.Context, repo *git.Repo, p *Place, wt git.Worktree) (
 // stage starts as any pending stage does.
 func finishMade(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place, why string) (bool, error) {
 	p.Phase, p.Launcher = PhaseMade, nil
-	_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("launch %s: interrupted after its worktree was made; %s, so it is kept as made", p.ID, why)}})
+	_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("launch %s: interrupted after its worktree was made; %s, so it is kept as made", p.ID, why))
 	var conflict *refs.ConflictError
 	if errors.As(err, &conflict) {
 		return false, nil // someone else reconciled it
@@ -213,9 +213,5 @@ func reconcileReady(ctx context.Context, env *Env, store *refs.Store, rec *refs.
 		return rec, nil
 	}
 	p.Ready = &ReadyResult{Steps: r.Steps, Exit: -1, Step: "(interrupted)", Tail: "readying was interrupted before it finished"}
-	w, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "ready " + p.ID + ": interrupted"}})
-	if err != nil {
-		return nil, err
-	}
-	return w[0], nil
+	return savePlace(ctx, store, rec, p, "ready "+p.ID+": interrupted")
 }

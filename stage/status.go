@@ -469,8 +469,8 @@ func spent(ctx context.Context, book *priceBook, commonDir string, p *Place, i i
 // usageCache is the usage an agent's transcript showed when it had this
 // size and modification time.
 type usageCache struct {
-	Size    int64        `json:"size"`
-	ModTime int64        `json:"modTime"`
+	Size    int64       `json:"size"`
+	ModTime int64       `json:"modTime"`
 	Usage   agent.Usage `json:"usage"`
 }
 

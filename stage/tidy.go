@@ -54,7 +54,7 @@ func Drop(ctx context.Context, env *Env, repoDir, id string, gate GateOptions) (
 		}
 		at := env.now()
 		p.Dropped = &at
-		_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: &p, Message: "drop " + id}}, cs.Verify(id))
+		_, err = savePlace(ctx, store, rec, &p, "drop "+id, cs.Verify(id))
 		return err
 	})
 	if err != nil {
@@ -447,7 +447,7 @@ func keepPlace(ctx context.Context, store *refs.Store, rec *refs.Record, p *Plac
 		return nil
 	}
 	p.Kept = kept
-	_, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "tidy " + p.ID + ": kept: " + kept}}, cs.Verify(p.ID))
+	_, err := savePlace(ctx, store, rec, p, "tidy "+p.ID+": kept: "+kept, cs.Verify(p.ID))
 	var conflict *refs.ConflictError
 	if errors.As(err, &conflict) {
 		return nil // moved meanwhile; the next tidy judges again
