@@ -216,24 +216,18 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 			// limits below still hold.
 			return false, ws.limits(w, path, stop)
 		}
-		if !alive {
-			return stop(PhaseFailed, "the worker exited before its prompt showed in its transcript")
-		}
-		text, err := env.Panes.Capture(ctx, w.Pane)
-		if err != nil {
-			return false, err
-		}
-		screen := agent.ReadScreen(w.Format, text)
+		r, err := agent.ResendPrompt(ctx, env.Panes, w.Pane, w.Format, string(prompt), w.Sends)
 		switch {
-		case screen.Busy:
-			return false, nil // slow is not failed
-		case !screen.Ready:
-			return stop(PhaseBlocked, "the worker's screen is not its ready composer: "+screen.Words)
-		case w.Sends >= 2:
-			return stop(PhaseFailed, fmt.Sprintf("the prompt was sent %d times and never showed in the worker's transcript", w.Sends))
-		}
-		if err := env.Panes.Send(ctx, w.Pane, string(prompt)); err != nil {
+		case err != nil:
 			return false, err
+		case r.Exited:
+			return stop(PhaseFailed, "the worker exited before its prompt showed in its transcript")
+		case r.Busy:
+			return false, nil // slow is not failed
+		case r.Blocked != "":
+			return stop(PhaseBlocked, "the worker's screen is not its ready composer: "+r.Blocked)
+		case r.GaveUp:
+			return stop(PhaseFailed, fmt.Sprintf("the prompt was sent %d times and never showed in the worker's transcript", w.Sends))
 		}
 		return false, save("prompt not confirmed in time; sent again", func(w *Worker) { w.Sends++; w.SentAt = time.Now().UTC() })
 	}

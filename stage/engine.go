@@ -95,22 +95,7 @@ func followUp(ctx context.Context, env *Env, a *AgentRun, text string) (sent boo
 	if a == nil || a.Ended || !env.Engine.up(ctx, a) {
 		return false, "", nil
 	}
-	panes := env.Engine.panes(a)
-	capture, err := panes.Capture(ctx, a.Pane)
-	if err != nil {
-		return false, "", err
-	}
-	switch screen := agent.ReadScreen(a.Format, capture); {
-	case screen.Ready:
-	case screen.Busy:
-		return false, "", nil
-	default:
-		return false, screen.Words, nil
-	}
-	if err := panes.Send(ctx, a.Pane, text); err != nil {
-		return false, "", err
-	}
-	return true, "", nil
+	return agent.Tell(ctx, env.Engine.panes(a), a.Pane, a.Format, text)
 }
 
 // BudgetMessage is the one message a stage's agent gets at 75% of its
@@ -521,40 +506,26 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 // is sent once more, unless the composer already holds it; a second miss is
 // never-started.
 func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, tr *agent.Transcript, write func(string) (bool, error)) (bool, error) {
-	panes := env.Engine.panes(a)
-	if !panes.Alive(ctx, a.Pane) {
+	r, err := agent.ResendPrompt(ctx, env.Engine.panes(a), a.Pane, a.Format, prompt, a.Sends)
+	switch {
+	case err != nil:
+		return false, err
+	case r.Exited:
 		st.State, st.Reason = StateNeverStarted, "the agent exited before its prompt showed in its transcript"
 		a.Ended = true
 		return write("never started: agent exited")
-	}
-	text, err := panes.Capture(ctx, a.Pane)
-	if err != nil {
-		return false, err
-	}
-	screen := agent.ReadScreen(a.Format, text)
-	if !screen.Ready {
-		if screen.Busy {
-			return false, nil // slow is not failed
-		}
-		st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+screen.Words
-		return write("blocked: " + screen.Words)
-	}
-	if a.Sends >= 2 {
+	case r.Busy:
+		return false, nil // slow is not failed
+	case r.Blocked != "":
+		st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+r.Blocked
+		return write("blocked: " + r.Blocked)
+	case r.GaveUp:
 		st.State, st.Reason = StateNeverStarted, fmt.Sprintf("the prompt was sent %d times and never showed in the transcript", a.Sends)
 		return write("never started")
 	}
 	if tr == nil && st.State == StateStarting {
 		// The program has not written its transcript yet: watch it.
 		st.State = StateUnknown
-	}
-	if screen.Composer != "" && (strings.HasPrefix(firstLine(prompt), screen.Composer) || strings.HasPrefix(screen.Composer, "[Pasted text")) {
-		// The text sits in the composer already: submit it, do not type
-		// it twice.
-		if err := panes.SendKeys(ctx, a.Pane, "Enter"); err != nil {
-			return false, err
-		}
-	} else if err := panes.Send(ctx, a.Pane, prompt); err != nil {
-		return false, err
 	}
 	fault("resend:sent")
 	a.Sends++
