@@ -2,15 +2,10 @@ package stage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
@@ -348,154 +343,10 @@ func placeStatus(p *Place) PlaceStatus {
 	return ps
 }
 
-// WriteStatusTable prints status for people.
-func WriteStatusTable(w io.Writer, st *Status) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLACE\tBRANCH\tSTAGE\tSTATE\tREADY\tCLAIM\tNOTE")
-	for _, p := range st.Places {
-		stage := fmt.Sprintf("%s (%d/%d)", p.Stage.Name, p.Stage.Index, p.Stage.Count)
-		ready := "ok"
-		switch {
-		case p.Ready.Running:
-			ready = "running"
-		case !p.Ready.OK:
-			ready = fmt.Sprintf("failed: %s (exit %d)", p.Ready.Step, p.Ready.Exit)
-		}
-		claim := "-"
-		if p.Claim != nil {
-			claim = p.Claim.Key
-		}
-		var notes []string
-		if p.Foreign {
-			notes = append(notes, "on "+p.Host+", read-only")
-		}
-		if p.Dropped {
-			notes = append(notes, "dropped")
-		}
-		if p.Worktree != "present" && !p.Foreign {
-			notes = append(notes, "worktree "+p.Worktree)
-		}
-		if p.Kept != nil {
-			notes = append(notes, "kept: "+*p.Kept)
-		}
-		if t := p.Stage.Tasks; t != nil {
-			notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
-		}
-		if p.Stage.Tokens > 0 {
-			cost := "cost ?"
-			if p.Stage.Cost != nil {
-				cost = fmt.Sprintf("$%.4f", *p.Stage.Cost)
-			}
-			notes = append(notes, fmt.Sprintf("%d tokens, %s", p.Stage.Tokens, cost))
-		}
-		if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
-			notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
-		}
-		if p.Stage.ReportMissing || p.Previous != nil && p.Previous.ReportMissing {
-			notes = append(notes, "report-missing")
-		}
-		for _, sn := range p.Stage.Snapshots {
-			notes = append(notes, "snapshot "+sn.Ref)
-		}
-		if p.Stage.Need != "" {
-			notes = append(notes, "needs: "+p.Stage.Need)
-		}
-		if p.Stage.Reason != "" {
-			notes = append(notes, p.Stage.Reason)
-		}
-		if p.Agent != nil && p.Agent.State != "up" {
-			notes = append(notes, "agent "+p.Agent.State)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Place, p.Branch, stage, p.Stage.State, ready, claim, strings.Join(notes, "; "))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, p := range st.Places {
-		if !p.Ready.OK && !p.Ready.Running && p.Ready.Tail != "" {
-			fmt.Fprintf(w, "\n%s: readying step %q exited %d; last lines:\n", p.Place, p.Ready.Step, p.Ready.Exit)
-			for line := range strings.SplitSeq(p.Ready.Tail, "\n") {
-				fmt.Fprintf(w, "  %s\n", line)
-			}
-		}
-	}
-	for _, pr := range st.Problems {
-		fmt.Fprintf(w, "problem: %s\n", pr.Error)
-	}
-	return nil
-}
-
-// currentRun is the current stage's agent, if any.
-func currentRun(p *Place) *AgentRun {
-	if p.Current >= len(p.Stages) {
-		return nil
-	}
-	return p.Stages[p.Current].Agent
-}
-
-// agentPaneHost names the pane host of a, reading a record older than the
-// field as tmux.
-func agentPaneHost(a *AgentRun) string {
-	switch {
-	case a.Pane == "print":
-		return ""
-	case a.PaneHost == "":
-		return "tmux"
-	}
-	return a.PaneHost
-}
-
-// spent fills in the tokens and cost of stage i of p from its agent's
-// transcript, when there is one to read here. A configuration whose
-// prices do not read leaves the cost unknown (cost names the error).
-func spent(ctx context.Context, book *priceBook, commonDir string, p *Place, i int, ss *StageStatus) {
-	if i < 0 || i >= len(p.Stages) {
-		return
-	}
-	a := p.Stages[i].Agent
-	if a == nil || a.Transcript == "" {
-		return
-	}
-	u, ok := usageOf(commonDir, p, a)
-	if !ok {
-		return // removed, or not written yet
-	}
-	ss.Tokens = u.Sum()
-	if prices, err := book.at(ctx, p.Base); err == nil {
-		ss.Cost, _, _ = usageCost(u, prices)
-	}
-}
-
 // usageCache is the usage an agent's transcript showed when it had this
 // size and modification time.
 type usageCache struct {
 	Size    int64       `json:"size"`
 	ModTime int64       `json:"modTime"`
 	Usage   agent.Usage `json:"usage"`
-}
-
-// usageOf returns the usage agent a's transcript shows. status asks on
-// every refresh and a transcript grows to megabytes, so the figures are
-// kept beside the place's log with the transcript's size and time, and the
-// transcript is read again only when it changed.
-func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
-	info, err := os.Stat(a.Transcript)
-	if err != nil {
-		return agent.Usage{}, false
-	}
-	path := filepath.Join(LogDir(commonDir, p.ID), "tools", a.Session+".usage")
-	var c usageCache
-	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &c) == nil &&
-		c.Size == info.Size() && c.ModTime == info.ModTime().UnixNano() {
-		return c.Usage, true
-	}
-	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
-	if err != nil {
-		return agent.Usage{}, false
-	}
-	c = usageCache{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Usage: tr.Usage}
-	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
-		replaceFile(path, data, 0o644) // best effort: a cache not written is read around
-	}
-	return tr.Usage, true
 }

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/hashicorp/go-multierror"
 
-	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -20,47 +17,6 @@ import (
 type GateOptions struct {
 	Session  refs.Session
 	TakeOver bool
-}
-
-// Drop marks a launch dropped (T1): its work is over without landing. The
-// place's worktree and branch go at the next tidy, by the usual rules.
-func Drop(ctx context.Context, env *Env, repoDir, id string, gate GateOptions) (*Place, error) {
-	_, store, err := env.open(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	var p Place
-	err = refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		rec, cur, err := readPlace(ctx, store, id)
-		if err != nil {
-			return err
-		}
-		p = *cur
-		if err := checkHome(ctx, env, store.Repo(), &p); err != nil {
-			return err
-		}
-		if p.Phase == PhaseTidied {
-			return fmt.Errorf("place %s was already tidied", id)
-		}
-		if p.Dropped != nil {
-			return nil
-		}
-		cs, err := store.ReadClaim(ctx, id, env.Host)
-		if err != nil {
-			return err
-		}
-		if err := cs.Gate(id, gate.Session, gate.TakeOver); err != nil {
-			return err
-		}
-		at := env.now()
-		p.Dropped = &at
-		_, err = savePlace(ctx, store, rec, &p, "drop "+id, cs.Verify(id))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
 }
 
 // TidyOptions select what tidy does.
@@ -144,18 +100,6 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 		errs.ErrorFormat = listErrors
 	}
 	return results, errs.ErrorOrNil()
-}
-
-// listErrors formats several independent failures one per line.
-func listErrors(es []error) string {
-	if len(es) == 1 {
-		return es[0].Error()
-	}
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = "  " + e.Error()
-	}
-	return fmt.Sprintf("%d places could not be tidied:\n%s", len(es), strings.Join(lines, "\n"))
 }
 
 // judgement is how a place's branch stands against its target (T4).
@@ -365,53 +309,6 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	return res, err
 }
 
-// endPlaceAgent ends the current stage's agent of a place whose work is
-// over and verifies it gone. It returns why the place must stay instead:
-// the agent could not be ended, its pane is still up, or it runs in the
-// operator's own terminal, which flume does not end.
-func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
-	a := p.Stages[p.Current].Agent
-	if a == nil || a.Ended {
-		return ""
-	}
-	if a.Pane == "print" {
-		if left := agent.SessionProcesses(a.Session); len(left) > 0 {
-			return fmt.Sprintf("its agent, started by the operator from a printed command, still runs (pids %v); end it, then tidy again", left)
-		}
-		a.Ended = true
-		return ""
-	}
-	if err := endAgent(ctx, env, a); err != nil {
-		a.Ended = false
-		return "its agent could not be ended: " + firstLine(err.Error())
-	}
-	if env.Engine.up(ctx, a) {
-		a.Ended = false
-		return fmt.Sprintf("its agent's pane %s is still up after it was ended", a.Pane)
-	}
-	return ""
-}
-
-// markAgentEnded records that the current stage's agent ended (tidy ended
-// it and verified it gone), re-reading on a lost race.
-func markAgentEnded(ctx context.Context, store *refs.Store, id string) (*refs.Record, error) {
-	return store.Edit(ctx, PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
-		if cur == nil {
-			return refs.Change{}, &NotFoundError{Place: id}
-		}
-		p, err := decodePlace(cur)
-		if err != nil {
-			return refs.Change{}, err
-		}
-		a := p.Stages[p.Current].Agent
-		if a == nil || a.Ended {
-			return refs.Change{}, refs.ErrNoChange
-		}
-		a.Ended = true
-		return refs.Change{State: p, Message: fmt.Sprintf("tidy %s: its agent ended and verified gone", id)}, nil
-	})
-}
-
 // removeWorktree runs the repository's remove steps (T3), then
 // `git worktree remove` without force. It returns why it kept the worktree,
 // or "". A failed removal is never followed by a recursive delete.
@@ -453,52 +350,4 @@ func keepPlace(ctx context.Context, store *refs.Store, rec *refs.Record, p *Plac
 		return nil // moved meanwhile; the next tidy judges again
 	}
 	return err
-}
-
-func orDetached(ref string) string {
-	if ref == "" {
-		return "a detached HEAD"
-	}
-	return ref
-}
-
-func listSome(xs []string, n int) string {
-	if len(xs) <= n {
-		return strings.Join(xs, ", ")
-	}
-	return fmt.Sprintf("%s (+%d more)", strings.Join(xs[:n], ", "), len(xs)-n)
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
-// WriteTidy prints what tidy did for people.
-func WriteTidy(w io.Writer, results []TidyResult, dryRun bool) {
-	if len(results) == 0 {
-		fmt.Fprintln(w, "nothing to tidy")
-		return
-	}
-	for _, r := range results {
-		verdict := "tidied"
-		switch {
-		case r.Kept != "":
-			verdict = "kept"
-		case dryRun:
-			verdict = "would tidy"
-		}
-		fmt.Fprintf(w, "%s %s (%s): worktree %s, branch %s", verdict, r.Place, r.Reason, r.Worktree, r.Branch)
-		if r.Kept != "" {
-			fmt.Fprintf(w, ": %s", r.Kept)
-		}
-		fmt.Fprintln(w)
-	}
 }

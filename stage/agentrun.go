@@ -1,0 +1,281 @@
+// An agent run of a stage: starting it (K1, A1, A2), confirming its
+// prompt or sending it once more (A3), follow-ups typed only into its ready
+// composer (X3), and ending it (X5). The engine's step decides when.
+
+package stage
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha1"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// writeGuardSettings writes a Claude Code settings file whose PreToolUse
+// hook runs the guard before every tool use.
+func writeGuardSettings(path, command string) error {
+	data, err := json.MarshalIndent(map[string]any{"hooks": map[string]any{"PreToolUse": []any{
+		map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": command}}},
+	}}}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// followUp types a follow-up (the budget message, the length recovery
+// prompt, the reminder) into the agent's pane only once the screen shows
+// its ready composer (X3). It reports whether it typed: nothing is typed
+// into a pane that is gone or busy (the caller tries again at a later
+// step), and a screen that is a dialog is returned as blocked, with its
+// words, never typed into.
+func followUp(ctx context.Context, env *Env, a *AgentRun, text string) (sent bool, blocked string, err error) {
+	if a == nil || a.Ended || !env.Engine.up(ctx, a) {
+		return false, "", nil
+	}
+	return agent.Tell(ctx, env.Engine.panes(a), a.Pane, a.Format, text)
+}
+
+// panes is the pane host agent a runs in: the one it recorded, or the
+// default one.
+func (o EngineOptions) panes(a *AgentRun) agent.PaneHost {
+	if a != nil && a.PaneHost != "" && o.Hosts != nil {
+		return o.Hosts(a.PaneHost)
+	}
+	return o.Panes
+}
+
+// up reports whether agent a runs in its pane now; an agent the operator
+// started (print) is never "up" for flume to type into.
+func (o EngineOptions) up(ctx context.Context, a *AgentRun) bool {
+	if a.Pane == "print" {
+		return false
+	}
+	h := o.panes(a)
+	return h != nil && h.Alive(ctx, a.Pane)
+}
+
+// confirmOrResend handles a prompt the transcript has not shown within the
+// window (A3, X3): a screen that is not the program's ready composer is
+// never typed into and blocks the stage with its words; otherwise the prompt
+// is sent once more, unless the composer already holds it; a second miss is
+// never-started.
+func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, tr *agent.Transcript, write func(string) (bool, error)) (bool, error) {
+	r, err := agent.ResendPrompt(ctx, env.Engine.panes(a), a.Pane, a.Format, prompt, a.Sends)
+	switch {
+	case err != nil:
+		return false, err
+	case r.Exited:
+		st.State, st.Reason = StateNeverStarted, "the agent exited before its prompt showed in its transcript"
+		a.Ended = true
+		return write("never started: agent exited")
+	case r.Busy:
+		return false, nil // slow is not failed
+	case r.Blocked != "":
+		st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+r.Blocked
+		return write("blocked: " + r.Blocked)
+	case r.GaveUp:
+		st.State, st.Reason = StateNeverStarted, fmt.Sprintf("the prompt was sent %d times and never showed in the transcript", a.Sends)
+		return write("never started")
+	}
+	if tr == nil && st.State == StateStarting {
+		// The program has not written its transcript yet: watch it.
+		st.State = StateUnknown
+	}
+	fault("resend:sent")
+	a.Sends++
+	a.SentAt = time.Now().UTC()
+	return write(fmt.Sprintf("prompt not confirmed within %s; sent again", env.Engine.window()))
+}
+
+// startStage starts the current stage's agent, after checking no agent of
+// the place still runs (K1). The record is written before the agent
+// starts, so a crash between the two is seen as a stage whose agent never
+// started, never as an agent no record knows.
+func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
+	st := &p.Stages[p.Current]
+	for i := range p.Stages {
+		if a := p.Stages[i].Agent; a != nil && !a.Ended && env.Engine.up(ctx, a) {
+			return false, nil // K1: never start an agent over one still running
+		}
+	}
+	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	if err != nil {
+		return false, err
+	}
+	now := time.Now().UTC()
+	write := func(msg string) (bool, error) {
+		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
+		return err == nil, err
+	}
+	if r := p.Ready; r != nil && !r.OK && r.Running == nil && p.PlaceKind != "fix" {
+		st.State, st.Reason = StateBlocked, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit)
+		return write("blocked: place not ready")
+	}
+	name := p.Agent
+	if name == "" {
+		name = env.Engine.Agent
+	}
+	if name == "" {
+		name = "claude"
+	}
+	prog, err := agent.ResolveProgram(name, cfg.Agents)
+	if err != nil {
+		return false, err
+	}
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil {
+		return false, fmt.Errorf("branch %s: %w", p.Branch, err)
+	}
+	prompt, err := renderPrompt(ctx, repo, p.Base, p, st, cfg)
+	if err != nil {
+		return false, err
+	}
+	var role *Role
+	if name := cfg.Stages[st.Name].Role; name != "" {
+		if role, err = LoadRole(ctx, repo, p.Base, name); err != nil {
+			return false, err
+		}
+	}
+	run := st.Runs + 1
+	logDir := LogDir(repo.CommonDir, p.ID)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return false, err
+	}
+	promptFile := filepath.Join(logDir, fmt.Sprintf("%d-%s-%d.prompt", p.Current+1, st.Name, run))
+	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
+		return false, err
+	}
+	// W4: what the agent being replaced did stays in the live log.
+	logTools(ctx, repo.CommonDir, p)
+	a := &AgentRun{
+		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,
+		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
+	}
+	// The place's agents all run where its launch put them (A2).
+	switch host := cmp.Or(p.Pane, env.Engine.Pane, "tmux"); host {
+	case "print":
+		a.Pane = "print"
+	default:
+		a.PaneHost = host
+	}
+	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, run, a
+	st.Need, st.Reason, st.Delivered, st.At = "", "", "", ""
+	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
+	st.Role = cfg.Stages[st.Name].Role
+	if env.Engine.Budget > 0 {
+		st.BudgetMs = env.Engine.Budget.Milliseconds()
+	}
+	// W3: a work tree dirty as the stage starts is kept, so rollback can
+	// bring back exactly this.
+	if st.Start, err = takeSnapshot(ctx, repo, p, st, "start"); err != nil {
+		return false, err
+	}
+	if ok, err := write(fmt.Sprintf("starting %s (session %s)", prog.Name, a.Session)); !ok {
+		return false, err
+	}
+	fault("start:recorded")
+	// L2: readying runs again whenever a stage starts.
+	if len(cfg.Ready) > 0 && p.Current > 0 {
+		log, err := openLog(repo.CommonDir, p.ID)
+		if err == nil {
+			runSteps(cfg.Ready, p.Path, StepEnv(env.CallerEnv, p), "ready", env.Out, log)
+			log.Close()
+		}
+	}
+	vars := agent.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
+	if env.Engine.Guard != "" {
+		// A9: the guard hook, in a settings file of this run (outside the
+		// place, so it never makes the work tree dirty).
+		settings := strings.TrimSuffix(promptFile, ".prompt") + ".settings.json"
+		if err := writeGuardSettings(settings, env.Engine.Guard+" --place "+p.ID); err != nil {
+			return true, err
+		}
+		vars.Settings = settings
+	}
+	if role != nil {
+		vars.AllowedTools = role.Tools
+	}
+	if err := prog.PrepareTranscript(vars); err != nil {
+		return true, err
+	}
+	argv := prog.Argv(vars)
+	agentEnv := AgentEnv(env.CallerEnv, p, st.Name, a.Session)
+	if a.Pane == "print" {
+		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", agent.ShellQuote(p.Path), agent.ShellLine(argv))
+		return true, nil
+	}
+	if _, err := env.Engine.panes(a).Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
+		return true, fmt.Errorf("start %s in its pane: %w", prog.Name, err)
+	}
+	report(ctx, env, p, st)
+	fault("start:started")
+	return true, nil
+}
+
+// AgentEnv is a stage agent's environment (A1): the caller's, cleaned by
+// agent.CallerEnv, plus FLUME_PLACE, FLUME_STAGE and FLUME_SESSION.
+func AgentEnv(caller []string, p *Place, stage, session string) []string {
+	return append(agent.CallerEnv(caller), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
+}
+
+// endAgent ends a stage's agent and verifies it exited (X5).
+func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
+	if a == nil || a.Ended {
+		return nil
+	}
+	if a.Pane != "print" {
+		if err := env.Engine.panes(a).Kill(ctx, a.Pane); err != nil {
+			return err
+		}
+		// What the agent left running outside its pane (a daemon that
+		// left its process group) carries its session in its environment.
+		if err := agent.KillSession(a.Session); err != nil {
+			return err
+		}
+	}
+	a.Ended = true
+	return nil
+}
+
+// takenTranscripts are the transcripts the place's agents already claimed.
+func takenTranscripts(p *Place) map[string]bool {
+	taken := map[string]bool{}
+	for _, st := range p.Stages {
+		if st.Agent != nil && st.Agent.Transcript != "" {
+			taken[st.Agent.Transcript] = true
+		}
+	}
+	return taken
+}
+
+// programOf is what the engine needs of a started agent's program: where
+// its transcript is and how to read it, as recorded when it started.
+func programOf(a *AgentRun) agent.Program {
+	return agent.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}
+}
+
+func modTime(path string) time.Time {
+	info, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return info.ModTime()
+}
+
+// paneName names a stage run's tmux session: unique per repository, place,
+// stage and run, with no '.' or ':' (tmux target syntax).
+func paneName(p *Place, run int) string {
+	sum := sha1.Sum([]byte(p.Repo))
+	id := strings.NewReplacer(".", "_", ":", "_").Replace(p.ID)
+	return fmt.Sprintf("flume-%x-%s-%d-%d", sum[:3], id, p.Current+1, run)
+}

@@ -1,0 +1,117 @@
+// What a stage delivered, judged in git (K6): the deliverable at the
+// branch head, a change's ticked tasks, and the stage's state shown in the
+// pane host's own view.
+
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+// report shows the stage's state in the pane host's own view of the
+// agent's pane, where it has one (herdr's sidebar, O3). Best effort: the
+// record, not the sidebar, is the truth.
+func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
+	if st.Agent == nil || st.Agent.Pane == "print" {
+		return
+	}
+	r, ok := env.Engine.panes(st.Agent).(agent.Reporter)
+	if !ok {
+		return
+	}
+	state := "unknown"
+	switch st.State {
+	case StateStarting, StateUnknown, StateWorking:
+		state = "working"
+	case StateWaiting, StateStuck, StateBlocked, StateNeverStarted, StateCut:
+		state = "blocked"
+	case StateDelivered, StateLanded:
+		state = "idle"
+	}
+	msg := fmt.Sprintf("%s: stage %s (%d/%d) %s", p.ID, st.Name, p.Current+1, len(p.Stages), st.State)
+	if st.Need != "" {
+		msg += ": needs " + st.Need
+	} else if st.Reason != "" {
+		msg += ": " + st.Reason
+	}
+	r.Report(ctx, st.Agent.Pane, state, msg)
+}
+
+// deliverable checks the stage's deliverable at head (K6) and, for a
+// change, counts its tasks.
+func deliverable(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, head string) (bool, string, *TaskCount, error) {
+	if head == "" {
+		return false, "", nil, nil
+	}
+	switch d := st.Deliverable; {
+	case d == DeliverCommit:
+		if st.Base != "" && head != st.Base {
+			return true, "commit " + head, nil, nil
+		}
+	case d == DeliverTasks:
+		path := "openspec/changes/" + p.Name + "/tasks.md"
+		data, err := repo.ReadFile(ctx, head, path)
+		if errors.Is(err, git.ErrNotExist) {
+			return false, "", nil, nil
+		}
+		if err != nil {
+			return false, "", nil, err
+		}
+		tc := CountTasks(data)
+		if tc.Total > 0 && tc.Done == tc.Total {
+			return true, fmt.Sprintf("all %d tasks ticked at %s", tc.Total, head), &tc, nil
+		}
+		return false, "", &tc, nil
+	case d == DeliverLanded:
+		j, err := judge(ctx, repo, p)
+		if err != nil {
+			return false, "", nil, err
+		}
+		if j.landed {
+			return true, fmt.Sprintf("%s landed on %s", p.Branch, p.Target), nil, nil
+		}
+	case strings.HasPrefix(d, deliverFile):
+		path := strings.TrimPrefix(d, deliverFile)
+		if _, err := repo.ReadFile(ctx, head, path); err == nil {
+			return true, path + " committed at " + head, nil, nil
+		}
+		if p.PlaceKind == "question" || st.Name == "round" {
+			// K4: a question's conclusion need not be committed.
+			if _, err := os.Stat(filepath.Join(p.Path, path)); err == nil {
+				return true, path + " written in the place", nil, nil
+			}
+		}
+	}
+	return false, "", nil, nil
+}
+
+// CountTasks counts the tasks of a tasks.md as the openspec CLI does (K6):
+// a bullet ("-", "*", "+" or "1."), then a box of at most one character:
+// "[x]" or "[X]" (spaces aside) is done, "[ ]", "[~]", "[-]" and the like
+// are open; "[xx]" is not a task.
+func CountTasks(data []byte) TaskCount {
+	var tc TaskCount
+	for line := range strings.SplitSeq(string(data), "\n") {
+		m := taskLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		box := strings.TrimSpace(m[1])
+		if len(box) > 1 {
+			continue
+		}
+		tc.Total++
+		if box == "x" || box == "X" {
+			tc.Done++
+		}
+	}
+	return tc
+}

@@ -1,0 +1,100 @@
+// Dropping a place (T1) and ending its agent before anything of it is
+// removed (X5).
+
+package stage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// Drop marks a launch dropped (T1): its work is over without landing. The
+// place's worktree and branch go at the next tidy, by the usual rules.
+func Drop(ctx context.Context, env *Env, repoDir, id string, gate GateOptions) (*Place, error) {
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	var p Place
+	err = refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		rec, cur, err := readPlace(ctx, store, id)
+		if err != nil {
+			return err
+		}
+		p = *cur
+		if err := checkHome(ctx, env, store.Repo(), &p); err != nil {
+			return err
+		}
+		if p.Phase == PhaseTidied {
+			return fmt.Errorf("place %s was already tidied", id)
+		}
+		if p.Dropped != nil {
+			return nil
+		}
+		cs, err := store.ReadClaim(ctx, id, env.Host)
+		if err != nil {
+			return err
+		}
+		if err := cs.Gate(id, gate.Session, gate.TakeOver); err != nil {
+			return err
+		}
+		at := env.now()
+		p.Dropped = &at
+		_, err = savePlace(ctx, store, rec, &p, "drop "+id, cs.Verify(id))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// endPlaceAgent ends the current stage's agent of a place whose work is
+// over and verifies it gone. It returns why the place must stay instead:
+// the agent could not be ended, its pane is still up, or it runs in the
+// operator's own terminal, which flume does not end.
+func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
+	a := p.Stages[p.Current].Agent
+	if a == nil || a.Ended {
+		return ""
+	}
+	if a.Pane == "print" {
+		if left := agent.SessionProcesses(a.Session); len(left) > 0 {
+			return fmt.Sprintf("its agent, started by the operator from a printed command, still runs (pids %v); end it, then tidy again", left)
+		}
+		a.Ended = true
+		return ""
+	}
+	if err := endAgent(ctx, env, a); err != nil {
+		a.Ended = false
+		return "its agent could not be ended: " + firstLine(err.Error())
+	}
+	if env.Engine.up(ctx, a) {
+		a.Ended = false
+		return fmt.Sprintf("its agent's pane %s is still up after it was ended", a.Pane)
+	}
+	return ""
+}
+
+// markAgentEnded records that the current stage's agent ended (tidy ended
+// it and verified it gone), re-reading on a lost race.
+func markAgentEnded(ctx context.Context, store *refs.Store, id string) (*refs.Record, error) {
+	return store.Edit(ctx, PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
+		if cur == nil {
+			return refs.Change{}, &NotFoundError{Place: id}
+		}
+		p, err := decodePlace(cur)
+		if err != nil {
+			return refs.Change{}, err
+		}
+		a := p.Stages[p.Current].Agent
+		if a == nil || a.Ended {
+			return refs.Change{}, refs.ErrNoChange
+		}
+		a.Ended = true
+		return refs.Change{State: p, Message: fmt.Sprintf("tidy %s: its agent ended and verified gone", id)}, nil
+	})
+}
