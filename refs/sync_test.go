@@ -178,6 +178,17 @@ func run(t *testing.T, env []string, name string, args ...string) {
 	}
 }
 
+// cloneOfNewRemote makes an empty bare remote and a clone of it, in a
+// hermetic environment.
+func cloneOfNewRemote(t *testing.T) (env []string, remote, clone string) {
+	env = hermeticEnv(t.TempDir())
+	root := t.TempDir()
+	remote, clone = filepath.Join(root, "remote.git"), filepath.Join(root, "a")
+	run(t, env, "git", "init", "-q", "--bare", remote)
+	run(t, env, "git", "clone", "-q", remote, clone)
+	return env, remote, clone
+}
+
 // trackedList reads the tracking list of remote in dir as git shows it.
 func trackedList(t *testing.T, env []string, dir, remote string) string {
 	t.Helper()
@@ -207,12 +218,7 @@ func gitOut(t *testing.T, env []string, args ...string) string {
 // replaces them with the one list.
 func TestSyncTakesOverPerRecordTrackingRefs_R7(t *testing.T) {
 	ctx := context.Background()
-	env := hermeticEnv(t.TempDir())
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	run(t, env, "git", "init", "-q", "--bare", remote)
-	a := filepath.Join(root, "a")
-	run(t, env, "git", "clone", "-q", remote, a)
+	env, remote, a := cloneOfNewRemote(t)
 	sa := syncStore(t, env, a)
 	const gone, kept = refs.Prefix + "things/gone", refs.Prefix + "things/kept"
 	bump(t, sa, gone, "A")
@@ -258,12 +264,7 @@ func TestSyncTakesOverPerRecordTrackingRefs_R7(t *testing.T) {
 // list is not undone by it: the list ends holding what the remote holds.
 func TestSyncTrackingListSurvivesAConcurrentSync_R7(t *testing.T) {
 	ctx := context.Background()
-	env := hermeticEnv(t.TempDir())
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	run(t, env, "git", "init", "-q", "--bare", remote)
-	a := filepath.Join(root, "a")
-	run(t, env, "git", "clone", "-q", remote, a)
+	env, remote, a := cloneOfNewRemote(t)
 	sa, inner := syncStore(t, env, a), syncStore(t, env, a)
 	bump(t, sa, refs.Prefix+"things/one", "A")
 	ran := false
