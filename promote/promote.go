@@ -186,6 +186,11 @@ func (m *member) prepareIntent(ctx context.Context) error {
 // intent saved with the branch at its base (reconcile: pending), never the
 // branch moved without it. The branch moves by compare-and-swap.
 func (m *member) move(ctx context.Context, id string) error {
+	if m.intent == nil {
+		if err := m.prepareIntent(ctx); err != nil {
+			return err
+		}
+	}
 	move := git.RefUpdate{Op: git.Update, Name: m.branchRef(), New: m.r.Tip, Old: m.r.Base}
 	w, err := m.store.Commit(ctx, "flume promote "+id, []*refs.Prepared{m.intent}, move)
 	m.intent = nil

@@ -147,8 +147,10 @@ func (repo *Repo) pushScratch() (string, bool) {
 		// The repository's config first, then what makes this one bare.
 		"config":                  "[include]\n\tpath = ../config\n[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
 		"objects/info/alternates": "../../objects\n",
-		"refs/heads/.keep":        "",
 		"description":             "git-flume: pushes run here; holds no refs, borrows the repository's objects\n",
+	}
+	if os.MkdirAll(filepath.Join(tmp, "refs", "heads"), 0o755) != nil {
+		return "", false
 	}
 	for name, text := range files {
 		path := filepath.Join(tmp, filepath.FromSlash(name))
