@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -46,6 +47,20 @@ func ProcessesWithEnv(kv string) []int {
 		}
 	}
 	return pids
+}
+
+// End ends an agent run and verifies it gone (X5): the process tree of its
+// pane when flume hosts it (panes may be nil for a "print" pane), then
+// every process that carries its session: what left the pane's process
+// group, and the agent an operator started from a printed command. The
+// stage engine and the workspace worker both end their agents here.
+func End(ctx context.Context, panes PaneHost, pane, session string) error {
+	if pane != "print" {
+		if err := panes.Kill(ctx, pane); err != nil {
+			return err
+		}
+	}
+	return KillSession(session)
 }
 
 // KillSession ends every process of an agent session and verifies none is

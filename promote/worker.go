@@ -104,13 +104,8 @@ func endWorker(ctx context.Context, env *Env, ws *Workspace) (bool, error) {
 	if w == nil || w.Ended {
 		return true, nil
 	}
-	if w.Pane != "print" {
-		if err := env.Panes.Kill(ctx, w.Pane); err != nil {
-			return false, fmt.Errorf("end worker %s: %w", w.Pane, err)
-		}
-	}
-	if err := agent.KillSession(w.Session); err != nil {
-		return false, fmt.Errorf("end worker session %s: %w", w.Session, err)
+	if err := agent.End(ctx, env.Panes, w.Pane, w.Session); err != nil {
+		return false, fmt.Errorf("end worker %s (session %s): %w", w.Pane, w.Session, err)
 	}
 	return true, nil
 }

@@ -211,7 +211,11 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	argv := prog.Argv(vars)
 	agentEnv := AgentEnv(env.CallerEnv, p, st.Name, a.Session)
 	if a.Pane == "print" {
-		fmt.Fprintf(env.Engine.Print, "cd %s && %s\n", agent.ShellQuote(p.Path), agent.ShellLine(argv))
+		// The operator's agent carries the session like one flume starts:
+		// the hooks and the guard know its place and stage, and ending it
+		// finds it by its session (X5).
+		fmt.Fprintf(env.Engine.Print, "cd %s && FLUME_PLACE=%s FLUME_STAGE=%s FLUME_SESSION=%s %s\n",
+			agent.ShellQuote(p.Path), agent.ShellQuote(p.ID), agent.ShellQuote(st.Name), a.Session, agent.ShellLine(argv))
 		return true, nil
 	}
 	if _, err := env.Engine.panes(a).Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
@@ -233,15 +237,12 @@ func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
 	if a == nil || a.Ended {
 		return nil
 	}
+	var panes agent.PaneHost
 	if a.Pane != "print" {
-		if err := env.Engine.panes(a).Kill(ctx, a.Pane); err != nil {
-			return err
-		}
-		// What the agent left running outside its pane (a daemon that
-		// left its process group) carries its session in its environment.
-		if err := agent.KillSession(a.Session); err != nil {
-			return err
-		}
+		panes = env.Engine.panes(a)
+	}
+	if err := agent.End(ctx, panes, a.Pane, a.Session); err != nil {
+		return err
 	}
 	a.Ended = true
 	return nil
