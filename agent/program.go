@@ -238,7 +238,6 @@ func ResolveProgram(name string, declared map[string]Program) (Program, error) {
 	return Program{}, fmt.Errorf("unknown agent program %q (built in: claude, codex, pi; or declare [agent %q] in .flume/config)", name, name)
 }
 
-
 // NewSessionID returns a random UUID (version 4): the session id flume pins
 // for an agent it starts.
 func NewSessionID() string {
