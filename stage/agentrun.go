@@ -91,7 +91,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 		// The program has not written its transcript yet: watch it.
 		st.State = StateUnknown
 	}
-	fault("resend:sent")
+	env.fault("resend:sent")
 	a.Sends++
 	a.SentAt = time.Now().UTC()
 	return write(fmt.Sprintf("prompt not confirmed within %s; sent again", env.Engine.window()))
@@ -183,7 +183,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if ok, err := write(fmt.Sprintf("starting %s (session %s)", prog.Name, a.Session)); !ok {
 		return false, err
 	}
-	fault("start:recorded")
+	env.fault("start:recorded")
 	// L2: readying runs again whenever a stage starts.
 	if len(cfg.Ready) > 0 && p.Current > 0 {
 		log, err := openLog(repo.CommonDir, p.ID)
@@ -222,7 +222,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return true, fmt.Errorf("start %s in its pane: %w", prog.Name, err)
 	}
 	report(ctx, env, p, st)
-	fault("start:started")
+	env.fault("start:started")
 	return true, nil
 }
 

@@ -43,16 +43,6 @@ func reminder(st *StageRecord) string {
 // budget (W1): land softly, never start anew.
 const BudgetMessage = "You have used three quarters of this stage's time budget. Start no new unit of work: finish the one in hand, commit it, and close with your STAGE REPORT."
 
-// Fault is a test seam: crash tests set it to kill the process at a named
-// point of an engine step. It is nil in git-flume itself.
-var Fault func(point string)
-
-func fault(point string) {
-	if Fault != nil {
-		Fault(point)
-	}
-}
-
 // EngineOptions tune how stages start and are watched.
 type EngineOptions struct {
 	// Pane is "tmux" (default), "print" (flume prints the command and
@@ -296,7 +286,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		if err := endAgent(ctx, env, st.Agent); err != nil {
 			return false, err
 		}
-		fault("deliver:agent-ended")
+		env.fault("deliver:agent-ended")
 		if err := keepSnapshot(ctx, repo, p, st, "end"); err != nil {
 			return false, err
 		}
@@ -311,7 +301,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		}
 		moved, err := write(msg)
 		if moved {
-			fault("deliver:recorded")
+			env.fault("deliver:recorded")
 		}
 		return moved, err
 	}

@@ -29,6 +29,9 @@ type Env struct {
 	Out io.Writer
 	// Engine tunes the stage engine.
 	Engine EngineOptions
+	// Fault is the crash tests' seam: called at named points of an engine
+	// step (a test kills the process there). nil in git-flume itself.
+	Fault func(point string)
 
 	// repos are the repositories opened so far, by the directory asked:
 	// one `git rev-parse` per repository for the Env's life, however
@@ -41,6 +44,12 @@ type Env struct {
 type NotARepoError struct {
 	Dir    string
 	Reason string
+}
+
+func (e *Env) fault(point string) {
+	if e.Fault != nil {
+		e.Fault(point)
+	}
 }
 
 func (e *NotARepoError) Error() string { return fmt.Sprintf("%s: %s", e.Dir, e.Reason) }

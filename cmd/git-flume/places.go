@@ -26,6 +26,7 @@ func (a *app) stageEnv() *stage.Env {
 		UserConfig: a.userConfig(),
 		Out:        a.io.Err,
 		Engine:     a.engineOptions(),
+		Fault:      faultHook,
 	}
 }
 

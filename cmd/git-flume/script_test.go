@@ -12,7 +12,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/stage"
 )
 
 var update = flag.Bool("update", false, "rewrite testscript files with actual output")
@@ -25,12 +24,11 @@ func TestMain(m *testing.M) {
 			// Crash tests name a point of an engine step where this
 			// process kills itself (a test build only).
 			if point := os.Getenv("FLUME_FAULT"); point != "" {
-				stage.Fault = func(p string) {
+				faultHook = func(p string) {
 					if p == point {
 						syscall.Kill(os.Getpid(), syscall.SIGKILL)
 					}
 				}
-				promoteFault = stage.Fault
 			}
 			os.Exit(run(context.Background(), os.Args, &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Environ()))
 		},

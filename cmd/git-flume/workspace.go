@@ -15,9 +15,10 @@ import (
 	"github.com/git-flume/git-flume/stage"
 )
 
-// promoteFault is the crash tests' seam into workspace verbs (a test build
-// sets it from FLUME_FAULT); nil in git-flume itself.
-var promoteFault func(point string)
+// faultHook is the crash tests' one seam into the stage engine and the
+// workspace verbs (a test build sets it from FLUME_FAULT); nil in
+// git-flume itself.
+var faultHook func(point string)
 
 func (a *app) promoteEnv() *promote.Env {
 	o := a.engineOptions()
@@ -29,7 +30,7 @@ func (a *app) promoteEnv() *promote.Env {
 		pane = "tmux"
 	}
 	return &promote.Env{
-		Runner: a.runner, Host: a.host(), Now: a.now, Fault: promoteFault, CallerEnv: a.env.list,
+		Runner: a.runner, Host: a.host(), Now: a.now, Fault: faultHook, CallerEnv: a.env.list,
 		Pane: pane, Panes: a.paneHost(pane), Print: a.io.Out, Out: a.io.Err,
 		ConfirmWindow: o.ConfirmWindow, Interval: a.watchInterval(),
 	}
