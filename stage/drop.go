@@ -82,19 +82,12 @@ func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
 // markAgentEnded records that the current stage's agent ended (tidy ended
 // it and verified it gone), re-reading on a lost race.
 func markAgentEnded(ctx context.Context, store *refs.Store, id string) (*refs.Record, error) {
-	return store.Edit(ctx, PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
-		if cur == nil {
-			return refs.Change{}, &NotFoundError{Place: id}
-		}
-		p, err := decodePlace(cur)
-		if err != nil {
-			return refs.Change{}, err
-		}
+	return editPlace(ctx, store, id, func(p *Place) (string, error) {
 		a := p.Stages[p.Current].Agent
 		if a == nil || a.Ended {
-			return refs.Change{}, refs.ErrNoChange
+			return "", refs.ErrNoChange
 		}
 		a.Ended = true
-		return refs.Change{State: p, Message: fmt.Sprintf("tidy %s: its agent ended and verified gone", id)}, nil
+		return fmt.Sprintf("tidy %s: its agent ended and verified gone", id), nil
 	})
 }

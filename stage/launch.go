@@ -311,15 +311,10 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 	}
 	// Others may have moved the record meanwhile (a drop, a claim); only
 	// the readying result is ours to set.
-	rec, err = store.Edit(ctx, rec.Ref, func(cur *refs.Record) (refs.Change, error) {
-		if cur == nil {
-			return refs.Change{}, &NotFoundError{Place: p.ID}
-		}
-		if err := cur.Decode(p); err != nil {
-			return refs.Change{}, err
-		}
-		p.Ready = result
-		return refs.Change{State: p, Message: msg}, nil
+	rec, err = editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+		cur.Ready = result
+		*p = *cur
+		return msg, nil
 	})
 	if err != nil {
 		return nil, err

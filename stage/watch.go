@@ -48,22 +48,15 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 	}
 	me := &Proc{PID: env.PID, Host: env.Host}
 	errHeld := errors.New("held")
-	_, err = store.Edit(ctx, PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
-		if cur == nil {
-			return refs.Change{}, &NotFoundError{Place: id}
-		}
-		var p Place
-		if err := cur.Decode(&p); err != nil {
-			return refs.Change{}, err
-		}
-		if err := owned(env, &p); err != nil {
-			return refs.Change{}, err // R7: another host's record is never written here
+	_, err = editPlace(ctx, store, id, func(p *Place) (string, error) {
+		if err := owned(env, p); err != nil {
+			return "", err // R7: another host's record is never written here
 		}
 		if w := p.Watcher; w != nil && *w != *me && refs.ProcessAlive(w.Host, w.PID, env.Host) {
-			return refs.Change{}, errHeld
+			return "", errHeld
 		}
 		p.Watcher = me
-		return refs.Change{State: &p, Message: "watch " + id}, nil
+		return "watch " + id, nil
 	})
 	if errors.Is(err, errHeld) {
 		return nil
