@@ -29,6 +29,9 @@ type Env struct {
 	Out io.Writer
 	// Engine tunes the stage engine.
 	Engine EngineOptions
+	// StartWatcher starts a detached watcher for a place (A7); nil starts
+	// none.
+	StartWatcher func(repoDir, id string)
 	// Fault is the crash tests' seam: called at named points of an engine
 	// step (a test kills the process there). nil in git-flume itself.
 	Fault func(point string)

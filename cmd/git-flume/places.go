@@ -18,15 +18,16 @@ import (
 // stageEnv is what stage operations get from the command layer.
 func (a *app) stageEnv() *stage.Env {
 	return &stage.Env{
-		Runner:     a.runner,
-		Host:       a.host(),
-		PID:        os.Getpid(),
-		Now:        a.now,
-		CallerEnv:  a.env.list,
-		UserConfig: a.userConfig(),
-		Out:        a.io.Err,
-		Engine:     a.engineOptions(),
-		Fault:      faultHook,
+		Runner:       a.runner,
+		Host:         a.host(),
+		PID:          os.Getpid(),
+		Now:          a.now,
+		CallerEnv:    a.env.list,
+		UserConfig:   a.userConfig(),
+		Out:          a.io.Err,
+		Engine:       a.engineOptions(),
+		Fault:        faultHook,
+		StartWatcher: a.startWatcher,
 	}
 }
 
@@ -160,24 +161,16 @@ func launchCommand(a *app) *cli.Command {
 					return usagef("launch: --name is needed: the brief has no word to make one from")
 				}
 			}
-			p, err := stage.Launch(c.Context, env, stage.LaunchOptions{
+			if c.Bool("json") {
+				// The printed command must not mix with the document.
+				env.Engine.Print = a.io.Err
+			}
+			p, err := stage.Start(c.Context, env, stage.LaunchOptions{
 				Repo: c.String("repo"), Kind: c.String("kind"), Name: name, Brief: brief,
 				From: c.String("from"), Target: c.String("target"), Agent: c.String("agent"),
 			})
 			if p == nil {
 				return err
-			}
-			if err == nil {
-				// L1: launch starts the kind's first stage.
-				if c.Bool("json") {
-					env.Engine.Print = a.io.Err
-				}
-				if started, serr := stage.Confirm(c.Context, env, c.String("repo"), p.ID); serr != nil {
-					err = serr
-				} else if started != nil {
-					p = started
-				}
-				a.ensureWatchers(c, c.String("repo"), p.ID)
 			}
 			// A place whose readying failed is still made: show it, then
 			// report the failure.
@@ -259,7 +252,7 @@ func statusCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			a.startWatchers(c.String("repo"), st)
+			stage.EnsureWatchers(a.stageEnv(), c.String("repo"), st)
 			if c.Bool("json") {
 				return writeJSON(a.io.Out, st)
 			}
@@ -433,7 +426,7 @@ func (a *app) watchStatus(c *cli.Context, opts stage.StatusOptions) error {
 		if err != nil {
 			return err
 		}
-		a.startWatchers(c.String("repo"), st)
+		stage.EnsureWatchers(a.stageEnv(), c.String("repo"), st)
 		var b strings.Builder
 		if err := stage.WriteStatusTable(&b, st); err != nil {
 			return err

@@ -92,15 +92,18 @@ func advanceCommand(a *app) *cli.Command {
 			for _, id := range ids {
 				// A stage that just started is followed until its prompt is
 				// confirmed (or it resolves otherwise).
-				p, err := stage.Confirm(c.Context, env, c.String("repo"), id)
+				follow := stage.Follow
+				if fromHook {
+					// The hook's advance runs inside an agent's session:
+					// it starts no watcher of its own.
+					follow = stage.Confirm
+				}
+				p, err := follow(c.Context, env, c.String("repo"), id)
 				if err != nil {
 					return fmt.Errorf("%s: %w", id, err)
 				}
 				st := p.Stages[p.Current]
 				fmt.Fprintf(a.io.Out, "%s: %s (%d/%d) %s\n", id, st.Name, p.Current+1, len(p.Stages), st.State)
-				if !fromHook {
-					a.ensureWatchers(c, c.String("repo"), id)
-				}
 			}
 			if c.Bool("tidy") {
 				// T1: flume tidies after a landing it observes; tidy itself
@@ -212,11 +215,12 @@ func restartCommand(a *app, name, usage string, run func(*cli.Context, *stage.En
 			if err != nil {
 				return err
 			}
-			p, err := run(c, a.stageEnv(), id)
+			env := a.stageEnv()
+			p, err := run(c, env, id)
 			if err != nil {
 				return err
 			}
-			a.ensureWatchers(c, c.String("repo"), id)
+			stage.EnsureWatcher(c.Context, env, c.String("repo"), id)
 			st := p.Stages[p.Current]
 			fmt.Fprintf(a.io.Out, "%s: stage %s %s with a fresh agent (run %d)\n", id, st.Name, st.State, st.Runs)
 			return nil
@@ -309,10 +313,11 @@ func watchCommand(a *app) *cli.Command {
 	}
 }
 
-// ensureWatcher starts a detached watcher for a place that needs one: any
-// command that finds a place's watcher dead starts another (its lease in
-// the record keeps it to one).
-func (a *app) ensureWatcher(repoDir, id string) {
+// startWatcher starts a detached watcher for a place (stage.Env's
+// StartWatcher): any command that finds a place's watcher dead starts
+// another, and its lease in the record keeps it to one. FLUME_WATCH=off
+// starts none.
+func (a *app) startWatcher(repoDir, id string) {
 	if a.env.vars["FLUME_WATCH"] == "off" {
 		return
 	}
@@ -321,24 +326,6 @@ func (a *app) ensureWatcher(repoDir, id string) {
 		return
 	}
 	proc.Detach([]string{"watch", "--repo", abs, id}, abs, a.backgroundEnv())
-}
-
-// ensureWatchers starts watchers for the places of a repository that need
-// one.
-func (a *app) ensureWatchers(c *cli.Context, repoDir string, only string) {
-	st, err := stage.ReadStatus(c.Context, a.stageEnv(), stage.StatusOptions{Repo: repoDir, Place: only})
-	if err != nil {
-		return
-	}
-	a.startWatchers(repoDir, st)
-}
-
-func (a *app) startWatchers(repoDir string, st *stage.Status) {
-	for _, p := range st.Places {
-		if p.NeedsWatcher {
-			a.ensureWatcher(repoDir, p.Place)
-		}
-	}
 }
 
 // watchInterval is how often a watcher advances its place:
