@@ -366,47 +366,14 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		if tr == nil {
 			return false, nil
 		}
-		if need := tr.Need(); need != "" {
-			if st.State != StateWaiting || st.Need != need {
-				st.State, st.Need = StateWaiting, need
-				return write("waiting: " + need)
-			}
-			return false, nil
-		}
-		if st.State == StateWaiting {
-			// The newest message no longer stops short: answered.
-			st.State, st.Need = StateWorking, ""
-			return write("need answered")
-		}
-		quiet := now.Sub(modTime(a.Transcript))
-		// A8: checkpoint recovery, one follow-up of each kind at most.
-		switch tr.Turn {
-		case agent.TurnError:
-			st.State, st.Reason = StateBlocked, "the agent's turn ended with an error: "+tr.ErrorText
-			return write("blocked: " + st.Reason)
-		case agent.TurnLength:
-			if st.LengthPrompted {
-				if tr.Received(LengthMessage) {
-					st.State, st.Reason = StateBlocked, "its reply was cut for length again after the recovery prompt"
-					return write("blocked: " + st.Reason)
-				}
-				break
-			}
-			_, moved, err := tell(LengthMessage, &st.LengthPrompted, "reply cut for length: sent the one recovery prompt")
+		seen := workingSeen{Need: tr.Need(), Turn: tr.Turn, ErrorText: tr.ErrorText,
+			LengthRetried: st.LengthPrompted && tr.Received(LengthMessage), Quiet: now.Sub(modTime(a.Transcript))}
+		switch mv := decideWorking(st, seen, env.Engine.remindAfter(), env.Engine.stuckAfter()); {
+		case mv.Tell != "":
+			_, moved, err := tell(mv.Tell, mv.Sent, mv.Write)
 			return moved, err
-		case agent.TurnDone:
-			if !st.Reminded && quiet >= env.Engine.remindAfter() {
-				_, moved, err := tell(reminder(st), &st.Reminded, "turn ended with neither the deliverable nor NEEDS:; sent the one reminder")
-				return moved, err
-			}
-		}
-		if st.State == StateWorking && quiet > env.Engine.stuckAfter() {
-			st.State = StateStuck
-			return write(fmt.Sprintf("stuck: quiet for %s with no deliverable and no need", quiet.Round(time.Second)))
-		}
-		if st.State == StateStuck && quiet <= env.Engine.stuckAfter() {
-			st.State = StateWorking
-			return write("active again")
+		case mv.Write != "":
+			return write(mv.Write)
 		}
 	}
 	return false, nil
