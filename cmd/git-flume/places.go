@@ -272,36 +272,36 @@ func useCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			store, err := a.store(c.Context, c.String("repo"))
+			o, err := a.claimOptions(c, id)
 			if err != nil {
 				return err
 			}
-			if _, _, err := stage.Lookup(c.Context, store, id); err != nil {
-				return err
-			}
-			claim, err := store.Use(c.Context, id, a.session(c), c.Bool("take-over"))
+			claim, err := stage.Use(c.Context, a.stageEnv(), o)
 			if err != nil {
 				return err
 			}
-			if c.Bool("shared") {
-				remote, err := a.remote(c.Context, c.String("remote"))
-				if err != nil {
-					return err
-				}
-				rec, err := store.Read(c.Context, refs.ClaimRef(id))
-				if err != nil {
-					return err
-				}
-				if err := store.PushClaim(c.Context, remote, id, rec); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Out, "%s claimed by %s (pid %d), held on %s\n", id, claim.Key, claim.PID, remote)
+			if o.Remote != "" {
+				fmt.Fprintf(a.io.Out, "%s claimed by %s (pid %d), held on %s\n", id, claim.Key, claim.PID, o.Remote)
 				return nil
 			}
 			fmt.Fprintf(a.io.Out, "%s claimed by %s (pid %d)\n", id, claim.Key, claim.PID)
 			return nil
 		},
 	}
+}
+
+// claimOptions reads use's and release's flags; --shared names the remote
+// (--remote, else flume.remote, else origin).
+func (a *app) claimOptions(c *cli.Context, id string) (stage.ClaimOptions, error) {
+	o := stage.ClaimOptions{Repo: c.String("repo"), Place: id, Session: a.session(c), TakeOver: c.Bool("take-over")}
+	if c.Bool("shared") {
+		remote, err := a.remote(c.Context, c.String("remote"))
+		if err != nil {
+			return o, err
+		}
+		o.Remote = remote
+	}
+	return o, nil
 }
 
 func releaseCommand(a *app) *cli.Command {
@@ -315,21 +315,12 @@ func releaseCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			store, err := a.store(c.Context, c.String("repo"))
+			o, err := a.claimOptions(c, id)
 			if err != nil {
 				return err
 			}
-			if err := store.Release(c.Context, id, a.session(c), c.Bool("take-over")); err != nil {
+			if err := stage.Release(c.Context, a.stageEnv(), o); err != nil {
 				return err
-			}
-			if c.Bool("shared") {
-				remote, err := a.remote(c.Context, c.String("remote"))
-				if err != nil {
-					return err
-				}
-				if err := store.ReleasePushed(c.Context, remote, id); err != nil {
-					return err
-				}
 			}
 			fmt.Fprintf(a.io.Out, "%s released\n", id)
 			return nil
