@@ -79,22 +79,10 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 	}
 	env.fault("start:recorded")
 	vars := agent.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: w.Session, Place: ws.Root, Home: w.Home}
-	if err := prog.PrepareTranscript(vars); err != nil {
-		return err
-	}
-	argv := prog.Argv(vars)
 	repos, inputs := ws.maps(workerTree)
-	agentEnv := append(agent.CallerEnv(env.CallerEnv), "FLUME_WORKSPACE="+ws.ID, "FLUME_SESSION="+w.Session,
-		"FLUME_REPOSITORIES="+repos, "FLUME_INPUTS="+inputs)
-	if w.Pane == "print" {
-		fmt.Fprintf(env.Print, "cd %s && FLUME_WORKSPACE=%s FLUME_SESSION=%s FLUME_REPOSITORIES=%s FLUME_INPUTS=%s %s\n",
-			agent.ShellQuote(ws.Root), agent.ShellQuote(ws.ID), w.Session, agent.ShellQuote(repos), agent.ShellQuote(inputs), agent.ShellLine(argv))
-		return nil
-	}
-	if _, err := env.Panes.Start(ctx, w.Pane, ws.Root, agentEnv, argv); err != nil {
-		return fmt.Errorf("start %s in tmux: %w", prog.Name, err)
-	}
-	return nil
+	return agent.Begin(ctx, env.Panes, agent.Start{Program: prog, Vars: vars, Pane: w.Pane, Dir: ws.Root, Caller: env.CallerEnv,
+		Flume: []string{"FLUME_WORKSPACE=" + ws.ID, "FLUME_SESSION=" + w.Session, "FLUME_REPOSITORIES=" + repos, "FLUME_INPUTS=" + inputs},
+		Print: env.Print})
 }
 
 // endWorker ends the worker and verifies it gone (X5); false with an

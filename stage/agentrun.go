@@ -205,21 +205,17 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if role != nil {
 		vars.AllowedTools = role.Tools
 	}
-	if err := prog.PrepareTranscript(vars); err != nil {
+	start := agent.Start{Program: prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
+		Flume: agentVars(p, st.Name, a.Session), Print: env.Engine.Print}
+	var panes agent.PaneHost
+	if a.Pane != "print" {
+		panes = env.Engine.panes(a)
+	}
+	if err := agent.Begin(ctx, panes, start); err != nil {
 		return true, err
 	}
-	argv := prog.Argv(vars)
-	agentEnv := AgentEnv(env.CallerEnv, p, st.Name, a.Session)
 	if a.Pane == "print" {
-		// The operator's agent carries the session like one flume starts:
-		// the hooks and the guard know its place and stage, and ending it
-		// finds it by its session (X5).
-		fmt.Fprintf(env.Engine.Print, "cd %s && FLUME_PLACE=%s FLUME_STAGE=%s FLUME_SESSION=%s %s\n",
-			agent.ShellQuote(p.Path), agent.ShellQuote(p.ID), agent.ShellQuote(st.Name), a.Session, agent.ShellLine(argv))
 		return true, nil
-	}
-	if _, err := env.Engine.panes(a).Start(ctx, a.Pane, p.Path, agentEnv, argv); err != nil {
-		return true, fmt.Errorf("start %s in its pane: %w", prog.Name, err)
 	}
 	report(ctx, env, p, st)
 	env.fault("start:started")
@@ -229,7 +225,12 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 // AgentEnv is a stage agent's environment (A1): the caller's, cleaned by
 // agent.CallerEnv, plus FLUME_PLACE, FLUME_STAGE and FLUME_SESSION.
 func AgentEnv(caller []string, p *Place, stage, session string) []string {
-	return append(agent.CallerEnv(caller), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
+	return append(agent.CallerEnv(caller), agentVars(p, stage, session)...)
+}
+
+// agentVars are flume's variables of a stage agent.
+func agentVars(p *Place, stage, session string) []string {
+	return []string{"FLUME_PLACE=" + p.ID, "FLUME_STAGE=" + stage, "FLUME_SESSION=" + session}
 }
 
 // endAgent ends a stage's agent and verifies it exited (X5).
