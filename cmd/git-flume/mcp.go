@@ -3,15 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"strings"
+	"fmt"
+	"io"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/stage"
 )
 
-// The MCP server's tools run the very commands of the command line, in
-// process, so an MCP client sees exactly what `git flume … --json` prints
-// (O2).
+// The MCP server's tools call what the command line's commands call, in
+// process, and print what those print, so an MCP client sees exactly what
+// `git flume … --json` prints (O2).
 
 type mcpStatusIn struct {
 	Place string `json:"place,omitempty" jsonschema:"one place, <kind>--<name>; all places when empty"`
@@ -30,21 +33,17 @@ type mcpTellIn struct {
 	Text  string `json:"text" jsonschema:"the message, confirmed in the agent's transcript"`
 }
 
-// runInProcess runs git-flume's own command line with args and returns
-// what it printed and whether it failed.
-func (a *app) runInProcess(ctx context.Context, args []string, stdin string) (string, bool) {
+// mcpResult runs a tool's work, which prints to out; a failure ends the
+// text as the command line reports it.
+func (a *app) mcpResult(work func(out, errOut io.Writer) error) (*mcp.CallToolResult, any, error) {
 	var out, errOut bytes.Buffer
-	code := run(ctx, append([]string{"git-flume"}, args...), &streams{In: strings.NewReader(stdin), Out: &out, Err: &errOut}, a.env.list)
+	err := work(&out, &errOut)
 	text := out.String()
-	if code != 0 {
+	if err != nil {
+		exitCode(&errOut, err)
 		text += errOut.String()
 	}
-	return text, code != 0
-}
-
-func (a *app) mcpResult(ctx context.Context, args []string, stdin string) (*mcp.CallToolResult, any, error) {
-	text, failed := a.runInProcess(ctx, args, stdin)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: failed}, nil, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: err != nil}, nil, nil
 }
 
 func mcpCommand(a *app) *cli.Command {
@@ -60,26 +59,49 @@ func mcpCommand(a *app) *cli.Command {
 			s := mcp.NewServer(&mcp.Implementation{Name: "git-flume", Version: buildVersion()}, nil)
 			mcp.AddTool(s, &mcp.Tool{Name: "status", Description: "git flume status --json: every place's stage, state, agent, claim and what tidying kept"},
 				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpStatusIn) (*mcp.CallToolResult, any, error) {
-					args := []string{"status", "--json", "--repo", repo}
-					if in.All {
-						args = append(args, "--all")
-					}
-					if in.Place != "" {
-						args = append(args, in.Place)
-					}
-					return a.mcpResult(ctx, args, "")
+					return a.mcpResult(func(out, _ io.Writer) error {
+						opts := stage.StatusOptions{Repo: repo, All: in.All}
+						if in.Place != "" {
+							id, err := stage.PlaceID(in.Place)
+							if err != nil {
+								return err
+							}
+							opts.Place = id
+						}
+						env := a.stageEnv()
+						st, err := stage.ReadStatus(ctx, env, opts)
+						if err != nil {
+							return err
+						}
+						stage.EnsureWatchers(env, repo, st)
+						return writeJSON(out, st)
+					})
 				})
 			mcp.AddTool(s, &mcp.Tool{Name: "launch", Description: "git flume launch: make a place for a piece of work and start its kind's first stage"},
 				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpLaunchIn) (*mcp.CallToolResult, any, error) {
-					args := []string{"launch", "--json", "--repo", repo, "--kind", in.Kind, "--name", in.Name, "--brief-file", "-"}
-					if in.Agent != "" {
-						args = append(args, "--agent", in.Agent)
-					}
-					return a.mcpResult(ctx, args, in.Brief)
+					return a.mcpResult(func(out, errOut io.Writer) error {
+						err := a.launch(ctx, launchInput{Repo: repo, Kind: in.Kind, Name: in.Name, Brief: in.Brief, Agent: in.Agent, JSON: true}, out, errOut)
+						if err == nil {
+							a.autoSync(ctx, errOut)
+						}
+						return err
+					})
 				})
 			mcp.AddTool(s, &mcp.Tool{Name: "tell", Description: "git flume tell: send a place's agent a message, confirmed in its transcript"},
 				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpTellIn) (*mcp.CallToolResult, any, error) {
-					return a.mcpResult(ctx, []string{"tell", "--repo", repo, in.Place, in.Text}, "")
+					return a.mcpResult(func(out, errOut io.Writer) error {
+						id, err := stage.PlaceID(in.Place)
+						if err != nil {
+							return err
+						}
+						g := stage.GateOptions{Session: a.sessionOf("", 0)}
+						if err := stage.Tell(ctx, a.stageEnv(), repo, id, in.Text, g); err != nil {
+							return err
+						}
+						fmt.Fprintf(out, "%s: message confirmed in the agent's transcript\n", id)
+						a.autoSync(ctx, errOut)
+						return nil
+					})
 				})
 			return s.Run(c.Context, &mcp.IOTransport{Reader: readCloser{a.io.In}, Writer: writeCloser{a.io.Out}})
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -56,8 +57,14 @@ func takeOverFlag() cli.Flag {
 // session identifies the caller for claims and gates (R8): `sid:<id>` when a
 // session id is named, else `cwd:<dir>`.
 func (a *app) session(c *cli.Context) refs.Session {
+	return a.sessionOf(c.String("session"), c.Int("pid"))
+}
+
+// sessionOf is the calling session: sid and pid when given, else
+// $FLUME_SESSION and $FLUME_SESSION_PID, else the working directory and
+// the nearest ancestor that is not git.
+func (a *app) sessionOf(sid string, pid int) refs.Session {
 	s := refs.Session{Host: a.host()}
-	sid := c.String("session")
 	if sid == "" {
 		sid = a.env.vars["FLUME_SESSION"]
 	}
@@ -67,7 +74,7 @@ func (a *app) session(c *cli.Context) refs.Session {
 		cwd, _ := os.Getwd()
 		s.Key = "cwd:" + cwd
 	}
-	s.PID = c.Int("pid")
+	s.PID = pid
 	if s.PID == 0 {
 		s.PID, _ = strconv.Atoi(a.env.vars["FLUME_SESSION_PID"])
 	}
@@ -145,59 +152,78 @@ func launchCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			env := a.stageEnv()
+			in := launchInput{Repo: c.String("repo"), Kind: c.String("kind"), Name: c.String("name"), Brief: brief,
+				From: c.String("from"), Target: c.String("target"), Agent: c.String("agent"), JSON: c.Bool("json")}
 			if c.IsSet("pane") {
-				env.Engine.Pane = c.String("pane")
-				env.Engine.Panes = a.paneHost(env.Engine.Pane)
+				in.Pane = c.String("pane")
 			}
-			switch env.Engine.Pane {
-			case "", "tmux", "herdr", "print", "none":
-			default:
-				return usagef("launch: --pane must be tmux, herdr, print or none")
-			}
-			name := c.String("name")
-			if name == "" {
-				if name = nameFromBrief(brief); name == "" {
-					return usagef("launch: --name is needed: the brief has no word to make one from")
-				}
-			}
-			if c.Bool("json") {
-				// The printed command must not mix with the document.
-				env.Engine.Print = a.io.Err
-			}
-			p, err := stage.Start(c.Context, env, stage.LaunchOptions{
-				Repo: c.String("repo"), Kind: c.String("kind"), Name: name, Brief: brief,
-				From: c.String("from"), Target: c.String("target"), Agent: c.String("agent"),
-			})
-			if p == nil {
-				return err
-			}
-			// A place whose readying failed is still made: show it, then
-			// report the failure.
-			if c.Bool("json") {
-				st, serr := stage.ReadStatus(c.Context, a.stageEnv(), stage.StatusOptions{Repo: c.String("repo"), Place: p.ID})
-				if serr != nil {
-					return serr
-				}
-				if werr := writeJSON(a.io.Out, map[string]any{"schema": 1, "place": st.Places[0]}); werr != nil {
-					return werr
-				}
-			} else {
-				fmt.Fprintf(a.io.Out, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
-				if st := p.Stages[p.Current]; st.State != stage.StagePending {
-					fmt.Fprintf(a.io.Out, "stage %s: %s", st.Name, st.State)
-					if st.Reason != "" {
-						fmt.Fprintf(a.io.Out, ": %s", st.Reason)
-					}
-					fmt.Fprintln(a.io.Out)
-				}
-			}
-			if r := p.Ready; err == nil && r != nil && !r.OK {
-				a.log.Warn("readying failed; a fix goes on, told of the failure", "place", p.ID, "step", r.Step, "exit", r.Exit)
-			}
-			return err
+			return a.launch(c.Context, in, a.io.Out, a.io.Err)
 		},
 	}
+}
+
+// launchInput is what launch is asked, from its flags or an MCP call.
+type launchInput struct {
+	Repo, Kind, Name, Brief, From, Target, Agent string
+	Pane                                         string // "" keeps $FLUME_PANE
+	JSON                                         bool
+}
+
+// launch makes a place and starts its first stage (stage.Start), then
+// prints it to out: the place's status document with JSON, else a line
+// for people; a printed agent command goes to errOut with JSON.
+func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer) error {
+	env := a.stageEnv()
+	if in.Pane != "" {
+		env.Engine.Pane = in.Pane
+		env.Engine.Panes = a.paneHost(env.Engine.Pane)
+	}
+	switch env.Engine.Pane {
+	case "", "tmux", "herdr", "print", "none":
+	default:
+		return usagef("launch: --pane must be tmux, herdr, print or none")
+	}
+	name := in.Name
+	if name == "" {
+		if name = nameFromBrief(in.Brief); name == "" {
+			return usagef("launch: --name is needed: the brief has no word to make one from")
+		}
+	}
+	if in.JSON {
+		// The printed command must not mix with the document.
+		env.Engine.Print = errOut
+	}
+	p, err := stage.Start(ctx, env, stage.LaunchOptions{
+		Repo: in.Repo, Kind: in.Kind, Name: name, Brief: in.Brief,
+		From: in.From, Target: in.Target, Agent: in.Agent,
+	})
+	if p == nil {
+		return err
+	}
+	// A place whose readying failed is still made: show it, then report
+	// the failure.
+	if in.JSON {
+		st, serr := stage.ReadStatus(ctx, a.stageEnv(), stage.StatusOptions{Repo: in.Repo, Place: p.ID})
+		if serr != nil {
+			return serr
+		}
+		if werr := writeJSON(out, map[string]any{"schema": 1, "place": st.Places[0]}); werr != nil {
+			return werr
+		}
+	} else {
+		fmt.Fprintf(out, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
+		if st := p.Stages[p.Current]; st.State != stage.StagePending {
+			fmt.Fprintf(out, "stage %s: %s", st.Name, st.State)
+			if st.Reason != "" {
+				fmt.Fprintf(out, ": %s", st.Reason)
+			}
+			fmt.Fprintln(out)
+		}
+	}
+	if r := p.Ready; err == nil && r != nil && !r.OK {
+		a.log.Warn("readying failed; a fix goes on, told of the failure", "place", p.ID, "step", r.Step, "exit", r.Exit)
+	}
+	return err
 }
 
 func readBrief(c *cli.Context, stdin io.Reader) (string, error) {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/urfave/cli/v2"
@@ -90,21 +92,28 @@ func (a *app) withAutoSync(cmd *cli.Command) *cli.Command {
 		if err := action(c); err != nil {
 			return err
 		}
-		if !a.settings(c.Context).autoSync {
-			return nil
-		}
-		store, err := a.store(c.Context, a.repoDir)
-		if err != nil {
-			return nil
-		}
-		remote, err := a.remote(c.Context, "")
-		if err == nil {
-			_, err = store.Sync(c.Context, remote, a.host())
-		}
-		if err != nil {
-			fmt.Fprintf(a.io.Err, "git-flume: auto-sync with %s failed (the local change stands; run git flume sync): %v\n", remote, err)
-		}
+		a.autoSync(c.Context, a.io.Err)
 		return nil
 	}
 	return cmd
+}
+
+// autoSync syncs with the repository's remote after a command that moved
+// state, when flume.autoSync is set (R7); a failure is told to errOut and
+// the local change stands.
+func (a *app) autoSync(ctx context.Context, errOut io.Writer) {
+	if !a.settings(ctx).autoSync {
+		return
+	}
+	store, err := a.store(ctx, a.repoDir)
+	if err != nil {
+		return
+	}
+	remote, err := a.remote(ctx, "")
+	if err == nil {
+		_, err = store.Sync(ctx, remote, a.host())
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "git-flume: auto-sync with %s failed (the local change stands; run git flume sync): %v\n", remote, err)
+	}
 }
