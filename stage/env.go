@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -35,12 +34,6 @@ type Env struct {
 	// Fault is the crash tests' seam: called at named points of an engine
 	// step (a test kills the process there). nil in git-flume itself.
 	Fault func(point string)
-
-	// repos are the repositories opened so far, by the directory asked:
-	// one `git rev-parse` per repository for the Env's life, however
-	// often a command (or a watcher's loop) comes back to it.
-	mu    sync.Mutex
-	repos map[string]*git.Repo
 }
 
 // NotARepoError is a --repo that cannot hold places (a bare repository).
@@ -57,22 +50,13 @@ func (e *Env) fault(point string) {
 
 func (e *NotARepoError) Error() string { return fmt.Sprintf("%s: %s", e.Dir, e.Reason) }
 
-// open finds the repository containing dir and its state store.
+// open finds the repository containing dir and its state store. The
+// runner answers each directory once when it is made to (git.Runner's
+// OpenOnce): a command's steps, or a watcher's loops, share one Repo.
 func (e *Env) open(ctx context.Context, dir string) (*git.Repo, *refs.Store, error) {
-	e.mu.Lock()
-	repo := e.repos[dir]
-	e.mu.Unlock()
-	if repo == nil {
-		var err error
-		if repo, err = e.Runner.Open(ctx, dir); err != nil {
-			return nil, nil, err
-		}
-		e.mu.Lock()
-		if e.repos == nil {
-			e.repos = map[string]*git.Repo{}
-		}
-		e.repos[dir] = repo
-		e.mu.Unlock()
+	repo, err := e.Runner.Open(ctx, dir)
+	if err != nil {
+		return nil, nil, err
 	}
 	s := refs.New(repo)
 	s.Now = e.Now

@@ -51,7 +51,7 @@ func (f *fixture) git(args ...string) string {
 
 func (f *fixture) stageEnv(runnerEnv []string) *stage.Env {
 	return &stage.Env{
-		Runner:    &git.Runner{Env: runnerEnv},
+		Runner:    &git.Runner{Env: runnerEnv, OpenOnce: true},
 		Host:      "testhost",
 		PID:       os.Getpid(),
 		Now:       func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },

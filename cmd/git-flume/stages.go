@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -304,11 +303,7 @@ func watchCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			// A watcher lives for hours: it asks git where the repository
-			// is each time rather than keep the first answer.
-			env := a.stageEnv()
-			env.Runner = &git.Runner{Env: a.env.list}
-			return stage.Watch(c.Context, env, c.String("repo"), id, a.watchInterval(), 12*time.Hour)
+			return stage.Watch(c.Context, a.stageEnv(), c.String("repo"), id, a.watchInterval(), 12*time.Hour)
 		},
 	}
 }

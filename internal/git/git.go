@@ -114,10 +114,9 @@ type Runner struct {
 	// Ident is the author and committer of the commits flume writes.
 	Ident Ident
 	// OpenOnce makes Open answer each directory once for the runner's
-	// life, so the steps of one short command share one Repo (and its
-	// object store and main checkout) instead of asking git again. A
-	// long-lived process (a watcher) leaves it off: a repository may be
-	// moved or recreated under it.
+	// life, so that everything one command does (or a watcher does in
+	// all its loops) shares one Repo, its object store and main checkout,
+	// and asks git once. git-flume sets it; the zero value asks each time.
 	OpenOnce bool
 
 	openedMu sync.Mutex
