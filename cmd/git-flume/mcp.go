@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,12 +67,10 @@ func mcpCommand(a *app) *cli.Command {
 							}
 							opts.Place = id
 						}
-						env := a.stageEnv()
-						st, err := stage.ReadStatus(ctx, env, opts)
+						st, err := a.status(ctx, opts)
 						if err != nil {
 							return err
 						}
-						stage.EnsureWatchers(env, repo, st)
 						return writeJSON(out, st)
 					})
 				})
@@ -90,15 +87,9 @@ func mcpCommand(a *app) *cli.Command {
 			mcp.AddTool(s, &mcp.Tool{Name: "tell", Description: "git flume tell: send a place's agent a message, confirmed in its transcript"},
 				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpTellIn) (*mcp.CallToolResult, any, error) {
 					return a.mcpResult(func(out, errOut io.Writer) error {
-						id, err := stage.PlaceID(in.Place)
-						if err != nil {
+						if err := a.tell(ctx, repo, in.Place, in.Text, stage.GateOptions{Session: a.sessionOf("", 0)}, out); err != nil {
 							return err
 						}
-						g := stage.GateOptions{Session: a.sessionOf("", 0)}
-						if err := stage.Tell(ctx, a.stageEnv(), repo, id, in.Text, g); err != nil {
-							return err
-						}
-						fmt.Fprintf(out, "%s: message confirmed in the agent's transcript\n", id)
 						a.autoSync(ctx, errOut)
 						return nil
 					})

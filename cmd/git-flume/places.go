@@ -274,17 +274,28 @@ func statusCommand(a *app) *cli.Command {
 				}
 				return a.watchStatus(c, opts)
 			}
-			st, err := stage.ReadStatus(c.Context, a.stageEnv(), opts)
+			st, err := a.status(c.Context, opts)
 			if err != nil {
 				return err
 			}
-			stage.EnsureWatchers(a.stageEnv(), c.String("repo"), st)
 			if c.Bool("json") {
 				return writeJSON(a.io.Out, st)
 			}
 			return stage.WriteStatusTable(a.io.Out, st)
 		},
 	}
+}
+
+// status reads the places' status, as `status` and the MCP status tool
+// show it, and starts a watcher for each place that needs one.
+func (a *app) status(ctx context.Context, opts stage.StatusOptions) (*stage.Status, error) {
+	env := a.stageEnv()
+	st, err := stage.ReadStatus(ctx, env, opts)
+	if err != nil {
+		return nil, err
+	}
+	stage.EnsureWatchers(env, opts.Repo, st)
+	return st, nil
 }
 
 func useCommand(a *app) *cli.Command {
@@ -439,11 +450,10 @@ func (a *app) watchStatus(c *cli.Context, opts stage.StatusOptions) error {
 	}
 	last := ""
 	for {
-		st, err := stage.ReadStatus(c.Context, a.stageEnv(), opts)
+		st, err := a.status(c.Context, opts)
 		if err != nil {
 			return err
 		}
-		stage.EnsureWatchers(a.stageEnv(), c.String("repo"), st)
 		var b strings.Builder
 		if err := stage.WriteStatusTable(&b, st); err != nil {
 			return err

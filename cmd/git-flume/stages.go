@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,17 +172,23 @@ func tellCommand(a *app) *cli.Command {
 			if c.NArg() != 2 {
 				return usagef("tell: want PLACE and TEXT")
 			}
-			id, err := stage.PlaceID(c.Args().Get(0))
-			if err != nil {
-				return err
-			}
-			if err := stage.Tell(c.Context, a.stageEnv(), c.String("repo"), id, c.Args().Get(1), a.gate(c)); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.io.Out, "%s: message confirmed in the agent's transcript\n", id)
-			return nil
+			return a.tell(c.Context, c.String("repo"), c.Args().Get(0), c.Args().Get(1), a.gate(c), a.io.Out)
 		},
 	}
+}
+
+// tell sends text to place's agent (stage.Tell, A4) and says so on out,
+// for `tell` and the MCP tell tool.
+func (a *app) tell(ctx context.Context, repo, place, text string, g stage.GateOptions, out io.Writer) error {
+	id, err := stage.PlaceID(place)
+	if err != nil {
+		return err
+	}
+	if err := stage.Tell(ctx, a.stageEnv(), repo, id, text, g); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: message confirmed in the agent's transcript\n", id)
+	return nil
 }
 
 func stopCommand(a *app) *cli.Command {
