@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 // SessionProcesses returns the processes whose environment carries
@@ -42,7 +43,7 @@ func ProcessesWithEnv(kv string) []int {
 		if err != nil {
 			continue
 		}
-		if bytes.Contains(append(env, 0), want) && processAlive(pid) {
+		if bytes.Contains(append(env, 0), want) && proc.Alive(pid) {
 			pids = append(pids, pid)
 		}
 	}

@@ -77,7 +77,7 @@ func (t *Tmux) PID(ctx context.Context, name string) (int, error) {
 // Alive reports whether the session exists and its process runs.
 func (t *Tmux) Alive(ctx context.Context, name string) bool {
 	pid, err := t.PID(ctx, name)
-	return err == nil && processAlive(pid)
+	return err == nil && proc.Alive(pid)
 }
 
 // Capture returns the visible text of the session's pane.
@@ -128,22 +128,20 @@ func (t *Tmux) Kill(ctx context.Context, name string) error {
 	// The pane's process leads its own process group: end the group.
 	syscall.Kill(-pid, syscall.SIGTERM)
 	syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; i < 50 && processAlive(pid); i++ {
+	for i := 0; i < 50 && proc.Alive(pid); i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if processAlive(pid) {
+	if proc.Alive(pid) {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		syscall.Kill(pid, syscall.SIGKILL)
-		waitGone(func() bool { return processAlive(pid) })
+		waitGone(func() bool { return proc.Alive(pid) })
 	}
 	t.run(ctx, "kill-session", "-t", "="+name)
-	if processAlive(pid) {
+	if proc.Alive(pid) {
 		return fmt.Errorf("agent process %d did not exit", pid)
 	}
 	return nil
 }
-
-func processAlive(pid int) bool { return proc.Alive(pid) }
 
 // PaneHost runs agents in panes a person can look at (A2): tmux here; herdr
 // implements the same.

@@ -222,13 +222,9 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	return true, nil
 }
 
-// AgentEnv is a stage agent's environment (A1): the caller's, cleaned by
-// agent.CallerEnv, plus FLUME_PLACE, FLUME_STAGE and FLUME_SESSION.
-func AgentEnv(caller []string, p *Place, stage, session string) []string {
-	return append(agent.CallerEnv(caller), agentVars(p, stage, session)...)
-}
-
-// agentVars are flume's variables of a stage agent.
+// agentVars are flume's variables of a stage agent (A1): agent.Begin adds
+// them to the caller's cleaned environment, or prints them before the
+// command.
 func agentVars(p *Place, stage, session string) []string {
 	return []string{"FLUME_PLACE=" + p.ID, "FLUME_STAGE=" + stage, "FLUME_SESSION=" + session}
 }

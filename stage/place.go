@@ -267,11 +267,6 @@ func editPlace(ctx context.Context, s *refs.Store, id string, decide func(p *Pla
 
 func (p *Place) branchRef() string { return "refs/heads/" + p.Branch }
 
-// Lookup reads a place's record for a command that names it.
-func Lookup(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Place, error) {
-	return readPlace(ctx, s, id)
-}
-
 // ReadPlaceNames lists the repository's place ids from their ref names
 // alone (one git process): for shell completion.
 func ReadPlaceNames(ctx context.Context, env *Env, repoDir string) ([]string, error) {

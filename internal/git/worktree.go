@@ -360,11 +360,6 @@ func (r *Runner) ConfigFile(ctx context.Context, path string) ([]ConfigEntry, er
 	return parseConfigZ(out), nil
 }
 
-// Config reads the repository's own git configuration (all scopes).
-func (repo *Repo) Config(ctx context.Context) ([]ConfigEntry, error) {
-	return repo.r.ConfigIn(ctx, repo.Dir)
-}
-
 // ConfigIn reads the git configuration (all scopes) of the repository
 // containing dir, without opening it first: a command can read its settings
 // while it opens the repository.
