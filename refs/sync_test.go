@@ -290,11 +290,11 @@ func TestSyncTrackingListSurvivesAConcurrentSync_R7(t *testing.T) {
 	}
 }
 
-// TestSyncPushesManyRecordsFromScratchRepository: a push of many records
+// TestSyncPushesManyRecordsFromScratchRepository_R7: a push of many records
 // runs from the scratch repository (issue 14) and means what a push from
 // the clone means: the remote named by its relative URL gets every record,
 // and the scratch repository never holds a ref.
-func TestSyncPushesManyRecordsFromScratchRepository(t *testing.T) {
+func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 	ctx := context.Background()
 	env := hermeticEnv(t.TempDir())
 	root := t.TempDir()

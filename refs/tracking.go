@@ -102,9 +102,9 @@ func fullHex(id string) bool {
 	return true
 }
 
-// moveTracking records that remote now holds want where this clone
+// moveTracking records (R7) that remote now holds want where this clone
 // read base (a record ref → commit; a ref missing from want is no longer
-// tracked). It is a compare-and-swap on the list: when another sync moved
+// tracked). It is a compare-and-swap on the list (R2): when another sync moved
 // it meanwhile, the list is read again and only the entries this sync
 // decided, and the other left as they were, are changed.
 func (s *Store) moveTracking(ctx context.Context, remote string, base, want map[string]string) error {

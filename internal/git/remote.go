@@ -115,7 +115,7 @@ const pushScratchName = "flume-push.git"
 // matches every explicit refspec against every local ref (a formatted
 // comparison per ref-lookup rule), so pushing a thousand records from a
 // clone with thousands of refs costs seconds before anything is sent; run
-// from here, the same push costs what a glob push does (issue 14). The
+// from here, the same push (R7) costs what a glob push does (issue 14). The
 // remote, its URL rewriting and the transport settings still come from
 // this repository's config, which the scratch config includes, and the push
 // still runs in this work tree, so relative remote paths mean what they did.

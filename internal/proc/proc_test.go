@@ -16,11 +16,11 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
-// TestOnlyProcAndGitStartPrograms: os/exec is imported by internal/proc
+// TestOnlyProcAndGitStartPrograms_R9_X4: os/exec is imported by internal/proc
 // (every program but git) and internal/git (git, R9) and by no other
 // package's code, so the environment of everything flume starts is decided
 // in those two places. Tests may start what they like.
-func TestOnlyProcAndGitStartPrograms(t *testing.T) {
+func TestOnlyProcAndGitStartPrograms_R9_X4(t *testing.T) {
 	root := filepath.Join("..", "..")
 	allowed := map[string]bool{filepath.Join("internal", "proc"): true, filepath.Join("internal", "git"): true}
 	fset := token.NewFileSet()
