@@ -58,7 +58,7 @@ func BenchmarkPromote8(b *testing.B) {
 		r.restore(b, saved)
 		b.StartTimer()
 		t0 := time.Now()
-		if _, err := promote.PromoteWorkspace(ctx, env, r.root, r.id, st.Tips); err != nil {
+		if _, err := promote.PromoteWorkspace(ctx, env, promote.RequestOptions{Root: r.root, ID: r.id, Expected: st.Tips}); err != nil {
 			b.Fatal(err)
 		}
 		flume += time.Since(t0)

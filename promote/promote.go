@@ -47,7 +47,11 @@ type Env struct {
 	Runner *git.Runner
 	// Host names this host in records (R7).
 	Host string
-	Now  func() time.Time
+	// Now dates records (FLUME_NOW fixes it in tests).
+	Now func() time.Time
+	// Clock is what the worker's timers read (confirm window, --max,
+	// --idle); nil is the real clock. A test build moves it forward.
+	Clock func() time.Time
 	// Fault is a test seam: crash tests stop a verb at a named point. nil
 	// in git-flume itself.
 	Fault func(point string)
@@ -67,6 +71,17 @@ type Env struct {
 	ConfirmWindow time.Duration
 	// Interval is how often the worker's transcript is read.
 	Interval time.Duration
+	// StartObserver starts a detached observer of a request's worker;
+	// nil starts none.
+	StartObserver func(root, id string)
+}
+
+// clock is the timers' time, in UTC.
+func (e *Env) clock() time.Time {
+	if e.Clock != nil {
+		return e.Clock().UTC()
+	}
+	return time.Now().UTC()
 }
 
 func (e *Env) progress(format string, args ...any) {

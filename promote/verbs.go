@@ -18,10 +18,30 @@ import (
 type StartOptions struct {
 	Program agent.Program
 	Limits  Limits
+	// Detach returns once the worker started (Launch).
+	Detach bool
 }
 
 // DefaultLimits are the worker's limits when a request names none.
 var DefaultLimits = Limits{MaxMs: (45 * time.Minute).Milliseconds(), IdleMs: (15 * time.Minute).Milliseconds()}
+
+// Launch is workspace start's use case: Start, then follow the worker
+// until it settles (Observe); with opts.Detach, following is left to a
+// background observer (env.StartObserver) once the worker started.
+func Launch(ctx context.Context, env *Env, root string, data []byte, opts StartOptions) (*Workspace, error) {
+	ws, err := Start(ctx, env, root, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Detach {
+		if env.StartObserver != nil {
+			env.StartObserver(root, ws.ID)
+		}
+		return ws, nil
+	}
+	_, err = Observe(ctx, env, root, ws.ID, false)
+	return ws, err
+}
 
 // Start validates a request (P1, P2) and allocates it: a record in every
 // member (created only if none exists), private input copies, and a worker
@@ -146,12 +166,21 @@ func (m *member) addWorktree(ctx context.Context, t *Tree, at string) error {
 	return nil
 }
 
+// RequestOptions name a workspace request, by its root and id, and carry
+// the complete map the caller confirms (P5) to the verbs that move
+// something on it (stage, validate, promote).
+type RequestOptions struct {
+	Root, ID string
+	Expected Expected
+}
+
 // StageWorkspace selects the complete checked candidate map the caller confirms
 // (P5) and makes an integration worktree holding it in every member. Every
 // main must be clean and at its base (P6). Each member's intent is saved
 // before its worktree is made; an interrupted staging is settled by
 // Reconcile, never redone over what a crash left.
-func StageWorkspace(ctx context.Context, env *Env, root, id string, exp Expected) (*Workspace, error) {
+func StageWorkspace(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) {
+	root, id, exp := o.Root, o.ID, o.Expected
 	ws, l, err := begin(ctx, env, root, id, "stage", true)
 	if err != nil {
 		return ws, err
@@ -221,7 +250,8 @@ func (m *member) staged(ctx context.Context) error {
 
 // Validate runs the final checks on the complete integration map the
 // caller confirms (P3, P5) and records the outcome in every member.
-func Validate(ctx context.Context, env *Env, root, id string, exp Expected) (*Workspace, error) {
+func Validate(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) {
+	root, id, exp := o.Root, o.ID, o.Expected
 	ws, l, err := begin(ctx, env, root, id, "validate", true)
 	if err != nil {
 		return ws, err
@@ -271,7 +301,8 @@ func failure(kind string, results []Result) string {
 // (P5, P6): every input and integration worktree inspected, every target
 // preflighted, then each member moved serially with its intent before and
 // its receipt after. A continued promotion never repeats a proven move.
-func PromoteWorkspace(ctx context.Context, env *Env, root, id string, exp Expected) (*Workspace, error) {
+func PromoteWorkspace(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) {
+	root, id, exp := o.Root, o.ID, o.Expected
 	ws, l, err := begin(ctx, env, root, id, "promote", true)
 	if err != nil {
 		return ws, err
@@ -307,7 +338,8 @@ func (ws *Workspace) outcome(m *member, step string) Outcome {
 // (its checks run if it finished); an interrupted staging is staged if its
 // worktree holds exactly the candidate, pending again if nothing was made,
 // manual otherwise; interrupted promotions are settled as Reconcile does.
-func ReconcileWorkspace(ctx context.Context, env *Env, root, id string) ([]Outcome, error) {
+func ReconcileWorkspace(ctx context.Context, env *Env, o RequestOptions) ([]Outcome, error) {
+	root, id := o.Root, o.ID
 	ws, l, err := begin(ctx, env, root, id, "reconcile", true)
 	if err != nil {
 		return nil, err
@@ -384,7 +416,8 @@ func (m *member) reconcileStaging(ctx context.Context) error {
 // Abort ends the request's worker and verifies it gone, and marks every
 // member not promoted aborted. All git work is retained: worktrees,
 // branches and records. An interrupted promotion is reconciled first.
-func Abort(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
+func Abort(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) {
+	root, id := o.Root, o.ID
 	ws, l, err := begin(ctx, env, root, id, "abort", false)
 	if err != nil {
 		return ws, err
@@ -434,7 +467,8 @@ func Abort(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
 // worktree only if it is exactly where and what the record says and clean,
 // each branch only at the commit recorded (a compare-and-swap delete), then
 // the private folder. Anything else is refused and retained.
-func Cleanup(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
+func Cleanup(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) {
+	root, id := o.Root, o.ID
 	ws, l, err := begin(ctx, env, root, id, "cleanup", true)
 	if err != nil {
 		return ws, err

@@ -64,7 +64,7 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 	if err := os.WriteFile(promptFile, []byte(prompt), 0o600); err != nil {
 		return err
 	}
-	now := time.Now().UTC()
+	now := env.clock()
 	w := &Worker{
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(),
 		Pane: paneName(ws), Home: agent.HomeOf(env.CallerEnv), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
@@ -194,10 +194,10 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 		if tr != nil && tr.Received(string(prompt)) {
 			return false, save("worker confirmed: its prompt is in its transcript", func(w *Worker) { w.Confirmed = true })
 		}
-		if time.Since(w.SentAt) < env.window() || w.Pane == "print" {
+		if env.clock().Sub(w.SentAt) < env.window() || w.Pane == "print" {
 			// A printed command runs when its operator runs it; the
 			// limits below still hold.
-			return false, ws.limits(w, path, stop)
+			return false, ws.limits(env.clock(), w, path, stop)
 		}
 		r, err := agent.ResendPrompt(ctx, env.Panes, w.Pane, w.Format, string(prompt), w.Sends)
 		switch {
@@ -212,7 +212,7 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 		case r.GaveUp:
 			return stop(PhaseFailed, fmt.Sprintf("the prompt was sent %d times and never showed in the worker's transcript", w.Sends))
 		}
-		return false, save("prompt not confirmed in time; sent again", func(w *Worker) { w.Sends++; w.SentAt = time.Now().UTC() })
+		return false, save("prompt not confirmed in time; sent again", func(w *Worker) { w.Sends++; w.SentAt = env.clock() })
 	}
 	if w.Pane == "print" && w.Transcript == "" && path != "" {
 		return false, save("worker transcript found", func(*Worker) {})
@@ -233,14 +233,14 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 	case !alive:
 		return stop(PhaseFailed, "the worker exited without finishing its turn")
 	}
-	return false, ws.limits(w, path, stop)
+	return false, ws.limits(env.clock(), w, path, stop)
 }
 
 // limits fails the request when the worker ran past its maximum runtime or
 // its transcript stayed quiet past the idle limit.
-func (ws *Workspace) limits(w Worker, path string, stop func(phase, reason string) (bool, error)) error {
+func (ws *Workspace) limits(now time.Time, w Worker, path string, stop func(phase, reason string) (bool, error)) error {
 	max := time.Duration(ws.members[0].r.Limits.MaxMs) * time.Millisecond
-	if max > 0 && time.Since(w.Started) > max {
+	if max > 0 && now.Sub(w.Started) > max {
 		_, err := stop(PhaseFailed, fmt.Sprintf("the worker ran past its maximum runtime of %s", max))
 		return err
 	}
@@ -249,7 +249,7 @@ func (ws *Workspace) limits(w Worker, path string, stop func(phase, reason strin
 	if info, err := os.Stat(path); err == nil && info.ModTime().After(last) {
 		last = info.ModTime()
 	}
-	if idle > 0 && time.Since(last) > idle {
+	if idle > 0 && now.Sub(last) > idle {
 		_, err := stop(PhaseFailed, fmt.Sprintf("the worker's transcript was idle past its limit of %s", idle))
 		return err
 	}

@@ -135,22 +135,22 @@ func (r *request) status() *promote.Status {
 }
 
 func (r *request) stage(fault func(string)) error {
-	_, err := promote.StageWorkspace(context.Background(), r.penv(fault), r.root, r.id, r.status().Candidates)
+	_, err := promote.StageWorkspace(context.Background(), r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id, Expected: r.status().Candidates})
 	return err
 }
 
 func (r *request) validate(fault func(string)) error {
-	_, err := promote.Validate(context.Background(), r.penv(fault), r.root, r.id, r.status().Tips)
+	_, err := promote.Validate(context.Background(), r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id, Expected: r.status().Tips})
 	return err
 }
 
 func (r *request) promote(fault func(string)) error {
-	_, err := promote.PromoteWorkspace(context.Background(), r.penv(fault), r.root, r.id, r.status().Tips)
+	_, err := promote.PromoteWorkspace(context.Background(), r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id, Expected: r.status().Tips})
 	return err
 }
 
 func (r *request) reconcile(fault func(string)) error {
-	_, err := promote.ReconcileWorkspace(context.Background(), r.penv(fault), r.root, r.id)
+	_, err := promote.ReconcileWorkspace(context.Background(), r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id})
 	return err
 }
 
@@ -245,7 +245,7 @@ func TestWorkspaceLifecycle_P3_P5_P8(t *testing.T) {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			r := newRequest(t, n)
 			r.finish()
-			if _, err := promote.Cleanup(context.Background(), r.penv(nil), r.root, r.id); err != nil {
+			if _, err := promote.Cleanup(context.Background(), r.penv(nil), promote.RequestOptions{Root: r.root, ID: r.id}); err != nil {
 				t.Fatal(err)
 			}
 			for _, name := range r.names {
@@ -364,14 +364,14 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 		r := newRequest(t, 2)
 		exp := r.status().Candidates
 		delete(exp, "r1")
-		if _, err := promote.StageWorkspace(ctx, r.penv(nil), r.root, r.id, exp); !errors.As(err, &invalid) {
+		if _, err := promote.StageWorkspace(ctx, r.penv(nil), promote.RequestOptions{Root: r.root, ID: r.id, Expected: exp}); !errors.As(err, &invalid) {
 			t.Fatalf("partial map: %v", err)
 		}
 		exp = r.status().Candidates
 		id := exp["r0"]
 		id.IndexTree = id.CommittedTree[:39] + "0"
 		exp["r0"] = id
-		if _, err := promote.StageWorkspace(ctx, r.penv(nil), r.root, r.id, exp); !errors.As(err, &refused) || !strings.Contains(err.Error(), "indexTree") {
+		if _, err := promote.StageWorkspace(ctx, r.penv(nil), promote.RequestOptions{Root: r.root, ID: r.id, Expected: exp}); !errors.As(err, &refused) || !strings.Contains(err.Error(), "indexTree") {
 			t.Fatalf("wrong index tree: %v", err)
 		}
 	})
@@ -450,11 +450,11 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 		}
 		commit := r.git(dir, "commit-tree", "-m", "corrupt", strings.TrimSpace(string(tout)))
 		r.git(dir, "update-ref", promote.RecordRef(r.id), commit)
-		_, err = promote.PromoteWorkspace(ctx, r.penv(nil), r.root, r.id, tips)
+		_, err = promote.PromoteWorkspace(ctx, r.penv(nil), promote.RequestOptions{Root: r.root, ID: r.id, Expected: tips})
 		if err == nil || !strings.Contains(err.Error(), "r0: refs/flume/workspaces/req: state.json is not a JSON object") {
 			t.Fatalf("promotion over a corrupted record: %v", err)
 		}
-		if _, err := promote.ReconcileWorkspace(ctx, r.penv(nil), r.root, r.id); err == nil {
+		if _, err := promote.ReconcileWorkspace(ctx, r.penv(nil), promote.RequestOptions{Root: r.root, ID: r.id}); err == nil {
 			t.Fatal("reconcile took a corrupted record")
 		}
 		if n := strings.Count(r.git(dir, "reflog", "show", "--format=%gs", "main"), "flume promote"); n != 1 {
@@ -468,10 +468,10 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 		var second error
 		fault := func(p string) {
 			if p == "stage:after-intent:0" && second == nil {
-				_, second = promote.StageWorkspace(ctx, r.penv(nil), r.root, r.id, exp)
+				_, second = promote.StageWorkspace(ctx, r.penv(nil), promote.RequestOptions{Root: r.root, ID: r.id, Expected: exp})
 			}
 		}
-		if _, err := promote.StageWorkspace(ctx, r.penv(fault), r.root, r.id, exp); err != nil {
+		if _, err := promote.StageWorkspace(ctx, r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id, Expected: exp}); err != nil {
 			t.Fatal(err)
 		}
 		if !errors.As(second, &refused) || !strings.Contains(second.Error(), "another git flume is working on this request") {

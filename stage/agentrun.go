@@ -69,7 +69,7 @@ func (o EngineOptions) up(ctx context.Context, a *AgentRun) bool {
 // never typed into and blocks the stage with its words; otherwise the prompt
 // is sent once more, unless the composer already holds it; a second miss is
 // never-started.
-func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, tr *agent.Transcript, write func(string) (bool, error)) (bool, error) {
+func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, hasTranscript bool, write func(string) (bool, error)) (bool, error) {
 	r, err := agent.ResendPrompt(ctx, env.Engine.panes(a), a.Pane, a.Format, prompt, a.Sends)
 	switch {
 	case err != nil:
@@ -87,13 +87,13 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 		st.State, st.Reason = StateNeverStarted, fmt.Sprintf("the prompt was sent %d times and never showed in the transcript", a.Sends)
 		return write("never started")
 	}
-	if tr == nil && st.State == StateStarting {
+	if !hasTranscript && st.State == StateStarting {
 		// The program has not written its transcript yet: watch it.
 		st.State = StateUnknown
 	}
 	env.fault("resend:sent")
 	a.Sends++
-	a.SentAt = time.Now().UTC()
+	a.SentAt = env.clock()
 	return write(fmt.Sprintf("prompt not confirmed within %s; sent again", env.Engine.window()))
 }
 
@@ -112,7 +112,6 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return false, err
 	}
-	now := time.Now().UTC()
 	write := func(msg string) (bool, error) {
 		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
 		return err == nil, err
@@ -121,54 +120,17 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		st.State, st.Reason = StateBlocked, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit)
 		return write("blocked: place not ready")
 	}
-	name := p.Agent
-	if name == "" {
-		name = env.Engine.Agent
-	}
-	if name == "" {
-		name = "claude"
-	}
-	prog, err := agent.ResolveProgram(name, cfg.Agents)
-	if err != nil {
-		return false, err
-	}
 	head, err := repo.ResolveRef(ctx, p.branchRef())
 	if err != nil {
 		return false, fmt.Errorf("branch %s: %w", p.Branch, err)
 	}
-	prompt, err := renderPrompt(ctx, repo, p.Base, p, st, cfg)
+	run, err := prepareRun(ctx, env, repo, p, st, cfg)
 	if err != nil {
 		return false, err
 	}
-	var role *Role
-	if name := cfg.Stages[st.Name].Role; name != "" {
-		if role, err = LoadRole(ctx, repo, p.Base, name); err != nil {
-			return false, err
-		}
-	}
-	run := st.Runs + 1
-	logDir := LogDir(repo.CommonDir, p.ID)
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return false, err
-	}
-	promptFile := filepath.Join(logDir, fmt.Sprintf("%d-%s-%d.prompt", p.Current+1, st.Name, run))
-	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
-		return false, err
-	}
-	// W4: what the agent being replaced did stays in the live log.
-	logTools(ctx, repo.CommonDir, p)
-	a := &AgentRun{
-		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,
-		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
-	}
-	// The place's agents all run where its launch put them (A2).
-	switch host := cmp.Or(p.Pane, env.Engine.Pane, "tmux"); host {
-	case "print":
-		a.Pane = "print"
-	default:
-		a.PaneHost = host
-	}
-	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, run, a
+	a := run.agent
+	now := a.Started
+	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, st.Runs+1, a
 	st.Need, st.Reason, st.Delivered, st.At = "", "", "", ""
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
 	st.Role = cfg.Stages[st.Name].Role
@@ -180,7 +142,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if st.Start, err = takeSnapshot(ctx, repo, p, st, "start"); err != nil {
 		return false, err
 	}
-	if ok, err := write(fmt.Sprintf("starting %s (session %s)", prog.Name, a.Session)); !ok {
+	if ok, err := write(fmt.Sprintf("starting %s (session %s)", a.Program, a.Session)); !ok {
 		return false, err
 	}
 	env.fault("start:recorded")
@@ -192,26 +154,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 			log.Close()
 		}
 	}
-	vars := agent.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
-	if env.Engine.Guard != "" {
-		// A9: the guard hook, in a settings file of this run (outside the
-		// place, so it never makes the work tree dirty).
-		settings := strings.TrimSuffix(promptFile, ".prompt") + ".settings.json"
-		if err := writeGuardSettings(settings, env.Engine.Guard+" --place "+p.ID); err != nil {
-			return true, err
-		}
-		vars.Settings = settings
-	}
-	if role != nil {
-		vars.AllowedTools = role.Tools
-	}
-	start := agent.Start{Program: prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
-		Flume: agentVars(p, st.Name, a.Session), Print: env.Engine.Print}
-	var panes agent.PaneHost
-	if a.Pane != "print" {
-		panes = env.Engine.panes(a)
-	}
-	if err := agent.Begin(ctx, panes, start); err != nil {
+	if err := beginRun(ctx, env, p, st, run); err != nil {
 		return true, err
 	}
 	if a.Pane == "print" {
@@ -220,6 +163,87 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	report(ctx, env, p, st)
 	env.fault("start:started")
 	return true, nil
+}
+
+// stageRun is a stage's next agent run before it begins: its record, its
+// program, its prompt (also in the run's prompt file) and its role.
+type stageRun struct {
+	agent  *AgentRun
+	prog   agent.Program
+	prompt string
+	role   *Role
+}
+
+// prepareRun makes stage st's next run: the program the place names (or
+// the engine's default), the prompt rendered and written to the run's
+// file, the role the stage declares, and the run's record, in the pane
+// host the place's launch chose (A2). What the agent being replaced did
+// is caught up in the live log first (W4).
+func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord, cfg *Config) (*stageRun, error) {
+	name := cmp.Or(p.Agent, env.Engine.Agent, "claude")
+	prog, err := agent.ResolveProgram(name, cfg.Agents)
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := renderPrompt(ctx, repo, p.Base, p, st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &stageRun{prog: prog, prompt: prompt}
+	if name := cfg.Stages[st.Name].Role; name != "" {
+		if r.role, err = LoadRole(ctx, repo, p.Base, name); err != nil {
+			return nil, err
+		}
+	}
+	run := st.Runs + 1
+	logDir := LogDir(repo.CommonDir, p.ID)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	promptFile := filepath.Join(logDir, fmt.Sprintf("%d-%s-%d.prompt", p.Current+1, st.Name, run))
+	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
+		return nil, err
+	}
+	logTools(ctx, repo.CommonDir, p)
+	now := env.clock()
+	r.agent = &AgentRun{
+		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,
+		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
+	}
+	switch host := cmp.Or(p.Pane, env.Engine.Pane, "tmux"); host {
+	case "print":
+		r.agent.Pane = "print"
+	default:
+		r.agent.PaneHost = host
+	}
+	return r, nil
+}
+
+// beginRun begins recorded run r of stage st (A1): in its pane, or printed
+// for the operator, with the guard hook of the run's settings (A9) and the
+// role's tools.
+func beginRun(ctx context.Context, env *Env, p *Place, st *StageRecord, r *stageRun) error {
+	a := r.agent
+	vars := agent.Vars{Prompt: r.prompt, PromptFile: a.PromptFile, SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
+	if env.Engine.Guard != "" {
+		// A9: the guard hook, in a settings file of this run (outside the
+		// place, so it never makes the work tree dirty).
+		settings := strings.TrimSuffix(a.PromptFile, ".prompt") + ".settings.json"
+		if err := writeGuardSettings(settings, env.Engine.Guard+" --place "+p.ID); err != nil {
+			return err
+		}
+		vars.Settings = settings
+	}
+	if r.role != nil {
+		vars.AllowedTools = r.role.Tools
+	}
+	start := agent.Start{Program: r.prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
+		Flume: agentVars(p, st.Name, a.Session), Print: env.Engine.Print}
+	var panes agent.PaneHost
+	if a.Pane != "print" {
+		panes = env.Engine.panes(a)
+	}
+	return agent.Begin(ctx, panes, start)
 }
 
 // agentVars are flume's variables of a stage agent (A1): agent.Begin adds

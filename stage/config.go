@@ -155,6 +155,7 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 	var ready, remove []string
 	for _, e := range entries {
 		section, sub, name := splitKey(e.Key)
+		var err error
 		switch {
 		case section == "ready" && name == "step" && repoFile:
 			ready = append(ready, e.Value)
@@ -164,6 +165,8 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 			remove = append(remove, e.Value)
 		case section == "remove" && name == "shell" && repoFile:
 			removeShell = isTrue(e.Value)
+		case section == "submit" && name == "command" && repoFile:
+			c.Submit = e.Value
 		case section == "kind" && name == "stage" && sub != "":
 			if !kindsHere[sub] {
 				// This file's declaration of a kind replaces an
@@ -172,75 +175,19 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 				kindsHere[sub] = true
 			}
 			c.Kinds[sub] = append(c.Kinds[sub], e.Value)
-		case section == "agent" && sub != "" && name == "command":
-			argv, err := SplitWords(e.Value)
-			if err != nil {
-				return fmt.Errorf("agent %q: command: %w", sub, err)
-			}
-			a := c.Agents[sub]
-			a.Name, a.Command = sub, argv
-			c.Agents[sub] = a
-		case section == "agent" && sub != "" && name == "transcript":
-			a := c.Agents[sub]
-			a.Name, a.Transcript = sub, e.Value
-			c.Agents[sub] = a
-		case section == "agent" && sub != "" && name == "format":
-			a := c.Agents[sub]
-			a.Name, a.Format = sub, e.Value
-			c.Agents[sub] = a
 		case section == "flume" && name == "budget":
-			d, err := time.ParseDuration(e.Value)
-			if err != nil {
-				return fmt.Errorf("flume.budget: %w", err)
+			if c.Budget, err = time.ParseDuration(e.Value); err != nil {
+				err = fmt.Errorf("flume.budget: %w", err)
 			}
-			c.Budget = d
-		case section == "stage" && sub != "" && name == "role":
-			if err := refs.ValidateName("role", e.Value); err != nil {
-				return fmt.Errorf("stage %q: %w", sub, err)
-			}
-			sd := c.Stages[sub]
-			sd.Role = e.Value
-			c.Stages[sub] = sd
-		case section == "stage" && sub != "" && name == "budget":
-			d, err := time.ParseDuration(e.Value)
-			if err != nil {
-				return fmt.Errorf("stage %q: budget: %w", sub, err)
-			}
-			sd := c.Stages[sub]
-			sd.Budget = d
-			c.Stages[sub] = sd
+		case section == "agent" && sub != "":
+			err = c.applyAgent(sub, name, e.Value)
+		case section == "stage" && sub != "":
+			err = c.applyStage(sub, name, e.Value)
 		case section == "price" && sub != "":
-			v, err := strconv.ParseFloat(e.Value, 64)
-			if err != nil || v < 0 {
-				return fmt.Errorf("price %q: %s: want dollars per million tokens, got %q", sub, name, e.Value)
-			}
-			pr := c.Prices[sub]
-			switch name {
-			case "input":
-				pr.Input = v
-			case "output":
-				pr.Output = v
-			case "cacheread":
-				pr.CacheRead = v
-			case "cachewrite":
-				pr.CacheWrite = v
-			default:
-				return fmt.Errorf("price %q: unknown key %q (input, output, cacheRead, cacheWrite)", sub, name)
-			}
-			c.Prices[sub] = pr
-		case section == "submit" && name == "command" && repoFile:
-			c.Submit = e.Value
-		case section == "stage" && sub != "" && name == "prompt":
-			d := c.Stages[sub]
-			d.Prompt = e.Value
-			c.Stages[sub] = d
-		case section == "stage" && sub != "" && name == "deliverable":
-			if err := checkDeliverable(e.Value); err != nil {
-				return fmt.Errorf("stage %q: %w", sub, err)
-			}
-			d := c.Stages[sub]
-			d.Deliverable = e.Value
-			c.Stages[sub] = d
+			err = c.applyPrice(sub, name, e.Value)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	for _, s := range ready {
@@ -249,6 +196,81 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 	for _, s := range remove {
 		c.Remove = append(c.Remove, Step{Command: s, Shell: removeShell})
 	}
+	return nil
+}
+
+// applyAgent takes one key of an [agent "NAME"] section.
+func (c *Config) applyAgent(sub, name, value string) error {
+	a := c.Agents[sub]
+	a.Name = sub
+	switch name {
+	case "command":
+		argv, err := SplitWords(value)
+		if err != nil {
+			return fmt.Errorf("agent %q: command: %w", sub, err)
+		}
+		a.Command = argv
+	case "transcript":
+		a.Transcript = value
+	case "format":
+		a.Format = value
+	default:
+		return nil
+	}
+	c.Agents[sub] = a
+	return nil
+}
+
+// applyStage takes one key of a [stage "NAME"] section.
+func (c *Config) applyStage(sub, name, value string) error {
+	d := c.Stages[sub]
+	switch name {
+	case "role":
+		if err := refs.ValidateName("role", value); err != nil {
+			return fmt.Errorf("stage %q: %w", sub, err)
+		}
+		d.Role = value
+	case "budget":
+		b, err := time.ParseDuration(value)
+		if err != nil {
+			return fmt.Errorf("stage %q: budget: %w", sub, err)
+		}
+		d.Budget = b
+	case "prompt":
+		d.Prompt = value
+	case "deliverable":
+		if err := checkDeliverable(value); err != nil {
+			return fmt.Errorf("stage %q: %w", sub, err)
+		}
+		d.Deliverable = value
+	default:
+		return nil
+	}
+	c.Stages[sub] = d
+	return nil
+}
+
+// applyPrice takes one key of a [price "MODEL"] section: dollars per
+// million tokens (W6).
+func (c *Config) applyPrice(sub, name, value string) error {
+	v, err := strconv.ParseFloat(value, 64)
+	if err != nil || v < 0 {
+		return fmt.Errorf("price %q: %s: want dollars per million tokens, got %q", sub, name, value)
+	}
+	pr := c.Prices[sub]
+	switch name {
+	case "input":
+		pr.Input = v
+	case "output":
+		pr.Output = v
+	case "cacheread":
+		pr.CacheRead = v
+	case "cachewrite":
+		pr.CacheWrite = v
+	default:
+		return fmt.Errorf("price %q: unknown key %q (input, output, cacheRead, cacheWrite)", sub, name)
+	}
+	c.Prices[sub] = pr
 	return nil
 }
 

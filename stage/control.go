@@ -19,6 +19,32 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return fmt.Sprintf("%s: %s", e.Place, e.Reason) }
 
+// PlaceOptions name the place an operator verb acts on and who acts.
+type PlaceOptions struct {
+	// Repo is any directory inside the place's repository.
+	Repo string
+	// Place is the place's id, <kind>--<name>.
+	Place string
+	// Gate is the acting session and whether it takes the place over
+	// (R8).
+	Gate GateOptions
+	// Force ends a running agent first (retry, go-on, rollback) or one in
+	// the middle of its turn (stop).
+	Force bool
+}
+
+// TellOptions are what tell sends, and to which place.
+type TellOptions struct {
+	PlaceOptions
+	Text string
+}
+
+// WaitOptions are the place wait follows and how long it may.
+type WaitOptions struct {
+	Repo, Place string
+	Timeout     time.Duration
+}
+
 // owned refuses a place another host owns (R7): only its owner writes it.
 func owned(env *Env, p *Place) error {
 	if p.Host != env.Host {
@@ -67,7 +93,8 @@ func currentAgent(ctx context.Context, env *Env, p *Place) (*StageRecord, *Agent
 // transcript (A4). It is refused, with nothing typed, when the agent is
 // not up, when it waits on a question (the transcript's unanswered
 // question or a dialog on screen).
-func Tell(ctx context.Context, env *Env, repoDir, id, text string, g GateOptions) error {
+func Tell(ctx context.Context, env *Env, o TellOptions) error {
+	repoDir, id, text, g := o.Repo, o.Place, o.Text, o.Gate
 	_, store, err := env.open(ctx, repoDir)
 	if err != nil {
 		return err
@@ -120,8 +147,9 @@ func Tell(ctx context.Context, env *Env, repoDir, id, text string, g GateOptions
 
 // Stop ends a place's agent and fails unless it really exited (A5, X5). An
 // agent in the middle of a turn is ended only with force.
-func Stop(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions) error {
-	_, store, err := env.open(ctx, repoDir)
+func Stop(ctx context.Context, env *Env, o PlaceOptions) error {
+	id, force, g := o.Place, o.Force, o.Gate
+	_, store, err := env.open(ctx, o.Repo)
 	if err != nil {
 		return err
 	}
@@ -161,22 +189,24 @@ func Stop(ctx context.Context, env *Env, repoDir, id string, force bool, g GateO
 }
 
 // Retry starts the current stage again with a fresh agent and its prompt
-// (A5). A running agent is ended first only with force.
-func Retry(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions) (*Place, error) {
-	return restart(ctx, env, repoDir, id, force, g, "retry", func(p *Place) error { return nil })
+// (A5), and follows it as launch does. A running agent is ended first only
+// with force.
+func Retry(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
+	return restart(ctx, env, o, "retry", func(p *Place) error { return nil })
 }
 
 // GoOn runs a question's round again with a fresh agent (K4).
-func GoOn(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions) (*Place, error) {
-	return restart(ctx, env, repoDir, id, force, g, "go on", func(p *Place) error {
+func GoOn(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
+	return restart(ctx, env, o, "go on", func(p *Place) error {
 		if p.PlaceKind != "question" {
-			return &RefusedError{Place: id, Reason: "go-on runs a question's round again; this is a " + p.PlaceKind}
+			return &RefusedError{Place: o.Place, Reason: "go-on runs a question's round again; this is a " + p.PlaceKind}
 		}
 		return nil
 	})
 }
 
-func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions, verb string, check func(*Place) error) (*Place, error) {
+func restart(ctx context.Context, env *Env, o PlaceOptions, verb string, check func(*Place) error) (*Place, error) {
+	repoDir, id, force, g := o.Repo, o.Place, o.Force, o.Gate
 	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -219,7 +249,7 @@ func restart(ctx context.Context, env *Env, repoDir, id string, force bool, g Ga
 	if err != nil {
 		return nil, err
 	}
-	return Confirm(ctx, env, repoDir, id)
+	return Follow(ctx, env, repoDir, id)
 }
 
 // Outcome is what Wait saw end.
@@ -244,7 +274,8 @@ var ErrTimeout = errors.New("timed out")
 
 // Wait advances a place until its current stage ends or needs someone:
 // delivered, landed, waiting, stuck, blocked, never-started or cut.
-func Wait(ctx context.Context, env *Env, repoDir, id string, timeout time.Duration) (*Outcome, error) {
+func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
+	repoDir, id, timeout := o.Repo, o.Place, o.Timeout
 	deadline := time.Now().Add(timeout)
 	start := -1
 	for {

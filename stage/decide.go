@@ -24,14 +24,26 @@ type workingSeen struct {
 	Quiet         time.Duration // since the transcript last changed
 }
 
-// move is what the engine does next: nothing (both empty), a record write
-// with message Write, or Tell typed first (only into a ready composer,
-// X3) and, once typed, *Sent set and Write recorded.
+// move is what the engine does next: nothing (all empty), a record write
+// with message Write, Tell typed first (only into a ready composer, X3)
+// and, once typed, *Sent set and Write recorded; End: Stage's agent ended
+// and verified gone (X5), its work tree kept in a snapshot named End
+// (W3), then Write recorded; Resend: the prompt checked on screen and sent
+// once more, or the stage resolved (A3).
 type move struct {
-	Write string
-	Tell  string
-	Sent  *bool
+	Write  string
+	Tell   string
+	Sent   *bool
+	End    string
+	Stage  *StageRecord
+	Resend bool
 }
+
+// Snapshot names of the moves that end an agent.
+const (
+	snapshotEnd = "end"
+	snapshotCut = "cut"
+)
 
 // decideWorking decides a working, waiting or stuck stage (A6, A7, A8): a
 // need waits, an answered need works again, a turn that errs blocks, a
@@ -79,4 +91,176 @@ func decideWorking(st *StageRecord, seen workingSeen, remindAfter, stuckAfter ti
 		return move{Write: "active again"}
 	}
 	return move{}
+}
+
+// stepSeen is what one engine step observed of an active stage, each
+// thing read once: its agent's transcript, the deliverable at one branch
+// head, and the pane and screen where they matter. decide reads nothing
+// else.
+type stepSeen struct {
+	// Now is the timers' clock (Env.Clock) at the step.
+	Now time.Time
+	// Found is a transcript just found for an agent that had none.
+	Found string
+	// Transcript: the agent's transcript was read; Confirmed, Working and
+	// LastAssistant come from it.
+	Transcript bool
+	// Confirmed: the stage's prompt shows in the transcript (A3).
+	Confirmed     bool
+	Working       workingSeen
+	LastAssistant string
+	// Head is the branch head the deliverable was read at (K6); Done,
+	// What and Tasks are what it holds.
+	Head  string
+	Done  bool
+	What  string
+	Tasks *TaskCount
+	// Up: the agent runs in its pane. Read while the stage starts, and
+	// when the deliverable is in git while the agent's turn runs.
+	Up bool
+	// Screen is the pane's screen while the stage starts and its agent is
+	// up; nil otherwise.
+	Screen *agent.Screen
+	// Busy: a follow-up could not be typed at this step (the composer was
+	// busy, or the agent gone). decide then proposes no typing.
+	Busy bool
+}
+
+// timers are the engine's windows (EngineOptions), as decide needs them.
+type timers struct {
+	Window, Grace, Remind, Stuck time.Duration
+}
+
+func (o EngineOptions) timers() timers {
+	return timers{Window: o.window(), Grace: o.reportGrace(), Remind: o.remindAfter(), Stuck: o.stuckAfter()}
+}
+
+// starting reports a stage whose prompt is not confirmed yet.
+func starting(state string) bool { return state == StateStarting || state == StateUnknown }
+
+// decide is the engine's one decision for an active stage (S1): from what
+// the step observed, the move it makes next. In order: a transcript found,
+// the prompt confirmed (A3), the deliverable (K6, W2), the task count, the
+// budget (W1), then the stage's state: starting (A3, X3) or at work (A6,
+// A7, A8). It changes p's fields as it decides; apply makes the move.
+func decide(p *Place, seen stepSeen, t timers) move {
+	st := &p.Stages[p.Current]
+	a := st.Agent
+	running := a != nil && !a.Ended
+	if running && seen.Found != "" {
+		a.Transcript = seen.Found
+		return move{Write: "transcript " + seen.Found}
+	}
+	// A3: the prompt's arrival is recorded before anything it led to, so
+	// the history reads "confirmed" before "delivered".
+	if running && starting(st.State) && seen.Confirmed {
+		st.State, st.Reason = StateWorking, ""
+		return move{Write: "prompt confirmed in the transcript"}
+	}
+	if seen.Done {
+		return decideDelivered(p, seen, t)
+	}
+	if seen.Tasks != nil && (st.Tasks == nil || *st.Tasks != *seen.Tasks) {
+		st.Tasks = seen.Tasks
+		return move{Write: fmt.Sprintf("tasks %d/%d", seen.Tasks.Done, seen.Tasks.Total)}
+	}
+	if !running {
+		return move{}
+	}
+	if mv, ok := decideBudget(st, seen); ok {
+		return mv
+	}
+	switch {
+	case starting(st.State):
+		return decideStarting(st, seen, t)
+	case st.State == StateWorking || st.State == StateStuck || st.State == StateWaiting:
+		if !seen.Transcript {
+			return move{}
+		}
+		mv := decideWorking(st, seen.Working, t.Remind, t.Stuck)
+		if mv.Tell != "" && seen.Busy {
+			return move{} // a later step types it
+		}
+		return mv
+	}
+	return move{}
+}
+
+// decideDelivered decides a stage whose deliverable is in git (K6): an
+// agent still in its turn gets a grace to close it with its STAGE REPORT
+// (W2); then the agent is ended (K1, X5), the report read, and the next
+// stage made current.
+func decideDelivered(p *Place, seen stepSeen, t timers) move {
+	st := &p.Stages[p.Current]
+	if a := st.Agent; a != nil && !a.Ended && seen.Transcript && seen.Working.Turn == agent.TurnRunning && seen.Up {
+		if st.Landing == nil {
+			st.Landing = &seen.Now
+			return move{Write: "deliverable in git; the agent closes its turn"}
+		}
+		if seen.Now.Sub(*st.Landing) < t.Grace {
+			return move{}
+		}
+	}
+	if seen.Transcript {
+		st.Report = ParseReport(seen.LastAssistant)
+	}
+	st.ReportMissing = st.Report == nil
+	st.State, st.Delivered, st.At, st.Ended, st.Tasks, st.Need = StateDelivered, seen.What, seen.Head, &seen.Now, seen.Tasks, ""
+	if st.Deliverable == DeliverLanded {
+		st.State = StateLanded
+	}
+	msg := "delivered: " + seen.What
+	if p.Current+1 < len(p.Stages) {
+		p.Current++
+		msg += "; next stage " + p.Stages[p.Current].Name
+	}
+	return move{End: snapshotEnd, Stage: st, Write: msg}
+}
+
+// decideBudget decides a stage's budget (W1), on the timers' clock from
+// its start: used up, the agent is ended and the stage cut; at three
+// quarters, the agent is told once to land softly. ok is false when the
+// budget decides nothing.
+func decideBudget(st *StageRecord, seen stepSeen) (mv move, ok bool) {
+	budget := time.Duration(st.BudgetMs) * time.Millisecond
+	if budget <= 0 || st.Started == nil {
+		return move{}, false
+	}
+	switch used := seen.Now.Sub(*st.Started); {
+	case used >= budget:
+		if seen.Transcript {
+			st.Report = ParseReport(seen.LastAssistant)
+		}
+		st.ReportMissing = st.Report == nil
+		st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &seen.Now
+		return move{End: snapshotCut, Stage: st, Write: "cut: " + st.Reason}, true
+	case used >= budget*3/4 && !st.Told && !starting(st.State) && !seen.Busy:
+		return move{Tell: BudgetMessage, Sent: &st.Told, Write: "three quarters of the budget used: told the agent to finish"}, true
+	}
+	return move{}, false
+}
+
+// decideStarting decides a stage whose prompt is not confirmed yet (A3,
+// X3): within its window slow is not failed, but a dialog on screen is
+// known at once; past it, an operator's agent (print) with no transcript
+// is unknown and watched, and any other gets its prompt checked and sent
+// once more.
+func decideStarting(st *StageRecord, seen stepSeen, t timers) move {
+	a := st.Agent
+	if seen.Now.Sub(a.SentAt) < t.Window {
+		if seen.Screen != nil && seen.Screen.Dialog {
+			st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+seen.Screen.Words
+			return move{Write: "blocked: " + seen.Screen.Words}
+		}
+		return move{}
+	}
+	if a.Pane == "print" {
+		// The operator starts it: flume only watches (A3).
+		if !seen.Transcript && st.State != StateUnknown {
+			st.State = StateUnknown
+			return move{Write: "no transcript yet"}
+		}
+		return move{}
+	}
+	return move{Resend: true}
 }

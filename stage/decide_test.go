@@ -55,3 +55,118 @@ func TestDecideWorking_A6_A7_A8(t *testing.T) {
 		})
 	}
 }
+
+// TestDecide_S1_A3_K6_W1_W2: the engine's whole decision for an active
+// stage, from an observation alone: which move a step makes and what the
+// record then says, with no pane, transcript file, git or clock.
+func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	tm := timers{Window: time.Minute, Grace: time.Minute, Remind: 2 * time.Minute, Stuck: 30 * time.Minute}
+	agentRun := func() *AgentRun { return &AgentRun{Pane: "p", SentAt: t0, Sends: 1} }
+	two := func(st StageRecord) *Place {
+		return &Place{ID: "fix--a", Stages: []StageRecord{st, {Name: "submit", State: StagePending}}}
+	}
+	working := func(extra func(*StageRecord)) StageRecord {
+		st := StageRecord{Name: "code", State: StateWorking, Deliverable: DeliverCommit, Started: &t0, BudgetMs: 40 * 60 * 1000, Agent: agentRun()}
+		if extra != nil {
+			extra(&st)
+		}
+		return st
+	}
+	tasks := &TaskCount{Done: 1, Total: 3}
+	for _, c := range []struct {
+		name    string
+		p       *Place
+		seen    stepSeen
+		write   string // the move's record message
+		kind    string // "write", "tell", "end", "cut", "resend", ""
+		current int
+		state   string // the decided stage's state after
+	}{
+		{"a transcript found is recorded first", two(working(func(s *StageRecord) { s.State = StateStarting })),
+			stepSeen{Now: t0, Found: "/t.jsonl", Done: true}, "transcript /t.jsonl", "write", 0, StateStarting},
+		{"the prompt confirmed before the deliverable", two(working(func(s *StageRecord) { s.State = StateStarting })),
+			stepSeen{Now: t0, Transcript: true, Confirmed: true, Done: true, What: "commit"}, "prompt confirmed in the transcript", "write", 0, StateWorking},
+		{"delivered mid-turn: the grace starts", two(working(nil)),
+			stepSeen{Now: t0.Add(time.Minute), Transcript: true, Working: workingSeen{Turn: agent.TurnRunning}, Up: true, Done: true, What: "commit"},
+			"deliverable in git; the agent closes its turn", "write", 0, StateWorking},
+		{"within the grace: nothing", two(working(func(s *StageRecord) { s.Landing = at(time.Minute) })),
+			stepSeen{Now: t0.Add(time.Minute + 59*time.Second), Transcript: true, Working: workingSeen{Turn: agent.TurnRunning}, Up: true, Done: true, What: "commit"},
+			"", "", 0, StateWorking},
+		{"past the grace: ended, delivered, next stage", two(working(func(s *StageRecord) { s.Landing = at(time.Minute) })),
+			stepSeen{Now: t0.Add(2 * time.Minute), Transcript: true, Working: workingSeen{Turn: agent.TurnRunning}, Up: true, Done: true, What: "commit", Head: "abc"},
+			"delivered: commit; next stage submit", "end", 1, StateDelivered},
+		{"turn closed: delivered at once, no grace", two(working(nil)),
+			stepSeen{Now: t0, Transcript: true, Working: workingSeen{Turn: agent.TurnDone}, LastAssistant: "STAGE REPORT\ndone: x", Done: true, What: "commit"},
+			"delivered: commit; next stage submit", "end", 1, StateDelivered},
+		{"agent gone mid-turn: no grace", two(working(nil)),
+			stepSeen{Now: t0, Transcript: true, Working: workingSeen{Turn: agent.TurnRunning}, Up: false, Done: true, What: "commit"},
+			"delivered: commit; next stage submit", "end", 1, StateDelivered},
+		{"a landed stage on the last stage", &Place{ID: "fix--a", Stages: []StageRecord{working(func(s *StageRecord) { s.Deliverable = DeliverLanded })}},
+			stepSeen{Now: t0, Done: true, What: "landed"}, "delivered: landed", "end", 0, StateLanded},
+		{"the task count moves", two(working(nil)),
+			stepSeen{Now: t0, Tasks: tasks}, "tasks 1/3", "write", 0, StateWorking},
+		{"the same task count moves nothing", two(working(func(s *StageRecord) { s.Tasks = &TaskCount{Done: 1, Total: 3} })),
+			stepSeen{Now: t0, Tasks: tasks, Transcript: true, Working: workingSeen{Turn: agent.TurnRunning}}, "", "", 0, StateWorking},
+		{"an ended agent: nothing more", two(working(func(s *StageRecord) { s.Agent.Ended = true })),
+			stepSeen{Now: t0.Add(time.Hour)}, "", "", 0, StateWorking},
+		{"budget used up: cut", two(working(nil)),
+			stepSeen{Now: t0.Add(40 * time.Minute), Transcript: true}, "cut: its budget of 40m0s was used up", "cut", 0, StateCut},
+		{"the deliverable wins over a used-up budget", two(working(nil)),
+			stepSeen{Now: t0.Add(41 * time.Minute), Done: true, What: "commit"}, "delivered: commit; next stage submit", "end", 1, StateDelivered},
+		{"three quarters: told once", two(working(nil)),
+			stepSeen{Now: t0.Add(30 * time.Minute), Transcript: true, Working: workingSeen{Turn: agent.TurnRunning}},
+			"three quarters of the budget used: told the agent to finish", "tell", 0, StateWorking},
+		{"three quarters, told already: the state decides", two(working(func(s *StageRecord) { s.Told = true })),
+			stepSeen{Now: t0.Add(31 * time.Minute), Transcript: true, Working: workingSeen{Turn: agent.TurnRunning, Quiet: 31 * time.Minute}},
+			"stuck: quiet for 31m0s with no deliverable and no need", "write", 0, StateStuck},
+		{"three quarters, composer busy: the state decides", two(working(nil)),
+			stepSeen{Now: t0.Add(31 * time.Minute), Busy: true, Transcript: true, Working: workingSeen{Need: "a key", Turn: agent.TurnDone}},
+			"waiting: a key", "write", 0, StateWaiting},
+		{"busy: no reminder typed", two(working(nil)),
+			stepSeen{Now: t0.Add(5 * time.Minute), Busy: true, Transcript: true, Working: workingSeen{Turn: agent.TurnDone, Quiet: 3 * time.Minute}},
+			"", "", 0, StateWorking},
+		{"starting within the window: slow is not failed", two(working(func(s *StageRecord) { s.State = StateStarting })),
+			stepSeen{Now: t0.Add(59 * time.Second), Up: true, Screen: &agent.Screen{Busy: true}}, "", "", 0, StateStarting},
+		{"starting, a dialog on screen: blocked at once", two(working(func(s *StageRecord) { s.State = StateStarting })),
+			stepSeen{Now: t0.Add(time.Second), Up: true, Screen: &agent.Screen{Dialog: true, Words: "Do you trust the files in this folder?"}},
+			"blocked: Do you trust the files in this folder?", "write", 0, StateBlocked},
+		{"past the window: the prompt is checked and sent again", two(working(func(s *StageRecord) { s.State = StateStarting })),
+			stepSeen{Now: t0.Add(time.Minute), Up: true, Screen: &agent.Screen{Ready: true}}, "", "resend", 0, StateStarting},
+		{"an operator's agent with no transcript past the window: unknown", two(working(func(s *StageRecord) { s.State = StateStarting; s.Agent.Pane = "print" })),
+			stepSeen{Now: t0.Add(time.Minute)}, "no transcript yet", "write", 0, StateUnknown},
+		{"an operator's agent already unknown: watched", two(working(func(s *StageRecord) { s.State = StateUnknown; s.Agent.Pane = "print" })),
+			stepSeen{Now: t0.Add(2 * time.Minute)}, "", "", 0, StateUnknown},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first := &c.p.Stages[c.p.Current]
+			mv := decide(c.p, c.seen, tm)
+			kind := ""
+			switch {
+			case mv.Resend:
+				kind = "resend"
+			case mv.End == snapshotEnd:
+				kind = "end"
+			case mv.End == snapshotCut:
+				kind = "cut"
+			case mv.Tell != "":
+				kind = "tell"
+			case mv.Write != "":
+				kind = "write"
+			}
+			if kind != c.kind || mv.Write != c.write {
+				t.Fatalf("move %s %q; want %s %q", kind, mv.Write, c.kind, c.write)
+			}
+			if mv.End != "" && mv.Stage != first {
+				t.Error("ends the agent of another stage than the one decided")
+			}
+			if c.p.Current != c.current || first.State != c.state {
+				t.Errorf("current %d, state %q; want %d, %q", c.p.Current, first.State, c.current, c.state)
+			}
+			if mv.Tell != "" && (mv.Sent == nil || *mv.Sent) {
+				t.Error("a follow-up must be marked sent only once typed")
+			}
+		})
+	}
+}

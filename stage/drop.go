@@ -13,8 +13,9 @@ import (
 
 // Drop marks a launch dropped (T1): its work is over without landing. The
 // place's worktree and branch go at the next tidy, by the usual rules.
-func Drop(ctx context.Context, env *Env, repoDir, id string, gate GateOptions) (*Place, error) {
-	_, store, err := env.open(ctx, repoDir)
+func Drop(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
+	id, gate := o.Place, o.Gate
+	_, store, err := env.open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}

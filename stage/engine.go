@@ -133,7 +133,7 @@ func Confirm(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 			return p, nil
 		}
 		// Each send gets its window and a half: a resend restarts it.
-		if time.Since(st.Agent.SentAt) > env.Engine.window()*3/2 && st.Agent.Sends >= 2 {
+		if env.clock().Sub(st.Agent.SentAt) > env.Engine.window()*3/2 && st.Agent.Sends >= 2 {
 			return p, nil
 		}
 		select {
@@ -182,19 +182,15 @@ func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 	return p, err
 }
 
-// step makes at most one move and reports whether it did.
+// step makes at most one move and reports whether it did: a pending stage
+// is started; an active one is observed (observe), decided (decide, pure)
+// and moved (apply). A follow-up that cannot be typed now is decided once
+// more without typing, as if it had not been proposed.
 func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
 	if p.Phase != PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false, nil
 	}
 	st := &p.Stages[p.Current]
-	write := func(msg string) (bool, error) {
-		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
-		if err == nil {
-			report(ctx, env, p, st)
-		}
-		return err == nil, err
-	}
 	if st.State == StagePending {
 		if env.Engine.Pane == "none" || env.Engine.NoStart {
 			return false, nil
@@ -204,179 +200,129 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if !active(st.State) {
 		return false, nil
 	}
-	now := time.Now().UTC() // timers run on the real clock, never FLUME_NOW
+	seen, prompt, err := observe(ctx, env, repo, p, st)
+	if err != nil {
+		return false, err
+	}
+	for {
+		mv := decide(p, seen, env.Engine.timers())
+		moved, untyped, err := apply(ctx, env, repo, store, rec, p, st, mv, prompt, seen.Transcript)
+		if !untyped || seen.Busy {
+			return moved, err
+		}
+		seen.Busy = true
+	}
+}
 
-	// The transcript is the proof of everything after: find it, then read
-	// it once for this step.
+// writeStep records one move of stage st and tells the pane host (herdr's
+// sidebar) about it.
+func writeStep(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place, st *StageRecord, msg string) (bool, error) {
+	_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
+	if err == nil {
+		report(ctx, env, p, st)
+	}
+	return err == nil, err
+}
+
+// observe reads what decide needs of active stage st: the transcript is the
+// proof of everything after (found first, then read once), the deliverable
+// is read at one branch head (K6), and the pane and its screen only where a
+// decision turns on them. It also returns the stage's prompt.
+func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord) (stepSeen, string, error) {
+	seen := stepSeen{Now: env.clock()}
 	a := st.Agent
-	// tell types one of flume's own follow-ups (X3) and, only once typed,
-	// marks it sent and records msg (X5). A dialog on screen blocks the
-	// stage with its words. typed is false when nothing was typed and
-	// nothing moved: the agent is busy or gone, and a later step tries.
-	tell := func(text string, sent *bool, msg string) (typed, moved bool, err error) {
-		ok, blocked, err := followUp(ctx, env, a, text)
+	running := a != nil && !a.Ended
+	var tr *agent.Transcript
+	var prompt []byte
+	if running {
+		if a.Transcript == "" {
+			vars := agent.Vars{SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
+			if t := programOf(a).FindTranscript(vars, a.Started, takenTranscripts(p)); t != "" {
+				seen.Found = t
+				return seen, "", nil // recorded first: the next step reads it
+			}
+		}
+		var err error
+		if prompt, err = os.ReadFile(a.PromptFile); err != nil {
+			return seen, "", fmt.Errorf("read the stage's prompt: %w", err)
+		}
+		if a.Transcript != "" {
+			if tr, err = agent.ReadTranscriptFile(a.Transcript, a.Format); err != nil {
+				return seen, "", err
+			}
+			seen.Transcript, seen.Confirmed, seen.LastAssistant = true, tr.Received(string(prompt)), tr.LastAssistant
+			seen.Working = workingSeen{Need: tr.Need(), Turn: tr.Turn, ErrorText: tr.ErrorText,
+				LengthRetried: st.LengthPrompted && tr.Received(LengthMessage), Quiet: seen.Now.Sub(modTime(a.Transcript))}
+		}
+	}
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil && !errors.Is(err, git.ErrNotExist) {
+		return seen, "", err
+	}
+	seen.Head = head
+	if seen.Done, seen.What, seen.Tasks, err = deliverable(ctx, repo, p, st, head); err != nil {
+		return seen, "", err
+	}
+	if running && (starting(st.State) || seen.Done && seen.Working.Turn == agent.TurnRunning) {
+		seen.Up = env.Engine.up(ctx, a)
+	}
+	if seen.Up && starting(st.State) {
+		if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
+			screen := agent.ReadScreen(a.Format, text)
+			seen.Screen = &screen
+		}
+	}
+	return seen, string(prompt), nil
+}
+
+// apply makes move mv of stage st: a follow-up typed only into a ready
+// composer (X3) and recorded only once typed (a dialog blocks the stage
+// with its words); an agent ended and verified gone before its end is
+// recorded (K1, X5); a prompt resent (A3); or a plain record write.
+// untyped reports a follow-up that could not be typed now.
+func apply(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, st *StageRecord, mv move, prompt string, hasTranscript bool) (moved, untyped bool, err error) {
+	write := func(msg string) (bool, error) { return writeStep(ctx, env, store, rec, p, st, msg) }
+	switch {
+	case mv.Resend:
+		moved, err = confirmOrResend(ctx, env, st, st.Agent, prompt, hasTranscript, write)
+		return moved, false, err
+	case mv.Tell != "":
+		ok, blocked, err := followUp(ctx, env, st.Agent, mv.Tell)
 		switch {
 		case err != nil:
 			return false, false, err
 		case blocked != "":
 			st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
 			moved, err = write("blocked: " + blocked)
-			return true, moved, err
+			return moved, false, err
 		case !ok:
-			return false, false, nil
+			return false, true, nil
 		}
-		*sent = true
-		moved, err = write(msg)
-		return true, moved, err
-	}
-	var tr *agent.Transcript
-	var prompt []byte
-	if a != nil && !a.Ended {
-		if a.Transcript == "" {
-			vars := agent.Vars{SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
-			if t := programOf(a).FindTranscript(vars, a.Started, takenTranscripts(p)); t != "" {
-				a.Transcript = t
-				return write("transcript " + t)
-			}
+		*mv.Sent = true
+		moved, err = write(mv.Write)
+		return moved, false, err
+	case mv.End != "":
+		// A stage ends only with its agent gone, and the next one never
+		// starts over it (K1).
+		if err := endAgent(ctx, env, mv.Stage.Agent); err != nil {
+			return false, false, err
 		}
-		var err error
-		if prompt, err = os.ReadFile(a.PromptFile); err != nil {
-			return false, fmt.Errorf("read the stage's prompt: %w", err)
+		if mv.End == snapshotEnd {
+			env.fault("deliver:agent-ended")
 		}
-		if a.Transcript != "" {
-			if tr, err = agent.ReadTranscriptFile(a.Transcript, a.Format); err != nil {
-				return false, err
-			}
+		if err := keepSnapshot(ctx, repo, p, mv.Stage, mv.End); err != nil {
+			return false, false, err
 		}
-		// A3: the prompt's arrival is recorded before anything it led to,
-		// so the history reads "confirmed" before "delivered".
-		if (st.State == StateStarting || st.State == StateUnknown) && tr != nil && tr.Received(string(prompt)) {
-			st.State, st.Reason = StateWorking, ""
-			return write("prompt confirmed in the transcript")
-		}
-	}
-
-	// K6: the deliverable is read at one commit, the branch head read once.
-	head, err := repo.ResolveRef(ctx, p.branchRef())
-	if err != nil && !errors.Is(err, git.ErrNotExist) {
-		return false, err
-	}
-	done, what, tasks, err := deliverable(ctx, repo, p, st, head)
-	if err != nil {
-		return false, err
-	}
-	if done {
-		// W2: an agent whose turn still runs gets a grace to close it with
-		// its STAGE REPORT before it is ended.
-		if a != nil && !a.Ended && tr != nil && tr.Turn == agent.TurnRunning && env.Engine.up(ctx, a) {
-			if st.Landing == nil {
-				st.Landing = &now
-				return write("deliverable in git; the agent closes its turn")
-			}
-			if now.Sub(*st.Landing) < env.Engine.reportGrace() {
-				return false, nil
-			}
-		}
-		if tr != nil {
-			st.Report = ParseReport(tr.LastAssistant)
-		}
-		st.ReportMissing = st.Report == nil
-		// End the agent first: a stage is delivered only with its agent
-		// gone, and the next one never starts over it (K1).
-		if err := endAgent(ctx, env, st.Agent); err != nil {
-			return false, err
-		}
-		env.fault("deliver:agent-ended")
-		if err := keepSnapshot(ctx, repo, p, st, "end"); err != nil {
-			return false, err
-		}
-		st.State, st.Delivered, st.At, st.Ended, st.Tasks, st.Need = StateDelivered, what, head, &now, tasks, ""
-		if st.Deliverable == DeliverLanded {
-			st.State = StateLanded
-		}
-		msg := "delivered: " + what
-		if p.Current+1 < len(p.Stages) {
-			p.Current++
-			msg += "; next stage " + p.Stages[p.Current].Name
-		}
-		moved, err := write(msg)
-		if moved {
+		moved, err = write(mv.Write)
+		if moved && mv.End == snapshotEnd {
 			env.fault("deliver:recorded")
 		}
-		return moved, err
+		return moved, false, err
+	case mv.Write != "":
+		moved, err = write(mv.Write)
+		return moved, false, err
 	}
-	if tasks != nil && (st.Tasks == nil || *st.Tasks != *tasks) {
-		st.Tasks = tasks
-		return write(fmt.Sprintf("tasks %d/%d", tasks.Done, tasks.Total))
-	}
-
-	if a == nil || a.Ended {
-		return false, nil
-	}
-
-	// W1: the stage's budget, on the real clock from its start. The
-	// deliverable above wins over a budget used up at the same reading.
-	if budget := time.Duration(st.BudgetMs) * time.Millisecond; budget > 0 && st.Started != nil {
-		used := now.Sub(*st.Started)
-		switch {
-		case used >= budget:
-			if err := endAgent(ctx, env, a); err != nil {
-				return false, err
-			}
-			if err := keepSnapshot(ctx, repo, p, st, "cut"); err != nil {
-				return false, err
-			}
-			if tr != nil {
-				st.Report = ParseReport(tr.LastAssistant)
-			}
-			st.ReportMissing = st.Report == nil
-			st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &now
-			return write("cut: " + st.Reason)
-		case used >= budget*3/4 && !st.Told && st.State != StateStarting && st.State != StateUnknown:
-			if typed, moved, err := tell(BudgetMessage, &st.Told, "three quarters of the budget used: told the agent to finish"); typed || err != nil {
-				return moved, err
-			}
-		}
-	}
-
-	switch st.State {
-	case StateStarting, StateUnknown:
-		if now.Sub(a.SentAt) < env.Engine.window() {
-			// Slow is not failed, but a dialog is known at once (X3).
-			if env.Engine.up(ctx, a) {
-				if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
-					if screen := agent.ReadScreen(a.Format, text); screen.Dialog {
-						st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+screen.Words
-						return write("blocked: " + screen.Words)
-					}
-				}
-			}
-			return false, nil
-		}
-		if a.Pane == "print" {
-			// The operator starts it: flume only watches (A3).
-			if tr == nil && st.State != StateUnknown {
-				st.State = StateUnknown
-				return write("no transcript yet")
-			}
-			return false, nil
-		}
-		return confirmOrResend(ctx, env, st, a, string(prompt), tr, write)
-	case StateWorking, StateStuck, StateWaiting:
-		if tr == nil {
-			return false, nil
-		}
-		seen := workingSeen{Need: tr.Need(), Turn: tr.Turn, ErrorText: tr.ErrorText,
-			LengthRetried: st.LengthPrompted && tr.Received(LengthMessage), Quiet: now.Sub(modTime(a.Transcript))}
-		switch mv := decideWorking(st, seen, env.Engine.remindAfter(), env.Engine.stuckAfter()); {
-		case mv.Tell != "":
-			_, moved, err := tell(mv.Tell, mv.Sent, mv.Write)
-			return moved, err
-		case mv.Write != "":
-			return write(mv.Write)
-		}
-	}
-	return false, nil
+	return false, false, nil
 }
 
 var taskLine = regexp.MustCompile(`^\s*(?:[-*+]|\d+\.)\s*\[([^\]]*)\]`)

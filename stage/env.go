@@ -18,7 +18,13 @@ type Env struct {
 	Host string
 	// PID is the calling process, recorded while it makes a place.
 	PID int
+	// Now dates records (FLUME_NOW fixes it in tests).
 	Now func() time.Time
+	// Clock is what the engine's timers read (confirm window, report
+	// grace, reminder, stuck, budget), and what dates the moments they
+	// measure from; nil is the real clock. A test build moves it forward
+	// so scripts never sleep past a window.
+	Clock func() time.Time
 	// CallerEnv is the caller's environment; repository steps get only
 	// PATH, HOME, LANG and TERM from it (X4).
 	CallerEnv []string
@@ -64,3 +70,11 @@ func (e *Env) open(ctx context.Context, dir string) (*git.Repo, *refs.Store, err
 }
 
 func (e *Env) now() time.Time { return e.Now().UTC() }
+
+// clock is the timers' time, in UTC.
+func (e *Env) clock() time.Time {
+	if e.Clock != nil {
+		return e.Clock().UTC()
+	}
+	return time.Now().UTC()
+}

@@ -4,7 +4,10 @@
 
 package stage
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // EnsureWatchers starts a watcher for each place of st that needs one (a
 // stage that runs, no live watcher): env.StartWatcher runs it detached.
@@ -52,4 +55,66 @@ func Start(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 		p = started
 	}
 	return p, err
+}
+
+// AdvanceOptions select what advance runs the engine of.
+type AdvanceOptions struct {
+	Repo string
+	// Place is one place's id; "" is every place of the repository.
+	Place string
+	// FromHook is a run from a git hook, which runs inside an agent's
+	// environment, not the launching caller's: it records what happened
+	// and starts no agent and no watcher; the place's watcher starts the
+	// next stage (A1).
+	FromHook bool
+	// Tidy tidies afterwards what landed (T1), as the post-merge hook asks.
+	Tidy bool
+	Gate GateOptions
+}
+
+// Advanced is what advance did: each place as the engine left it, in
+// order, and what tidy then did.
+type Advanced struct {
+	Places []*Place
+	Tidied []TidyResult
+}
+
+// AdvancePlaces is advance's use case: the engine of one place or of
+// every place, each stage that starts followed until its prompt is
+// confirmed (or it resolves otherwise), then, if asked, a tidy. What was
+// done before an error is returned with it.
+func AdvancePlaces(ctx context.Context, env *Env, o AdvanceOptions) (*Advanced, error) {
+	ids := []string{o.Place}
+	if o.Place == "" {
+		st, err := ReadStatus(ctx, env, StatusOptions{Repo: o.Repo})
+		if err != nil {
+			return nil, err
+		}
+		ids = ids[:0]
+		for _, p := range st.Places {
+			ids = append(ids, p.Place)
+		}
+	}
+	follow, fenv := Follow, env
+	if o.FromHook {
+		e := *env
+		e.Engine.NoStart = true
+		follow, fenv = Confirm, &e
+	}
+	done := &Advanced{}
+	for _, id := range ids {
+		p, err := follow(ctx, fenv, o.Repo, id)
+		if err != nil {
+			return done, fmt.Errorf("%s: %w", id, err)
+		}
+		done.Places = append(done.Places, p)
+	}
+	if o.Tidy {
+		// T1: flume tidies after a landing it observes; tidy itself
+		// judges what landed and keeps everything else.
+		var err error
+		done.Tidied, err = Tidy(ctx, env, TidyOptions{Repo: o.Repo, Gate: o.Gate})
+		return done, err
+	}
+	return done, nil
 }

@@ -163,7 +163,7 @@ func TestParallelTidiesAllSucceed_T1_L2b(t *testing.T) {
 		if _, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := stage.Drop(ctx, env, f.dir, "fix--"+name, stage.GateOptions{}); err != nil {
+		if _, err := stage.Drop(ctx, env, stage.PlaceOptions{Repo: f.dir, Place: "fix--" + name}); err != nil {
 			t.Fatal(err)
 		}
 	}

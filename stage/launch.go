@@ -41,17 +41,8 @@ func (e *ExistsError) Error() string {
 // anything is created; a launch killed part way leaves a record in phase
 // "making" that the next command cleans up.
 func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
-	if err := refs.ValidateName("kind", opts.Kind); err != nil {
+	if err := checkLaunch(opts); err != nil {
 		return nil, err
-	}
-	if err := refs.ValidateName("name", opts.Name); err != nil {
-		return nil, err
-	}
-	if opts.Brief == "" {
-		return nil, fmt.Errorf("the brief is empty")
-	}
-	if !utf8.ValidString(opts.Brief) {
-		return nil, fmt.Errorf("the brief is not valid UTF-8; it would not be stored byte for byte")
 	}
 	repo, store, err := env.open(ctx, opts.Repo)
 	if err != nil {
@@ -74,31 +65,9 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 	if err := realPlacesDir(mainPath); err != nil {
 		return nil, err
 	}
-	target := opts.Target
-	if target == "" {
-		branch, err := repo.WorktreeBranch(mainPath)
-		if err != nil {
-			return nil, err
-		}
-		if branch == "" {
-			return nil, fmt.Errorf("the main checkout %s is not on a branch; pass --target", mainPath)
-		}
-		target = strings.TrimPrefix(branch, "refs/heads/")
-	}
-	targetTip, err := repo.BranchCommit(ctx, "refs/heads/"+target)
-	if errors.Is(err, git.ErrNotExist) {
-		return nil, fmt.Errorf("target branch %q does not exist (it needs a commit); pass --target", target)
-	}
+	target, base, err := launchBase(ctx, repo, mainPath, opts)
 	if err != nil {
 		return nil, err
-	}
-	base := targetTip
-	if opts.From != "" {
-		if base, err = repo.ResolveCommit(ctx, opts.From); errors.Is(err, git.ErrNotExist) {
-			return nil, fmt.Errorf("--from %q names no commit", opts.From)
-		} else if err != nil {
-			return nil, err
-		}
 	}
 	cfg, err := LoadConfig(ctx, env.Runner, repo, base, env.UserConfig)
 	if err != nil {
@@ -108,23 +77,7 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 	if err != nil {
 		return nil, err
 	}
-
-	id := opts.Kind + "--" + opts.Name
-	p := &Place{
-		Schema: 1, Kind: "place",
-		ID: id, PlaceKind: kind.Name, Name: opts.Name,
-		Repo:   mainPath,
-		Path:   filepath.Join(mainPath, PlacesDir, id),
-		Branch: kind.Name + "/" + opts.Name,
-		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane),
-		Host: env.Host, Created: env.now(),
-		Phase:    PhaseMaking,
-		Launcher: &Proc{PID: env.PID, Host: env.Host},
-	}
-	for _, st := range kind.Stages {
-		p.Stages = append(p.Stages, StageRecord{Name: st.Name, Prompt: st.Prompt, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), State: StagePending})
-	}
-
+	p := newPlace(env, opts, kind, mainPath, target, base)
 	rec, err := makePlace(ctx, env, repo, store, p)
 	if err != nil {
 		return nil, err
@@ -140,6 +93,77 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 		return p, nil
 	}
 	return p, err
+}
+
+// checkLaunch refuses, before anything is read, what no launch can make:
+// names outside R6, an empty brief, or one that is not UTF-8 (a record
+// could not keep it byte for byte).
+func checkLaunch(opts LaunchOptions) error {
+	if err := refs.ValidateName("kind", opts.Kind); err != nil {
+		return err
+	}
+	if err := refs.ValidateName("name", opts.Name); err != nil {
+		return err
+	}
+	if opts.Brief == "" {
+		return fmt.Errorf("the brief is empty")
+	}
+	if !utf8.ValidString(opts.Brief) {
+		return fmt.Errorf("the brief is not valid UTF-8; it would not be stored byte for byte")
+	}
+	return nil
+}
+
+// launchBase is the place's target branch (--target, else the main
+// checkout's branch) and its base commit (--from, else the target's tip).
+func launchBase(ctx context.Context, repo *git.Repo, mainPath string, opts LaunchOptions) (target, base string, err error) {
+	target = opts.Target
+	if target == "" {
+		branch, err := repo.WorktreeBranch(mainPath)
+		if err != nil {
+			return "", "", err
+		}
+		if branch == "" {
+			return "", "", fmt.Errorf("the main checkout %s is not on a branch; pass --target", mainPath)
+		}
+		target = strings.TrimPrefix(branch, "refs/heads/")
+	}
+	base, err = repo.BranchCommit(ctx, "refs/heads/"+target)
+	if errors.Is(err, git.ErrNotExist) {
+		return "", "", fmt.Errorf("target branch %q does not exist (it needs a commit); pass --target", target)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if opts.From != "" {
+		if base, err = repo.ResolveCommit(ctx, opts.From); errors.Is(err, git.ErrNotExist) {
+			return "", "", fmt.Errorf("--from %q names no commit", opts.From)
+		} else if err != nil {
+			return "", "", err
+		}
+	}
+	return target, base, nil
+}
+
+// newPlace is the record a launch writes first (L1): phase making, its
+// launcher this process, every stage of its kind pending.
+func newPlace(env *Env, opts LaunchOptions, kind Kind, mainPath, target, base string) *Place {
+	id := opts.Kind + "--" + opts.Name
+	p := &Place{
+		Schema: 1, Kind: "place",
+		ID: id, PlaceKind: kind.Name, Name: opts.Name,
+		Repo:   mainPath,
+		Path:   filepath.Join(mainPath, PlacesDir, id),
+		Branch: kind.Name + "/" + opts.Name,
+		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane),
+		Host: env.Host, Created: env.now(),
+		Phase:    PhaseMaking,
+		Launcher: &Proc{PID: env.PID, Host: env.Host},
+	}
+	for _, st := range kind.Stages {
+		p.Stages = append(p.Stages, StageRecord{Name: st.Name, Prompt: st.Prompt, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), State: StagePending})
+	}
+	return p
 }
 
 // realPlacesDir refuses a places/ that is not a real folder of the main

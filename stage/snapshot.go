@@ -91,8 +91,9 @@ func keepSnapshot(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord
 // Nothing is lost: the state it replaces is kept first, in a snapshot (or,
 // clean, a ref at the branch head). Refused on another session's claim,
 // and, unless force, while the stage's agent runs.
-func Rollback(ctx context.Context, env *Env, repoDir, id string, force bool, g GateOptions) (*Place, *Snapshot, error) {
-	repo, store, err := env.open(ctx, repoDir)
+func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot, error) {
+	id, force, g := o.Place, o.Force, o.Gate
+	repo, store, err := env.open(ctx, o.Repo)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -136,55 +136,11 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	if err != nil {
 		return nil, err
 	}
-	var records []*refs.Record
-	var problems []*refs.Problem
-	worktrees := map[string]bool{}
-	if opts.Place != "" {
-		// One place reads its own record and claim only, and asks git's
-		// files about its one worktree (present, below): launch and every
-		// command naming a place read its status, and that must not grow
-		// with the places there are.
-		records, problems, err = readOne(ctx, store, PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		// git lists the worktrees while the records are read.
-		type listed struct {
-			wts []git.Worktree
-			err error
-		}
-		wtc := make(chan listed, 1)
-		go func() {
-			wts, err := repo.Worktrees(ctx)
-			wtc <- listed{wts, err}
-		}()
-		records, problems, err = store.List(ctx, refs.Prefix)
-		l := <-wtc
-		if err != nil {
-			return nil, err
-		}
-		if l.err != nil {
-			// What an interrupted launch left may need repair first.
-			l.wts, l.err = listWorktrees(ctx, env, repo, records)
-		}
-		if l.err != nil {
-			return nil, l.err
-		}
-		for _, wt := range l.wts {
-			worktrees[wt.Path] = true
-		}
-	}
-	present := func(p *Place) bool {
-		// A launch settled above was listed before it was cleaned up.
-		if opts.Place == "" && p.Phase != PhaseTidied {
-			return worktrees[p.Path]
-		}
-		_, err := repo.WorktreeBranch(p.Path)
-		return err == nil
+	records, problems, present, err := statusRecords(ctx, env, repo, store, opts)
+	if err != nil {
+		return nil, err
 	}
 	st := &Status{Schema: 1, Places: []PlaceStatus{}, Problems: []StatusProblem{}}
-	book := &priceBook{env: env, repo: repo}
 	for _, p := range problems {
 		st.Problems = append(st.Problems, StatusProblem{Ref: p.Ref, Error: p.Err.Error()})
 	}
@@ -194,92 +150,178 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			claims[strings.TrimPrefix(rec.Ref, refs.ClaimPrefix)] = rec
 		}
 	}
+	r := &statusReader{env: env, repo: repo, store: store, book: &priceBook{env: env, repo: repo}, present: present, all: opts.All}
 	for _, rec := range records {
-		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
+		id, ok := strings.CutPrefix(rec.Ref, PlacePrefix)
+		if !ok || opts.Place != "" && id != opts.Place {
 			continue
 		}
-		id := strings.TrimPrefix(rec.Ref, PlacePrefix)
-		if opts.Place != "" && id != opts.Place {
-			continue
-		}
-		decoded, err := decodePlace(rec)
-		if err != nil {
-			st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: err.Error()})
-			continue
-		}
-		p := *decoded
-		if p.Host == env.Host {
-			// A record of ours that does not live here is shown as a
-			// problem and never acted on: no cleanup, no watcher.
-			if err := checkHome(ctx, env, repo, &p); err != nil {
-				st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: err.Error()})
-				continue
-			}
-		}
-		if p.Phase == PhaseMaking {
-			// A cleanup git refuses (a ref lock a killed git left) must
-			// not hide the other places: it is reported with its ref, the
-			// place shown as it is, and the next reading tries again.
-			q := p
-			if _, err := reconcileMaking(ctx, env, repo, store, rec, &q, true); err != nil {
-				st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: fmt.Sprintf("interrupted launch of %s not cleaned up yet: %v", p.ID, err)})
-			} else {
-				p = q
-			}
-		}
-		if rec, err = reconcileReady(ctx, env, store, rec, &p); err != nil {
-			return nil, err
-		}
-		if p.Phase == PhaseTidied && !opts.All {
-			continue
-		}
-		ps := placeStatus(&p)
-		if p.Host == env.Host {
-			spent(ctx, book, repo.CommonDir, &p, p.Current, &ps.Stage)
-			if ps.Previous != nil {
-				spent(ctx, book, repo.CommonDir, &p, p.Current-1, ps.Previous)
-			}
-		}
-		ps.Watcher = p.Watcher
-		ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
-		if a := currentRun(&p); a != nil {
-			ps.Agent = &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: agentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, State: "ended"}
-			switch {
-			case a.Ended:
-			case a.Pane == "print":
-				ps.Agent.State = "operator"
-			case p.Host == env.Host && env.Engine.up(ctx, a):
-				ps.Agent.State = "up"
-			default:
-				ps.Agent.State = "exited"
-			}
-		}
+		ps, problem, err := r.place(ctx, rec, claims[id])
 		switch {
-		case p.Host != env.Host:
-			ps.Worktree, ps.Foreign = "elsewhere", true
-		case present(&p):
-			ps.Worktree = "present"
-		case p.Phase == PhaseTidied:
-			ps.Worktree = "removed"
-		default:
-			ps.Worktree = "missing"
+		case err != nil:
+			return nil, err
+		case problem != "":
+			st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: problem})
 		}
-		if c := claims[id]; c != nil {
-			cs, err := store.ReadClaimRecord(ctx, c, env.Host)
-			if err != nil {
-				return nil, err
-			}
-			if cs.Record != nil {
-				ps.Claim = &ClaimStatus{Key: cs.Claim.Key, PID: cs.Claim.PID, Host: cs.Claim.Host, Since: cs.Claim.Since}
-			}
+		if ps != nil {
+			st.Places = append(st.Places, *ps)
 		}
-		st.Places = append(st.Places, ps)
 	}
 	if opts.Place != "" && len(st.Places) == 0 {
 		return nil, &NotFoundError{Place: opts.Place}
 	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
 	return st, nil
+}
+
+// statusRecords reads the records status shows, and tells which places'
+// worktrees are present. One place reads its own record and claim only,
+// and asks git's files about its one worktree: launch and every command
+// naming a place read its status, and that must not grow with the places
+// there are. All places are one listing of records, beside which git lists
+// the worktrees.
+func statusRecords(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*Place) bool, error) {
+	if opts.Place != "" {
+		records, problems, err := readOne(ctx, store, PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
+		present := func(p *Place) bool {
+			_, err := repo.WorktreeBranch(p.Path)
+			return err == nil
+		}
+		return records, problems, present, err
+	}
+	type listed struct {
+		wts []git.Worktree
+		err error
+	}
+	wtc := make(chan listed, 1)
+	go func() {
+		wts, err := repo.Worktrees(ctx)
+		wtc <- listed{wts, err}
+	}()
+	records, problems, err := store.List(ctx, refs.Prefix)
+	l := <-wtc
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if l.err != nil {
+		// What an interrupted launch left may need repair first.
+		l.wts, l.err = listWorktrees(ctx, env, repo, records)
+	}
+	if l.err != nil {
+		return nil, nil, nil, l.err
+	}
+	worktrees := map[string]bool{}
+	for _, wt := range l.wts {
+		worktrees[wt.Path] = true
+	}
+	present := func(p *Place) bool {
+		// A launch settled while reading was listed before it was
+		// cleaned up.
+		if p.Phase != PhaseTidied {
+			return worktrees[p.Path]
+		}
+		_, err := repo.WorktreeBranch(p.Path)
+		return err == nil
+	}
+	return records, problems, present, nil
+}
+
+// statusReader makes the status of one place after another.
+type statusReader struct {
+	env     *Env
+	repo    *git.Repo
+	store   *refs.Store
+	book    *priceBook
+	present func(*Place) bool
+	all     bool // tidied places too
+}
+
+// place is the status of the place record rec (with its claim record, if
+// any): nil for a tidied place unless all are shown, and a problem for a
+// record that cannot be shown or acted on (R5). On the way it settles an
+// interrupted launch or readying of ours.
+func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*PlaceStatus, string, error) {
+	env := r.env
+	decoded, err := decodePlace(rec)
+	if err != nil {
+		return nil, err.Error(), nil
+	}
+	p := *decoded
+	if p.Host == env.Host {
+		// A record of ours that does not live here is shown as a
+		// problem and never acted on: no cleanup, no watcher.
+		if err := checkHome(ctx, env, r.repo, &p); err != nil {
+			return nil, err.Error(), nil
+		}
+	}
+	var problem string
+	if p.Phase == PhaseMaking {
+		// A cleanup git refuses (a ref lock a killed git left) must not
+		// hide the other places: it is reported with its ref, the place
+		// shown as it is, and the next reading tries again.
+		q := p
+		if _, err := reconcileMaking(ctx, env, r.repo, r.store, rec, &q, true); err != nil {
+			problem = fmt.Sprintf("interrupted launch of %s not cleaned up yet: %v", p.ID, err)
+		} else {
+			p = q
+		}
+	}
+	if rec, err = reconcileReady(ctx, env, r.store, rec, &p); err != nil {
+		return nil, "", err
+	}
+	if p.Phase == PhaseTidied && !r.all {
+		return nil, problem, nil
+	}
+	ps := placeStatus(&p)
+	if p.Host == env.Host {
+		spent(ctx, r.book, r.repo.CommonDir, &p, p.Current, &ps.Stage)
+		if ps.Previous != nil {
+			spent(ctx, r.book, r.repo.CommonDir, &p, p.Current-1, ps.Previous)
+		}
+	}
+	ps.Watcher = p.Watcher
+	ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
+	ps.Agent = agentStatus(ctx, env, &p)
+	switch {
+	case p.Host != env.Host:
+		ps.Worktree, ps.Foreign = "elsewhere", true
+	case r.present(&p):
+		ps.Worktree = "present"
+	case p.Phase == PhaseTidied:
+		ps.Worktree = "removed"
+	default:
+		ps.Worktree = "missing"
+	}
+	if claim != nil {
+		cs, err := r.store.ReadClaimRecord(ctx, claim, env.Host)
+		if err != nil {
+			return nil, "", err
+		}
+		if cs.Record != nil {
+			ps.Claim = &ClaimStatus{Key: cs.Claim.Key, PID: cs.Claim.PID, Host: cs.Claim.Host, Since: cs.Claim.Since}
+		}
+	}
+	return &ps, problem, nil
+}
+
+// agentStatus is the current stage's agent as status shows it: up, ended
+// by flume, exited by itself, or the operator's (print).
+func agentStatus(ctx context.Context, env *Env, p *Place) *AgentStatus {
+	a := currentRun(p)
+	if a == nil {
+		return nil
+	}
+	as := &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: agentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, State: "ended"}
+	switch {
+	case a.Ended:
+	case a.Pane == "print":
+		as.State = "operator"
+	case p.Host == env.Host && env.Engine.up(ctx, a):
+		as.State = "up"
+	default:
+		as.State = "exited"
+	}
+	return as
 }
 
 // readOne reads the named records (one place's and its claim) as List

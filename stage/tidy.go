@@ -214,72 +214,16 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		*p = *decoded
 	}
 
-	// T2: the worktree goes only if git lists it as a linked worktree
-	// directly under places/, on the place's branch, unlocked and clean.
-	var wt *git.Worktree
-	for i := range wts {
-		if wts[i].Path == p.Path {
-			wt = &wts[i]
-		}
-	}
-	kept := ""
-	switch {
-	case wt == nil:
-		res.Worktree = "absent"
-	case wt.Main || filepath.Dir(wt.Path) != filepath.Join(p.Repo, PlacesDir):
-		kept = "worktree " + wt.Path + " is not a place flume made"
-	case wt.Branch != p.branchRef():
-		kept = fmt.Sprintf("worktree is on %s, not on %s", orDetached(wt.Branch), p.branchRef())
-	case wt.Locked:
-		kept = "worktree is locked"
-		if wt.LockReason != "" {
-			kept += ": " + wt.LockReason
-		}
-	default:
-		dirty, err := repo.Dirty(ctx, wt.Path)
-		if err != nil {
-			return nil, err
-		}
-		if len(dirty) > 0 {
-			kept = "worktree has uncommitted or untracked files: " + listSome(dirty, 5)
-		}
-	}
-	if kept == "" && wt != nil {
-		if opts.DryRun {
-			res.Worktree = "would-remove"
-		} else if kept, err = removeWorktree(ctx, env, repo, p); err != nil {
-			return nil, err
-		} else if kept == "" {
-			res.Worktree = "removed"
-		}
+	kept, err := tidyWorktree(ctx, env, repo, p, wts, opts.DryRun, res)
+	if err != nil {
+		return nil, err
 	}
 	if kept != "" {
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
 		return res, keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
 	}
-
-	// T4: the branch goes only if its work landed (or it holds none), with
-	// a compare-and-swap on the head that was judged.
-	deleteBranch := j.head != "" && (j.landed || j.head == p.Base)
-	switch {
-	case j.head == "":
-		res.Branch = "absent"
-	case !deleteBranch && j.unknown:
-		kept = fmt.Sprintf("branch %s holds commits and its target %s is missing", p.Branch, p.Target)
-	case !deleteBranch:
-		kept = fmt.Sprintf("branch %s holds %d unlanded commit%s", p.Branch, j.unlanded, plural(j.unlanded))
-	case opts.DryRun:
-		res.Branch = "would-delete"
-	default:
-		err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.branchRef(), Old: j.head}})
-		var conflict *git.ConflictError
-		if errors.As(err, &conflict) {
-			kept = fmt.Sprintf("branch %s moved while it was judged", p.Branch)
-		} else if err != nil {
-			return nil, err
-		} else {
-			res.Branch = "deleted"
-		}
+	if kept, err = tidyBranch(ctx, repo, p, j, opts.DryRun, res); err != nil {
+		return nil, err
 	}
 	if kept != "" {
 		res.Branch, res.Kept = "kept", kept
@@ -288,6 +232,84 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	if opts.DryRun {
 		return res, nil
 	}
+	return res, recordTidy(ctx, env, store, rec, p, j, cs, res)
+}
+
+// tidyWorktree removes the place's worktree (T2) only if git lists it as
+// a linked worktree directly under places/, on the place's branch,
+// unlocked and clean, after the repository's remove steps (T3). It sets
+// res.Worktree, or returns why the worktree is kept.
+func tidyWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place, wts []git.Worktree, dryRun bool, res *TidyResult) (string, error) {
+	var wt *git.Worktree
+	for i := range wts {
+		if wts[i].Path == p.Path {
+			wt = &wts[i]
+		}
+	}
+	switch {
+	case wt == nil:
+		res.Worktree = "absent"
+		return "", nil
+	case wt.Main || filepath.Dir(wt.Path) != filepath.Join(p.Repo, PlacesDir):
+		return "worktree " + wt.Path + " is not a place flume made", nil
+	case wt.Branch != p.branchRef():
+		return fmt.Sprintf("worktree is on %s, not on %s", orDetached(wt.Branch), p.branchRef()), nil
+	case wt.Locked:
+		kept := "worktree is locked"
+		if wt.LockReason != "" {
+			kept += ": " + wt.LockReason
+		}
+		return kept, nil
+	}
+	dirty, err := repo.Dirty(ctx, wt.Path)
+	if err != nil {
+		return "", err
+	}
+	if len(dirty) > 0 {
+		return "worktree has uncommitted or untracked files: " + listSome(dirty, 5), nil
+	}
+	if dryRun {
+		res.Worktree = "would-remove"
+		return "", nil
+	}
+	kept, err := removeWorktree(ctx, env, repo, p)
+	if err == nil && kept == "" {
+		res.Worktree = "removed"
+	}
+	return kept, err
+}
+
+// tidyBranch deletes the place's branch (T4) only if its work landed (or
+// it holds none), with a compare-and-swap on the head that was judged. It
+// sets res.Branch, or returns why the branch is kept.
+func tidyBranch(ctx context.Context, repo *git.Repo, p *Place, j judgement, dryRun bool, res *TidyResult) (string, error) {
+	deleteBranch := j.head != "" && (j.landed || j.head == p.Base)
+	switch {
+	case j.head == "":
+		res.Branch = "absent"
+	case !deleteBranch && j.unknown:
+		return fmt.Sprintf("branch %s holds commits and its target %s is missing", p.Branch, p.Target), nil
+	case !deleteBranch:
+		return fmt.Sprintf("branch %s holds %d unlanded commit%s", p.Branch, j.unlanded, plural(j.unlanded)), nil
+	case dryRun:
+		res.Branch = "would-delete"
+	default:
+		err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.branchRef(), Old: j.head}})
+		var conflict *git.ConflictError
+		if errors.As(err, &conflict) {
+			return fmt.Sprintf("branch %s moved while it was judged", p.Branch), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		res.Branch = "deleted"
+	}
+	return "", nil
+}
+
+// recordTidy records the place tidied and drops its claim in one
+// transaction; a deleted branch's head is held by the record (X2).
+func recordTidy(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place, j judgement, cs refs.ClaimState, res *TidyResult) error {
 	res.Tidied = true
 	p.Phase, p.Kept = PhaseTidied, ""
 	p.Tidied = &TidyRecord{At: env.now(), Reason: res.Reason, BranchHead: j.head}
@@ -305,8 +327,8 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	} else {
 		extra = append(extra, cs.Verify(p.ID))
 	}
-	_, err = store.Write(ctx, changes, extra...)
-	return res, err
+	_, err := store.Write(ctx, changes, extra...)
+	return err
 }
 
 // removeWorktree runs the repository's remove steps (T3), then

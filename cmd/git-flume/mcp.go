@@ -87,7 +87,8 @@ func mcpCommand(a *app) *cli.Command {
 			mcp.AddTool(s, &mcp.Tool{Name: "tell", Description: "git flume tell: send a place's agent a message, confirmed in its transcript"},
 				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpTellIn) (*mcp.CallToolResult, any, error) {
 					return a.mcpResult(func(out, errOut io.Writer) error {
-						if err := a.tell(ctx, repo, in.Place, in.Text, stage.GateOptions{Session: a.sessionOf("", 0)}, out); err != nil {
+						o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: repo, Place: in.Place, Gate: stage.GateOptions{Session: a.sessionOf("", 0)}}, Text: in.Text}
+						if err := a.tell(ctx, o, out); err != nil {
 							return err
 						}
 						a.autoSync(ctx, errOut)

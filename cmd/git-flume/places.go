@@ -23,6 +23,7 @@ func (a *app) stageEnv() *stage.Env {
 		Host:         a.host(),
 		PID:          os.Getpid(),
 		Now:          a.now,
+		Clock:        clockHook,
 		CallerEnv:    a.env.list,
 		UserConfig:   a.userConfig(),
 		Out:          a.io.Err,
@@ -377,7 +378,7 @@ func dropCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := stage.Drop(c.Context, a.stageEnv(), c.String("repo"), id, a.gate(c)); err != nil {
+			if _, err := stage.Drop(c.Context, a.stageEnv(), a.placeOptions(c, id)); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s dropped; `git flume tidy` removes it\n", id)

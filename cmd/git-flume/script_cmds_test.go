@@ -44,6 +44,36 @@ func init() {
 	scriptCmds["waitws"] = cmdWaitWorkspace
 	scriptCmds["pngcolors"] = cmdPNGColors
 	scriptCmds["fakeherdr"] = cmdFakeHerdr
+	scriptCmds["clock"] = cmdClock
+}
+
+// clock D: move the clock that the engine's and the worker's timers read
+// (confirm window, report grace, reminder, stuck, budget, --max, --idle)
+// forward by the Go duration D, for every git-flume the script runs from
+// now on, watchers already running included. Record dates stay FLUME_NOW's.
+func cmdClock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: clock DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil || d <= 0 {
+		ts.Fatalf("clock: want a positive duration, got %q", args[0])
+	}
+	// Renamed into place: a watcher reading it meanwhile sees the old
+	// offset or the new one, never an empty file (a clock gone back).
+	path := ts.Getenv("FLUME_TEST_CLOCK")
+	ts.Check(os.WriteFile(path+".new", []byte((clockOffset(path) + d).String()), 0o644))
+	ts.Check(os.Rename(path+".new", path))
+}
+
+// clockOffset is how far the test clock at path runs ahead of the real one.
+func clockOffset(path string) time.Duration {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(strings.TrimSpace(string(data)))
+	return d
 }
 
 // fakeherdr STATUS: serve a fake herdr (internal/fakeherdr) on

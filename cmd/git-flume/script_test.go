@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -29,6 +30,11 @@ func TestMain(m *testing.M) {
 						syscall.Kill(os.Getpid(), syscall.SIGKILL)
 					}
 				}
+			}
+			// The timers' clock runs ahead of the real one by what the
+			// script's `clock` commands added (a test build only).
+			if path := os.Getenv("FLUME_TEST_CLOCK"); path != "" {
+				clockHook = func() time.Time { return time.Now().Add(clockOffset(path)) }
 			}
 			os.Exit(run(context.Background(), os.Args, &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Environ()))
 		},
@@ -101,6 +107,8 @@ func hermetic(e *testscript.Env) error {
 		{"FLUME_PANE", "none"},
 		{"FLUME_TMUX_SOCKET", filepath.Join(e.WorkDir, ".tmux.sock")},
 		{"FLUME_WATCH_INTERVAL", "200ms"},
+		// The engine's timers read this clock: `clock D` moves it on.
+		{"FLUME_TEST_CLOCK", filepath.Join(e.WorkDir, ".clock")},
 		// A delivered stage's agent gets this long to close its turn with
 		// its report (60s by default), so scripts whose agents never close
 		// one do not wait a minute.

@@ -68,52 +68,26 @@ func advanceCommand(a *app) *cli.Command {
 			&cli.BoolFlag{Name: "tidy", Usage: "then tidy, if a place's branch landed (the post-merge hook does this)"},
 			&cli.BoolFlag{Name: "from-hook", Hidden: true, Usage: "run from a hook: record, start no agent"}},
 		Action: func(c *cli.Context) error {
-			env := a.stageEnv()
-			// A hook runs in an agent's environment, not the launching
-			// caller's: it records what happened and leaves starting the
-			// next agent to the place's watcher (A1).
-			fromHook := c.Bool("from-hook")
-			env.Engine.NoStart = fromHook
-			var ids []string
+			o := stage.AdvanceOptions{Repo: c.String("repo"), FromHook: c.Bool("from-hook"), Tidy: c.Bool("tidy"), Gate: a.gate(c)}
 			if c.NArg() > 0 {
 				id, err := onePlace(c)
 				if err != nil {
 					return err
 				}
-				ids = []string{id}
-			} else {
-				st, err := stage.ReadStatus(c.Context, env, stage.StatusOptions{Repo: c.String("repo")})
-				if err != nil {
-					return err
-				}
-				for _, p := range st.Places {
-					ids = append(ids, p.Place)
-				}
+				o.Place = id
 			}
-			for _, id := range ids {
-				// A stage that just started is followed until its prompt is
-				// confirmed (or it resolves otherwise).
-				follow := stage.Follow
-				if fromHook {
-					// The hook's advance runs inside an agent's session:
-					// it starts no watcher of its own.
-					follow = stage.Confirm
-				}
-				p, err := follow(c.Context, env, c.String("repo"), id)
-				if err != nil {
-					return fmt.Errorf("%s: %w", id, err)
-				}
-				st := p.Stages[p.Current]
-				fmt.Fprintf(a.io.Out, "%s: %s (%d/%d) %s\n", id, st.Name, p.Current+1, len(p.Stages), st.State)
-			}
-			if c.Bool("tidy") {
-				// T1: flume tidies after a landing it observes; tidy itself
-				// judges what landed and keeps everything else.
-				results, err := stage.Tidy(c.Context, a.stageEnv(), stage.TidyOptions{Repo: c.String("repo"), Gate: a.gate(c)})
-				stage.WriteTidy(a.io.Out, results, false)
+			done, err := stage.AdvancePlaces(c.Context, a.stageEnv(), o)
+			if done == nil {
 				return err
 			}
-			return nil
+			for _, p := range done.Places {
+				st := p.Stages[p.Current]
+				fmt.Fprintf(a.io.Out, "%s: %s (%d/%d) %s\n", p.ID, st.Name, p.Current+1, len(p.Stages), st.State)
+			}
+			if o.Tidy {
+				stage.WriteTidy(a.io.Out, done.Tidied, false)
+			}
+			return err
 		},
 	}
 }
@@ -130,7 +104,7 @@ func waitCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := stage.Wait(c.Context, a.stageEnv(), c.String("repo"), id, c.Duration("timeout"))
+			o, err := stage.Wait(c.Context, a.stageEnv(), stage.WaitOptions{Repo: c.String("repo"), Place: id, Timeout: c.Duration("timeout")})
 			if o != nil {
 				if c.Bool("json") {
 					writeJSON(a.io.Out, map[string]any{"schema": 1, "outcome": o})
@@ -172,19 +146,22 @@ func tellCommand(a *app) *cli.Command {
 			if c.NArg() != 2 {
 				return usagef("tell: want PLACE and TEXT")
 			}
-			return a.tell(c.Context, c.String("repo"), c.Args().Get(0), c.Args().Get(1), a.gate(c), a.io.Out)
+			o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: c.String("repo"), Place: c.Args().Get(0), Gate: a.gate(c)}, Text: c.Args().Get(1)}
+			return a.tell(c.Context, o, a.io.Out)
 		},
 	}
 }
 
-// tell sends text to place's agent (stage.Tell, A4) and says so on out,
-// for `tell` and the MCP tell tool.
-func (a *app) tell(ctx context.Context, repo, place, text string, g stage.GateOptions, out io.Writer) error {
-	id, err := stage.PlaceID(place)
+// tell sends o.Text to o.Place's agent (stage.Tell, A4) and says so on
+// out, for `tell` and the MCP tell tool. The place may be named as a
+// path.
+func (a *app) tell(ctx context.Context, o stage.TellOptions, out io.Writer) error {
+	id, err := stage.PlaceID(o.Place)
 	if err != nil {
 		return err
 	}
-	if err := stage.Tell(ctx, a.stageEnv(), repo, id, text, g); err != nil {
+	o.Place = id
+	if err := stage.Tell(ctx, a.stageEnv(), o); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: message confirmed in the agent's transcript\n", id)
@@ -202,7 +179,7 @@ func stopCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := stage.Stop(c.Context, a.stageEnv(), c.String("repo"), id, c.Bool("force"), a.gate(c)); err != nil {
+			if err := stage.Stop(c.Context, a.stageEnv(), a.placeOptions(c, id)); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s: agent stopped\n", id)
@@ -211,7 +188,7 @@ func stopCommand(a *app) *cli.Command {
 	}
 }
 
-func restartCommand(a *app, name, usage string, run func(*cli.Context, *stage.Env, string) (*stage.Place, error)) *cli.Command {
+func restartCommand(a *app, name, usage string, run func(context.Context, *stage.Env, stage.PlaceOptions) (*stage.Place, error)) *cli.Command {
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
@@ -222,12 +199,10 @@ func restartCommand(a *app, name, usage string, run func(*cli.Context, *stage.En
 			if err != nil {
 				return err
 			}
-			env := a.stageEnv()
-			p, err := run(c, env, id)
+			p, err := run(c.Context, a.stageEnv(), a.placeOptions(c, id))
 			if err != nil {
 				return err
 			}
-			stage.EnsureWatcher(c.Context, env, c.String("repo"), id)
 			st := p.Stages[p.Current]
 			fmt.Fprintf(a.io.Out, "%s: stage %s %s with a fresh agent (run %d)\n", id, st.Name, st.State, st.Runs)
 			return nil
@@ -235,18 +210,18 @@ func restartCommand(a *app, name, usage string, run func(*cli.Context, *stage.En
 	}
 }
 
+// placeOptions are an operator verb's: the place, --repo, the session's
+// gate (--session, --take-over) and --force where the verb has it.
+func (a *app) placeOptions(c *cli.Context, id string) stage.PlaceOptions {
+	return stage.PlaceOptions{Repo: c.String("repo"), Place: id, Gate: a.gate(c), Force: c.Bool("force")}
+}
+
 func retryCommand(a *app) *cli.Command {
-	return restartCommand(a, "retry", "start the current stage again with a fresh agent and its prompt",
-		func(c *cli.Context, env *stage.Env, id string) (*stage.Place, error) {
-			return stage.Retry(c.Context, env, c.String("repo"), id, c.Bool("force"), a.gate(c))
-		})
+	return restartCommand(a, "retry", "start the current stage again with a fresh agent and its prompt", stage.Retry)
 }
 
 func goOnCommand(a *app) *cli.Command {
-	return restartCommand(a, "go-on", "run a question's round again with a fresh agent",
-		func(c *cli.Context, env *stage.Env, id string) (*stage.Place, error) {
-			return stage.GoOn(c.Context, env, c.String("repo"), id, c.Bool("force"), a.gate(c))
-		})
+	return restartCommand(a, "go-on", "run a question's round again with a fresh agent", stage.GoOn)
 }
 
 func installCommand(a *app) *cli.Command {
@@ -370,7 +345,7 @@ func rollbackCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			p, kept, err := stage.Rollback(c.Context, a.stageEnv(), c.String("repo"), id, c.Bool("force"), a.gate(c))
+			p, kept, err := stage.Rollback(c.Context, a.stageEnv(), a.placeOptions(c, id))
 			if err != nil {
 				return err
 			}

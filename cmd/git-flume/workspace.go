@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,11 +16,6 @@ import (
 	"github.com/git-flume/git-flume/stage"
 )
 
-// faultHook is the crash tests' one seam into the stage engine and the
-// workspace verbs (a test build sets it from FLUME_FAULT); nil in
-// git-flume itself.
-var faultHook func(point string)
-
 func (a *app) promoteEnv() *promote.Env {
 	o := a.engineOptions()
 	// A workspace's worker runs in tmux (or the operator's terminal),
@@ -30,9 +26,9 @@ func (a *app) promoteEnv() *promote.Env {
 		pane = "tmux"
 	}
 	return &promote.Env{
-		Runner: a.runner, Host: a.host(), Now: a.now, Fault: faultHook, CallerEnv: a.env.list,
+		Runner: a.runner, Host: a.host(), Now: a.now, Clock: clockHook, Fault: faultHook, CallerEnv: a.env.list,
 		Pane: pane, Panes: a.paneHost(pane), Print: a.io.Out, Out: a.io.Err,
-		ConfirmWindow: o.ConfirmWindow, Interval: a.watchInterval(),
+		ConfirmWindow: o.ConfirmWindow, Interval: a.watchInterval(), StartObserver: a.startObserver,
 	}
 }
 
@@ -82,32 +78,12 @@ func workspaceCommand(a *app) *cli.Command {
 		Subcommands: []*cli.Command{
 			workspaceStartCommand(a),
 			workspaceStatusCommand(a),
-			workspaceVerb(a, "stage", "select the checked candidates and make an integration worktree in every repository", true,
-				func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error {
-					_, err := promote.StageWorkspace(c.Context, env, root, id, exp)
-					return err
-				}),
-			workspaceVerb(a, "validate", "run the final checks on the staged tips", true,
-				func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error {
-					_, err := promote.Validate(c.Context, env, root, id, exp)
-					return err
-				}),
-			workspaceVerb(a, "promote", "move every main branch to its validated tip, serially, with a receipt each", true,
-				func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error {
-					_, err := promote.PromoteWorkspace(c.Context, env, root, id, exp)
-					return err
-				}),
+			workspaceVerb(a, "stage", "select the checked candidates and make an integration worktree in every repository", true, promote.StageWorkspace),
+			workspaceVerb(a, "validate", "run the final checks on the staged tips", true, promote.Validate),
+			workspaceVerb(a, "promote", "move every main branch to its validated tip, serially, with a receipt each", true, promote.PromoteWorkspace),
 			workspaceReconcileCommand(a),
-			workspaceVerb(a, "abort", "end the worker and stop the request; all git work is retained", false,
-				func(c *cli.Context, env *promote.Env, root, id string, _ promote.Expected) error {
-					_, err := promote.Abort(c.Context, env, root, id)
-					return err
-				}),
-			workspaceVerb(a, "cleanup", "remove a fully promoted request's worktrees, branches and input copies", false,
-				func(c *cli.Context, env *promote.Env, root, id string, _ promote.Expected) error {
-					_, err := promote.Cleanup(c.Context, env, root, id)
-					return err
-				}),
+			workspaceVerb(a, "abort", "end the worker and stop the request; all git work is retained", false, promote.Abort),
+			workspaceVerb(a, "cleanup", "remove a fully promoted request's worktrees, branches and input copies", false, promote.Cleanup),
 			workspaceObserveCommand(a),
 		},
 	}
@@ -158,15 +134,9 @@ func workspaceStartCommand(a *app) *cli.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			env := a.promoteEnv()
 			limits := promote.Limits{MaxMs: c.Duration("max").Milliseconds(), IdleMs: c.Duration("idle").Milliseconds()}
-			ws, err := promote.Start(c.Context, env, root, data, promote.StartOptions{Program: prog, Limits: limits})
+			ws, err := promote.Launch(c.Context, a.promoteEnv(), root, data, promote.StartOptions{Program: prog, Limits: limits, Detach: c.Bool("detach")})
 			if err != nil {
-				return err
-			}
-			if c.Bool("detach") {
-				a.startObserver(root, ws.ID)
-			} else if _, err := promote.Observe(c.Context, env, root, ws.ID, false); err != nil {
 				return err
 			}
 			return a.printWorkspace(c, root, ws.ID, !c.Bool("detach"))
@@ -216,7 +186,7 @@ func workspaceStatusCommand(a *app) *cli.Command {
 	}
 }
 
-func workspaceVerb(a *app, name, usage string, expected bool, do func(c *cli.Context, env *promote.Env, root, id string, exp promote.Expected) error) *cli.Command {
+func workspaceVerb(a *app, name, usage string, expected bool, do func(context.Context, *promote.Env, promote.RequestOptions) (*promote.Workspace, error)) *cli.Command {
 	flags := []cli.Flag{idFlag(), rootFlag(), jsonFlag()}
 	text := "git flume workspace " + name + " --id ID [--json]"
 	if expected {
@@ -233,13 +203,13 @@ func workspaceVerb(a *app, name, usage string, expected bool, do func(c *cli.Con
 			if err != nil {
 				return err
 			}
-			var exp promote.Expected
+			o := promote.RequestOptions{Root: root, ID: c.String("id")}
 			if expected {
-				if exp, err = a.readExpected(c); err != nil {
+				if o.Expected, err = a.readExpected(c); err != nil {
 					return err
 				}
 			}
-			if err := do(c, a.promoteEnv(), root, c.String("id"), exp); err != nil {
+			if _, err := do(c.Context, a.promoteEnv(), o); err != nil {
 				return err
 			}
 			return a.printWorkspace(c, root, c.String("id"), true)
@@ -261,7 +231,7 @@ func workspaceReconcileCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			out, err := promote.ReconcileWorkspace(c.Context, a.promoteEnv(), root, c.String("id"))
+			out, err := promote.ReconcileWorkspace(c.Context, a.promoteEnv(), promote.RequestOptions{Root: root, ID: c.String("id")})
 			if err != nil {
 				return err
 			}
