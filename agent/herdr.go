@@ -35,6 +35,15 @@ type Herdr struct {
 
 var _ PaneHost = (*Herdr)(nil)
 
+// Check finds herdr's socket: herdr must be running for flume to open
+// panes in it.
+func (h *Herdr) Check(ctx context.Context, environ []string) error {
+	if info, err := os.Stat(h.Socket); err != nil || info.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("the pane host herdr is not running: no socket at %s (start herdr, set HERDR_SOCKET_PATH, or pass --pane tmux)", h.Socket)
+	}
+	return nil
+}
+
 // HerdrError is an error herdr answered with.
 type HerdrError struct {
 	Method, Code, Message string

@@ -19,6 +19,15 @@ type Tmux struct {
 	Socket string
 }
 
+// Check finds tmux on environ's PATH (git-flume runs tmux with its own
+// environment, which is the caller's).
+func (t *Tmux) Check(ctx context.Context, environ []string) error {
+	if _, err := proc.LookPath("tmux", environ); err != nil {
+		return fmt.Errorf("the pane host tmux is not on PATH (install it: apt-get install tmux, or brew install tmux; or pass --pane print to run the agent yourself)")
+	}
+	return nil
+}
+
 func (t *Tmux) cmd(stdin string, args ...string) proc.Cmd {
 	base := []string{"-L", "flume"}
 	if t.Socket != "" {
@@ -158,6 +167,9 @@ type PaneHost interface {
 	SendKeys(ctx context.Context, name string, keys ...string) error
 	// Kill ends the pane's process tree and verifies it exited.
 	Kill(ctx context.Context, name string) error
+	// Check says what keeps the host from starting panes here, and how to
+	// get it; nil when it can.
+	Check(ctx context.Context, environ []string) error
 }
 
 var _ PaneHost = (*Tmux)(nil)

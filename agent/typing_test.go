@@ -29,7 +29,8 @@ func (p *screenPane) SendKeys(_ context.Context, _ string, keys ...string) error
 	p.typed = append(p.typed, "keys:"+strings.Join(keys, " "))
 	return nil
 }
-func (p *screenPane) Kill(context.Context, string) error { return nil }
+func (p *screenPane) Kill(context.Context, string) error    { return nil }
+func (p *screenPane) Check(context.Context, []string) error { return nil }
 
 // TestResendPromptTypesOnlyIntoTheReadyComposer_A3_X3: a prompt that did
 // not show in the transcript is sent once more only to a program whose

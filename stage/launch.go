@@ -2,6 +2,7 @@ package stage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -39,8 +44,15 @@ func (e *ExistsError) Error() string {
 
 // Launch makes a place and readies it (L1, L2). Everything is checked before
 // anything is created; a launch killed part way leaves a record in phase
-// "making" that the next command cleans up.
+// "making" that the next command cleans up. It starts no agent (Start
+// does).
 func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
+	return launch(ctx, env, opts, false)
+}
+
+// launch is Launch; with starting, what the first stage's agent needs is
+// checked too, before anything is made (preflight).
+func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*Place, error) {
 	if err := checkLaunch(opts); err != nil {
 		return nil, err
 	}
@@ -76,6 +88,11 @@ func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 	kind, err := ResolveKind(cfg, opts.Kind)
 	if err != nil {
 		return nil, err
+	}
+	if starting {
+		if err := preflight(ctx, env, cfg, opts); err != nil {
+			return nil, err
+		}
 	}
 	p := newPlace(env, opts, kind, mainPath, target, base)
 	rec, err := makePlace(ctx, env, repo, store, p)
@@ -360,4 +377,64 @@ func launchPane(pane string) string {
 		return ""
 	}
 	return pane
+}
+
+// PreflightError is a launch refused before anything was made, because
+// its first stage could not start here (L1): each missing thing named,
+// with how to get it.
+type PreflightError struct {
+	Place   string
+	Missing *multierror.Error
+}
+
+func (e *PreflightError) Error() string {
+	return fmt.Sprintf("launch %s: nothing was made, because %s", e.Place, e.Missing.Error())
+}
+
+func (e *PreflightError) Unwrap() error { return e.Missing }
+
+// installHints say how to get the agent programs flume knows.
+var installHints = map[string]string{
+	"claude": "npm install -g @anthropic-ai/claude-code",
+	"codex":  "npm install -g @openai/codex",
+	"pi":     "npm install -g @mariozechner/pi-coding-agent",
+}
+
+// preflight checks, before a launch makes anything, what its first stage
+// needs to start its agent (L1): the agent program on the caller's PATH
+// (agents start with the caller's environment, A1) and a pane host that
+// can open panes. With --pane none or print flume starts no agent, and
+// nothing is checked. Every missing thing is named at once.
+func preflight(ctx context.Context, env *Env, cfg *Config, opts LaunchOptions) error {
+	if pane := launchPane(env.Engine.Pane); pane == "" || pane == "print" {
+		return nil
+	}
+	prog, err := agent.ResolveProgram(cmp.Or(opts.Agent, env.Engine.Agent, "claude"), cfg.Agents)
+	if err != nil {
+		return err
+	}
+	var missing *multierror.Error
+	if _, err := proc.LookPath(prog.Command[0], env.CallerEnv); err != nil {
+		how := "install it, or pass --agent"
+		if hint, ok := installHints[prog.Name]; ok && prog.Command[0] == prog.Name {
+			how = "install it: " + hint + "; or pass --agent"
+		}
+		missing = multierror.Append(missing, fmt.Errorf("the agent program %q (agent %s) is not on PATH (%s)", prog.Command[0], prog.Name, how))
+	}
+	if env.Engine.Panes != nil {
+		if err := env.Engine.Panes.Check(ctx, env.CallerEnv); err != nil {
+			missing = multierror.Append(missing, err)
+		}
+	}
+	if missing == nil {
+		return nil
+	}
+	missing.ErrorFormat = func(errs []error) string {
+		words := make([]string, len(errs))
+		for i, err := range errs {
+			words[i] = err.Error()
+		}
+		return strings.Join(words, "; and ")
+	}
+	return &PreflightError{Place: opts.Kind + "--" + opts.Name, Missing: missing}
 }

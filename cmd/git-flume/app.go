@@ -163,11 +163,29 @@ func newApp(a *app) *cli.App {
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
 		CommandNotFound: func(c *cli.Context, name string) {
 			a.unknown = true
-			fmt.Fprintf(a.io.Err, "git-flume: unknown command %q; see 'git flume -h'\n", name)
+			help := "git flume -h"
+			if c.Command != nil && c.Command.Name != "" {
+				help = "git flume " + c.Command.Name + " -h"
+			}
+			fmt.Fprintf(a.io.Err, "git-flume: unknown command %q; see '%s'\n", name, help)
 		},
 	}
 	a.noteRepo(app.Commands)
+	usageErrors(app.Commands, "git flume")
 	return app
+}
+
+// usageErrors makes a command's bad flag a usage error (exit 2) that names
+// the command's help, instead of urfave's "Incorrect Usage" and the whole
+// help text on standard output.
+func usageErrors(cmds []*cli.Command, parent string) {
+	for _, cmd := range cmds {
+		name := parent + " " + cmd.Name
+		usageErrors(cmd.Subcommands, name)
+		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usagef("%s: %v (see '%s -h')", strings.TrimPrefix(name, "git flume "), err, name)
+		}
+	}
 }
 
 // run is the program: it returns the exit code.
@@ -178,7 +196,8 @@ func run(ctx context.Context, args []string, io *streams, environ []string) int 
 		logger.SetLevel(log.DebugLevel)
 	}
 	a := &app{io: io, env: e, log: logger, repoDir: ".", runner: &git.Runner{Env: environ, OpenOnce: true}}
-	err := newApp(a).RunContext(ctx, args)
+	cliApp := newApp(a)
+	err := cliApp.RunContext(ctx, flagsFirst(cliApp.Commands, args))
 	if a.unknown {
 		return exitUsage
 	}
@@ -233,4 +252,78 @@ func repoFlag() *cli.StringFlag {
 
 func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print a versioned JSON document"}
+}
+
+// flagsFirst moves a command's flags before its arguments, so that flags
+// are taken wherever they stand, as git takes them (`git flume drop PLACE
+// --take-over`); urfave stops reading flags at the first argument. A
+// flag's value goes with it; everything after "--" stays an argument.
+// Arguments keep their order.
+func flagsFirst(cmds []*cli.Command, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	rest := args[1:]
+	var cmd *cli.Command
+	for len(rest) > 0 {
+		next := findCommand(cmds, rest[0])
+		if next == nil {
+			break
+		}
+		cmd, cmds = next, next.Subcommands
+		out, rest = append(out, rest[0]), rest[1:]
+	}
+	if cmd == nil || len(cmd.Subcommands) > 0 || cmd.SkipFlagParsing {
+		return args
+	}
+	var flags, positional []string
+	for i := 0; i < len(rest); i++ {
+		arg := rest[i]
+		switch {
+		case arg == "--":
+			positional = append(positional, rest[i:]...)
+			i = len(rest)
+		case len(arg) > 1 && arg[0] == '-':
+			flags = append(flags, arg)
+			if takesValue(cmd, arg) && i+1 < len(rest) {
+				i++
+				flags = append(flags, rest[i])
+			}
+		default:
+			positional = append(positional, arg)
+		}
+	}
+	return append(append(out, flags...), positional...)
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// takesValue reports whether flag arg (as written: -x, --name) of cmd
+// takes the next argument as its value: any flag but a boolean one, unless
+// the value is given with "=".
+func takesValue(cmd *cli.Command, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	if strings.Contains(name, "=") {
+		return false
+	}
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			if _, ok := f.(*cli.BoolFlag); ok {
+				return false
+			}
+			return true
+		}
+	}
+	return false
 }

@@ -23,6 +23,8 @@ func completeCommand(a *app) *cli.Command {
 		Hidden:    true,
 		Usage:     "print what may come next after the given words (shell completion)",
 		UsageText: "git flume complete [WORD...]",
+		// The words are a command line being typed, flags and all.
+		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
 			words := c.Args().Slice()
 			var args []string

@@ -22,9 +22,10 @@ type mcpStatusIn struct {
 
 type mcpLaunchIn struct {
 	Kind  string `json:"kind" jsonschema:"the kind: fix, change, question or one declared in .flume/config"`
-	Name  string `json:"name" jsonschema:"the place's name"`
+	Name  string `json:"name,omitempty" jsonschema:"the place's name; default: made from the brief's first words"`
 	Brief string `json:"brief" jsonschema:"the brief, stored byte for byte"`
 	Agent string `json:"agent,omitempty" jsonschema:"the agent program; default $FLUME_AGENT, else claude"`
+	Pane  string `json:"pane,omitempty" jsonschema:"where the agent runs: tmux, herdr, print or none; default $FLUME_PANE, else tmux"`
 }
 
 type mcpTellIn struct {
@@ -77,7 +78,7 @@ func mcpCommand(a *app) *cli.Command {
 			mcp.AddTool(s, &mcp.Tool{Name: "launch", Description: "git flume launch: make a place for a piece of work and start its kind's first stage"},
 				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpLaunchIn) (*mcp.CallToolResult, any, error) {
 					return a.mcpResult(func(out, errOut io.Writer) error {
-						err := a.launch(ctx, launchInput{Repo: repo, Kind: in.Kind, Name: in.Name, Brief: in.Brief, Agent: in.Agent, JSON: true}, out, errOut)
+						err := a.launch(ctx, launchInput{Repo: repo, Kind: in.Kind, Name: in.Name, Brief: in.Brief, Agent: in.Agent, Pane: in.Pane, JSON: true}, out, errOut)
 						if err == nil {
 							a.autoSync(ctx, errOut)
 						}

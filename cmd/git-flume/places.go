@@ -129,7 +129,7 @@ func launchCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "launch",
 		Usage:     "make a place for a piece of work and start its kind's first stage",
-		UsageText: "git flume launch --kind K --name N (--brief TEXT | --brief-file F) [--repo DIR] [--from REV] [--target BRANCH] [--agent PROGRAM] [--json]",
+		UsageText: "git flume launch --kind K [--name N] (--brief TEXT | --brief-file F) [--pane tmux|herdr|print|none] [--agent PROGRAM] [--repo DIR] [--from REV] [--target BRANCH] [--json]",
 		Description: "Makes <repo>/places/<kind>--<name> on a new branch <kind>/<name> from --from (default: the target's tip), " +
 			"records it under refs/flume/places/, and runs the repository's readying steps from .flume/config there. " +
 			"An existing place, path or branch is refused: flume never adopts what it did not make.",

@@ -226,11 +226,12 @@ func goOnCommand(a *app) *cli.Command {
 
 func installCommand(a *app) *cli.Command {
 	return &cli.Command{
-		Name:        "install",
-		Usage:       "install the post-commit hook that ends stages on commit",
-		UsageText:   "git flume install [--repo DIR]",
-		Description: "Honours core.hooksPath; a post-commit hook already there is kept and run first.",
-		Flags:       []cli.Flag{repoFlag()},
+		Name:      "install",
+		Usage:     "install the hooks: post-commit ends stages on commit, post-merge notices landings and tidies",
+		UsageText: "git flume install [--repo DIR]",
+		Description: "Honours core.hooksPath. A post-commit or post-merge hook already there is kept and still runs, after " +
+			"flume's, which only starts its work in the background and never fails the commit or merge.",
+		Flags: []cli.Flag{repoFlag()},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err

@@ -127,3 +127,34 @@ func Alive(pid int) bool {
 	}
 	return true
 }
+
+// LookPath finds program as a process given environ would: a name with a
+// slash is taken as it is, any other is searched in environ's PATH. It
+// returns the file, or an error wrapping ErrNotFound.
+func LookPath(program string, environ []string) (string, error) {
+	executable := func(path string) bool {
+		info, err := os.Stat(path)
+		return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
+	}
+	if strings.Contains(program, "/") {
+		if executable(program) {
+			return program, nil
+		}
+		return "", fmt.Errorf("%s: %w", program, ErrNotFound)
+	}
+	path := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		if f := dir + "/" + program; executable(f) {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", program, ErrNotFound)
+}
