@@ -137,6 +137,9 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if env.Engine.Budget > 0 {
 		st.BudgetMs = env.Engine.Budget.Milliseconds()
 	}
+	// A7: the stuck limit as the run starts: the engine's knob
+	// (FLUME_STUCK_AFTER) over flume.stuckAfter over the default.
+	st.StuckAfterMs = cmp.Or(env.Engine.StuckAfter, cfg.StuckAfter, env.Engine.stuckAfter()).Milliseconds()
 	// W3: a work tree dirty as the stage starts is kept, so rollback can
 	// bring back exactly this.
 	if st.Start, err = takeSnapshot(ctx, repo, p, st, "start"); err != nil {

@@ -55,6 +55,9 @@ type Config struct {
 	// Budget is flume.budget: each stage's time budget unless its
 	// declaration names one (W1).
 	Budget time.Duration
+	// StuckAfter is flume.stuckAfter: how long a stage may be quiet
+	// before it is reported stuck (A7); 0 is the default, 30m.
+	StuckAfter time.Duration
 	// Prices are [price "MODEL"] sections: what a model's tokens cost,
 	// for transcripts that record tokens but no cost (W6).
 	Prices map[string]Price
@@ -178,6 +181,13 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 		case section == "flume" && name == "budget":
 			if c.Budget, err = time.ParseDuration(e.Value); err != nil {
 				err = fmt.Errorf("flume.budget: %w", err)
+			}
+		case section == "flume" && name == "stuckafter":
+			if c.StuckAfter, err = time.ParseDuration(e.Value); err == nil && c.StuckAfter <= 0 {
+				err = fmt.Errorf("want a positive duration, got %q", e.Value)
+			}
+			if err != nil {
+				err = fmt.Errorf("flume.stuckAfter: %w", err)
 			}
 		case section == "agent" && sub != "":
 			err = c.applyAgent(sub, name, e.Value)

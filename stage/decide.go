@@ -177,7 +177,11 @@ func decide(p *Place, seen stepSeen, t timers) move {
 		if !seen.Transcript {
 			return move{}
 		}
-		mv := decideWorking(st, seen.Working, t.Remind, t.Stuck)
+		stuck := t.Stuck
+		if st.StuckAfterMs > 0 {
+			stuck = time.Duration(st.StuckAfterMs) * time.Millisecond
+		}
+		mv := decideWorking(st, seen.Working, t.Remind, stuck)
 		if mv.Tell != "" && seen.Busy {
 			return move{} // a later step types it
 		}

@@ -121,6 +121,10 @@ type StageRecord struct {
 	// message sent at 75% of it.
 	BudgetMs int64 `json:"budgetMs,omitempty"`
 	Told     bool  `json:"told,omitempty"`
+	// StuckAfterMs is how long this run may be quiet before it is stuck
+	// (A7): flume.stuckAfter as the run started; 0 in records made before
+	// it was kept, which use the engine's default.
+	StuckAfterMs int64 `json:"stuckAfterMs,omitempty"`
 	// Start is the snapshot of a work tree that was dirty when the stage
 	// started (W3); rollback restores it over Base.
 	Start *Snapshot `json:"start,omitempty"`

@@ -3,44 +3,24 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/stage"
 )
 
-// settings are the repository's flume.* git config keys that the command
-// layer needs. They are read once per command, in one git process, from
-// the repository the command's --repo names.
+// settings are the repository's flume.* keys (stage.Settings), read once
+// per command from the repository its --repo names, and why they could
+// not be read.
 type settings struct {
-	host     string // flume.host
-	remote   string // flume.remote
-	autoSync bool   // flume.autoSync (R7)
-	err      error  // why the configuration could not be read
+	stage.Settings
+	err error
 }
 
 // settings reads the repository's flume.* keys on first use.
 func (a *app) settings(ctx context.Context) settings {
 	a.settingsOnce.Do(func() {
-		dir, err := filepath.Abs(a.repoDir)
-		if err != nil {
-			a.set.err = err
-			return
-		}
-		entries, err := a.runner.ConfigIn(ctx, dir)
-		if err != nil {
-			a.set.err = err
-			return
-		}
-		for _, e := range entries {
-			switch e.Key {
-			case "flume.host":
-				a.set.host = e.Value
-			case "flume.remote":
-				a.set.remote = e.Value
-			case "flume.autosync":
-				a.set.autoSync = e.Value == "true" || e.Value == "yes" || e.Value == "on" || e.Value == "1"
-			}
-		}
+		a.set.Settings, a.set.err = stage.ReadSettings(ctx, a.runner, a.repoDir)
 	})
 	return a.set
 }
@@ -51,7 +31,7 @@ func (a *app) host() string {
 	if h := a.env.vars["FLUME_HOST"]; h != "" {
 		return h
 	}
-	if h := a.settings(context.Background()).host; h != "" {
+	if h := a.settings(context.Background()).Host; h != "" {
 		return h
 	}
 	if h, err := os.Hostname(); err == nil && h != "" {
@@ -70,8 +50,8 @@ func (a *app) remote(ctx context.Context, named string) (string, error) {
 	if set.err != nil {
 		return "", set.err
 	}
-	if set.remote != "" {
-		return set.remote, nil
+	if set.Remote != "" {
+		return set.Remote, nil
 	}
 	return "origin", nil
 }

@@ -102,7 +102,7 @@ func (a *app) withAutoSync(cmd *cli.Command) *cli.Command {
 // state, when flume.autoSync is set (R7); a failure is told to errOut and
 // the local change stands.
 func (a *app) autoSync(ctx context.Context, errOut io.Writer) {
-	if !a.settings(ctx).autoSync {
+	if !a.settings(ctx).AutoSync {
 		return
 	}
 	store, err := a.store(ctx, a.repoDir)
