@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,3 +174,36 @@ type PaneHost interface {
 }
 
 var _ PaneHost = (*Tmux)(nil)
+
+// Terminal is a person's terminal: what attaching to a pane reads and
+// writes, and the environment the pane host's client runs with.
+type Terminal struct {
+	In       io.Reader
+	Out, Err io.Writer
+	Env      []string
+}
+
+// Attacher is a pane host a person can attach a terminal to, to see an
+// agent and answer it in its own pane.
+type Attacher interface {
+	Attach(ctx context.Context, name string, term Terminal) error
+}
+
+var _ Attacher = (*Tmux)(nil)
+
+// Attach attaches term to the pane's session until the person detaches
+// (C-b d). Flume's panes are on flume's own server, so a terminal already
+// inside tmux attaches to that server too, without nesting checks.
+func (t *Tmux) Attach(ctx context.Context, name string, term Terminal) error {
+	c := t.cmd("", "attach-session", "-t", "="+name)
+	c.Stdin, c.Stdout, c.Stderr = term.In, term.Out, term.Err
+	for _, kv := range term.Env {
+		if !strings.HasPrefix(kv, "TMUX=") {
+			c.Env = append(c.Env, kv)
+		}
+	}
+	if err := proc.Run(ctx, c); err != nil {
+		return fmt.Errorf("tmux attach-session -t %s: %w", name, err)
+	}
+	return nil
+}

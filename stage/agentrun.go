@@ -5,6 +5,7 @@
 package stage
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha1"
@@ -81,7 +82,7 @@ func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun
 	case r.Busy:
 		return false, nil // slow is not failed
 	case r.Blocked != "":
-		st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+r.Blocked
+		block(st, BlockDialog, dialogReason(r.Blocked))
 		return write("blocked: " + r.Blocked)
 	case r.GaveUp:
 		st.State, st.Reason = StateNeverStarted, fmt.Sprintf("the prompt was sent %d times and never showed in the transcript", a.Sends)
@@ -117,7 +118,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return err == nil, err
 	}
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil && p.PlaceKind != "fix" {
-		st.State, st.Reason = StateBlocked, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit)
+		block(st, BlockReady, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit))
 		return write("blocked: place not ready")
 	}
 	head, err := repo.ResolveRef(ctx, p.branchRef())
@@ -131,7 +132,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	a := run.agent
 	now := a.Started
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, st.Runs+1, a
-	st.Need, st.Reason, st.Delivered, st.At = "", "", "", ""
+	st.Need, st.Reason, st.Delivered, st.At, st.Block = "", "", "", "", ""
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
 	st.Role = cfg.Stages[st.Name].Role
 	if env.Engine.Budget > 0 {
@@ -241,12 +242,27 @@ func beginRun(ctx context.Context, env *Env, p *Place, st *StageRecord, r *stage
 		vars.AllowedTools = r.role.Tools
 	}
 	start := agent.Start{Program: r.prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
-		Flume: agentVars(p, st.Name, a.Session), Print: env.Engine.Print}
-	var panes agent.PaneHost
+		Flume: agentVars(p, st.Name, a.Session)}
 	if a.Pane != "print" {
-		panes = env.Engine.panes(a)
+		return agent.Begin(ctx, env.Engine.panes(a), start)
 	}
-	return agent.Begin(ctx, panes, start)
+	// A2, L3: the operator starts a printed run. A later stage starts from
+	// a watcher, whose output nobody sees, so the command also goes to the
+	// place's log, where status points (next).
+	var line bytes.Buffer
+	start.Print = &line
+	if err := agent.Begin(ctx, nil, start); err != nil {
+		return err
+	}
+	if env.Engine.Print != nil {
+		env.Engine.Print.Write(line.Bytes())
+	}
+	// The run's prompt file is in the place's log folder.
+	if log, err := os.OpenFile(filepath.Join(filepath.Dir(a.PromptFile), "place.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		fmt.Fprintf(log, "%s/%d start the agent yourself: %s", st.Name, st.Runs, line.Bytes())
+		log.Close()
+	}
+	return nil
 }
 
 // agentVars are flume's variables of a stage agent (A1): agent.Begin adds

@@ -164,6 +164,13 @@ func Stop(ctx context.Context, env *Env, o PlaceOptions) error {
 			return err
 		}
 		st := &p.Stages[p.Current]
+		// A5: a stopped stage is blocked, not working, until retry.
+		stopped := func() {
+			endStage(st, StateBlocked, "its agent was stopped; git flume retry starts the stage again", env.clock())
+			if st.State == StateBlocked {
+				st.Block = BlockStopped
+			}
+		}
 		switch a := st.Agent; {
 		case !ended:
 			if _, _, err := currentAgent(ctx, env, p); err != nil {
@@ -178,10 +185,15 @@ func Stop(ctx context.Context, env *Env, o PlaceOptions) error {
 				return err
 			}
 			ended = true
+			stopped()
 		case a == nil || a.Ended:
-			return nil
+			if st.State == StateBlocked && st.Block == BlockStopped {
+				return nil
+			}
+			stopped() // the watcher recorded the end first
 		default:
 			a.Ended = true
+			stopped()
 		}
 		_, err = savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: agent stopped", st.Name, id))
 		return err
@@ -211,6 +223,11 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, verb string, check f
 	if err != nil {
 		return nil, err
 	}
+	// What happened since the last step is recorded first: a blocked
+	// stage whose deliverable arrived is delivered, never started anew
+	// over its own work. A place the engine may not move is refused by
+	// the gate below.
+	Advance(ctx, env, repoDir, id)
 	// The place's watcher moves the record too (most of all while the
 	// agent it watches is being ended): a lost race is read again and
 	// decided again, never reported as the caller's failure. Ending an
@@ -305,4 +322,31 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// Attach attaches a person's terminal to the pane of the place's current
+// agent, to see it and answer it there (a dialog flume never types into,
+// X3). Refused when no agent of the place runs, when it runs in the
+// operator's own terminal, or when its pane host has no terminal to give.
+func Attach(ctx context.Context, env *Env, o PlaceOptions, term agent.Terminal) error {
+	_, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return err
+	}
+	_, p, err := readPlace(ctx, store, o.Place)
+	if err != nil {
+		return err
+	}
+	if err := checkHome(ctx, env, store.Repo(), p); err != nil {
+		return err
+	}
+	_, a, err := currentAgent(ctx, env, p)
+	if err != nil {
+		return err
+	}
+	at, ok := env.Engine.panes(a).(agent.Attacher)
+	if !ok {
+		return &RefusedError{Place: o.Place, Reason: fmt.Sprintf("its agent runs in %s pane %s: open it there", agentPaneHost(a), a.Pane)}
+	}
+	return at.Attach(ctx, a.Pane, term)
 }

@@ -7,6 +7,7 @@ package stage
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
@@ -21,7 +22,9 @@ type workingSeen struct {
 	ErrorText string
 	// LengthRetried: the length recovery prompt shows in the transcript.
 	LengthRetried bool
-	Quiet         time.Duration // since the transcript last changed
+	// Reminded: the reminder shows in the transcript.
+	Reminded bool
+	Quiet    time.Duration // since the transcript last changed
 }
 
 // move is what the engine does next: nothing (all empty), a record write
@@ -67,19 +70,23 @@ func decideWorking(st *StageRecord, seen workingSeen, remindAfter, stuckAfter ti
 	// A8: checkpoint recovery, one follow-up of each kind at most.
 	switch seen.Turn {
 	case agent.TurnError:
-		st.State, st.Reason = StateBlocked, "the agent's turn ended with an error: "+seen.ErrorText
+		block(st, BlockError, "the agent's turn ended with an error: "+seen.ErrorText)
 		return move{Write: "blocked: " + st.Reason}
 	case agent.TurnLength:
 		if !st.LengthPrompted {
 			return move{Tell: LengthMessage, Sent: &st.LengthPrompted, Write: "reply cut for length: sent the one recovery prompt"}
 		}
 		if seen.LengthRetried {
-			st.State, st.Reason = StateBlocked, "its reply was cut for length again after the recovery prompt"
+			block(st, BlockLength, "its reply was cut for length again after the recovery prompt")
 			return move{Write: "blocked: " + st.Reason}
 		}
 	case agent.TurnDone:
-		if !st.Reminded && seen.Quiet >= remindAfter {
+		switch {
+		case !st.Reminded && seen.Quiet >= remindAfter:
 			return move{Tell: reminder(st), Sent: &st.Reminded, Write: "turn ended with neither the deliverable nor NEEDS:; sent the one reminder"}
+		case st.Reminded && seen.Reminded && seen.Quiet >= remindAfter:
+			block(st, BlockReminded, "its turn ended again with neither the deliverable nor NEEDS: after the one reminder")
+			return move{Write: "blocked: " + st.Reason}
 		}
 	}
 	switch {
@@ -157,6 +164,12 @@ func decide(p *Place, seen stepSeen, t timers) move {
 		st.State, st.Reason = StateWorking, ""
 		return move{Write: "prompt confirmed in the transcript"}
 	}
+	// A dialog answered by hand: the screen is no longer a dialog and the
+	// prompt shows in the transcript.
+	if running && blockedBy(st) == BlockDialog && seen.Confirmed && seen.Screen != nil && !seen.Screen.Dialog {
+		st.State, st.Block, st.Reason = StateWorking, "", ""
+		return move{Write: "the dialog was answered: prompt confirmed in the transcript"}
+	}
 	if seen.Done {
 		return decideDelivered(p, seen, t)
 	}
@@ -171,6 +184,8 @@ func decide(p *Place, seen stepSeen, t timers) move {
 		return mv
 	}
 	switch {
+	case st.State == StateBlocked:
+		return decideBlocked(st, seen)
 	case starting(st.State):
 		return decideStarting(st, seen, t)
 	case st.State == StateWorking || st.State == StateStuck || st.State == StateWaiting:
@@ -238,7 +253,7 @@ func decideBudget(st *StageRecord, seen stepSeen) (mv move, ok bool) {
 		st.ReportMissing = st.Report == nil
 		st.State, st.Reason, st.Ended = StateCut, fmt.Sprintf("its budget of %s was used up", budget), &seen.Now
 		return move{End: snapshotCut, Stage: st, Write: "cut: " + st.Reason}, true
-	case used >= budget*3/4 && !st.Told && !starting(st.State) && !seen.Busy:
+	case used >= budget*3/4 && !st.Told && !starting(st.State) && st.State != StateBlocked && !seen.Busy:
 		return move{Tell: BudgetMessage, Sent: &st.Told, Write: "three quarters of the budget used: told the agent to finish"}, true
 	}
 	return move{}, false
@@ -253,7 +268,7 @@ func decideStarting(st *StageRecord, seen stepSeen, t timers) move {
 	a := st.Agent
 	if seen.Now.Sub(a.SentAt) < t.Window {
 		if seen.Screen != nil && seen.Screen.Dialog {
-			st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+seen.Screen.Words
+			block(st, BlockDialog, dialogReason(seen.Screen.Words))
 			return move{Write: "blocked: " + seen.Screen.Words}
 		}
 		return move{}
@@ -267,4 +282,30 @@ func decideStarting(st *StageRecord, seen stepSeen, t timers) move {
 		return move{}
 	}
 	return move{Resend: true}
+}
+
+// blockedBy is what blocked st, "" when it is not blocked.
+func blockedBy(st *StageRecord) string {
+	if st.State != StateBlocked {
+		return ""
+	}
+	if st.Block == "" && strings.HasPrefix(st.Reason, dialogReason("")) {
+		return BlockDialog // a record made before blocks were kept
+	}
+	return st.Block
+}
+
+// decideBlocked decides a blocked stage whose agent still runs, once its
+// dialog (decide) and its deliverable, judged from the stage's own base,
+// were decided: after an error, a length cut or a failed reminder, a turn
+// running again (someone answered in the pane) works again.
+func decideBlocked(st *StageRecord, seen stepSeen) move {
+	switch blockedBy(st) {
+	case BlockError, BlockLength, BlockReminded:
+		if seen.Transcript && seen.Working.Turn == agent.TurnRunning {
+			st.State, st.Block, st.Reason = StateWorking, "", ""
+			return move{Write: "the agent works again"}
+		}
+	}
+	return move{}
 }

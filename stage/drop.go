@@ -6,6 +6,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/refs"
@@ -44,13 +45,39 @@ func Drop(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 		}
 		at := env.now()
 		p.Dropped = &at
-		_, err = savePlace(ctx, store, rec, &p, "drop "+id, cs.Verify(id))
+		msg := "drop " + id
+		// X5: a dropped place's agent is ended now, verified gone; one
+		// the operator started (print) is theirs to end, and tidy keeps
+		// the place until it is gone.
+		if a := p.Stages[p.Current].Agent; a != nil && !a.Ended && endPlaceAgent(ctx, env, &p) == "" {
+			endStage(&p.Stages[p.Current], StateCut, DroppedReason, env.clock())
+			msg += "; its agent ended and verified gone"
+		}
+		_, err = savePlace(ctx, store, rec, &p, msg, cs.Verify(id))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// DroppedReason is the reason of a stage whose agent drop ended.
+const DroppedReason = "the place was dropped; its agent was ended"
+
+// endStage records that st, still under way, ended without its
+// deliverable at now, as state (cut when its place's work is over, blocked
+// when an operator stopped it), for reason: its clock stops and status
+// no longer shows it running. A stage that is not under way (pending,
+// delivered, landed, cut, never-started) keeps its state.
+func endStage(st *StageRecord, state, reason string, now time.Time) {
+	if !active(st.State) && st.State != StateBlocked {
+		return
+	}
+	st.State, st.Reason, st.Ended, st.Need = state, reason, &now, ""
+	if state != StateBlocked {
+		st.Block = ""
+	}
 }
 
 // endPlaceAgent ends the current stage's agent of a place whose work is
@@ -89,6 +116,7 @@ func markAgentEnded(ctx context.Context, store *refs.Store, id string) (*refs.Re
 			return "", refs.ErrNoChange
 		}
 		a.Ended = true
+		endStage(&p.Stages[p.Current], StateCut, "the place was tidied; its agent was ended", time.Now().UTC())
 		return fmt.Sprintf("tidy %s: its agent ended and verified gone", id), nil
 	})
 }

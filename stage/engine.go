@@ -28,6 +28,28 @@ const (
 	StateLanded       = "landed"
 )
 
+// What blocks a stage (StageRecord.Block).
+const (
+	BlockDialog   = "dialog"   // a screen that is not the agent's ready composer (X3)
+	BlockError    = "error"    // a turn that ended with an error (A8)
+	BlockLength   = "length"   // a reply cut for length again after the recovery prompt (A8)
+	BlockReminded = "reminded" // a turn that ended again with neither deliverable nor need after the reminder (A8)
+	BlockReady    = "ready"    // readying failed (L2)
+	BlockRollback = "rollback" // rolled back: waits for retry (W5)
+	BlockStopped  = "stopped"  // its agent was stopped (A5): waits for retry
+)
+
+// block marks st blocked by kind, with the reason status shows.
+func block(st *StageRecord, kind, reason string) {
+	st.State, st.Block, st.Reason = StateBlocked, kind, reason
+}
+
+// dialogReason is a blocked stage's reason for a screen that is not the
+// agent's ready composer, with the screen's words.
+func dialogReason(words string) string {
+	return "the screen is not the agent's ready composer: " + words
+}
+
 // LengthMessage is the one recovery prompt after a reply cut for length
 // (A8).
 const LengthMessage = "Your last reply was cut off for length. Continue from where it stopped, in shorter steps; commit what is done."
@@ -118,6 +140,19 @@ func active(state string) bool {
 	return false
 }
 
+// observed reports a stage the engine watches: an active one, or one
+// blocked after its run started, until the evidence that blocked it is gone
+// or its deliverable shows up (a dialog answered by hand, then a commit).
+// A stage rolled back waits for retry (W5); one whose place was not ready
+// never started.
+func observed(st *StageRecord) bool {
+	if active(st.State) {
+		return true
+	}
+	return st.State == StateBlocked && st.Base != "" && st.Started != nil &&
+		st.Block != BlockRollback && st.Block != BlockReady
+}
+
 // Confirm advances a place whose stage just started until its prompt is
 // confirmed or the stage resolves otherwise (working, blocked,
 // never-started, …): at most a window and a half after the second send.
@@ -197,7 +232,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		}
 		return startStage(ctx, env, repo, store, rec, p)
 	}
-	if !active(st.State) {
+	if !observed(st) {
 		return false, nil
 	}
 	seen, prompt, err := observe(ctx, env, repo, p, st)
@@ -252,7 +287,8 @@ func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageR
 			}
 			seen.Transcript, seen.Confirmed, seen.LastAssistant = true, tr.Received(string(prompt)), tr.LastAssistant
 			seen.Working = workingSeen{Need: tr.Need(), Turn: tr.Turn, ErrorText: tr.ErrorText,
-				LengthRetried: st.LengthPrompted && tr.Received(LengthMessage), Quiet: seen.Now.Sub(modTime(a.Transcript))}
+				LengthRetried: st.LengthPrompted && tr.Received(LengthMessage), Reminded: st.Reminded && tr.Received(reminder(st)),
+				Quiet: seen.Now.Sub(modTime(a.Transcript))}
 		}
 	}
 	head, err := repo.ResolveRef(ctx, p.branchRef())
@@ -263,10 +299,11 @@ func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageR
 	if seen.Done, seen.What, seen.Tasks, err = deliverable(ctx, repo, p, st, head); err != nil {
 		return seen, "", err
 	}
-	if running && (starting(st.State) || seen.Done && seen.Working.Turn == agent.TurnRunning) {
+	watchScreen := starting(st.State) || st.State == StateBlocked
+	if running && (watchScreen || seen.Done && seen.Working.Turn == agent.TurnRunning) {
 		seen.Up = env.Engine.up(ctx, a)
 	}
-	if seen.Up && starting(st.State) {
+	if seen.Up && watchScreen {
 		if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
 			screen := agent.ReadScreen(a.Format, text)
 			seen.Screen = &screen
@@ -292,7 +329,7 @@ func apply(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 		case err != nil:
 			return false, false, err
 		case blocked != "":
-			st.State, st.Reason = StateBlocked, "the screen is not the agent's ready composer: "+blocked
+			block(st, BlockDialog, dialogReason(blocked))
 			moved, err = write("blocked: " + blocked)
 			return moved, false, err
 		case !ok:

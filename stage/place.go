@@ -121,6 +121,10 @@ type StageRecord struct {
 	// message sent at 75% of it.
 	BudgetMs int64 `json:"budgetMs,omitempty"`
 	Told     bool  `json:"told,omitempty"`
+	// Block is what blocked the stage (BlockDialog, BlockError, …), so
+	// the engine knows when that evidence is gone; "" in records made
+	// before it was kept.
+	Block string `json:"block,omitempty"`
 	// StuckAfterMs is how long this run may be quiet before it is stuck
 	// (A7): flume.stuckAfter as the run started; 0 in records made before
 	// it was kept, which use the engine's default.

@@ -101,6 +101,9 @@ type StageStatus struct {
 	// transcript on this host (W6); Cost is null when unknown, as in cost.
 	Tokens int      `json:"tokens"`
 	Cost   *float64 `json:"cost"`
+	// Next is the command that moves a stage on that waits for someone
+	// (waiting, stuck, blocked, never-started, cut, unknown), "" otherwise.
+	Next string `json:"next"`
 }
 
 // ReadyStatus is the last readying's outcome; ok with no step when nothing
@@ -282,6 +285,9 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	ps.Watcher = p.Watcher
 	ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
 	ps.Agent = agentStatus(ctx, env, &p)
+	if p.Host == env.Host && p.Phase == PhaseMade {
+		ps.Stage.Next = nextStep(&p, ps.Agent)
+	}
 	switch {
 	case p.Host != env.Host:
 		ps.Worktree, ps.Foreign = "elsewhere", true
@@ -391,4 +397,39 @@ type usageCache struct {
 	Size    int64       `json:"size"`
 	ModTime int64       `json:"modTime"`
 	Usage   agent.Usage `json:"usage"`
+}
+
+// nextStep is the command that moves p's current stage on when it waits
+// for someone, given its agent as status shows it; "" when the stage moves
+// on by itself or has ended.
+func nextStep(p *Place, a *AgentStatus) string {
+	st := p.Stages[p.Current]
+	up := a != nil && a.State == "up"
+	retry := "git flume retry " + p.ID
+	if up {
+		retry = "git flume retry --force " + p.ID
+	}
+	switch st.State {
+	case StateWaiting:
+		return fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
+	case StateStuck:
+		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
+	case StateBlocked:
+		switch {
+		case blockedBy(&st) == BlockDialog && up:
+			return fmt.Sprintf("git flume attach %s and answer it there (the stage goes on by itself), or %s", p.ID, retry)
+		case blockedBy(&st) == BlockReady:
+			return fmt.Sprintf("fix the readying step, then %s", retry)
+		case up:
+			return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
+		}
+		return retry
+	case StateNeverStarted, StateCut:
+		return retry
+	case StateUnknown:
+		if a != nil && a.State == "operator" {
+			return "run the command git flume log " + p.ID + " shows"
+		}
+	}
+	return ""
 }

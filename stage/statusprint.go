@@ -60,8 +60,11 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
 			notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
 		}
-		if p.Stage.ReportMissing || p.Previous != nil && p.Previous.ReportMissing {
+		if p.Stage.ReportMissing {
 			notes = append(notes, "report-missing")
+		}
+		if p.Previous != nil && p.Previous.ReportMissing {
+			notes = append(notes, p.Previous.Name+": report-missing")
 		}
 		for _, sn := range p.Stage.Snapshots {
 			notes = append(notes, "snapshot "+sn.Ref)
@@ -74,6 +77,9 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		}
 		if p.Agent != nil && p.Agent.State != "up" {
 			notes = append(notes, "agent "+p.Agent.State)
+		}
+		if p.Stage.Next != "" {
+			notes = append(notes, "next: "+p.Stage.Next)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Place, p.Branch, stage, p.Stage.State, ready, claim, strings.Join(notes, "; "))
 	}

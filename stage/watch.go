@@ -18,7 +18,7 @@ func watchable(ctx context.Context, env *Env, p *Place) bool {
 	if st.State == StagePending && p.Current > 0 {
 		return true // the stage after a delivery waits for its agent
 	}
-	if !active(st.State) || st.Agent == nil || st.Agent.Ended {
+	if !observed(&st) || st.Agent == nil || st.Agent.Ended {
 		return false
 	}
 	if st.Agent.Pane == "print" {

@@ -137,6 +137,7 @@ func newApp(a *app) *cli.App {
 			a.withAutoSync(useCommand(a)),
 			a.withAutoSync(releaseCommand(a)),
 			a.withAutoSync(tellCommand(a)),
+			attachCommand(a),
 			a.withAutoSync(stopCommand(a)),
 			a.withAutoSync(retryCommand(a)),
 			a.withAutoSync(goOnCommand(a)),

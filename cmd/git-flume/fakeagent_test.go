@@ -41,7 +41,9 @@ import (
 //
 // A prompt with no line gets "say ok". A plan starting with "dialog" shows
 // a trust dialog instead of the composer and records anything typed into
-// ~/typed-into-dialog.
+// ~/typed-into-dialog. A plan starting with "trust" shows the same dialog
+// until a person answers it (one line, Enter), then goes on with the rest
+// of the plan and its first prompt, as Claude Code does.
 func fakeClaude() {
 	args := os.Args[1:]
 	var session, first string
@@ -75,9 +77,15 @@ func fakeClaude() {
 	}
 	home := os.Getenv("HOME")
 	cwd, _ := os.Getwd()
-	if len(plan) > 0 && plan[0] == "dialog" {
+	rd := bufio.NewReader(os.Stdin)
+	if len(plan) > 0 && (plan[0] == "dialog" || plan[0] == "trust") {
 		fmt.Print("Quick safety check: Is this a project you created or one you trust?\n\n❯ 1. Yes, I trust this folder\n  2. No, exit\n")
-		logTyped(home)
+		if plan[0] == "dialog" {
+			logTyped(home)
+		}
+		rd.ReadString('\n')
+		fmt.Print("\x1b[2J\x1b[H") // the dialog gives way to the composer
+		plan = plan[1:]
 	}
 	slug := regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-")
 	dir := filepath.Join(home, ".claude", "projects", slug)
@@ -190,7 +198,6 @@ func fakeClaude() {
 	if first != "" {
 		handle(first)
 	}
-	rd := bufio.NewReader(os.Stdin)
 	var pasted []string
 	pasting := false
 	for {

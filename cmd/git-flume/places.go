@@ -219,6 +219,13 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 				fmt.Fprintf(out, ": %s", st.Reason)
 			}
 			fmt.Fprintln(out)
+			// A stage that waits for someone says what moves it on.
+			switch st.State {
+			case stage.StateBlocked, stage.StateNeverStarted, stage.StateWaiting, stage.StateUnknown:
+				if s, err := stage.ReadStatus(ctx, a.stageEnv(), stage.StatusOptions{Repo: in.Repo, Place: p.ID}); err == nil && s.Places[0].Stage.Next != "" {
+					fmt.Fprintf(out, "next: %s\n", s.Places[0].Stage.Next)
+				}
+			}
 		}
 	}
 	if r := p.Ready; err == nil && r != nil && !r.OK {
@@ -368,20 +375,31 @@ func releaseCommand(a *app) *cli.Command {
 
 func dropCommand(a *app) *cli.Command {
 	return &cli.Command{
-		Name:        "drop",
-		Usage:       "mark a launch dropped: its work is over without landing",
-		UsageText:   "git flume drop [--take-over] [--session ID] [--repo DIR] PLACE",
-		Description: "The next tidy removes the worktree and keeps a branch that holds unlanded commits.",
-		Flags:       gateFlags(),
+		Name:      "drop",
+		Usage:     "mark a launch dropped: its work is over without landing",
+		UsageText: "git flume drop [--take-over] [--session ID] [--repo DIR] PLACE",
+		Description: "Its running agent is ended and verified gone (one started by the operator from a printed command is " +
+			"theirs to end). The next tidy removes the worktree and keeps a branch that holds unlanded commits.",
+		Flags: gateFlags(),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
 				return err
 			}
-			if _, err := stage.Drop(c.Context, a.stageEnv(), a.placeOptions(c, id)); err != nil {
+			p, err := stage.Drop(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.io.Out, "%s dropped; `git flume tidy` removes it\n", id)
+			agentNote := ""
+			if a := p.Stages[p.Current].Agent; a != nil {
+				switch {
+				case !a.Ended:
+					agentNote = "; its agent, started by the operator, still runs: end it before tidy"
+				case p.Stages[p.Current].Reason == stage.DroppedReason:
+					agentNote = "; its agent was ended"
+				}
+			}
+			fmt.Fprintf(a.io.Out, "%s dropped%s; `git flume tidy` removes it\n", id, agentNote)
 			return nil
 		},
 	}

@@ -188,6 +188,25 @@ func stopCommand(a *app) *cli.Command {
 	}
 }
 
+func attachCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "attach",
+		Usage:     "attach this terminal to the pane of the place's agent, to see it and answer it there (detach: C-b d)",
+		UsageText: "git flume attach [--repo DIR] PLACE",
+		Description: "For an agent in tmux. A dialog flume will not type into (trust, permission, login) is answered here; " +
+			"the stage goes on by itself once the prompt shows in the agent's transcript.",
+		Flags: []cli.Flag{repoFlag()},
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			term := agent.Terminal{In: a.io.In, Out: a.io.Out, Err: a.io.Err, Env: a.env.list}
+			return stage.Attach(c.Context, a.stageEnv(), a.placeOptions(c, id), term)
+		},
+	}
+}
+
 func restartCommand(a *app, name, usage string, run func(context.Context, *stage.Env, stage.PlaceOptions) (*stage.Place, error)) *cli.Command {
 	return &cli.Command{
 		Name:      name,
