@@ -125,7 +125,9 @@ func (s *Store) moveTracking(ctx context.Context, remote string, base, want map[
 				next[r] = want[r]
 			}
 		}
-		if maps.Equal(next, cur.ids) && len(cur.legacy) == 0 {
+		// A first sync writes the list even when it is empty: it is
+		// also the mark that this clone chose to share with remote.
+		if maps.Equal(next, cur.ids) && len(cur.legacy) == 0 && cur.commit != "" {
 			return nil
 		}
 		commit, err := s.writeTracked(ctx, remote, next)
@@ -142,6 +144,17 @@ func (s *Store) moveTracking(ctx context.Context, remote string, base, want map[
 		// A list moved by another sync is a *ConflictError: read again.
 		return s.update(ctx, "", updates)
 	})
+}
+
+// Synced reports whether this clone has synced with remote before (it
+// keeps a tracking list of it, or the per-record refs of an older clone):
+// a remote records were shared with by choice.
+func (s *Store) Synced(ctx context.Context, remote string) (bool, error) {
+	t, err := s.readTracking(ctx, remote)
+	if err != nil {
+		return false, err
+	}
+	return t.commit != "" || len(t.legacy) > 0, nil
 }
 
 func (s *Store) writeTracked(ctx context.Context, remote string, ids map[string]string) (string, error) {

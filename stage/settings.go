@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -40,4 +41,41 @@ func ReadSettings(ctx context.Context, runner *git.Runner, dir string) (Settings
 		}
 	}
 	return s, nil
+}
+
+// RemoteUnchosenError is a sync, or a shared claim, that names no remote
+// in a clone that never chose one (R7): sharing records is the user's
+// choice, made once by naming the remote or setting flume.remote.
+type RemoteUnchosenError struct {
+	Default string // the remote it would have used
+}
+
+func (e *RemoteUnchosenError) Error() string {
+	return fmt.Sprintf("no remote chosen to share records with: this clone never synced with %s; name it once "+
+		"(git flume sync %s) or set flume.remote. Sync shares this host's records under refs/flume/ (briefs, place paths, "+
+		"branch and host names, claims, workspace requests), never branches", e.Default, e.Default)
+}
+
+// SyncRemote is the remote records are shared with (R7): the one named,
+// else flume.remote, else origin once this clone has synced with it
+// before. The first sync with a remote is never a default.
+func SyncRemote(ctx context.Context, env *Env, repoDir, named string, set Settings) (string, error) {
+	switch {
+	case named != "":
+		return named, nil
+	case set.Remote != "":
+		return set.Remote, nil
+	}
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return "", err
+	}
+	synced, err := store.Synced(ctx, "origin")
+	if err != nil {
+		return "", err
+	}
+	if !synced {
+		return "", &RemoteUnchosenError{Default: "origin"}
+	}
+	return "origin", nil
 }

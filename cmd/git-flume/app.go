@@ -226,9 +226,10 @@ func exitCode(w io.Writer, err error) int {
 		refused  *stage.RefusedError
 		wsBad    *promote.InvalidError
 		wsRefuse *promote.RefusedError
+		unchosen *stage.RemoteUnchosenError
 	)
 	switch {
-	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind), errors.As(err, &wsBad):
+	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind), errors.As(err, &wsBad), errors.As(err, &unchosen):
 		return exitUsage
 	case errors.As(err, &exists), errors.As(err, &claimed), errors.As(err, &refused), errors.As(err, &wsRefuse):
 		return exitRefused

@@ -41,7 +41,7 @@ func (a *app) host() string {
 }
 
 // remote is the remote sync talks to: the one named, else flume.remote,
-// else origin.
+// else origin once this clone synced with it (stage.SyncRemote).
 func (a *app) remote(ctx context.Context, named string) (string, error) {
 	if named != "" {
 		return named, nil
@@ -50,10 +50,7 @@ func (a *app) remote(ctx context.Context, named string) (string, error) {
 	if set.err != nil {
 		return "", set.err
 	}
-	if set.Remote != "" {
-		return set.Remote, nil
-	}
-	return "origin", nil
+	return stage.SyncRemote(ctx, a.stageEnv(), a.repoDir, "", set.Settings)
 }
 
 // noteRepo makes every command that takes --repo record it before its

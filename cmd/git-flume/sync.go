@@ -20,7 +20,8 @@ func syncCommand(a *app) *cli.Command {
 			"untrusted input: an invalid one, or one naming this host, is never taken. Takes other hosts' valid records " +
 			"only forward (tracked in refs/flume-tracked/<remote>), and pushes this host's own records atomically, each leased on what the remote had; a push " +
 			"refused because another host pushed first is fetched and decided again. Branches are never touched. " +
-			"REMOTE defaults to flume.remote, else origin.",
+			"REMOTE defaults to flume.remote, else origin once this clone synced with it: the first sync with a remote is named " +
+			"(or set in flume.remote), since it shares this host's records (briefs, paths, branch and host names).",
 		Flags: []cli.Flag{repoFlag(), jsonFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
@@ -33,6 +34,10 @@ func syncCommand(a *app) *cli.Command {
 			remote, err := a.remote(c.Context, c.Args().First())
 			if err != nil {
 				return err
+			}
+			if synced, err := store.Synced(c.Context, remote); err == nil && !synced {
+				fmt.Fprintf(a.io.Err, "git-flume: first sync with %s: sharing this host's records under refs/flume/ "+
+					"(briefs, place paths, branch and host names, claims, workspace requests); branches are never pushed\n", remote)
 			}
 			rep, err := store.Sync(c.Context, remote, a.host())
 			if err != nil {
