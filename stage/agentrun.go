@@ -131,6 +131,9 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	}
 	a := run.agent
 	now := a.Started
+	if st.Agent != nil {
+		st.Earlier = append(st.Earlier, *st.Agent)
+	}
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, st.Runs+1, a
 	st.Need, st.Reason, st.Delivered, st.At, st.Block = "", "", "", "", ""
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
@@ -292,11 +295,25 @@ func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
 func takenTranscripts(p *Place) map[string]bool {
 	taken := map[string]bool{}
 	for _, st := range p.Stages {
-		if st.Agent != nil && st.Agent.Transcript != "" {
-			taken[st.Agent.Transcript] = true
+		for _, a := range stageRuns(&st) {
+			if a.Transcript != "" {
+				taken[a.Transcript] = true
+			}
 		}
 	}
 	return taken
+}
+
+// stageRuns are every agent run of st, oldest first.
+func stageRuns(st *StageRecord) []*AgentRun {
+	runs := make([]*AgentRun, 0, len(st.Earlier)+1)
+	for i := range st.Earlier {
+		runs = append(runs, &st.Earlier[i])
+	}
+	if st.Agent != nil {
+		runs = append(runs, st.Agent)
+	}
+	return runs
 }
 
 // programOf is what the engine needs of a started agent's program: where

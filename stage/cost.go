@@ -15,20 +15,26 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 )
 
-// CostRow is one stage's agent use, from its transcript (W6).
+// CostRow is one agent run's use, from its transcript (W6): every run of
+// a stage (retry, go-on rounds) is a row of its own.
 type CostRow struct {
-	Place      string `json:"place"`
-	Stage      string `json:"stage"`
-	Agent      string `json:"agent"`
-	Delivered  bool   `json:"delivered"`
-	Input      int    `json:"input"`
-	Output     int    `json:"output"`
-	CacheRead  int    `json:"cacheRead"`
-	CacheWrite int    `json:"cacheWrite"`
-	Tokens     int    `json:"tokens"`
+	Place string `json:"place"`
+	Stage string `json:"stage"`
+	// Run is the run of the stage, from 1; 0 in the total.
+	Run   int    `json:"run"`
+	Agent string `json:"agent"`
+	// Delivered marks the run that delivered its stage.
+	Delivered  bool `json:"delivered"`
+	Input      int  `json:"input"`
+	Output     int  `json:"output"`
+	CacheRead  int  `json:"cacheRead"`
+	CacheWrite int  `json:"cacheWrite"`
+	Tokens     int  `json:"tokens"`
 	// Cost is in US dollars, null when unknown: the transcript records
 	// none and a model it names has no [price] in the configuration.
-	// CostFrom says where it came from: "transcript", "price" or "".
+	// CostFrom says where it came from: "transcript", "price", "none" (the
+	// run never had a transcript: its agent never started, and nothing is
+	// counted) or "" (unknown).
 	Cost     *float64 `json:"cost"`
 	CostFrom string   `json:"costFrom"`
 	// Models are the models the transcript names, by name.
@@ -40,6 +46,9 @@ type CostRow struct {
 
 // CostText is the row's cost for people: dollars, or "?" when unknown.
 func (r CostRow) CostText() string {
+	if r.CostFrom == costNone {
+		return "-"
+	}
 	if r.Cost == nil {
 		return "?"
 	}
@@ -108,39 +117,14 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 			return nil, err
 		}
 		for _, st := range p.Stages {
-			a := st.Agent
-			if a == nil {
-				continue
-			}
-			row := CostRow{Place: p.ID, Stage: st.Name, Agent: a.Program, Delivered: st.State == StateDelivered || st.State == StateLanded, Models: []string{}}
-			if a.Transcript != "" {
-				if tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format); err == nil {
-					u := tr.Usage
-					row.Input, row.Output, row.CacheRead, row.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
-					row.Tokens = u.Sum()
-					row.Transcript = a.Transcript
-					for _, m := range slices.Sorted(maps.Keys(u.Models)) {
-						if m != "" {
-							row.Models = append(row.Models, m)
-						}
-					}
-					var missing []string
-					row.Cost, row.CostFrom, missing = usageCost(u, prices)
-					for _, m := range missing {
-						unpriced[m] = true
-					}
+			runs := stageRuns(&st)
+			for i, a := range runs {
+				delivered := i == len(runs)-1 && (st.State == StateDelivered || st.State == StateLanded)
+				row, missing := runCost(p, &st, a, st.Runs-len(runs)+i+1, delivered, prices, p.Host == env.Host)
+				for _, m := range missing {
+					unpriced[m] = true
 				}
-			}
-			c.Rows = append(c.Rows, row)
-			c.Total.Input += row.Input
-			c.Total.Output += row.Output
-			c.Total.CacheRead += row.CacheRead
-			c.Total.CacheWrite += row.CacheWrite
-			c.Total.Tokens += row.Tokens
-			if row.Cost != nil {
-				*c.Total.Cost += *row.Cost
-			} else {
-				c.Unpriced++
+				c.add(row)
 			}
 		}
 	}
@@ -149,6 +133,58 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 		c.UnpricedModels = []string{}
 	}
 	return c, nil
+}
+
+// costNone is a run's CostFrom when it never had a transcript.
+const costNone = "none"
+
+// runCost is agent run a's row (run n of stage st): its transcript's
+// tokens and cost, read only for a place of this host (local), since a
+// record's paths are another host's otherwise. It also returns the models
+// that want a price.
+func runCost(p *Place, st *StageRecord, a *AgentRun, n int, delivered bool, prices map[string]Price, local bool) (CostRow, []string) {
+	row := CostRow{Place: p.ID, Stage: st.Name, Run: max(n, 1), Agent: a.Program, Delivered: delivered, Models: []string{}}
+	if a.Transcript == "" {
+		row.CostFrom = costNone
+		return row, nil
+	}
+	if !local {
+		return row, nil
+	}
+	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
+	if err != nil {
+		return row, nil
+	}
+	u := tr.Usage
+	row.Input, row.Output, row.CacheRead, row.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
+	row.Tokens = u.Sum()
+	row.Transcript = a.Transcript
+	for _, m := range slices.Sorted(maps.Keys(u.Models)) {
+		if m != "" {
+			row.Models = append(row.Models, m)
+		}
+	}
+	var missing []string
+	row.Cost, row.CostFrom, missing = usageCost(u, prices)
+	return row, missing
+}
+
+// add counts row in the table and its total; a run with no transcript
+// counts nothing, one whose cost is unknown counts as unpriced.
+func (c *Costs) add(row CostRow) {
+	c.Rows = append(c.Rows, row)
+	c.Total.Input += row.Input
+	c.Total.Output += row.Output
+	c.Total.CacheRead += row.CacheRead
+	c.Total.CacheWrite += row.CacheWrite
+	c.Total.Tokens += row.Tokens
+	switch {
+	case row.CostFrom == costNone:
+	case row.Cost != nil:
+		*c.Total.Cost += *row.Cost
+	default:
+		c.Unpriced++
+	}
 }
 
 // priceBook reads the [price] sections a place's costs are figured at: the
@@ -214,11 +250,12 @@ func usageCost(u agent.Usage, prices map[string]Price) (cost *float64, from stri
 	return &sum, "price", nil
 }
 
-// WriteCosts prints the cost table: place, stage, agent, ✓/✗, tokens,
-// cost, and the grand total.
+// WriteCosts prints the cost table: place, stage, run, agent, ✓ for the
+// run that delivered its stage (✗ otherwise), tokens, cost ("-" for a run
+// that left no transcript), and the grand total.
 func WriteCosts(w io.Writer, c *Costs) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLACE\tSTAGE\tAGENT\t\tTOKENS\tCOST")
+	fmt.Fprintln(tw, "PLACE\tSTAGE\tRUN\tAGENT\t\tTOKENS\tCOST")
 	for _, r := range append(c.Rows, c.Total) {
 		mark := "✗"
 		if r.Delivered {
@@ -232,15 +269,19 @@ func WriteCosts(w io.Writer, c *Costs) error {
 		if r.Place == "total" {
 			cost = c.TotalText()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Place, r.Stage, agent, mark, r.Tokens, cost)
+		run := fmt.Sprint(r.Run)
+		if r.Place == "total" {
+			run = ""
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Place, r.Stage, run, agent, mark, r.Tokens, cost)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if c.Unpriced > 0 {
-		stages := "stage"
+		stages := "run"
 		if c.Unpriced > 1 {
-			stages = "stages"
+			stages = "runs"
 		}
 		_, err := fmt.Fprintf(w, "cost unknown for %d %s: the transcripts record tokens, not prices; price their models in .flume/config: %s\n",
 			c.Unpriced, stages, priceHint(c.UnpricedModels))

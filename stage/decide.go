@@ -139,7 +139,11 @@ type timers struct {
 }
 
 func (o EngineOptions) timers() timers {
-	return timers{Window: o.window(), Grace: o.reportGrace(), Remind: o.remindAfter(), Stuck: o.stuckAfter()}
+	t := timers{Window: o.window(), Grace: o.reportGrace(), Remind: o.remindAfter(), Stuck: o.stuckAfter()}
+	if o.NoGrace {
+		t.Grace = 0
+	}
+	return t
 }
 
 // starting reports a stage whose prompt is not confirmed yet.
@@ -211,7 +215,7 @@ func decide(p *Place, seen stepSeen, t timers) move {
 // stage made current.
 func decideDelivered(p *Place, seen stepSeen, t timers) move {
 	st := &p.Stages[p.Current]
-	if a := st.Agent; a != nil && !a.Ended && seen.Transcript && seen.Working.Turn == agent.TurnRunning && seen.Up {
+	if a := st.Agent; a != nil && !a.Ended && seen.Transcript && seen.Working.Turn == agent.TurnRunning && seen.Up && t.Grace > 0 {
 		if st.Landing == nil {
 			st.Landing = &seen.Now
 			return move{Write: "deliverable in git; the agent closes its turn"}

@@ -101,6 +101,9 @@ type EngineOptions struct {
 	// RemindAfter is how long a turn that ended with neither deliverable
 	// nor need stays quiet before the one reminder (A8).
 	RemindAfter time.Duration
+	// NoGrace ends a stage whose deliverable is in git at once, with no
+	// report grace: for tidy, which ends the agent anyway.
+	NoGrace bool
 }
 
 func (o EngineOptions) reportGrace() time.Duration {

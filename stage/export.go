@@ -23,12 +23,19 @@ type Entry struct {
 	Text string
 }
 
-// ExportStage is one stage as the export shows it.
+// ExportStage is one stage as the export shows it, with each of its
+// agent runs.
 type ExportStage struct {
 	StageRecord
-	Index   int
-	Prompt  string
+	Index int
+	Runs  []ExportRun
+}
+
+// ExportRun is one agent run of a stage: its prompt, what it cost, its
+// transcript.
+type ExportRun struct {
 	Cost    CostRow
+	Prompt  string
 	Entries []Entry
 }
 
@@ -59,20 +66,25 @@ func WriteExport(ctx context.Context, env *Env, repoDir, id string, w io.Writer)
 		return err
 	}
 	x := Export{Place: p, Total: costs.Total, TotalCost: costs.TotalText()}
-	ci := 0
+	rows := costs.Rows // one per run, in stage and run order
 	for i, st := range p.Stages {
 		es := ExportStage{StageRecord: st, Index: i + 1}
-		if a := st.Agent; a != nil {
-			if data, err := os.ReadFile(a.PromptFile); err == nil {
-				es.Prompt = string(data)
+		for _, a := range stageRuns(&st) {
+			var r ExportRun
+			if len(rows) > 0 {
+				r.Cost, rows = rows[0], rows[1:]
 			}
-			if ci < len(costs.Rows) {
-				es.Cost = costs.Rows[ci]
-				ci++
+			// The files a record names are read for this host's place
+			// only: another host's record is never acted on (R5).
+			if p.Host == env.Host {
+				if data, err := os.ReadFile(a.PromptFile); err == nil {
+					r.Prompt = string(data)
+				}
+				if a.Transcript != "" {
+					r.Entries = readEntries(a.Transcript)
+				}
 			}
-			if a.Transcript != "" {
-				es.Entries = readEntries(a.Transcript)
-			}
+			es.Runs = append(es.Runs, r)
 		}
 		x.Stages = append(x.Stages, es)
 	}
@@ -127,8 +139,7 @@ func readEntries(path string) []Entry {
 						out = append(out, Entry{Role: roleOf(role), Text: t})
 					}
 				case "tool_use", "toolCall":
-					in, _ := json.Marshal(firstOf(bm["input"], bm["arguments"]))
-					out = append(out, Entry{Role: "tool", Text: str(bm["name"]) + " " + string(in)})
+					out = append(out, Entry{Role: "tool", Text: str(bm["name"]) + " " + plainJSON(firstOf(bm["input"], bm["arguments"]))})
 				case "tool_result":
 					out = append(out, Entry{Role: "result", Text: short(str(bm["content"]))})
 				}
@@ -164,8 +175,19 @@ func str(v any) string {
 	case nil:
 		return ""
 	}
-	data, _ := json.Marshal(v)
-	return string(data)
+	return plainJSON(v)
+}
+
+// plainJSON is v as compact JSON, with <, > and & as themselves: the page
+// escapes what it shows, and a tool's input reads as the agent wrote it.
+func plainJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return ""
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func short(s string) string {

@@ -102,6 +102,10 @@ type StageRecord struct {
 	// Runs counts the agents started for this stage (retry, go-on).
 	Runs  int       `json:"runs"`
 	Agent *AgentRun `json:"agent,omitempty"`
+	// Earlier are the agents of this stage's earlier runs, oldest first:
+	// each is what it spent (W6), and its transcript is never claimed by
+	// a later run.
+	Earlier []AgentRun `json:"earlier,omitempty"`
 	// Report is the agent's closing STAGE REPORT (W2); ReportMissing
 	// flags a stage that ended without one.
 	Report        *Report `json:"report,omitempty"`

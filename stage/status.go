@@ -79,9 +79,12 @@ type AgentStatus struct {
 // StageStatus is the current stage: index is 1-based. Delivered is set
 // in the same reading as a delivered state (S2).
 type StageStatus struct {
-	Index     int        `json:"index"`
-	Count     int        `json:"count"`
-	Name      string     `json:"name"`
+	Index int    `json:"index"`
+	Count int    `json:"count"`
+	Name  string `json:"name"`
+	// Run is the stage's current run, from 1 (retry and go-on start
+	// another); 0 before its first agent.
+	Run       int        `json:"run"`
 	State     string     `json:"state"`
 	Need      string     `json:"need"`
 	Reason    string     `json:"reason"`
@@ -361,7 +364,7 @@ func placeStatus(p *Place) PlaceStatus {
 	}
 	if n := len(p.Stages); n > 0 && p.Current < n {
 		s := p.Stages[p.Current]
-		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, State: s.State,
+		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, Run: s.Runs, State: s.State,
 			Need: s.Need, Reason: s.Reason, Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started,
 			BudgetMs: s.BudgetMs, Snapshots: append([]Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
 		if s.Started != nil {
@@ -374,7 +377,7 @@ func placeStatus(p *Place) PlaceStatus {
 	}
 	if c := p.Current; c > 0 && c <= len(p.Stages) {
 		s := p.Stages[c-1]
-		ps.Previous = &StageStatus{Index: c, Count: len(p.Stages), Name: s.Name, State: s.State, Need: s.Need, Reason: s.Reason,
+		ps.Previous = &StageStatus{Index: c, Count: len(p.Stages), Name: s.Name, Run: s.Runs, State: s.State, Need: s.Need, Reason: s.Reason,
 			Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started, BudgetMs: s.BudgetMs,
 			Snapshots: append([]Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
 		if s.Started != nil && s.Ended != nil {

@@ -34,53 +34,7 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		if p.Claim != nil {
 			claim = p.Claim.Key
 		}
-		var notes []string
-		if p.Foreign {
-			notes = append(notes, "on "+p.Host+", read-only")
-		}
-		if p.Dropped {
-			notes = append(notes, "dropped")
-		}
-		if p.Worktree != "present" && !p.Foreign {
-			notes = append(notes, "worktree "+p.Worktree)
-		}
-		if p.Kept != nil {
-			notes = append(notes, "kept: "+*p.Kept)
-		}
-		if t := p.Stage.Tasks; t != nil {
-			notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
-		}
-		if p.Stage.Tokens > 0 {
-			cost := "cost ?"
-			if p.Stage.Cost != nil {
-				cost = fmt.Sprintf("$%.4f", *p.Stage.Cost)
-			}
-			notes = append(notes, fmt.Sprintf("%d tokens, %s", p.Stage.Tokens, cost))
-		}
-		if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
-			notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
-		}
-		if p.Stage.ReportMissing {
-			notes = append(notes, "report-missing")
-		}
-		if p.Previous != nil && p.Previous.ReportMissing {
-			notes = append(notes, p.Previous.Name+": report-missing")
-		}
-		for _, sn := range p.Stage.Snapshots {
-			notes = append(notes, "snapshot "+sn.Ref)
-		}
-		if p.Stage.Need != "" {
-			notes = append(notes, "needs: "+p.Stage.Need)
-		}
-		if p.Stage.Reason != "" {
-			notes = append(notes, p.Stage.Reason)
-		}
-		if p.Agent != nil && p.Agent.State != "up" {
-			notes = append(notes, "agent "+p.Agent.State)
-		}
-		if p.Stage.Next != "" {
-			notes = append(notes, "next: "+p.Stage.Next)
-		}
+		notes := statusNotes(&p)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Place, p.Branch, stage, p.Stage.State, ready, claim, strings.Join(notes, "; "))
 	}
 	if err := tw.Flush(); err != nil {
@@ -98,6 +52,59 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		fmt.Fprintf(w, "problem: %s\n", pr.Error)
 	}
 	return nil
+}
+
+// statusNotes are the table's note for place p: what is unusual about it,
+// what its stage spent and how long it ran, and what moves it on.
+func statusNotes(p *PlaceStatus) []string {
+	var notes []string
+	if p.Foreign {
+		notes = append(notes, "on "+p.Host+", read-only")
+	}
+	if p.Dropped {
+		notes = append(notes, "dropped")
+	}
+	if p.Worktree != "present" && !p.Foreign {
+		notes = append(notes, "worktree "+p.Worktree)
+	}
+	if p.Kept != nil {
+		notes = append(notes, "kept: "+*p.Kept)
+	}
+	if t := p.Stage.Tasks; t != nil {
+		notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
+	}
+	if p.Stage.Tokens > 0 {
+		cost := "cost ?"
+		if p.Stage.Cost != nil {
+			cost = fmt.Sprintf("$%.4f", *p.Stage.Cost)
+		}
+		notes = append(notes, fmt.Sprintf("%d tokens, %s", p.Stage.Tokens, cost))
+	}
+	if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
+		notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
+	}
+	if p.Stage.ReportMissing {
+		notes = append(notes, "report-missing")
+	}
+	if p.Previous != nil && p.Previous.ReportMissing {
+		notes = append(notes, p.Previous.Name+": report-missing")
+	}
+	for _, sn := range p.Stage.Snapshots {
+		notes = append(notes, "snapshot "+sn.Ref)
+	}
+	if p.Stage.Need != "" {
+		notes = append(notes, "needs: "+p.Stage.Need)
+	}
+	if p.Stage.Reason != "" {
+		notes = append(notes, p.Stage.Reason)
+	}
+	if p.Agent != nil && p.Agent.State != "up" {
+		notes = append(notes, "agent "+p.Agent.State)
+	}
+	if p.Stage.Next != "" {
+		notes = append(notes, "next: "+p.Stage.Next)
+	}
+	return notes
 }
 
 // currentRun is the current stage's agent, if any.

@@ -194,6 +194,11 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", "claimed by "+cs.Claim.Key
 		return res, err
 	}
+	if st := &p.Stages[p.Current]; !opts.DryRun && j.landed && st.Agent != nil && !st.Agent.Ended && observed(st) {
+		if rec, err = recordLanding(ctx, env, store, rec, p); err != nil {
+			return nil, err
+		}
+	}
 	if a := p.Stages[p.Current].Agent; !opts.DryRun && a != nil && !a.Ended {
 		// X5: a place whose agent may still run is never removed under
 		// it; the agent is ended and verified gone, or the place stays.
@@ -233,6 +238,30 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		return res, nil
 	}
 	return res, recordTidy(ctx, env, store, rec, p, j, cs, res)
+}
+
+// recordLanding lets the engine record a landing it has not seen yet,
+// before tidy judges what is left: a landing is a stage's deliverable too
+// (a submit stage's, K6), and the engine ends that stage's agent, verified,
+// as for any delivery, with no report grace (tidy would end it anyway). It
+// starts no agent. It returns the record as it then stands, p decoded
+// from it.
+func recordLanding(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place) (*refs.Record, error) {
+	e := *env
+	e.Engine.NoStart, e.Engine.NoGrace = true, true
+	if _, err := Advance(ctx, &e, p.Repo, p.ID); err != nil {
+		return rec, nil // tidy judges the place as it was read
+	}
+	rec, err := store.Read(ctx, rec.Ref)
+	if err != nil {
+		return nil, err
+	}
+	decoded, err := decodePlace(rec)
+	if err != nil {
+		return nil, err
+	}
+	*p = *decoded
+	return rec, nil
 }
 
 // tidyWorktree removes the place's worktree (T2) only if git lists it as

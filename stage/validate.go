@@ -128,8 +128,17 @@ func validateStage(p *Place, st *StageRecord) error {
 			return fmt.Errorf("commit %q is not a full object id", id)
 		}
 	}
-	if a := st.Agent; a != nil && (a.PID < 0 || a.Sends < 0 || a.Tells < 0) {
-		return fmt.Errorf("agent pid %d, sends %d, tells %d", a.PID, a.Sends, a.Tells)
+	runs := st.Earlier
+	if st.Agent != nil {
+		runs = append(runs[:len(runs):len(runs)], *st.Agent)
+	}
+	for _, a := range runs {
+		if a.PID < 0 || a.Sends < 0 || a.Tells < 0 {
+			return fmt.Errorf("agent pid %d, sends %d, tells %d", a.PID, a.Sends, a.Tells)
+		}
+	}
+	if len(st.Earlier) >= max(st.Runs, 1) {
+		return fmt.Errorf("%d earlier runs of %d", len(st.Earlier), st.Runs)
 	}
 	snaps := st.Snapshots
 	if st.Start != nil {
