@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -113,6 +114,16 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return false, err
 	}
+	if len(cfg.Ready) > 0 && p.Current > 0 {
+		// L2: readying runs again whenever a stage starts, before its
+		// start is recorded; the result is recorded and shown like the
+		// launch's, and holds back any kind but a fix (below).
+		var failure *StepFailure
+		if rec, err = Ready(ctx, env, repo, store, rec, p, cfg.Ready); err != nil && !errors.As(err, &failure) {
+			return false, err
+		}
+		st = &p.Stages[p.Current] // Ready read the record again into p
+	}
 	write := func(msg string) (bool, error) {
 		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
 		return err == nil, err
@@ -153,14 +164,6 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return false, err
 	}
 	env.fault("start:recorded")
-	// L2: readying runs again whenever a stage starts.
-	if len(cfg.Ready) > 0 && p.Current > 0 {
-		log, err := openLog(repo.CommonDir, p.ID)
-		if err == nil {
-			runSteps(cfg.Ready, p.Path, StepEnv(env.CallerEnv, p), "ready", env.Out, log)
-			log.Close()
-		}
-	}
 	if err := beginRun(ctx, env, p, st, run); err != nil {
 		return true, err
 	}

@@ -70,6 +70,17 @@ func deliverable(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord,
 			return true, fmt.Sprintf("all %d tasks ticked at %s", tc.Total, head), &tc, nil
 		}
 		return false, "", &tc, nil
+	case d == DeliverChange:
+		// K3: the change is committed whole, proposal and tasks.
+		dir := "openspec/changes/" + p.Name + "/"
+		for _, f := range []string{"proposal.md", "tasks.md"} {
+			if _, err := repo.ReadFile(ctx, head, dir+f); errors.Is(err, git.ErrNotExist) {
+				return false, "", nil, nil
+			} else if err != nil {
+				return false, "", nil, err
+			}
+		}
+		return true, "OpenSpec change " + dir + " committed at " + head, nil, nil
 	case d == DeliverLanded:
 		j, err := judge(ctx, repo, p)
 		if err != nil {

@@ -26,6 +26,18 @@ func (e *GuardRefusal) Error() string { return "git flume guard: " + e.Reason }
 // writeTools are the tools that write the file they name.
 var writeTools = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
 
+// toolOp is the path operation of a tool (A9): Write writes, the editing
+// tools edit, any other tool that names a path reads it.
+func toolOp(tool string) string {
+	switch tool {
+	case "Write":
+		return OpWrite
+	case "Edit", "MultiEdit", "NotebookEdit":
+		return OpEdit
+	}
+	return OpRead
+}
+
 // Guard judges one tool use of a place's agent before it happens (A9): a
 // tool outside the stage role's tools, a write outside the place, or a
 // path a role's restriction denies (first matching rule wins) is refused
@@ -78,7 +90,7 @@ func Guard(ctx context.Context, env *Env, repoDir, id string, in GuardInput) err
 		return nil
 	}
 	if role != nil {
-		if ok, rule := role.Allows(rel); !ok {
+		if ok, rule := role.Allows(rel, toolOp(in.ToolName)); !ok {
 			return &GuardRefusal{Reason: fmt.Sprintf("%s of %s is denied by rule %q of role %s", in.ToolName, rel, rule.String(), role.Name)}
 		}
 	}

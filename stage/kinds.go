@@ -13,17 +13,18 @@ const (
 	DeliverCommit = "commit" // a commit on the place's branch since the stage began
 	DeliverTasks  = "tasks"  // every task in the change's tasks.md ticked
 	DeliverLanded = "landed" // the branch has landed on its target
+	DeliverChange = "change" // a committed OpenSpec change: openspec/changes/<name>/ with proposal.md and tasks.md (K3)
 	deliverFile   = "file:"  // file:<path> exists in the place
 )
 
 func checkDeliverable(d string) error {
 	switch {
-	case d == DeliverCommit, d == DeliverTasks, d == DeliverLanded:
+	case d == DeliverCommit, d == DeliverTasks, d == DeliverLanded, d == DeliverChange:
 		return nil
 	case strings.HasPrefix(d, deliverFile) && len(d) > len(deliverFile):
 		return nil
 	}
-	return fmt.Errorf("unknown deliverable %q (want commit, tasks, file:<path> or landed)", d)
+	return fmt.Errorf("unknown deliverable %q (want commit, tasks, change, file:<path> or landed)", d)
 }
 
 // Stage is one step of a kind: what its agent starts from and what ends it.
@@ -48,7 +49,7 @@ var shippedKinds = map[string][]Stage{
 		{Name: "submit", Prompt: "submit", Deliverable: DeliverLanded},
 	},
 	"change": {
-		{Name: "construct", Prompt: "construct", Deliverable: "file:openspec/changes/{name}/tasks.md"},
+		{Name: "construct", Prompt: "construct", Deliverable: DeliverChange},
 		{Name: "code", Prompt: "code", Deliverable: DeliverTasks},
 		{Name: "verify", Prompt: "verify", Deliverable: "file:openspec/changes/{name}/verify.md"},
 		{Name: "submit", Prompt: "submit", Deliverable: DeliverLanded},

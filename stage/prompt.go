@@ -28,6 +28,8 @@ func describeDeliverable(d string) string {
 		return "every task in tasks.md is ticked and committed"
 	case d == DeliverLanded:
 		return "the branch has landed on its target"
+	case d == DeliverChange:
+		return "an OpenSpec change committed under openspec/changes/<name>/ with proposal.md and tasks.md"
 	case strings.HasPrefix(d, deliverFile):
 		return strings.TrimPrefix(d, deliverFile) + " exists"
 	}

@@ -33,17 +33,80 @@ type Role struct {
 	DelegatesTo []string `yaml:"delegates-to" json:"delegatesTo"`
 }
 
-// PathRule is one path restriction: exactly one of Allow and Deny.
+// PathRule is one path restriction: exactly one of Allow and Deny, for
+// the operations in Ops (read, write, edit; none is all of them). A role
+// writes it as A9 does, `<read|write|edit|rw> <allow|deny>: <glob>`, or
+// with no operation, `<allow|deny>: <glob>`, for every one.
 type PathRule struct {
-	Allow string `yaml:"allow" json:"allow,omitempty"`
-	Deny  string `yaml:"deny" json:"deny,omitempty"`
+	Ops   []string `json:"ops,omitempty"`
+	Allow string   `json:"allow,omitempty"`
+	Deny  string   `json:"deny,omitempty"`
 }
 
-func (r PathRule) String() string {
-	if r.Deny != "" {
-		return "deny: " + r.Deny
+// Path operations a rule names (A9); rw is read, write and edit.
+const (
+	OpRead  = "read"
+	OpWrite = "write"
+	OpEdit  = "edit"
+)
+
+// UnmarshalYAML reads one rule: a mapping of one key, "[op] allow|deny",
+// to its glob, or the same as one string.
+func (r *PathRule) UnmarshalYAML(n *yaml.Node) error {
+	var key, glob string
+	switch {
+	case n.Kind == yaml.MappingNode && len(n.Content) == 2:
+		key, glob = n.Content[0].Value, n.Content[1].Value
+	case n.Kind == yaml.ScalarNode:
+		k, g, ok := strings.Cut(n.Value, ":")
+		if !ok {
+			return fmt.Errorf("line %d: rule %q: want <read|write|edit|rw> <allow|deny>: <glob>", n.Line, n.Value)
+		}
+		key, glob = k, strings.TrimSpace(g)
+	default:
+		return fmt.Errorf("line %d: a rule is one <read|write|edit|rw> <allow|deny>: <glob>", n.Line)
 	}
-	return "allow: " + r.Allow
+	words := strings.Fields(key)
+	if len(words) == 2 {
+		switch words[0] {
+		case OpRead, OpWrite, OpEdit:
+			r.Ops = []string{words[0]}
+		case "rw":
+			r.Ops = []string{OpRead, OpWrite, OpEdit}
+		default:
+			return fmt.Errorf("line %d: rule %q: the operation is read, write, edit or rw", n.Line, key)
+		}
+		words = words[1:]
+	}
+	if len(words) != 1 || glob == "" {
+		return fmt.Errorf("line %d: rule %q: want <read|write|edit|rw> <allow|deny>: <glob>", n.Line, key)
+	}
+	switch words[0] {
+	case "allow":
+		r.Allow = glob
+	case "deny":
+		r.Deny = glob
+	default:
+		return fmt.Errorf("line %d: rule %q: allow or deny", n.Line, key)
+	}
+	return nil
+}
+
+// covers reports whether the rule is about operation op.
+func (r PathRule) covers(op string) bool { return len(r.Ops) == 0 || slices.Contains(r.Ops, op) }
+
+func (r PathRule) String() string {
+	verb, glob := "allow", r.Allow
+	if r.Deny != "" {
+		verb, glob = "deny", r.Deny
+	}
+	switch len(r.Ops) {
+	case 0:
+		return verb + ": " + glob
+	case 1:
+		return r.Ops[0] + " " + verb + ": " + glob
+	}
+	return "rw " + verb + ": " + glob
 }
 
 // ParseRole reads a role file: YAML front matter between "---" lines.
@@ -108,14 +171,15 @@ func globRE(glob string) *regexp.Regexp {
 	return regexp.MustCompile(b.String())
 }
 
-// Allows judges a path relative to the place: the first rule whose glob
-// matches decides, and the rule is returned; no match allows.
-func (r *Role) Allows(rel string) (bool, *PathRule) {
+// Allows judges operation op on a path relative to the place: the first
+// rule about op whose glob matches decides, and the rule is returned; no
+// match allows.
+func (r *Role) Allows(rel, op string) (bool, *PathRule) {
 	rel = filepath.ToSlash(rel)
 	for i := range r.PathRestrictions {
 		p := &r.PathRestrictions[i]
 		glob := p.Allow + p.Deny
-		if globRE(glob).MatchString(rel) {
+		if p.covers(op) && globRE(glob).MatchString(rel) {
 			return p.Deny == "", p
 		}
 	}

@@ -110,6 +110,7 @@ func fakeClaude() {
 			verb, arg, _ := strings.Cut(strings.TrimSpace(a), " ")
 			switch verb {
 			case "commit":
+				os.MkdirAll(filepath.Dir(arg), 0o755)
 				os.WriteFile(arg, []byte("made by the fake agent\n"), 0o644)
 				tr.tool("Bash", "git add "+arg+" && git commit -m 'add "+arg+"'")
 				runQuiet("git", "add", arg)

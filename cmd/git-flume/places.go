@@ -9,8 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -229,7 +233,11 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 		}
 	}
 	if r := p.Ready; err == nil && r != nil && !r.OK {
-		a.log.Warn("readying failed; a fix goes on, told of the failure", "place", p.ID, "step", r.Step, "exit", r.Exit)
+		what := "a fix goes on, told of the failure"
+		if p.PlaceKind != "fix" {
+			what = "its stage waits until the place is ready"
+		}
+		a.log.Warn("readying failed; "+what, "place", p.ID, "step", r.Step, "exit", r.Exit)
 	}
 	return err
 }
@@ -443,6 +451,11 @@ func tidyCommand(a *app) *cli.Command {
 // letters and digits, words joined by '-', at most 4 words and 32
 // characters. "Fix the login crash!" is "fix-the-login-crash".
 func nameFromBrief(brief string) string {
+	// Letters with marks keep their letter (é → e, ß stays a break):
+	// "très spécial" is tres-special, not tr-s-sp-cial.
+	if folded, _, err := transform.String(transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC), brief); err == nil {
+		brief = folded
+	}
 	var words []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(brief), func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
