@@ -158,6 +158,7 @@ func newApp(a *app) *cli.App {
 			completeCommand(a),
 			workspaceCommand(a),
 			fsckCommand(a),
+			doctorCommand(a),
 			versionCommand(a),
 			manCommand(a),
 		},

@@ -46,6 +46,10 @@ import (
 // of the plan and its first prompt, as Claude Code does.
 func fakeClaude() {
 	args := os.Args[1:]
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Println("2.1.197 (Fake Claude)")
+		return
+	}
 	var session, first string
 	for i := 0; i < len(args); i++ {
 		if args[i] == "--session-id" && i+1 < len(args) {
