@@ -49,7 +49,10 @@ func Drop(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 		// X5: a dropped place's agent is ended now, verified gone; one
 		// the operator started (print) is theirs to end, and tidy keeps
 		// the place until it is gone.
-		if a := p.Stages[p.Current].Agent; a != nil && !a.Ended && endPlaceAgent(ctx, env, &p) == "" {
+		switch a := p.Stages[p.Current].Agent; {
+		case a == nil || a.Ended:
+			endStage(&p.Stages[p.Current], StateCut, "the place was dropped", env.clock())
+		case endPlaceAgent(ctx, env, &p) == "":
 			endStage(&p.Stages[p.Current], StateCut, DroppedReason, env.clock())
 			msg += "; its agent ended and verified gone"
 		}

@@ -429,7 +429,7 @@ func nextStep(p *Place, a *AgentStatus) string {
 		return retry
 	case StateNeverStarted, StateCut:
 		return retry
-	case StateUnknown:
+	case StateStarting, StateUnknown:
 		if a != nil && a.State == "operator" {
 			return "run the command git flume log " + p.ID + " shows"
 		}

@@ -194,7 +194,7 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", "claimed by "+cs.Claim.Key
 		return res, err
 	}
-	if st := &p.Stages[p.Current]; !opts.DryRun && j.landed && st.Agent != nil && !st.Agent.Ended && observed(st) {
+	if st := &p.Stages[p.Current]; !opts.DryRun && j.landed && observed(st) {
 		if rec, err = recordLanding(ctx, env, store, rec, p); err != nil {
 			return nil, err
 		}
@@ -342,6 +342,9 @@ func recordTidy(ctx context.Context, env *Env, store *refs.Store, rec *refs.Reco
 	res.Tidied = true
 	p.Phase, p.Kept = PhaseTidied, ""
 	p.Tidied = &TidyRecord{At: env.now(), Reason: res.Reason, BranchHead: j.head}
+	// A stage still under way ends with its place: status never shows a
+	// tidied place starting, its clock ticking.
+	endStage(&p.Stages[p.Current], StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.clock())
 	changes := []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("tidy %s: %s", p.ID, res.Reason)}}
 	if res.Branch == "deleted" {
 		// X2: the deleted branch's commits stay reachable from the record,
