@@ -98,13 +98,25 @@ func statusNotes(p *PlaceStatus) []string {
 	if p.Stage.Reason != "" {
 		notes = append(notes, p.Stage.Reason)
 	}
-	if p.Agent != nil && p.Agent.State != "up" {
+	switch {
+	case p.Agent == nil:
+	case p.Agent.State == "up":
+		// Where to see it: git flume attach, or the pane host itself.
+		notes = append(notes, "pane "+p.Agent.Pane+agentHostNote(p.Agent))
+	default:
 		notes = append(notes, "agent "+p.Agent.State)
 	}
 	if p.Stage.Next != "" {
 		notes = append(notes, "next: "+p.Stage.Next)
 	}
 	return notes
+}
+
+func agentHostNote(a *AgentStatus) string {
+	if a.PaneHost == "herdr" {
+		return " (herdr)"
+	}
+	return ""
 }
 
 // currentRun is the current stage's agent, if any.
