@@ -134,6 +134,7 @@ func newApp(a *app) *cli.App {
 		Commands: []*cli.Command{
 			a.withAutoSync(launchCommand(a)),
 			statusCommand(a),
+			explainCommand(a),
 			a.withAutoSync(useCommand(a)),
 			a.withAutoSync(releaseCommand(a)),
 			a.withAutoSync(tellCommand(a)),

@@ -11,7 +11,7 @@ import (
 )
 
 // placeCommands take a place as their argument.
-var placeCommands = []string{"status", "tell", "attach", "stop", "retry", "go-on", "wait", "advance", "drop", "use", "release", "rollback", "log", "cost", "export"}
+var placeCommands = []string{"status", "explain", "tell", "attach", "stop", "retry", "go-on", "wait", "advance", "drop", "use", "release", "rollback", "log", "cost", "export"}
 
 // completeCommand prints what may come next on a command line, one per
 // line, for the bash and zsh completion scripts (make install puts them in

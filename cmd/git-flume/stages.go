@@ -518,3 +518,44 @@ func (a *app) paneHost(pane string) agent.PaneHost {
 	}
 	return &agent.Herdr{Socket: sock, State: filepath.Join(state, "flume", "herdr")}
 }
+
+func explainCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "explain",
+		Usage:     "say why a place's stage is in its state, from the evidence flume judged by, and what moves it on",
+		UsageText: "git flume explain [--json] [--repo DIR] PLACE",
+		Description: "The evidence is what the engine itself reads: the record's moves, the agent's transcript and screen, the " +
+			"branch against the stage's base, the timers. It reads; it moves nothing.",
+		Flags: []cli.Flag{repoFlag(), jsonFlag()},
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			x, err := stage.Explain(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(a.io.Out, x)
+			}
+			w := a.io.Out
+			fmt.Fprintf(w, "%s: stage %s (%d/%d), run %d: %s\n", x.Place, x.Stage, x.Index, x.Count, x.Run, x.State)
+			fmt.Fprintf(w, "why: %s\n", x.Why)
+			if len(x.Evidence) > 0 {
+				fmt.Fprintln(w, "evidence:")
+				for _, e := range x.Evidence {
+					fmt.Fprintf(w, "  %-10s  %s\n", e.Source, e.Text)
+				}
+			}
+			if x.Next != "" {
+				fmt.Fprintf(w, "next: %s\n", x.Next)
+			}
+			fmt.Fprintln(w, "history (newest first):")
+			for _, m := range x.History {
+				fmt.Fprintf(w, "  %s  %s\n", m.At.UTC().Format("2006-01-02 15:04:05"), m.Message)
+			}
+			return nil
+		},
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Worktree is one entry of `git worktree list --porcelain`.
@@ -201,6 +203,41 @@ func (repo *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// CountBetween counts the commits reachable from to and not from from.
+func (repo *Repo) CountBetween(ctx context.Context, from, to string) (int, error) {
+	out, err := repo.read(ctx, nil, "rev-list", "--count", "--end-of-options", from+".."+to)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(out)))
+}
+
+// Move is one commit of a record's chain: when it was made and its
+// message.
+type Move struct {
+	At      time.Time `json:"at"`
+	Message string    `json:"message"`
+}
+
+// History returns the newest n commits of ref's first-parent chain,
+// newest first.
+func (repo *Repo) History(ctx context.Context, ref string, n int) ([]Move, error) {
+	out, err := repo.read(ctx, nil, "log", "--first-parent", "-n", strconv.Itoa(n), "--format=%cI%x00%s", "--end-of-options", ref, "--")
+	if err != nil {
+		return nil, err
+	}
+	var moves []Move
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(out), "\n"), "\n") {
+		at, msg, ok := strings.Cut(line, "\x00")
+		if !ok {
+			continue
+		}
+		t, _ := time.Parse(time.RFC3339, at)
+		moves = append(moves, Move{At: t, Message: msg})
+	}
+	return moves, nil
 }
 
 // MergeBase returns the best common ancestor of a and b.

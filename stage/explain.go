@@ -1,0 +1,222 @@
+// git flume explain (issue 17): why a place's stage is in its state, from
+// the evidence flume itself judged by — the record's moves, the agent's
+// transcript and screen, the branch against the stage's base, the timers —
+// and the command that moves it on. It reads; it moves nothing.
+
+package stage
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+// Explanation is the `explain --json` document, schema 1.
+type Explanation struct {
+	Schema int    `json:"schema"`
+	Place  string `json:"place"`
+	Stage  string `json:"stage"`
+	Index  int    `json:"index"`
+	Count  int    `json:"count"`
+	Run    int    `json:"run"`
+	State  string `json:"state"`
+	// Why says, in a sentence, why the stage is in its state.
+	Why string `json:"why"`
+	// Evidence is what flume read to judge it, one item per source.
+	Evidence []Evidence `json:"evidence"`
+	// Next is the command that moves the stage on, "" when it moves on by
+	// itself.
+	Next string `json:"next"`
+	// History is the record's newest moves, newest first.
+	History []git.Move `json:"history"`
+}
+
+// Evidence is one thing flume read: its source (record, agent,
+// transcript, screen, branch, timers, readying) and what it showed.
+type Evidence struct {
+	Source string `json:"source"`
+	Text   string `json:"text"`
+}
+
+// Explain reads place o.Place and says why its current stage is in its
+// state. Another host's place is explained from its record alone.
+func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error) {
+	repo, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	rec, p, err := readPlace(ctx, store, o.Place)
+	if err != nil {
+		return nil, err
+	}
+	x := &Explanation{Schema: 1, Place: p.ID, Evidence: []Evidence{}}
+	if x.History, err = repo.History(ctx, rec.Ref, 5); err != nil {
+		return nil, err
+	}
+	if p.Current >= len(p.Stages) {
+		x.State, x.Why = p.Phase, "the place has no current stage"
+		return x, nil
+	}
+	st := &p.Stages[p.Current]
+	x.Stage, x.Index, x.Count, x.Run, x.State = st.Name, p.Current+1, len(p.Stages), st.Runs, st.State
+	local := p.Host == env.Host && checkHome(ctx, env, repo, p) == nil
+	var seen stepSeen
+	if local && st.State != StagePending {
+		// What the engine's own step would read; nothing is written.
+		if seen, _, err = observe(ctx, env, repo, p, st); err != nil {
+			return nil, err
+		}
+		if a := st.Agent; a != nil && !a.Ended && a.Pane != "print" && seen.Screen == nil {
+			if seen.Up = env.Engine.up(ctx, a); seen.Up {
+				if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
+					screen := agent.ReadScreen(a.Format, text)
+					seen.Screen = &screen
+				}
+			}
+		}
+	}
+	x.Why = why(p, st, seen, env.Engine.timers())
+	x.Evidence = evidence(ctx, env, repo, p, st, seen, local)
+	a := agentStatus(ctx, env, p)
+	if local && p.Phase == PhaseMade {
+		x.Next = nextStep(p, a)
+	}
+	return x, nil
+}
+
+// why is the sentence for the stage's state.
+func why(p *Place, st *StageRecord, seen stepSeen, t timers) string {
+	switch st.State {
+	case StagePending:
+		if p.Current > 0 {
+			return "the previous stage was delivered; this one starts when flume next starts agents (the place's watcher, or any git flume command)"
+		}
+		return "no agent has started it: the place was launched with --pane none; git flume advance starts it"
+	case StateStarting:
+		return "its prompt was sent and has not shown in the agent's transcript yet: slow is not failed; flume checks the screen and sends it once more when the window passes"
+	case StateUnknown:
+		return "no transcript of the agent shows yet: flume watches for it (an agent the operator starts from the printed command)"
+	case StateWorking:
+		return fmt.Sprintf("its prompt showed in the agent's transcript and its deliverable (%s) is not in git yet", describeDeliverable(st.Deliverable))
+	case StateWaiting:
+		return "the agent ended its turn asking: " + st.Need
+	case StateStuck:
+		return fmt.Sprintf("the agent's transcript has been quiet past the stuck limit, with no deliverable and no need (flume ends nothing: %s)", st.Reason)
+	case StateDelivered, StateLanded:
+		return "delivered: " + st.Delivered
+	}
+	return st.Reason // blocked, never-started, cut: the reason recorded
+}
+
+// evidence lists what flume read: the record's last move, the agent, its
+// transcript and screen, the branch, the timers, the readying.
+func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord, seen stepSeen, local bool) []Evidence {
+	var ev []Evidence
+	add := func(source, format string, args ...any) {
+		ev = append(ev, Evidence{Source: source, Text: fmt.Sprintf(format, args...)})
+	}
+	if !local {
+		add("record", "a place of host %s: explained from its record alone; only its owner observes it", p.Host)
+	}
+	if r := p.Ready; r != nil && !r.OK && r.Running == nil {
+		add("readying", "step %q exited %d", r.Step, r.Exit)
+	}
+	now := seen.Now
+	if now.IsZero() {
+		now = env.clock()
+	}
+	if a := st.Agent; a != nil {
+		state := "running"
+		switch {
+		case a.Ended:
+			state = "ended"
+		case a.Pane == "print":
+			state = "started by the operator from the printed command"
+		case local && !seen.Up:
+			state = "its pane has exited"
+		}
+		add("agent", "%s, session %s, pane %s: %s; prompt sent %d time(s), last %s ago", a.Program, a.Session, a.Pane, state, a.Sends, since(now, a.SentAt))
+		switch {
+		case a.Transcript == "" && seen.Found == "":
+			add("transcript", "none found yet (%s)", a.Pattern)
+		case local:
+			path := a.Transcript + seen.Found
+			text := fmt.Sprintf("%s: prompt shown: %s; last turn: %s; quiet for %s", path, yesNo(seen.Confirmed), cmp.Or(seen.Working.Turn, "unknown"), seen.Working.Quiet.Round(time.Second))
+			if seen.Working.Need != "" {
+				text += "; NEEDS: " + seen.Working.Need
+			}
+			if last := firstLine(strings.TrimSpace(seen.LastAssistant)); last != "" {
+				text += fmt.Sprintf("; last message: %q", clip(last, 160))
+			}
+			add("transcript", "%s", text)
+		}
+		if s := seen.Screen; s != nil {
+			what := "the agent's ready composer"
+			switch {
+			case s.Dialog:
+				what = "a dialog flume never types into"
+			case s.Busy:
+				what = "busy, a turn in progress"
+			case !s.Ready:
+				what = "not the agent's composer"
+			}
+			add("screen", "%s: %q", what, clip(s.Words, 200))
+		}
+	}
+	if local && seen.Head != "" {
+		text := fmt.Sprintf("%s at %.12s", p.Branch, seen.Head)
+		if st.Base != "" {
+			if n, err := repo.CountBetween(ctx, st.Base, seen.Head); err == nil {
+				text += fmt.Sprintf(", %d commit(s) since the stage began at %.12s", n, st.Base)
+			}
+		}
+		text += "; deliverable " + describeDeliverable(st.Deliverable) + ": "
+		if seen.Done {
+			text += "in git (" + seen.What + ")"
+		} else {
+			text += "not yet"
+		}
+		if t := seen.Tasks; t != nil {
+			text += fmt.Sprintf("; tasks %d/%d", t.Done, t.Total)
+		}
+		add("branch", "%s", text)
+	}
+	if st.Started != nil {
+		text := fmt.Sprintf("started %s ago", since(now, *st.Started))
+		if st.BudgetMs > 0 {
+			text += fmt.Sprintf(", budget %s", time.Duration(st.BudgetMs)*time.Millisecond)
+		}
+		if st.StuckAfterMs > 0 {
+			text += fmt.Sprintf(", stuck after %s quiet", time.Duration(st.StuckAfterMs)*time.Millisecond)
+		}
+		if st.Reminded {
+			text += ", reminded once"
+		}
+		if st.Told {
+			text += ", told to finish at three quarters"
+		}
+		add("timers", "%s", text)
+	}
+	return ev
+}
+
+func since(now, t time.Time) time.Duration { return max(now.Sub(t), 0).Round(time.Second) }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
