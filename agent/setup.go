@@ -17,6 +17,9 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
+// versionWait bounds a program's --version.
+const versionWait = 20 * time.Second
+
 // Check is one thing an agent program needs here.
 type Check struct {
 	Name string `json:"name"`
@@ -100,10 +103,10 @@ func Ready(ctx context.Context, p Program, environ []string, dir string) Readine
 }
 
 // version is the first line a program prints for --version, on either
-// stream (pi writes it to standard error), "" when it prints none within a
-// few seconds.
+// stream (pi writes it to standard error), "" when it prints none in
+// versionWait. A node program takes seconds to start on a loaded machine.
 func version(ctx context.Context, path string, environ []string) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, versionWait)
 	defer cancel()
 	var out strings.Builder
 	if err := proc.Run(ctx, proc.Cmd{Path: path, Args: []string{"--version"}, Env: environ, Stdout: &out, Stderr: &out}); err != nil {

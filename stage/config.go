@@ -55,6 +55,10 @@ type Config struct {
 	// Budget is flume.budget: each stage's time budget unless its
 	// declaration names one (W1).
 	Budget time.Duration
+	// Notify is the notifier (issue 17): the user-level file's, else the
+	// repository's; run with each event as JSON on standard input.
+	Notify         Step
+	notifyFromUser bool
 	// StuckAfter is flume.stuckAfter: how long a stage may be quiet
 	// before it is reported stuck (A7); 0 is the default, 30m.
 	StuckAfter time.Duration
@@ -170,6 +174,13 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 			removeShell = isTrue(e.Value)
 		case section == "submit" && name == "command" && repoFile:
 			c.Submit = e.Value
+		case section == "notify" && (name == "command" || name == "shell") && !(repoFile && c.notifyFromUser):
+			// The user's notifier wins: where a person is told is theirs.
+			if name == "command" {
+				c.Notify.Command = e.Value
+			} else {
+				c.Notify.Shell = isTrue(e.Value)
+			}
 		case section == "kind" && name == "stage" && sub != "":
 			if !kindsHere[sub] {
 				// This file's declaration of a kind replaces an
@@ -199,6 +210,9 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 		if err != nil {
 			return err
 		}
+	}
+	if !repoFile && c.Notify.Command != "" {
+		c.notifyFromUser = true
 	}
 	for _, s := range ready {
 		c.Ready = append(c.Ready, Step{Command: s, Shell: readyShell})

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/git-flume/git-flume/agent"
 )
@@ -85,14 +86,19 @@ func Diagnose(ctx context.Context, env *Env, repoDir string) (*Doctor, error) {
 		}
 	}
 	sort.Strings(names[3:])
-	for _, name := range names {
+	// Each program is asked its version at once, side by side: a node
+	// program takes seconds to start.
+	d.Agents = make([]agent.Readiness, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
 		prog, err := agent.ResolveProgram(name, declared)
 		if err != nil {
-			d.Agents = append(d.Agents, agent.Readiness{Name: name, Checks: []agent.Check{{Name: "declaration", Status: agent.CheckMissing, Detail: err.Error()}}})
+			d.Agents[i] = agent.Readiness{Name: name, Checks: []agent.Check{{Name: "declaration", Status: agent.CheckMissing, Detail: err.Error()}}}
 			continue
 		}
-		d.Agents = append(d.Agents, agent.Ready(ctx, prog, agent.CallerEnv(env.CallerEnv), places))
+		wg.Go(func() { d.Agents[i] = agent.Ready(ctx, prog, agent.CallerEnv(env.CallerEnv), places) })
 	}
+	wg.Wait()
 	return d, nil
 }
 

@@ -233,7 +233,12 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		if env.Engine.Pane == "none" || env.Engine.NoStart {
 			return false, nil
 		}
-		return startStage(ctx, env, repo, store, rec, p)
+		i := p.Current
+		moved, err := startStage(ctx, env, repo, store, rec, p)
+		if moved && p.Stages[i].State == StateBlocked {
+			notify(ctx, env, repo, p, i) // not ready (L2)
+		}
+		return moved, err
 	}
 	if !observed(st) {
 		return false, nil
@@ -242,10 +247,14 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if err != nil {
 		return false, err
 	}
+	i, before := p.Current, st.State
 	for {
 		mv := decide(p, seen, env.Engine.timers())
 		moved, untyped, err := apply(ctx, env, repo, store, rec, p, st, mv, prompt, seen.Transcript)
 		if !untyped || seen.Busy {
+			if moved && st.State != before {
+				notify(ctx, env, repo, p, i) // this process made the move: it tells, once
+			}
 			return moved, err
 		}
 		seen.Busy = true

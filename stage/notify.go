@@ -1,0 +1,101 @@
+// Notifications (issue 17): when the engine moves a stage to a state that
+// waits for someone or ends it — waiting, blocked, stuck, delivered,
+// landed, cut, never-started — the declared notifier is run once, by the
+// process whose compare-and-swap made that move, with the event as JSON
+// on its standard input. At most once: a process killed between the move
+// and the notifier loses that one notification, never repeats it.
+
+package stage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
+)
+
+// Event is what the notifier reads on standard input, schema 1.
+type Event struct {
+	Schema int    `json:"schema"`
+	Event  string `json:"event"` // the stage's new state
+	Place  string `json:"place"`
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+	Stage  string `json:"stage"`
+	Index  int    `json:"index"`
+	Count  int    `json:"count"`
+	Need   string `json:"need,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Delivered says what ended a delivered or landed stage.
+	Delivered string    `json:"delivered,omitempty"`
+	At        time.Time `json:"at"`
+	// Message is one line for a person, naming the reply (Reply).
+	Message string `json:"message"`
+	// Reply is the command that answers or moves the place on, "" when
+	// nothing is asked.
+	Reply string `json:"reply,omitempty"`
+}
+
+// notifyTimeout bounds a notifier: the engine's step waits for it.
+const notifyTimeout = 10 * time.Second
+
+// notifiable reports a state a person is told of.
+func notifiable(state string) bool {
+	switch state {
+	case StateWaiting, StateBlocked, StateStuck, StateDelivered, StateLanded, StateCut, StateNeverStarted:
+		return true
+	}
+	return false
+}
+
+// notify runs the declared notifier for stage i of p, which this process
+// just moved to its state. A notifier that fails is told to env.Out and
+// changes nothing: the record is the truth.
+func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
+	st := &p.Stages[i]
+	if !notifiable(st.State) {
+		return
+	}
+	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	if err != nil || cfg.Notify.Command == "" {
+		return
+	}
+	ev := Event{Schema: 1, Event: st.State, Place: p.ID, Repo: p.Repo, Branch: p.Branch, Stage: st.Name, Index: i + 1,
+		Count: len(p.Stages), Need: st.Need, Reason: st.Reason, Delivered: st.Delivered, At: env.now()}
+	ev.Message = fmt.Sprintf("%s: stage %s %s", p.ID, st.Name, st.State)
+	switch {
+	case st.Need != "":
+		ev.Message += ": needs " + st.Need
+	case st.Delivered != "":
+		ev.Message += ": " + st.Delivered
+	case st.Reason != "":
+		ev.Message += ": " + st.Reason
+	}
+	switch st.State {
+	case StateWaiting:
+		ev.Reply = fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
+	case StateBlocked, StateStuck, StateCut, StateNeverStarted:
+		ev.Reply = nextStep(p, agentStatus(ctx, env, p))
+	}
+	if ev.Reply != "" {
+		ev.Message += "; reply: " + ev.Reply
+	}
+	data, _ := json.Marshal(ev)
+	argv, err := cfg.Notify.Argv()
+	if err != nil || len(argv) == 0 {
+		fmt.Fprintf(env.Out, "notify %s: %v\n", p.ID, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	defer cancel()
+	var out bytes.Buffer
+	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: p.Repo, Env: StepEnv(env.CallerEnv, p),
+		Stdin: bytes.NewReader(append(data, '\n')), Stdout: &out, Stderr: &out})
+	if err != nil {
+		fmt.Fprintf(env.Out, "notify %s: the notifier %q failed: %v: %s\n", p.ID, cfg.Notify.Command, err, bytes.TrimSpace(out.Bytes()))
+	}
+}
