@@ -24,7 +24,16 @@ type workingSeen struct {
 	LengthRetried bool
 	// Reminded: the reminder shows in the transcript.
 	Reminded bool
-	Quiet    time.Duration // since the transcript last changed
+	// Resumed: the one follow-up after a usage limit's reset shows in the
+	// transcript.
+	Resumed bool
+	// Limited: the turn's error is a usage limit, naming Reset (zero when
+	// it names none that reads).
+	Limited bool
+	Reset   time.Time
+	// Now is the timers' clock.
+	Now   time.Time
+	Quiet time.Duration // since the transcript last changed
 }
 
 // move is what the engine does next: nothing (all empty), a record write
@@ -40,6 +49,8 @@ type move struct {
 	End    string
 	Stage  *StageRecord
 	Resend bool
+	// State is the stage's state once Tell is typed.
+	State string
 }
 
 // Snapshot names of the moves that end an agent.
@@ -70,8 +81,7 @@ func decideWorking(st *StageRecord, seen workingSeen, remindAfter, stuckAfter ti
 	// A8: checkpoint recovery, one follow-up of each kind at most.
 	switch seen.Turn {
 	case agent.TurnError:
-		block(st, BlockError, "the agent's turn ended with an error: "+seen.ErrorText)
-		return move{Write: "blocked: " + st.Reason}
+		return decideError(st, seen)
 	case agent.TurnLength:
 		if !st.LengthPrompted {
 			return move{Tell: LengthMessage, Sent: &st.LengthPrompted, Write: "reply cut for length: sent the one recovery prompt"}
@@ -190,6 +200,8 @@ func decide(p *Place, seen stepSeen, t timers) move {
 	switch {
 	case st.State == StateBlocked:
 		return decideBlocked(st, seen)
+	case st.State == StateParked:
+		return decideParked(st, seen)
 	case starting(st.State):
 		return decideStarting(st, seen, t)
 	case st.State == StateWorking || st.State == StateStuck || st.State == StateWaiting:
@@ -246,10 +258,10 @@ func decideDelivered(p *Place, seen stepSeen, t timers) move {
 // budget decides nothing.
 func decideBudget(st *StageRecord, seen stepSeen) (mv move, ok bool) {
 	budget := time.Duration(st.BudgetMs) * time.Millisecond
-	if budget <= 0 || st.Started == nil {
+	if budget <= 0 || st.Started == nil || st.State == StateParked {
 		return move{}, false
 	}
-	switch used := seen.Now.Sub(*st.Started); {
+	switch used := seen.Now.Sub(*st.Started) - time.Duration(st.ParkedMs)*time.Millisecond; {
 	case used >= budget:
 		if seen.Transcript {
 			st.Report = ParseReport(seen.LastAssistant)
@@ -312,4 +324,42 @@ func decideBlocked(st *StageRecord, seen stepSeen) move {
 		}
 	}
 	return move{}
+}
+
+// decideError decides a turn that ended with an error: a usage limit that
+// names its reset parks the stage until then (issue 17), once; a usage
+// limit again after the one resume, one with no reset that reads, or any
+// other error blocks it. Until the resume shows in the transcript, the
+// error read is the one before it.
+func decideError(st *StageRecord, seen workingSeen) move {
+	switch {
+	case st.Resumed && !seen.Resumed:
+		return move{}
+	case seen.Limited && st.Resumed:
+		block(st, BlockError, "the provider's usage limit was reached again after the one resume: "+seen.ErrorText)
+	case seen.Limited && !seen.Reset.IsZero():
+		now, until := seen.Now, seen.Reset
+		st.State, st.ParkedAt, st.ParkedUntil = StateParked, &now, &until
+		st.Reason = fmt.Sprintf("the provider's usage limit was reached; flume resumes it once at %s", until.Format("2006-01-02 15:04 MST"))
+		return move{Write: "parked: " + st.Reason}
+	case seen.Limited:
+		block(st, BlockError, "the provider's usage limit was reached, with no reset time flume can read: "+seen.ErrorText)
+	default:
+		block(st, BlockError, "the agent's turn ended with an error: "+seen.ErrorText)
+	}
+	return move{Write: "blocked: " + st.Reason}
+}
+
+// decideParked decides a parked stage: once its reset has passed, its
+// agent gets the one follow-up and the stage works again; the time parked
+// is not counted against its budget (W1).
+func decideParked(st *StageRecord, seen stepSeen) move {
+	if st.ParkedUntil == nil || seen.Now.Before(*st.ParkedUntil) || seen.Busy || st.Resumed {
+		return move{}
+	}
+	if st.ParkedAt != nil {
+		st.ParkedMs += max(seen.Now.Sub(*st.ParkedAt), 0).Milliseconds()
+	}
+	st.ParkedAt, st.ParkedUntil = nil, nil
+	return move{Tell: ResumeMessage, Sent: &st.Resumed, State: StateWorking, Write: "usage limit reset: sent the one follow-up to resume"}
 }

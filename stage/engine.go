@@ -26,7 +26,14 @@ const (
 	StateCut          = "cut"
 	StateBlocked      = "blocked"
 	StateLanded       = "landed"
+	// StateParked is a stage whose provider refused more work until a
+	// reset (issue 17): flume resumes it once, after the reset.
+	StateParked = "parked"
 )
+
+// ResumeMessage is the one follow-up a parked stage's agent gets once its
+// usage limit has reset.
+const ResumeMessage = "Your usage limit has reset. Continue from where you stopped; commit what is done."
 
 // What blocks a stage (StageRecord.Block).
 const (
@@ -137,7 +144,7 @@ func (o EngineOptions) stuckAfter() time.Duration {
 // active reports a state whose agent is expected to be at work.
 func active(state string) bool {
 	switch state {
-	case StateStarting, StateUnknown, StateWorking, StateWaiting, StateStuck:
+	case StateStarting, StateUnknown, StateWorking, StateWaiting, StateStuck, StateParked:
 		return true
 	}
 	return false
@@ -300,7 +307,10 @@ func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageR
 			seen.Transcript, seen.Confirmed, seen.LastAssistant = true, tr.Received(string(prompt)), tr.LastAssistant
 			seen.Working = workingSeen{Need: tr.Need(), Turn: tr.Turn, ErrorText: tr.ErrorText,
 				LengthRetried: st.LengthPrompted && tr.Received(LengthMessage), Reminded: st.Reminded && tr.Received(reminder(st)),
-				Quiet: seen.Now.Sub(modTime(a.Transcript))}
+				Resumed: st.Resumed && tr.Received(ResumeMessage), Quiet: seen.Now.Sub(modTime(a.Transcript)), Now: seen.Now}
+			if tr.Turn == agent.TurnError {
+				seen.Working.Limited, seen.Working.Reset = agent.UsageLimit(tr.ErrorText, seen.Now)
+			}
 		}
 	}
 	head, err := repo.ResolveRef(ctx, p.branchRef())
@@ -348,6 +358,9 @@ func apply(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 			return false, true, nil
 		}
 		*mv.Sent = true
+		if mv.State != "" {
+			st.State, st.Reason = mv.State, ""
+		}
 		moved, err = write(mv.Write)
 		return moved, false, err
 	case mv.End != "":

@@ -46,7 +46,7 @@ const notifyTimeout = 10 * time.Second
 // notifiable reports a state a person is told of.
 func notifiable(state string) bool {
 	switch state {
-	case StateWaiting, StateBlocked, StateStuck, StateDelivered, StateLanded, StateCut, StateNeverStarted:
+	case StateWaiting, StateBlocked, StateStuck, StateDelivered, StateLanded, StateCut, StateNeverStarted, StateParked:
 		return true
 	}
 	return false

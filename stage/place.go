@@ -125,6 +125,14 @@ type StageRecord struct {
 	// message sent at 75% of it.
 	BudgetMs int64 `json:"budgetMs,omitempty"`
 	Told     bool  `json:"told,omitempty"`
+	// ParkedAt and ParkedUntil are when a usage limit parked the stage and
+	// the reset it named (issue 17); ParkedMs is the time it spent parked,
+	// which its budget does not count; Resumed records the one follow-up
+	// after a reset.
+	ParkedAt    *time.Time `json:"parkedAt,omitempty"`
+	ParkedUntil *time.Time `json:"parkedUntil,omitempty"`
+	ParkedMs    int64      `json:"parkedMs,omitempty"`
+	Resumed     bool       `json:"resumed,omitempty"`
 	// Block is what blocked the stage (BlockDialog, BlockError, …), so
 	// the engine knows when that evidence is gone; "" in records made
 	// before it was kept.

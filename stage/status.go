@@ -429,6 +429,10 @@ func nextStep(p *Place, a *AgentStatus) string {
 		return retry
 	case StateNeverStarted, StateCut:
 		return retry
+	case StateParked:
+		if st.ParkedUntil != nil {
+			return fmt.Sprintf("nothing: it resumes by itself after %s; git flume tell %s 'TEXT' goes on sooner", st.ParkedUntil.UTC().Format("2006-01-02 15:04 UTC"), p.ID)
+		}
 	case StateStarting, StateUnknown:
 		if a != nil && a.State == "operator" {
 			return "run the command git flume log " + p.ID + " shows"

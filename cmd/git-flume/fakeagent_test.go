@@ -33,6 +33,7 @@ import (
 //	report TEXT     end the turn with a STAGE REPORT whose done is TEXT
 //	cutoff TEXT     end the reply with TEXT, cut for length (max_tokens)
 //	fail TEXT       end the turn with an API error saying TEXT
+//	limit N         end the turn with a usage limit that resets in N seconds
 //	needs TEXT      end the turn with "NEEDS: TEXT"
 //	ask TEXT        ask the user TEXT (AskUserQuestion) and wait
 //	work            start a tool call and never finish the turn
@@ -175,6 +176,14 @@ func fakeClaude() {
 			case "fail":
 				tr.write(map[string]any{"type": "assistant", "isApiErrorMessage": true, "message": map[string]any{
 					"role": "assistant", "content": []any{map[string]any{"type": "text", "text": arg}}, "stop_reason": "stop_sequence"}})
+			case "limit":
+				// A provider's usage limit, resetting N seconds from now on
+				// the script's clock, as Claude Code reports it.
+				var n int64
+				fmt.Sscan(arg, &n)
+				reset := time.Now().Add(clockOffset(os.Getenv("FLUME_TEST_CLOCK"))).Unix() + n
+				tr.write(map[string]any{"type": "assistant", "isApiErrorMessage": true, "message": map[string]any{
+					"role": "assistant", "content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Claude AI usage limit reached|%d", reset)}}, "stop_reason": "stop_sequence"}})
 			case "needs":
 				tr.assistant("I cannot go on.\nNEEDS: "+arg, "end_turn")
 			case "ask":
