@@ -56,27 +56,35 @@ var installHints = map[string]string{
 	"pi":     "npm install -g @mariozechner/pi-coding-agent",
 }
 
-// InstallHint says how to get the program flume knows by name, "" for
-// another.
-func InstallHint(name string) string { return installHints[name] }
+// Locate finds program p's command as an agent with environment environ
+// would (A1: agents start with the caller's environment), or says it is
+// not on PATH and how to get it.
+func Locate(p Program, environ []string) (string, error) {
+	if len(p.Command) == 0 {
+		return "", fmt.Errorf("agent %s declares no command", p.Name)
+	}
+	path, err := proc.LookPath(p.Command[0], environ)
+	if err != nil {
+		how := "install it"
+		if hint := installHints[p.Name]; hint != "" && p.Command[0] == p.Name {
+			how = "install it: " + hint
+		}
+		return "", fmt.Errorf("%q of agent %s is not on PATH (%s; or pass --agent)", p.Command[0], p.Name, how)
+	}
+	return path, nil
+}
 
 // Ready checks what program p needs to start here unattended, for an
 // agent whose environment is environ, working in folders under dir (a
 // repository's places/): on PATH, its version, and its own setup.
 func Ready(ctx context.Context, p Program, environ []string, dir string) Readiness {
 	r := Readiness{Name: p.Name, Checks: []Check{}}
-	if len(p.Command) == 0 {
-		r.Checks = append(r.Checks, Check{"command", CheckMissing, "no command declared"})
-		return r
+	if len(p.Command) > 0 {
+		r.Command = p.Command[0]
 	}
-	r.Command = p.Command[0]
-	path, err := proc.LookPath(r.Command, environ)
+	path, err := Locate(p, environ)
 	if err != nil {
-		how := "install it, or declare the program in .flume/config"
-		if hint := installHints[p.Name]; hint != "" && r.Command == p.Name {
-			how = "install it: " + hint
-		}
-		r.Checks = append(r.Checks, Check{"program", CheckMissing, fmt.Sprintf("%s is not on PATH (%s)", r.Command, how)})
+		r.Checks = append(r.Checks, Check{"program", CheckMissing, err.Error()})
 		return r
 	}
 	r.Path = path

@@ -164,7 +164,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return false, err
 	}
 	env.fault("start:recorded")
-	if err := beginRun(ctx, env, p, st, run); err != nil {
+	if err := beginRun(ctx, env, repo.CommonDir, p, st, run); err != nil {
 		return true, err
 	}
 	if a.Pane == "print" {
@@ -190,7 +190,7 @@ type stageRun struct {
 // host the place's launch chose (A2). What the agent being replaced did
 // is caught up in the live log first (W4).
 func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord, cfg *Config) (*stageRun, error) {
-	name := cmp.Or(p.Agent, env.Engine.Agent, "claude")
+	name := env.agentName(p.Agent)
 	prog, err := agent.ResolveProgram(name, cfg.Agents)
 	if err != nil {
 		return nil, err
@@ -232,7 +232,7 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 // beginRun begins recorded run r of stage st (A1): in its pane, or printed
 // for the operator, with the guard hook of the run's settings (A9) and the
 // role's tools.
-func beginRun(ctx context.Context, env *Env, p *Place, st *StageRecord, r *stageRun) error {
+func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *StageRecord, r *stageRun) error {
 	a := r.agent
 	vars := agent.Vars{Prompt: r.prompt, PromptFile: a.PromptFile, SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
 	if env.Engine.Guard != "" {
@@ -263,8 +263,7 @@ func beginRun(ctx context.Context, env *Env, p *Place, st *StageRecord, r *stage
 	if env.Engine.Print != nil {
 		env.Engine.Print.Write(line.Bytes())
 	}
-	// The run's prompt file is in the place's log folder.
-	if log, err := os.OpenFile(filepath.Join(filepath.Dir(a.PromptFile), "place.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+	if log, err := openLog(commonDir, p.ID); err == nil {
 		fmt.Fprintf(log, "%s/%d start the agent yourself: %s", st.Name, st.Runs, line.Bytes())
 		log.Close()
 	}

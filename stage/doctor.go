@@ -78,7 +78,7 @@ func Diagnose(ctx context.Context, env *Env, repoDir string) (*Doctor, error) {
 	if places == "" {
 		places, _ = os.Getwd()
 	}
-	d.Default = cmp.Or(env.Engine.Agent, "claude")
+	d.Default = env.agentName("")
 	names := []string{"claude", "codex", "pi"}
 	for name := range declared {
 		if !slices.Contains(names, name) {

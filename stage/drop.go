@@ -112,14 +112,14 @@ func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
 
 // markAgentEnded records that the current stage's agent ended (tidy ended
 // it and verified it gone), re-reading on a lost race.
-func markAgentEnded(ctx context.Context, store *refs.Store, id string) (*refs.Record, error) {
+func markAgentEnded(ctx context.Context, env *Env, store *refs.Store, id string) (*refs.Record, error) {
 	return editPlace(ctx, store, id, func(p *Place) (string, error) {
 		a := p.Stages[p.Current].Agent
 		if a == nil || a.Ended {
 			return "", refs.ErrNoChange
 		}
 		a.Ended = true
-		endStage(&p.Stages[p.Current], StateCut, "the place was tidied; its agent was ended", time.Now().UTC())
+		endStage(&p.Stages[p.Current], StateCut, "the place was tidied; its agent was ended", env.clock())
 		return fmt.Sprintf("tidy %s: its agent ended and verified gone", id), nil
 	})
 }

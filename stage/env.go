@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -70,6 +71,10 @@ func (e *Env) open(ctx context.Context, dir string) (*git.Repo, *refs.Store, err
 }
 
 func (e *Env) now() time.Time { return e.Now().UTC() }
+
+// agentName is the agent program a place uses: the one it names, else the
+// engine's default (FLUME_AGENT), else claude.
+func (e *Env) agentName(named string) string { return cmp.Or(named, e.Engine.Agent, "claude") }
 
 // clock is the timers' time, in UTC.
 func (e *Env) clock() time.Time {

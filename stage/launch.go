@@ -2,7 +2,6 @@ package stage
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -393,13 +391,6 @@ func (e *PreflightError) Error() string {
 
 func (e *PreflightError) Unwrap() error { return e.Missing }
 
-// installHints say how to get the agent programs flume knows.
-var installHints = map[string]string{
-	"claude": "npm install -g @anthropic-ai/claude-code",
-	"codex":  "npm install -g @openai/codex",
-	"pi":     "npm install -g @mariozechner/pi-coding-agent",
-}
-
 // preflight checks, before a launch makes anything, what its first stage
 // needs to start its agent (L1): the agent program on the caller's PATH
 // (agents start with the caller's environment, A1) and a pane host that
@@ -409,17 +400,13 @@ func preflight(ctx context.Context, env *Env, cfg *Config, opts LaunchOptions) e
 	if pane := launchPane(env.Engine.Pane); pane == "" || pane == "print" {
 		return nil
 	}
-	prog, err := agent.ResolveProgram(cmp.Or(opts.Agent, env.Engine.Agent, "claude"), cfg.Agents)
+	prog, err := agent.ResolveProgram(env.agentName(opts.Agent), cfg.Agents)
 	if err != nil {
 		return err
 	}
 	var missing *multierror.Error
-	if _, err := proc.LookPath(prog.Command[0], env.CallerEnv); err != nil {
-		how := "install it, or pass --agent"
-		if hint, ok := installHints[prog.Name]; ok && prog.Command[0] == prog.Name {
-			how = "install it: " + hint + "; or pass --agent"
-		}
-		missing = multierror.Append(missing, fmt.Errorf("the agent program %q (agent %s) is not on PATH (%s)", prog.Command[0], prog.Name, how))
+	if _, err := agent.Locate(prog, env.CallerEnv); err != nil {
+		missing = multierror.Append(missing, err)
 	}
 	if env.Engine.Panes != nil {
 		if err := env.Engine.Panes.Check(ctx, env.CallerEnv); err != nil {

@@ -209,7 +209,7 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		// Its end is recorded at once, on its own: the place's watcher
 		// may record it too as it sees the pane go, and the tidy below
 		// then works from the record as it stands.
-		if rec, err = markAgentEnded(ctx, store, p.ID); err != nil {
+		if rec, err = markAgentEnded(ctx, env, store, p.ID); err != nil {
 			return nil, err
 		}
 		decoded, err := decodePlace(rec)
