@@ -116,12 +116,21 @@ func (t *Transcript) Received(prompt string) bool {
 
 // Need returns what the agent said it needs: the rest of the first line of
 // its last message that starts with "NEEDS:" (A6), once its turn is done.
-func (t *Transcript) Need() string {
+func (t *Transcript) Need() string { return t.closing("NEEDS:") }
+
+// Recreate returns the resume message of an agent that asked for a fresh
+// session in its place (issue 17): the rest of the first line of its last
+// message that starts with "RECREATE:", once its turn is done.
+func (t *Transcript) Recreate() string { return t.closing("RECREATE:") }
+
+// closing is the rest of the first line of the last message of a finished
+// turn that starts with marker, "" when none does.
+func (t *Transcript) closing(marker string) string {
 	if t.Turn != TurnDone {
 		return ""
 	}
 	for line := range strings.SplitSeq(t.LastAssistant, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "NEEDS:"); ok {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), marker); ok {
 			return strings.TrimSpace(rest)
 		}
 	}

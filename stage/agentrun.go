@@ -146,7 +146,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		st.Earlier = append(st.Earlier, *st.Agent)
 	}
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, st.Runs+1, a
-	st.Need, st.Reason, st.Delivered, st.At, st.Block = "", "", "", "", ""
+	st.Need, st.Reason, st.Delivered, st.At, st.Block, st.Followup = "", "", "", "", "", ""
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
 	st.Role = cfg.Stages[st.Name].Role
 	if env.Engine.Budget > 0 {
@@ -199,19 +199,22 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 	if err != nil {
 		return nil, err
 	}
-	r := &stageRun{prog: prog, prompt: prompt}
+	r := &stageRun{prog: prog}
 	if name := cfg.Stages[st.Name].Role; name != "" {
 		if r.role, err = LoadRole(ctx, repo, p.Base, name); err != nil {
 			return nil, err
 		}
 	}
+	// Issue 17: how to delegate, how a delegated place ends its turn, and
+	// what the stage's last run or commissioner left for this one.
+	r.prompt = prompt + promptNotes(p, st, r.role)
 	run := st.Runs + 1
 	logDir := LogDir(repo.CommonDir, p.ID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
 	promptFile := filepath.Join(logDir, fmt.Sprintf("%d-%s-%d.prompt", p.Current+1, st.Name, run))
-	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
+	if err := os.WriteFile(promptFile, []byte(r.prompt), 0o644); err != nil {
 		return nil, err
 	}
 	logTools(ctx, repo.CommonDir, p)

@@ -204,21 +204,33 @@ func Stop(ctx context.Context, env *Env, o PlaceOptions) error {
 // (A5), and follows it as launch does. A running agent is ended first only
 // with force.
 func Retry(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
-	return restart(ctx, env, o, "retry", func(p *Place) error { return nil })
+	return restart(ctx, env, o, restartHow{verb: "retry", check: func(p *Place) error { return nil }})
 }
 
 // GoOn runs a question's round again with a fresh agent (K4).
 func GoOn(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
-	return restart(ctx, env, o, "go on", func(p *Place) error {
+	return restart(ctx, env, o, restartHow{verb: "go on", check: func(p *Place) error {
 		if p.PlaceKind != "question" {
 			return &RefusedError{Place: o.Place, Reason: "go-on runs a question's round again; this is a " + p.PlaceKind}
 		}
 		return nil
-	})
+	}})
 }
 
-func restart(ctx context.Context, env *Env, o PlaceOptions, verb string, check func(*Place) error) (*Place, error) {
+// restartHow is what starting a stage again checks and carries.
+type restartHow struct {
+	verb string
+	// check refuses a place this verb does not apply to, as read.
+	check func(*Place) error
+	// delivered lets a delivered stage start again (reopen).
+	delivered bool
+	// followup is told to the fresh agent after the stage's prompt.
+	followup string
+}
+
+func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Place, error) {
 	repoDir, id, force, g := o.Repo, o.Place, o.Force, o.Gate
+	verb, check := how.verb, how.check
 	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -250,10 +262,12 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, verb string, check f
 			}
 		}
 		if st.State == StateDelivered || st.State == StateLanded {
-			if p.PlaceKind != "question" {
+			if p.PlaceKind != "question" && !how.delivered {
 				return &RefusedError{Place: id, Reason: "stage " + st.Name + " was delivered; nothing to " + verb}
 			}
+			st.Report, st.ReportMissing, st.Landing, st.Ended = nil, false, nil, nil
 		}
+		st.Followup = how.followup
 		// W3: what the ended agent left uncommitted is kept before anyone
 		// starts over it.
 		if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
@@ -284,13 +298,18 @@ type Outcome struct {
 	// stage without one (W2).
 	Report        *Report `json:"report,omitempty"`
 	ReportMissing bool    `json:"reportMissing,omitempty"`
+	// Delegation is where a delegated place stands when the wait ends
+	// (finished or blocked, issue 17); "" for a top-level place.
+	Delegation string `json:"delegation,omitempty"`
 }
 
 // ErrTimeout is a wait that ran out of time.
 var ErrTimeout = errors.New("timed out")
 
 // Wait advances a place until its current stage ends or needs someone:
-// delivered, landed, waiting, stuck, blocked, never-started or cut.
+// delivered, landed, waiting, stuck, blocked, never-started or cut. A
+// delegated place is followed through its stages until it is finished or
+// blocked, as its commissioner needs (issue 17).
 func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 	repoDir, id, timeout := o.Repo, o.Place, o.Timeout
 	deadline := time.Now().Add(timeout)
@@ -300,14 +319,18 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		if start < 0 {
+		if start < 0 || p.Parent != nil {
 			start = p.Current
 		}
 		st := p.Stages[start]
+		delegation := DelegationState(p)
 		switch st.State {
 		case StateDelivered, StateLanded, StateWaiting, StateStuck, StateBlocked, StateNeverStarted, StateCut:
+			if delegation == DelegationWorking {
+				break // a delegated place's next stage is about to start
+			}
 			o := &Outcome{Place: id, Stage: st.Name, State: st.State, Delivered: st.Delivered, Need: st.Need, Reason: st.Reason,
-				Report: st.Report, ReportMissing: st.ReportMissing}
+				Report: st.Report, ReportMissing: st.ReportMissing, Delegation: delegation}
 			if p.Current != start {
 				o.Next = p.Stages[p.Current].Name
 			}

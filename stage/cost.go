@@ -3,6 +3,7 @@ package stage
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -42,6 +43,59 @@ type CostRow struct {
 	// Transcript is "" when the stage's transcript could not be read here
 	// (another host's place, or removed): its row counts nothing.
 	Transcript string `json:"transcript"`
+	// Outcome is how the run's session ended: finished (it delivered its
+	// stage), blocked, rolled-back, aborted, or running; "" in the total.
+	Outcome string `json:"outcome"`
+	// Parent is the place that delegated this row's place ("" at the top)
+	// and Depth its depth in the tree (issue 17).
+	Parent string `json:"parent"`
+	Depth  int    `json:"depth"`
+	// Children sums the known costs of the finished sessions of the
+	// places this run delegated, and theirs, all the way down; null when
+	// the run delegated nothing. A running, blocked, rolled-back or
+	// aborted session is not counted.
+	Children *float64 `json:"children"`
+
+	stage int // the stage's index, for matching its delegations
+}
+
+// Outcomes of a cost row's session.
+const (
+	RunFinished   = "finished"
+	RunBlocked    = "blocked"
+	RunRolledBack = "rolled-back"
+	RunAborted    = "aborted"
+	RunRunning    = "running"
+)
+
+// runOutcome is how run a of stage st of place p ended, delivered saying
+// whether it delivered its stage.
+func runOutcome(p *Place, st *StageRecord, a *AgentRun, delivered bool) string {
+	switch {
+	case p.Parent != nil && p.Parent.Outcome == OutcomeRolledBack:
+		return RunRolledBack
+	case delivered:
+		return RunFinished
+	case a == st.Agent && !a.Ended && p.Phase == PhaseMade && p.Dropped == nil:
+		return RunRunning
+	case a == st.Agent && (st.State == StateBlocked || st.State == StateWaiting || st.State == StateStuck || st.State == StateParked):
+		return RunBlocked
+	}
+	return RunAborted
+}
+
+// costMark is a row's mark in the table: ✓ finished, ✗ blocked, rolled
+// back or aborted, … still running.
+func costMark(outcome string) string {
+	switch outcome {
+	case RunFinished:
+		return "✓"
+	case RunRunning:
+		return "…"
+	case "":
+		return ""
+	}
+	return "✗"
 }
 
 // CostText is the row's cost for people: dollars, or "?" when unknown.
@@ -89,11 +143,19 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 	}
 	var places []*Place
 	if only != "" {
-		_, p, err := readPlace(ctx, store, only)
-		if err != nil {
-			return nil, err
+		// The place and every place it delegated, all the way down.
+		for queue := []string{only}; len(queue) > 0; queue = queue[1:] {
+			_, p, err := readPlace(ctx, store, queue[0])
+			var nf *NotFoundError
+			if errors.As(err, &nf) && queue[0] != only {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			places = append(places, p)
+			queue = append(queue, p.Children...)
 		}
-		places = append(places, p)
 	} else {
 		records, _, err := store.List(ctx, PlacePrefix)
 		if err != nil {
@@ -116,11 +178,16 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 		if err != nil {
 			return nil, err
 		}
-		for _, st := range p.Stages {
-			runs := stageRuns(&st)
+		for si := range p.Stages {
+			st := &p.Stages[si]
+			runs := stageRuns(st)
 			for i, a := range runs {
 				delivered := i == len(runs)-1 && (st.State == StateDelivered || st.State == StateLanded)
-				row, missing := runCost(p, &st, a, st.Runs-len(runs)+i+1, delivered, prices, p.Host == env.Host)
+				row, missing := runCost(p, st, a, st.Runs-len(runs)+i+1, delivered, prices, p.Host == env.Host)
+				row.stage, row.Outcome = si, runOutcome(p, st, a, delivered)
+				if p.Parent != nil {
+					row.Parent = p.Parent.Parent
+				}
 				for _, m := range missing {
 					unpriced[m] = true
 				}
@@ -128,11 +195,88 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 			}
 		}
 	}
+	c.Rows = delegationTree(places, c.Rows)
 	c.UnpricedModels = slices.Sorted(maps.Keys(unpriced))
 	if c.UnpricedModels == nil {
 		c.UnpricedModels = []string{}
 	}
 	return c, nil
+}
+
+// delegationTree orders rows as the places' tree (issue 17): each place's
+// rows, then those of the places it delegated, indented by depth; and sets
+// on each run that delegated the finished descendants' cost.
+func delegationTree(places []*Place, rows []CostRow) []CostRow {
+	byPlace := map[string][]int{}
+	for i, r := range rows {
+		byPlace[r.Place] = append(byPlace[r.Place], i)
+	}
+	byID := map[string]*Place{}
+	for _, p := range places {
+		byID[p.ID] = p
+	}
+	// children are the places p delegated whose records say so too.
+	children := func(p *Place) []*Place {
+		var out []*Place
+		for _, id := range p.Children {
+			if c, ok := byID[id]; ok && c.Parent != nil && c.Parent.Parent == p.ID {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	var finished func(p *Place, seen map[string]bool) float64
+	finished = func(p *Place, seen map[string]bool) float64 {
+		sum := 0.0
+		if seen[p.ID] {
+			return sum // a cycle no valid tree makes: counted once
+		}
+		seen[p.ID] = true
+		for _, i := range byPlace[p.ID] {
+			if rows[i].Outcome == RunFinished && rows[i].Cost != nil && rows[i].CostFrom != costNone {
+				sum += *rows[i].Cost
+			}
+		}
+		for _, c := range children(p) {
+			sum += finished(c, seen)
+		}
+		return sum
+	}
+	out := make([]CostRow, 0, len(rows))
+	done := map[string]bool{}
+	var visit func(p *Place, depth int)
+	visit = func(p *Place, depth int) {
+		if done[p.ID] {
+			return
+		}
+		done[p.ID] = true
+		for _, i := range byPlace[p.ID] {
+			r := rows[i]
+			r.Depth = depth
+			for _, c := range children(p) {
+				if c.Parent.Stage == r.stage && c.Parent.Run == r.Run {
+					sum := finished(c, map[string]bool{p.ID: true})
+					if r.Children != nil {
+						sum += *r.Children
+					}
+					r.Children = &sum
+				}
+			}
+			out = append(out, r)
+		}
+		for _, c := range children(p) {
+			visit(c, depth+1)
+		}
+	}
+	for _, p := range places {
+		if p.Parent == nil || byID[p.Parent.Parent] == nil || !slices.Contains(byID[p.Parent.Parent].Children, p.ID) {
+			visit(p, 0)
+		}
+	}
+	for _, p := range places {
+		visit(p, 0)
+	}
+	return out
 }
 
 // costNone is a run's CostFrom when it never had a transcript.
@@ -250,31 +394,22 @@ func usageCost(u agent.Usage, prices map[string]Price) (cost *float64, from stri
 	return &sum, "price", nil
 }
 
-// WriteCosts prints the cost table: place, stage, run, agent, ✓ for the
-// run that delivered its stage (✗ otherwise), tokens, cost ("-" for a run
-// that left no transcript), and the grand total.
+// WriteCosts prints the cost table, a row per session in the places' tree
+// (issue 17): place, stage, run, agent, its mark (✓ finished; ✗ blocked,
+// rolled back or aborted; … running), tokens, cost ("-" for a run that
+// left no transcript) with "(+ $children)" on a run that delegated, and
+// the grand total.
 func WriteCosts(w io.Writer, c *Costs) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLACE\tSTAGE\tRUN\tAGENT\t\tTOKENS\tCOST")
-	for _, r := range append(c.Rows, c.Total) {
-		mark := "✗"
-		if r.Delivered {
-			mark = "✓"
-		}
-		agent := r.Agent
-		if r.Place == "total" {
-			mark, agent = "", ""
-		}
+	for _, r := range c.Rows {
 		cost := r.CostText()
-		if r.Place == "total" {
-			cost = c.TotalText()
+		if r.Children != nil {
+			cost += fmt.Sprintf(" (+ $%.4f)", *r.Children)
 		}
-		run := fmt.Sprint(r.Run)
-		if r.Place == "total" {
-			run = ""
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Place, r.Stage, run, agent, mark, r.Tokens, cost)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", treeName(r.Place, r.Depth), r.Stage, r.Run, r.Agent, costMark(r.Outcome), r.Tokens, cost)
 	}
+	fmt.Fprintf(tw, "total\t\t\t\t\t%d\t%s\n", c.Total.Tokens, c.TotalText())
 	if err := tw.Flush(); err != nil {
 		return err
 	}

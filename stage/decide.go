@@ -17,6 +17,9 @@ import (
 // waits or is stuck: its transcript, read once.
 type workingSeen struct {
 	Need string // the open NEEDS: of the newest message, "" when none
+	// Recreate is the resume message of a newest message that asks for a
+	// fresh session (RECREATE:), "" when none.
+	Recreate string
 	Turn string // how the last turn ended (agent.Turn…)
 	// ErrorText is the error a turn ended with.
 	ErrorText string
@@ -78,6 +81,9 @@ func decideWorking(st *StageRecord, seen workingSeen, remindAfter, stuckAfter ti
 		st.State, st.Need = StateWorking, ""
 		return move{Write: "need answered"}
 	}
+	if seen.Recreate != "" {
+		return decideRecreate(st, seen.Recreate)
+	}
 	// A8: checkpoint recovery, one follow-up of each kind at most.
 	switch seen.Turn {
 	case agent.TurnError:
@@ -109,6 +115,28 @@ func decideWorking(st *StageRecord, seen workingSeen, remindAfter, stuckAfter ti
 	}
 	return move{}
 }
+
+// MaxRecreations is how many times a stage's runs may ask for a fresh
+// session before the stage blocks: recreation is a way on, never a loop.
+const MaxRecreations = 3
+
+// decideRecreate decides a turn that ended asking for a fresh session
+// (RECREATE:, issue 17): the agent is ended and verified gone, and the
+// stage starts again with a fresh one told the resume message; past
+// MaxRecreations the stage blocks with the request as its reason.
+func decideRecreate(st *StageRecord, resume string) move {
+	if st.Recreated >= MaxRecreations {
+		block(st, BlockRecreated, fmt.Sprintf("its runs asked for a fresh session %d times; the last asked: %s", st.Recreated+1, resume))
+		return move{Write: "blocked: " + st.Reason}
+	}
+	st.Recreated++
+	st.State, st.Followup = StagePending, RecreatedNote+resume
+	return move{End: snapshotEnd, Stage: st, Write: "the agent asked for a fresh session: ended; a fresh one starts with its resume message"}
+}
+
+// RecreatedNote begins what a run started for a recreated session is
+// told after its prompt.
+const RecreatedNote = "This is a fresh session: the one before it asked for it and left you this message: "
 
 // stepSeen is what one engine step observed of an active stage, each
 // thing read once: its agent's transcript, the deliverable at one branch

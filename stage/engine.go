@@ -44,6 +44,9 @@ const (
 	BlockReady    = "ready"    // readying failed (L2)
 	BlockRollback = "rollback" // rolled back: waits for retry (W5)
 	BlockStopped  = "stopped"  // its agent was stopped (A5): waits for retry
+	// BlockRecreated: its runs asked for a fresh session more often than
+	// MaxRecreations allows (issue 17).
+	BlockRecreated = "recreated"
 )
 
 // block marks st blocked by kind, with the reason status shows.
@@ -305,7 +308,7 @@ func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageR
 				return seen, "", err
 			}
 			seen.Transcript, seen.Confirmed, seen.LastAssistant = true, tr.Received(string(prompt)), tr.LastAssistant
-			seen.Working = workingSeen{Need: tr.Need(), Turn: tr.Turn, ErrorText: tr.ErrorText,
+			seen.Working = workingSeen{Need: tr.Need(), Recreate: tr.Recreate(), Turn: tr.Turn, ErrorText: tr.ErrorText,
 				LengthRetried: st.LengthPrompted && tr.Received(LengthMessage), Reminded: st.Reminded && tr.Received(reminder(st)),
 				Resumed: st.Resumed && tr.Received(ResumeMessage), Quiet: seen.Now.Sub(modTime(a.Transcript)), Now: seen.Now}
 			if tr.Turn == agent.TurnError {

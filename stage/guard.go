@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/refs"
 )
 
 // GuardInput is what the guard reads of Claude Code's PreToolUse payload.
@@ -93,39 +91,6 @@ func Guard(ctx context.Context, env *Env, repoDir, id string, in GuardInput) err
 		if ok, rule := role.Allows(rel, toolOp(in.ToolName)); !ok {
 			return &GuardRefusal{Reason: fmt.Sprintf("%s of %s is denied by rule %q of role %s", in.ToolName, rel, rule.String(), role.Name)}
 		}
-	}
-	return nil
-}
-
-// checkDelegation refuses a launch made from inside a place (the caller's
-// FLUME_PLACE, set for every agent flume starts) unless the role of that
-// place's current stage delegates to the kind (A9).
-func checkDelegation(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, kind string) error {
-	from := ""
-	for _, kv := range env.CallerEnv {
-		if v, ok := strings.CutPrefix(kv, "FLUME_PLACE="); ok {
-			from = v
-		}
-	}
-	if from == "" {
-		return nil
-	}
-	refuse := func(why string) error {
-		return &RefusedError{Place: from, Reason: "a launch of a " + kind + " from inside this place is refused: " + why}
-	}
-	_, p, err := readPlace(ctx, store, from)
-	if err != nil {
-		return refuse("it is not a place of this repository")
-	}
-	if p.Current >= len(p.Stages) || p.Stages[p.Current].Role == "" {
-		return refuse("its stage names no role that delegates")
-	}
-	role, err := LoadRole(ctx, repo, p.Base, p.Stages[p.Current].Role)
-	if err != nil {
-		return refuse(err.Error())
-	}
-	if !slices.Contains(role.DelegatesTo, kind) {
-		return refuse(fmt.Sprintf("role %s delegates to %v, not %s", role.Name, role.DelegatesTo, kind))
 	}
 	return nil
 }

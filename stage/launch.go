@@ -61,7 +61,8 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	if repo.Bare {
 		return nil, &NotARepoError{Dir: opts.Repo, Reason: "a bare repository has no work tree to make places from"}
 	}
-	if err := checkDelegation(ctx, env, repo, store, opts.Kind); err != nil {
+	c, err := checkDelegation(ctx, env, repo, store, opts.Kind)
+	if err != nil {
 		return nil, err
 	}
 	// The main checkout from git's own view of where it runs: a
@@ -75,7 +76,13 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	if err := realPlacesDir(mainPath); err != nil {
 		return nil, err
 	}
-	target, base, err := launchBase(ctx, repo, mainPath, opts)
+	var target, base string
+	var d *Delegation
+	if c != nil {
+		target, base, d, err = delegate(ctx, env, repo, c, opts)
+	} else {
+		target, base, err = launchBase(ctx, repo, mainPath, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +100,7 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 		}
 	}
 	p := newPlace(env, opts, kind, mainPath, target, base)
+	p.Parent = d
 	rec, err := makePlace(ctx, env, repo, store, p)
 	if err != nil {
 		return nil, err
@@ -230,17 +238,10 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		return nil, &ExistsError{What: "branch", Value: p.Branch}
 	}
 
-	// The record comes first: a create-only CAS, so of several launches of
-	// one place exactly one goes on.
-	w, err := store.Write(ctx, []refs.Change{{Ref: PlaceRef(p.ID), Old: old, State: p, Message: "launch " + p.ID + ": making"}})
-	var conflict *refs.ConflictError
-	if errors.As(err, &conflict) {
-		return nil, &ExistsError{What: "place", Value: p.ID}
-	}
+	rec, err := createPlace(ctx, store, old, p)
 	if err != nil {
 		return nil, err
 	}
-	rec := w[0]
 	// From here the place is made whole even when the launch is told to
 	// stop (SIGINT, SIGTERM, SIGHUP): a git killed inside `worktree add`
 	// leaves a worktree git itself cannot list. A stop is honoured once
@@ -266,6 +267,40 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		return nil, fmt.Errorf("launch %s stopped once its place was made (%s): %w", p.ID, p.Path, err)
 	}
 	return made, nil
+}
+
+// createPlace writes the record of a place being made. It comes first: a
+// create-only CAS, so of several launches of one place exactly one goes
+// on. A delegated place's commissioner names it in the same transaction
+// (issue 17), so neither link is ever written without the other; the
+// commissioner's record moving meanwhile is read again.
+func createPlace(ctx context.Context, store *refs.Store, old *refs.Record, p *Place) (*refs.Record, error) {
+	for n := 0; ; n++ {
+		changes := []refs.Change{{Ref: PlaceRef(p.ID), Old: old, State: p, Message: "launch " + p.ID + ": making"}}
+		if p.Parent != nil {
+			ch, err := commissionChange(ctx, store, p)
+			if err != nil {
+				return nil, err
+			}
+			changes = append(changes, ch)
+		}
+		w, err := store.Write(ctx, changes)
+		var conflict *refs.ConflictError
+		if !errors.As(err, &conflict) {
+			if err != nil {
+				return nil, err
+			}
+			return w[0], nil
+		}
+		for _, c := range conflict.Conflicts {
+			if c.Name == PlaceRef(p.ID) {
+				return nil, &ExistsError{What: "place", Value: p.ID}
+			}
+		}
+		if n == 20 {
+			return nil, err
+		}
+	}
 }
 
 // freePlace returns the record a new launch of id replaces: nil when there

@@ -57,8 +57,8 @@ func notifiable(state string) bool {
 // changes nothing: the record is the truth.
 func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 	st := &p.Stages[i]
-	if !notifiable(st.State) {
-		return
+	if !notifiable(st.State) || p.Parent != nil {
+		return // a delegated place answers to its commissioner, not a person
 	}
 	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
 	if err != nil || cfg.Notify.Command == "" {

@@ -72,6 +72,14 @@ type Place struct {
 	Kept string `json:"kept,omitempty"`
 	// Tidied records what tidying removed.
 	Tidied *TidyRecord `json:"tidied,omitempty"`
+
+	// Delegation links a place launched from inside another (issue 17):
+	// Parent, in the child's record, is the commissioner and the state
+	// it delegated from; Children, in the commissioner's, are the places
+	// it delegated, in order. Both are written in the child's first
+	// transaction.
+	Parent   *Delegation `json:"parent,omitempty"`
+	Children []string    `json:"children,omitempty"`
 }
 
 // Proc is a process on a host.
@@ -144,6 +152,14 @@ type StageRecord struct {
 	// Start is the snapshot of a work tree that was dirty when the stage
 	// started (W3); rollback restores it over Base.
 	Start *Snapshot `json:"start,omitempty"`
+	// Followup is what the stage's next run is told after its prompt: a
+	// commissioner's reason to reopen or unblock it, or the resume message
+	// a run that asked to be recreated left (issue 17). The run that
+	// starts takes it.
+	Followup string `json:"followup,omitempty"`
+	// Recreated counts the runs ended because they asked for a fresh
+	// session (RECREATE:); a few are allowed, never a loop.
+	Recreated int `json:"recreated,omitempty"`
 	// Snapshots are the work tree's states flume kept as the stage ended,
 	// was cut, retried or rolled back with uncommitted changes (W3).
 	Snapshots []Snapshot `json:"snapshots,omitempty"`

@@ -113,38 +113,12 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 			return nil, nil, err
 		}
 	}
-	head, err := repo.ResolveRef(ctx, p.branchRef())
-	if err != nil {
-		return nil, nil, err
-	}
-	kept, err := takeSnapshot(ctx, repo, p, st, "rollback")
-	if err != nil {
-		return nil, nil, err
-	}
-	if kept == nil && head != st.Base {
-		// Clean, but with commits beyond the base: keep them reachable.
-		for n := 1; ; n++ {
-			ref := snapshotRef(p, st, "rollback", n)
-			err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: head}})
-			if err == nil {
-				kept = &Snapshot{Why: "rollback", Ref: ref, Commit: head, Head: head}
-				break
-			}
-			if n == 20 {
-				return nil, nil, err
-			}
-		}
-	}
-	if head != st.Base {
-		if err := repo.UpdateRefsLogged(ctx, "flume rollback "+id, []git.RefUpdate{{Op: git.Update, Name: p.branchRef(), New: st.Base, Old: head}}); err != nil {
-			return nil, nil, err
-		}
-	}
 	tree := ""
 	if st.Start != nil {
 		tree = st.Start.Tree
 	}
-	if err := repo.RestoreTree(ctx, p.Path, st.Base, tree); err != nil {
+	kept, err := resetPlace(ctx, repo, p, st, st.Base, tree, "flume rollback "+id)
+	if err != nil {
 		return nil, nil, err
 	}
 	if kept != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,6 +59,15 @@ type PlaceStatus struct {
 	// NeedsWatcher is set when the place has timers to keep and no live
 	// watcher: the command layer starts one.
 	NeedsWatcher bool `json:"-"`
+	// Parent is the place that delegated this one ("" for a top-level
+	// place), Children the places it delegated, in order, and Delegation
+	// where it stands for its commissioner: working, finished, blocked,
+	// accepted, rolled-back or aborted ("" when top-level). Depth is its
+	// depth in the tree, 0 at the top (issue 17).
+	Parent     string   `json:"parent"`
+	Children   []string `json:"children"`
+	Delegation string   `json:"delegation"`
+	Depth      int      `json:"depth"`
 }
 
 // AgentStatus is the current stage's agent.
@@ -177,7 +187,43 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 		return nil, &NotFoundError{Place: opts.Place}
 	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
+	st.Places = treeOrder(st.Places)
 	return st, nil
+}
+
+// treeOrder puts each delegated place right after its commissioner, in
+// the order it was delegated, and sets its depth (issue 17); top-level
+// places, and places whose commissioner is not shown, keep their order.
+func treeOrder(places []PlaceStatus) []PlaceStatus {
+	byID := make(map[string]int, len(places))
+	for i, p := range places {
+		byID[p.Place] = i
+	}
+	out := make([]PlaceStatus, 0, len(places))
+	seen := make([]bool, len(places))
+	var visit func(i, depth int)
+	visit = func(i, depth int) {
+		if seen[i] {
+			return
+		}
+		seen[i] = true
+		places[i].Depth = depth
+		out = append(out, places[i])
+		for _, c := range places[i].Children {
+			if j, ok := byID[c]; ok && places[j].Parent == places[i].Place {
+				visit(j, depth+1)
+			}
+		}
+	}
+	for i, p := range places {
+		if j, ok := byID[p.Parent]; !ok || p.Parent == "" || !slices.Contains(places[j].Children, p.Place) {
+			visit(i, 0)
+		}
+	}
+	for i := range places {
+		visit(i, 0) // a cycle no valid record makes: shown anyway
+	}
+	return out
 }
 
 // statusRecords reads the records status shows, and tells which places'
@@ -360,7 +406,10 @@ func placeStatus(p *Place) PlaceStatus {
 		Place: p.ID, Repo: p.Repo, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch,
 		Path: p.Path, Target: p.Target, Base: p.Base, Brief: p.Brief, Host: p.Host,
 		Created: p.Created, Phase: p.Phase, Dropped: p.Dropped != nil,
-		Ready: ReadyStatus{OK: true},
+		Ready: ReadyStatus{OK: true}, Children: append([]string{}, p.Children...), Delegation: DelegationState(p),
+	}
+	if p.Parent != nil {
+		ps.Parent = p.Parent.Parent
 	}
 	if n := len(p.Stages); n > 0 && p.Current < n {
 		s := p.Stages[p.Current]
@@ -407,6 +456,13 @@ type usageCache struct {
 // on by itself or has ended.
 func nextStep(p *Place, a *AgentStatus) string {
 	st := p.Stages[p.Current]
+	// Issue 17: a delegated place is moved on by its commissioner.
+	switch DelegationState(p) {
+	case DelegationFinished:
+		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID)
+	case DelegationBlocked:
+		return fmt.Sprintf("git flume unblock %s --with 'TEXT', or git flume rollback --delegation %s", p.ID, p.ID)
+	}
 	up := a != nil && a.State == "up"
 	retry := "git flume retry " + p.ID
 	if up {

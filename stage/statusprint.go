@@ -35,7 +35,7 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 			claim = p.Claim.Key
 		}
 		notes := statusNotes(&p)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Place, p.Branch, stage, p.Stage.State, ready, claim, strings.Join(notes, "; "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", treeName(p.Place, p.Depth), p.Branch, stage, p.Stage.State, ready, claim, strings.Join(notes, "; "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -63,6 +63,9 @@ func statusNotes(p *PlaceStatus) []string {
 	}
 	if p.Dropped {
 		notes = append(notes, "dropped")
+	}
+	if p.Delegation != "" {
+		notes = append(notes, "delegated by "+p.Parent+": "+p.Delegation)
 	}
 	if p.Worktree != "present" && !p.Foreign {
 		notes = append(notes, "worktree "+p.Worktree)
@@ -110,6 +113,15 @@ func statusNotes(p *PlaceStatus) []string {
 		notes = append(notes, "next: "+p.Stage.Next)
 	}
 	return notes
+}
+
+// treeName is a place's name in a table, indented under its commissioner
+// by its depth (issue 17).
+func treeName(id string, depth int) string {
+	if depth == 0 {
+		return id
+	}
+	return strings.Repeat("  ", depth-1) + "└ " + id
 }
 
 func agentHostNote(a *AgentStatus) string {

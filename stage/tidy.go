@@ -21,7 +21,9 @@ type GateOptions struct {
 
 // TidyOptions select what tidy does.
 type TidyOptions struct {
-	Repo   string
+	Repo string
+	// Place, when set, is the one place tidied (accept, rollback).
+	Place  string
 	DryRun bool
 	Gate   GateOptions
 }
@@ -72,6 +74,9 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 			continue
 		}
 		p := *decoded
+		if opts.Place != "" && p.ID != opts.Place {
+			continue
+		}
 		if p.Host != env.Host {
 			continue // another host's place: its owner tidies it (R7)
 		}
@@ -193,6 +198,15 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	if err := cs.Gate(p.ID, opts.Gate.Session, opts.Gate.TakeOver); err != nil {
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", "claimed by "+cs.Claim.Key
 		return res, err
+	}
+	// Issue 17: a commissioner is never tidied from under the delegation
+	// it still has open; the child's work would lose its way home.
+	if open, err := openChild(ctx, store, p); err != nil {
+		return nil, err
+	} else if open != "" {
+		kept := "its delegated place " + open + " is still open"
+		res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
+		return res, keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
 	}
 	if st := &p.Stages[p.Current]; !opts.DryRun && j.landed && observed(st) {
 		if rec, err = recordLanding(ctx, env, store, rec, p); err != nil {

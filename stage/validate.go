@@ -116,6 +116,54 @@ func ValidatePlace(id string, p *Place) error {
 			return bad("stage %d: %v", i+1, err)
 		}
 	}
+	if err := validateDelegation(p); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+// maxChildren bounds the places one place's record names as delegated.
+const maxChildren = 256
+
+// validateDelegation checks the links of issue 17: a parent and children
+// named as place ids, never the place itself; a child's delegation from a
+// full commit (its base, since it started there) on the parent's branch,
+// a stage and run that can exist, an outcome flume writes, and a kept work
+// tree among the parent's snapshots.
+func validateDelegation(p *Place) error {
+	if len(p.Children) > maxChildren {
+		return fmt.Errorf("%d children, want at most %d", len(p.Children), maxChildren)
+	}
+	for _, c := range p.Children {
+		if _, err := PlaceID(c); err != nil || c == p.ID || strings.Contains(c, "/") {
+			return fmt.Errorf("child %q is not another place's id", c)
+		}
+	}
+	d := p.Parent
+	if d == nil {
+		return nil
+	}
+	if _, err := PlaceID(d.Parent); err != nil || d.Parent == p.ID || strings.Contains(d.Parent, "/") {
+		return fmt.Errorf("parent %q is not another place's id", d.Parent)
+	}
+	if d.Head != p.Base {
+		return fmt.Errorf("delegated from %q, but the place's base is %q", d.Head, p.Base)
+	}
+	kind, name, _ := strings.Cut(d.Parent, "--")
+	if p.Target != kind+"/"+name {
+		return fmt.Errorf("target %q, want its parent's branch %s/%s", p.Target, kind, name)
+	}
+	if d.Stage < 0 || d.Stage >= maxStages || d.Run < 0 {
+		return fmt.Errorf("delegated from stage %d run %d", d.Stage, d.Run)
+	}
+	switch d.Outcome {
+	case "", OutcomeAccepted, OutcomeRolledBack:
+	default:
+		return fmt.Errorf("delegation outcome %q", d.Outcome)
+	}
+	if s := d.Start; s != nil && (!strings.HasPrefix(s.Ref, refs.SnapshotPrefix+d.Parent+"/") || !isObjectID(s.Commit) || !isObjectID(s.Tree)) {
+		return fmt.Errorf("delegation snapshot %q at %q is not one of its parent's", s.Ref, s.Commit)
+	}
 	return nil
 }
 

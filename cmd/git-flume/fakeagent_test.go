@@ -36,6 +36,9 @@ import (
 //	limit N         end the turn with a usage limit that resets in N seconds
 //	needs TEXT      end the turn with "NEEDS: TEXT"
 //	ask TEXT        ask the user TEXT (AskUserQuestion) and wait
+//	run CMD         run CMD with sh -c in the place, as its Bash tool would;
+//	                output appended to ~/run-<place>.log
+//	recreate TEXT   end the turn asking for a fresh session: "RECREATE: TEXT"
 //	work            start a tool call and never finish the turn
 //	sleep N         wait N seconds
 //	exit            exit
@@ -184,6 +187,18 @@ func fakeClaude() {
 				reset := time.Now().Add(clockOffset(os.Getenv("FLUME_TEST_CLOCK"))).Unix() + n
 				tr.write(map[string]any{"type": "assistant", "isApiErrorMessage": true, "message": map[string]any{
 					"role": "assistant", "content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Claude AI usage limit reached|%d", reset)}}, "stop_reason": "stop_sequence"}})
+			case "run":
+				tr.tool("Bash", arg)
+				log, _ := os.OpenFile(filepath.Join(home, "run-"+os.Getenv("FLUME_PLACE")+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				fmt.Fprintf(log, "$ %s\n", arg)
+				cmd := exec.Command("sh", "-c", arg)
+				cmd.Stdout, cmd.Stderr = log, log
+				if err := cmd.Run(); err != nil {
+					fmt.Fprintf(log, "exit: %v\n", err)
+				}
+				log.Close()
+			case "recreate":
+				tr.assistant("I need a fresh session.\nRECREATE: "+arg, "end_turn")
 			case "needs":
 				tr.assistant("I cannot go on.\nNEEDS: "+arg, "end_turn")
 			case "ask":
@@ -287,18 +302,26 @@ func (t *fakeTranscript) user(prompt string) {
 }
 
 func (t *fakeTranscript) assistant(text, stop string) {
-	t.write(map[string]any{"type": "assistant", "message": map[string]any{
+	msg := map[string]any{
 		"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}, "stop_reason": stop,
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
-	}})
+	}
+	if m := os.Getenv("FAKE_MODEL"); m != "" {
+		msg["model"] = m // a model the configuration may price
+	}
+	t.write(map[string]any{"type": "assistant", "message": msg})
 }
 
 func (t *fakeTranscript) tool(name, command string) {
-	t.write(map[string]any{"type": "assistant", "message": map[string]any{
+	msg := map[string]any{
 		"role": "assistant", "stop_reason": "tool_use",
 		"content": []any{map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", t.n), "name": name, "input": map[string]any{"command": command}}},
 		"usage":   map[string]any{"input_tokens": 10, "output_tokens": 5},
-	}})
+	}
+	if m := os.Getenv("FAKE_MODEL"); m != "" {
+		msg["model"] = m
+	}
+	t.write(map[string]any{"type": "assistant", "message": msg})
 }
 
 func (t *fakeTranscript) ask(question string) {

@@ -124,6 +124,9 @@ func waitCommand(a *app) *cli.Command {
 					if o.ReportMissing {
 						line += " (report-missing)"
 					}
+					if o.Delegation != "" {
+						line += "; delegation " + o.Delegation
+					}
 					fmt.Fprintln(a.io.Out, line)
 					if r := o.Report; r != nil {
 						fmt.Fprintf(a.io.Out, "report:\n  done: %s\n  files: %s\n  notes: %s\n  blockers: %s\n", r.Done, r.Files, r.Notes, r.Blockers)
@@ -358,12 +361,21 @@ func rollbackCommand(a *app) *cli.Command {
 		Usage: "restore a place exactly as its current stage started: branch, tracked, untracked and dirty files",
 		Description: "What it replaces is kept first, in a snapshot under refs/flume/snapshots/<place>/ (and a .diff " +
 			"in the place's log folder). The stage is then blocked until `retry` starts it again.",
-		UsageText: "git flume rollback [--force] [--session ID] [--take-over] [--repo DIR] PLACE",
-		Flags:     append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"}),
+		UsageText: "git flume rollback [--force | --delegation] [--session ID] [--take-over] [--repo DIR] PLACE",
+		Flags: append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"},
+			&cli.BoolFlag{Name: "delegation", Usage: "undo a delegated place whole: its work, and its commissioner's branch and work tree as they were when it delegated (issue 17)"}),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("delegation") {
+				p, err := stage.RollbackDelegation(c.Context, a.stageEnv(), a.placeOptions(c, id))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.io.Out, "%s: delegation rolled back; %s restored to %.12s\n", id, p.Parent.Parent, p.Parent.Head)
+				return nil
 			}
 			p, kept, err := stage.Rollback(c.Context, a.stageEnv(), a.placeOptions(c, id))
 			if err != nil {

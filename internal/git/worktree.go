@@ -328,6 +328,22 @@ func (repo *Repo) SwitchTree(ctx context.Context, dir, from, to string) error {
 	return nil
 }
 
+// Merge merges commit into the branch checked out in the work tree at dir,
+// a fast-forward where it can be, else a merge commit with message. A
+// merge git refuses or stops (a conflict, local changes it would
+// overwrite) is aborted, so the work tree is left as it was, and the
+// error carries git's words.
+func (repo *Repo) Merge(ctx context.Context, dir, commit, message string) error {
+	_, err := repo.r.run(ctx, call{dir: dir, args: []string{"merge", "--no-edit", "-m", message, commit}})
+	if err == nil {
+		return nil
+	}
+	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"rev-parse", "-q", "--verify", "MERGE_HEAD"}}); err == nil {
+		repo.r.run(ctx, call{dir: dir, args: []string{"merge", "--abort"}})
+	}
+	return fmt.Errorf("merge %.12s in %s: %w", commit, dir, err)
+}
+
 // IndexTree returns the tree the index of the work tree at dir holds.
 func (repo *Repo) IndexTree(ctx context.Context, dir string) (string, error) {
 	out, err := repo.r.run(ctx, call{dir: dir, args: []string{"write-tree"}})

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/stage"
+)
+
+// The commissioner's verbs on a delegated place (issue 17). Each is run by
+// the commissioner's agent from its place, or by a person.
+
+func acceptCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:  "accept",
+		Usage: "make a finished delegated place's work part of its commissioner's branch, and tidy it",
+		Description: "The place's branch is merged into its commissioner's branch in the commissioner's work tree " +
+			"(a fast-forward when it can be). A merge git refuses changes nothing and is reported with git's words.",
+		UsageText: "git flume accept [--session ID] [--take-over] [--repo DIR] PLACE",
+		Flags:     gateFlags(),
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			p, err := stage.Accept(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "%s: accepted; its work is on %s\n", id, p.Target)
+			if p.Phase != stage.PhaseTidied && p.Kept != "" {
+				fmt.Fprintf(a.io.Out, "%s: kept: %s\n", id, p.Kept)
+			}
+			return nil
+		},
+	}
+}
+
+func reopenCommand(a *app) *cli.Command {
+	return delegateTextCommand(a, "reopen", "why", "send a finished delegated place back: a fresh agent on its current stage, told why",
+		true, stage.Reopen)
+}
+
+func unblockCommand(a *app) *cli.Command {
+	return delegateTextCommand(a, "unblock", "with", "move a blocked delegated place on: its waiting agent told TEXT, or a fresh agent told it",
+		false, stage.Unblock)
+}
+
+func delegateTextCommand(a *app, name, flag, usage string, required bool,
+	run func(context.Context, *stage.Env, stage.DelegateOptions) (*stage.Place, error)) *cli.Command {
+	text := "TEXT"
+	if required {
+		text = "REASON"
+	}
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage,
+		UsageText: fmt.Sprintf("git flume %s --%s %s [--session ID] [--take-over] [--repo DIR] PLACE", name, flag, text),
+		Flags: append(gateFlags(), &cli.StringFlag{Name: flag,
+			Usage: "what the delegated place's agent is told after its stage's prompt (stored byte for byte)"}),
+		Action: func(c *cli.Context) error {
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			if required && c.String(flag) == "" {
+				return usageError{fmt.Errorf("%s needs --%s %s; see 'git flume %s -h'", name, flag, text, name)}
+			}
+			p, err := run(c.Context, a.stageEnv(), stage.DelegateOptions{PlaceOptions: a.placeOptions(c, id), Text: c.String(flag)})
+			if err != nil {
+				return err
+			}
+			st := p.Stages[p.Current]
+			fmt.Fprintf(a.io.Out, "%s: stage %s %s (run %d)\n", id, st.Name, st.State, st.Runs)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,348 @@
+// The commissioner's verbs on its delegated place (issue 17): accept,
+// reopen, unblock, rollback. Each reads, decides and writes by CAS, and
+// each can be run again after an interruption: it goes on from what the
+// records and git show.
+
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// DelegateOptions name a delegated place and what its commissioner says.
+type DelegateOptions struct {
+	PlaceOptions
+	// Text is reopen's reason (--why) or unblock's answer (--with).
+	Text string
+}
+
+// readDelegated records what happened to delegated place id first (a
+// blocked stage whose deliverable arrived is delivered), then reads it and
+// refuses a caller who is neither its commissioner nor a person.
+func readDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, verb string) (*Place, error) {
+	Advance(ctx, env, o.Repo, o.Place)
+	_, p, err := readPlace(ctx, store, o.Place)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHome(ctx, env, store.Repo(), p); err != nil {
+		return nil, err
+	}
+	return p, commissioned(env, p, verb)
+}
+
+// Accept makes a finished delegated place's work part of its
+// commissioner's branch and tidies it (issue 17): its branch is merged in
+// the commissioner's work tree (a fast-forward when the commissioner did
+// not move), the delegation is recorded accepted, and the place is tidied
+// as landed. A place with an open delegation of its own is refused; so is
+// a merge git refuses (a conflict, or local changes it would overwrite),
+// with git's words and nothing changed.
+func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
+	repo, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	p, err := readDelegated(ctx, env, store, o, "accept")
+	if err != nil {
+		return nil, err
+	}
+	switch state := DelegationState(p); state {
+	case DelegationFinished, DelegationAccepted:
+	default:
+		return nil, &RefusedError{Place: p.ID, Reason: "it is " + state + ", not finished: only a finished delegation is accepted"}
+	}
+	if open, err := openChild(ctx, store, p); err != nil {
+		return nil, err
+	} else if open != "" {
+		return nil, &RefusedError{Place: p.ID, Reason: "its own delegated place " + open + " is still open: resolve it first"}
+	}
+	if p.Phase == PhaseMade {
+		if err := mergeIntoCommissioner(ctx, env, repo, store, p); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+		if cur.Parent == nil || cur.Parent.Outcome != "" {
+			return "", refs.ErrNoChange
+		}
+		at := env.now()
+		cur.Parent.Outcome, cur.Parent.Closed = OutcomeAccepted, &at
+		return "accept " + cur.ID + ": its work is on " + cur.Target, nil
+	}); err != nil && !errors.Is(err, refs.ErrNoChange) {
+		return nil, err
+	}
+	return tidyDelegated(ctx, env, store, o)
+}
+
+// mergeIntoCommissioner merges p's branch head into its commissioner's
+// branch, in the commissioner's work tree, unless it is there already.
+func mergeIntoCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) error {
+	_, parent, err := readPlace(ctx, store, p.Parent.Parent)
+	if err != nil {
+		return err
+	}
+	if err := checkHome(ctx, env, repo, parent); err != nil {
+		return err
+	}
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil {
+		return fmt.Errorf("%s: branch %s: %w", p.ID, p.Branch, err)
+	}
+	onto, err := repo.ResolveRef(ctx, parent.branchRef())
+	if err != nil {
+		return fmt.Errorf("%s: branch %s: %w", parent.ID, parent.Branch, err)
+	}
+	if in, err := repo.IsAncestor(ctx, head, onto); err != nil || in {
+		return err
+	}
+	if err := repo.Merge(ctx, parent.Path, head, fmt.Sprintf("Accept %s (git flume accept)", p.ID)); err != nil {
+		return &RefusedError{Place: p.ID, Reason: fmt.Sprintf("its branch could not be merged into %s in %s, and nothing was changed: %v", parent.Branch, parent.Path, err)}
+	}
+	return nil
+}
+
+// tidyDelegated tidies delegated place o.Place alone and returns it as it
+// then stands. What tidy keeps it names (a dirty work tree, say).
+func tidyDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions) (*Place, error) {
+	if _, err := Tidy(ctx, env, TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
+		return nil, err
+	}
+	_, p, err := readPlace(ctx, store, o.Place)
+	return p, err
+}
+
+// Reopen sends a finished delegated place back (issue 17): a fresh agent
+// on its current stage, told why after the stage's prompt; the stage must
+// deliver again from where the branch is now.
+func Reopen(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
+	if o.Text == "" {
+		return nil, fmt.Errorf("reopen needs the reason (--why)")
+	}
+	_, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := readDelegated(ctx, env, store, o.PlaceOptions, "reopen"); err != nil {
+		return nil, err
+	}
+	return restart(ctx, env, o.PlaceOptions, restartHow{verb: "reopen", delivered: true,
+		followup: "Your commissioner reopened this stage: " + o.Text,
+		check: func(p *Place) error {
+			if state := DelegationState(p); state != DelegationFinished {
+				return &RefusedError{Place: p.ID, Reason: "it is " + state + "; only a finished delegation is reopened (a blocked one is unblocked)"}
+			}
+			return nil
+		}})
+}
+
+// Unblock moves a blocked delegated place on (issue 17): with text, an
+// agent that is up and waiting or quiet is told it, confirmed in its
+// transcript (A4); otherwise the stage starts again with a fresh agent,
+// told the text after the stage's prompt.
+func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
+	_, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	p, err := readDelegated(ctx, env, store, o.PlaceOptions, "unblock")
+	if err != nil {
+		return nil, err
+	}
+	if state := DelegationState(p); state != DelegationBlocked {
+		return nil, &RefusedError{Place: p.ID, Reason: "it is " + state + ", not blocked: nothing to unblock"}
+	}
+	st := p.Stages[p.Current]
+	if a := st.Agent; (st.State == StateWaiting || st.State == StateStuck) && a != nil && !a.Ended && env.Engine.up(ctx, a) {
+		if o.Text == "" {
+			return nil, &RefusedError{Place: p.ID, Reason: "its agent waits for an answer: give it with --with"}
+		}
+		if err := Tell(ctx, env, TellOptions{PlaceOptions: o.PlaceOptions, Text: o.Text}); err != nil {
+			return nil, err
+		}
+		_, p, err := readPlace(ctx, store, o.Place)
+		return p, err
+	}
+	how := restartHow{verb: "unblock", check: func(p *Place) error {
+		if state := DelegationState(p); state != DelegationBlocked {
+			return &RefusedError{Place: p.ID, Reason: "it is " + state + ", not blocked: nothing to unblock"}
+		}
+		return nil
+	}}
+	if o.Text != "" {
+		how.followup = "Your commissioner unblocked this stage: " + o.Text
+	}
+	o.Force = true // a blocked stage's agent gives way to the fresh one
+	return restart(ctx, env, o.PlaceOptions, how)
+}
+
+// RollbackDelegation undoes a delegation that is still open (issue 17):
+// its own open delegations first, then the place is dropped (its agent
+// ended, verified) and recorded rolled back, its branch and work tree go
+// back to where it started, and its commissioner's branch and work tree to
+// their state as it delegated. Nothing is lost: every state replaced is
+// kept first in a snapshot under refs/flume/snapshots/. The place is then
+// tidied.
+func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
+	_, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	p, err := readDelegated(ctx, env, store, o, "roll back")
+	if err != nil {
+		return nil, err
+	}
+	if state := DelegationState(p); !delegationOpen(p) && state != DelegationRolledBack {
+		return nil, &RefusedError{Place: p.ID, Reason: "its delegation is " + state + "; only an open one is rolled back"}
+	}
+	if err := rollbackSubtree(ctx, env, store, o, p.ID); err != nil {
+		return nil, err
+	}
+	return tidyDelegated(ctx, env, store, o)
+}
+
+// rollbackSubtree rolls delegated place id back, its open descendants
+// first, and tidies those descendants.
+func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, id string) error {
+	_, p, err := readPlace(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	if open, err := openChild(ctx, store, p); err != nil {
+		return err
+	} else if open != "" {
+		sub := o
+		sub.Place = open
+		if err := rollbackSubtree(ctx, env, store, sub, open); err != nil {
+			return err
+		}
+		if _, err := tidyDelegated(ctx, env, store, sub); err != nil {
+			return err
+		}
+	}
+	repo := store.Repo()
+	if p.Phase == PhaseMade && p.Dropped == nil {
+		if p, err = Drop(ctx, env, PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
+			return err
+		}
+	}
+	if _, err := editPlace(ctx, store, id, func(cur *Place) (string, error) {
+		if cur.Parent.Outcome == OutcomeRolledBack {
+			return "", refs.ErrNoChange
+		}
+		at := env.now()
+		cur.Parent.Outcome, cur.Parent.Closed = OutcomeRolledBack, &at
+		return "roll back " + id + ": the delegation from " + cur.Parent.Parent + " is undone", nil
+	}); err != nil && !errors.Is(err, refs.ErrNoChange) {
+		return err
+	}
+	if p.Phase == PhaseMade {
+		if err := undoChildWork(ctx, repo, store, p); err != nil {
+			return err
+		}
+	}
+	if !p.Parent.Restored {
+		if err := restoreCommissioner(ctx, env, repo, store, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undoChildWork moves a rolled-back place's branch and work tree back to
+// its base, keeping what they held in a snapshot of its current stage, so
+// tidy removes both and loses nothing.
+func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *Place) error {
+	st := &p.Stages[p.Current]
+	kept, err := resetPlace(ctx, repo, p, st, p.Base, "", "rollback "+p.ID)
+	if err != nil || kept == nil {
+		return err
+	}
+	_, err = editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+		s := &cur.Stages[cur.Current]
+		s.Snapshots = append(s.Snapshots, *kept)
+		return "roll back " + cur.ID + ": its work kept in " + kept.Ref, nil
+	})
+	return err
+}
+
+// restoreCommissioner puts the commissioner of rolled-back place p back as
+// it was when it delegated: its branch at the head it delegated from and
+// its work tree as it was then, dirty files too; what it replaces is kept
+// in a snapshot of the commissioner's current stage.
+func restoreCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) error {
+	d := p.Parent
+	_, parent, err := readPlace(ctx, store, d.Parent)
+	if err != nil {
+		return err
+	}
+	if err := checkHome(ctx, env, repo, parent); err != nil {
+		return err
+	}
+	tree := ""
+	if d.Start != nil {
+		tree = d.Start.Tree
+	}
+	kept, err := resetPlace(ctx, repo, parent, &parent.Stages[parent.Current], d.Head, tree, "flume rollback --delegation "+p.ID)
+	if err != nil {
+		return err
+	}
+	if kept != nil {
+		if _, err := editPlace(ctx, store, parent.ID, func(cur *Place) (string, error) {
+			s := &cur.Stages[cur.Current]
+			s.Snapshots = append(s.Snapshots, *kept)
+			return fmt.Sprintf("roll back %s: %s restored as it delegated; what was there kept in %s", p.ID, cur.ID, kept.Ref), nil
+		}); err != nil {
+			return err
+		}
+	}
+	_, err = editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+		cur.Parent.Restored = true
+		return fmt.Sprintf("roll back %s: %s restored to %.12s", cur.ID, d.Parent, d.Head), nil
+	})
+	return err
+}
+
+// resetPlace moves place p's branch to commit to and its work tree to to
+// with tree's files over it (W5): what it replaces is kept first, the
+// dirty work tree in a snapshot of stage st, else commits beyond to at a
+// ref of their own. It returns what it kept, nil when nothing needed
+// keeping (already there, clean).
+func resetPlace(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, to, tree, reflog string) (*Snapshot, error) {
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil {
+		return nil, err
+	}
+	kept, err := takeSnapshot(ctx, repo, p, st, "rollback")
+	if err != nil {
+		return nil, err
+	}
+	if kept == nil && head != to {
+		// Clean, but with commits beyond: keep them reachable.
+		for n := 1; ; n++ {
+			ref := snapshotRef(p, st, "rollback", n)
+			err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: head}})
+			if err == nil {
+				kept = &Snapshot{Why: "rollback", Ref: ref, Commit: head, Head: head}
+				break
+			}
+			if n == 20 {
+				return nil, err
+			}
+		}
+	}
+	if head != to {
+		if err := repo.UpdateRefsLogged(ctx, reflog, []git.RefUpdate{{Op: git.Update, Name: p.branchRef(), New: to, Old: head}}); err != nil {
+			return nil, err
+		}
+	}
+	if kept == nil && tree == "" {
+		return nil, nil // clean at to already
+	}
+	return kept, repo.RestoreTree(ctx, p.Path, to, tree)
+}
