@@ -20,7 +20,7 @@ type workingSeen struct {
 	// Recreate is the resume message of a newest message that asks for a
 	// fresh session (RECREATE:), "" when none.
 	Recreate string
-	Turn string // how the last turn ended (agent.Turn…)
+	Turn     string // how the last turn ended (agent.Turn…)
 	// ErrorText is the error a turn ended with.
 	ErrorText string
 	// LengthRetried: the length recovery prompt shows in the transcript.

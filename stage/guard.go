@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
 )
 
 // GuardInput is what the guard reads of Claude Code's PreToolUse payload.
