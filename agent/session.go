@@ -93,10 +93,14 @@ func CallerEnv(caller []string) []string {
 	for _, kv := range git.CleanEnv(caller) {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		// An agent started from inside another agent's tool call must not
-		// inherit that agent's markers: Claude Code refuses to start
-		// "inside another Claude Code session".
+		// An agent started from inside another agent's tool call (a
+		// delegated place's, issue 17) must not inherit that agent's
+		// markers: Claude Code refuses to start "inside another Claude
+		// Code session", and one that sees CLAUDE_CODE_CHILD_SESSION or
+		// the outer CLAUDE_CODE_SESSION_ID writes no transcript of its
+		// own, so its prompt could never be confirmed (A3).
 		case name == "CLAUDECODE", strings.HasPrefix(name, "CLAUDE_CODE_SSE"), name == "CLAUDE_CODE_ENTRYPOINT",
+			name == "CLAUDE_CODE_CHILD_SESSION", name == "CLAUDE_CODE_SESSION_ID", name == "CLAUDE_CODE_EXECPATH", name == "AI_AGENT",
 			name == "TMUX", name == "TMUX_PANE",
 			name == "FLUME_PLACE", name == "FLUME_STAGE", name == "FLUME_SESSION",
 			name == "FLUME_WORKSPACE", name == "FLUME_REPOSITORIES", name == "FLUME_INPUTS":

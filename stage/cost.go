@@ -55,6 +55,9 @@ type CostRow struct {
 	// the run delegated nothing. A running, blocked, rolled-back or
 	// aborted session is not counted.
 	Children *float64 `json:"children"`
+	// ChildrenUnpriced counts the finished descendant sessions whose cost
+	// is unknown, which Children therefore lacks.
+	ChildrenUnpriced int `json:"childrenUnpriced"`
 
 	stage int // the stage's index, for matching its delegations
 }
@@ -225,22 +228,26 @@ func delegationTree(places []*Place, rows []CostRow) []CostRow {
 		}
 		return out
 	}
-	var finished func(p *Place, seen map[string]bool) float64
-	finished = func(p *Place, seen map[string]bool) float64 {
-		sum := 0.0
+	var finished func(p *Place, seen map[string]bool) (float64, int)
+	finished = func(p *Place, seen map[string]bool) (sum float64, unpriced int) {
 		if seen[p.ID] {
-			return sum // a cycle no valid tree makes: counted once
+			return 0, 0 // a cycle no valid tree makes: counted once
 		}
 		seen[p.ID] = true
 		for _, i := range byPlace[p.ID] {
-			if rows[i].Outcome == RunFinished && rows[i].Cost != nil && rows[i].CostFrom != costNone {
-				sum += *rows[i].Cost
+			switch r := rows[i]; {
+			case r.Outcome != RunFinished || r.CostFrom == costNone:
+			case r.Cost != nil:
+				sum += *r.Cost
+			default:
+				unpriced++
 			}
 		}
 		for _, c := range children(p) {
-			sum += finished(c, seen)
+			s, u := finished(c, seen)
+			sum, unpriced = sum+s, unpriced+u
 		}
-		return sum
+		return sum, unpriced
 	}
 	out := make([]CostRow, 0, len(rows))
 	done := map[string]bool{}
@@ -255,11 +262,11 @@ func delegationTree(places []*Place, rows []CostRow) []CostRow {
 			r.Depth = depth
 			for _, c := range children(p) {
 				if c.Parent.Stage == r.stage && c.Parent.Run == r.Run {
-					sum := finished(c, map[string]bool{p.ID: true})
+					sum, unpriced := finished(c, map[string]bool{p.ID: true})
 					if r.Children != nil {
 						sum += *r.Children
 					}
-					r.Children = &sum
+					r.Children, r.ChildrenUnpriced = &sum, r.ChildrenUnpriced+unpriced
 				}
 			}
 			out = append(out, r)
@@ -405,7 +412,11 @@ func WriteCosts(w io.Writer, c *Costs) error {
 	for _, r := range c.Rows {
 		cost := r.CostText()
 		if r.Children != nil {
-			cost += fmt.Sprintf(" (+ $%.4f)", *r.Children)
+			unknown := ""
+			if r.ChildrenUnpriced > 0 {
+				unknown = " + ?"
+			}
+			cost += fmt.Sprintf(" (+ $%.4f%s)", *r.Children, unknown)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", treeName(r.Place, r.Depth), r.Stage, r.Run, r.Agent, costMark(r.Outcome), r.Tokens, cost)
 	}
