@@ -34,6 +34,11 @@ func TestDecideWorking_A6_A7_A8(t *testing.T) {
 		{"quiet past the limit is stuck", StageRecord{State: StateWorking}, workingSeen{Turn: agent.TurnRunning, Quiet: stuck + time.Minute}, StateStuck, "stuck: quiet for 31m0s with no deliverable and no need", ""},
 		{"a stuck transcript that moves is active", StageRecord{State: StateStuck}, workingSeen{Turn: agent.TurnRunning, Quiet: time.Second}, StateWorking, "active again", ""},
 		{"working and recent: nothing", StageRecord{State: StateWorking}, workingSeen{Turn: agent.TurnRunning, Quiet: time.Second}, StateWorking, "", ""},
+		// issue 17: a run that asks for a fresh session
+		{"a recreation request ends the run for a fresh one", StageRecord{State: StateWorking}, workingSeen{Turn: agent.TurnDone, Recreate: "go on from step 2"}, StagePending,
+			"the agent asked for a fresh session: ended; a fresh one starts with its resume message", ""},
+		{"past the recreations allowed it blocks", StageRecord{State: StateWorking, Recreated: MaxRecreations}, workingSeen{Turn: agent.TurnDone, Recreate: "again"}, StateBlocked,
+			"blocked: its runs asked for a fresh session 4 times; the last asked: again", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := c.st

@@ -85,6 +85,22 @@ func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 		"snapshot of other":  func(p *Place) { p.Stages[0].Snapshots[0].Ref = "refs/flume/snapshots/fix--two/1" },
 		"snapshot commit":    func(p *Place) { p.Stages[0].Snapshots[0].Commit = bad },
 		"start snapshot ref": func(p *Place) { p.Stages[0].Start = &Snapshot{Ref: "refs/heads/x", Commit: p.Base} },
+		// issue 17: the delegation links
+		"child not an id":       func(p *Place) { p.Children = []string{"../x"} },
+		"child itself":          func(p *Place) { p.Children = []string{"fix--one"} },
+		"too many children":     func(p *Place) { p.Children = make([]string, maxChildren+1) },
+		"parent not an id":      func(p *Place) { delegated(p).Parent = "main" },
+		"parent itself":         func(p *Place) { delegated(p).Parent = "fix--one" },
+		"delegated elsewhere":   func(p *Place) { delegated(p).Head = "2222222222222222222222222222222222222222" },
+		"target not the parent": func(p *Place) { delegated(p); p.Target = "main" },
+		"delegation stage":      func(p *Place) { delegated(p).Stage = -1 },
+		"delegation outcome":    func(p *Place) { delegated(p).Outcome = "merged" },
+		"delegation snapshot":   func(p *Place) { delegated(p).Start = &Snapshot{Ref: "refs/flume/snapshots/fix--one/1", Commit: p.Base, Tree: p.Base} },
+	}
+	ok := valid()
+	delegated(ok)
+	if err := ValidatePlace("fix--one", ok); err != nil {
+		t.Fatalf("a valid delegated record refused: %v", err)
 	}
 	for name, mutate := range cases {
 		p := valid()
@@ -96,4 +112,12 @@ func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 	if err := ValidatePlace("fix--two", valid()); err == nil {
 		t.Error("a record under another place's ref name passed")
 	}
+}
+
+// delegated makes p a valid child of lead--x and returns its link.
+func delegated(p *Place) *Delegation {
+	p.Target = "lead/x"
+	p.Parent = &Delegation{Parent: "lead--x", Head: p.Base, Run: 1,
+		Start: &Snapshot{Ref: "refs/flume/snapshots/lead--x/1-plan-1-delegate", Commit: p.Base, Tree: p.Base}}
+	return p.Parent
 }

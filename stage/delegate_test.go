@@ -1,0 +1,79 @@
+package stage
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/agent"
+)
+
+// TestDelegationState: where a delegated place stands for its
+// commissioner, from its record alone (issue 17).
+func TestDelegationState(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		name string
+		p    Place
+		want string
+	}{
+		{"top-level", Place{Stages: []StageRecord{{State: StateWorking}}}, ""},
+		{"working", child(StateWorking), DelegationWorking},
+		{"a later stage pending", Place{Parent: &Delegation{}, Phase: PhaseMade, Stages: []StageRecord{{State: StateDelivered}, {State: StagePending}}, Current: 1}, DelegationWorking},
+		{"waiting is blocked", child(StateWaiting), DelegationBlocked},
+		{"stuck is blocked", child(StateStuck), DelegationBlocked},
+		{"cut is blocked", child(StateCut), DelegationBlocked},
+		{"last stage delivered", child(StateDelivered), DelegationFinished},
+		{"landed", child(StateLanded), DelegationFinished},
+		{"accepted", func() Place { p := child(StateDelivered); p.Parent.Outcome = OutcomeAccepted; return p }(), DelegationAccepted},
+		{"rolled back", func() Place { p := child(StateCut); p.Parent.Outcome = OutcomeRolledBack; return p }(), DelegationRolledBack},
+		{"dropped", func() Place { p := child(StateCut); p.Dropped = &now; return p }(), DelegationAborted},
+		{"tidied landed by hand", func() Place {
+			p := child(StateDelivered)
+			p.Phase, p.Tidied = PhaseTidied, &TidyRecord{Reason: "landed"}
+			return p
+		}(), DelegationAccepted},
+	} {
+		if got := DelegationState(&c.p); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func child(state string) Place {
+	return Place{Parent: &Delegation{Parent: "lead--x"}, Phase: PhaseMade, Stages: []StageRecord{{State: state}}}
+}
+
+// TestRecreateEndsTheRunAndCarriesItsMessage: the run is ended (End, so
+// its agent is verified gone) and the next run is told the message.
+func TestRecreateEndsTheRunAndCarriesItsMessage(t *testing.T) {
+	st := StageRecord{State: StateWorking}
+	mv := decideWorking(&st, workingSeen{Turn: agent.TurnDone, Recreate: "step 2"}, time.Minute, time.Hour)
+	if mv.End == "" || mv.Stage != &st || st.Recreated != 1 || st.Followup != RecreatedNote+"step 2" {
+		t.Fatalf("move %+v, stage %+v", mv, st)
+	}
+	notes := promptNotes(&Place{}, &st, nil)
+	if !strings.HasSuffix(notes, RecreatedNote+"step 2") {
+		t.Fatalf("the next prompt ends %q", notes)
+	}
+}
+
+// TestTreeOrderPutsChildrenUnderTheirCommissioner: status's tree, with a
+// child whose commissioner is not shown at the top, and a crafted cycle
+// shown once each.
+func TestTreeOrderPutsChildrenUnderTheirCommissioner(t *testing.T) {
+	got := treeOrder([]PlaceStatus{
+		{Place: "a--c", Parent: "a--p"},
+		{Place: "a--p", Children: []string{"a--c"}},
+		{Place: "b--orphan", Parent: "z--gone"},
+		{Place: "c--x", Parent: "c--y", Children: []string{"c--y"}},
+		{Place: "c--y", Parent: "c--x", Children: []string{"c--x"}},
+	})
+	var order []string
+	for _, p := range got {
+		order = append(order, p.Place+":"+string(rune('0'+p.Depth)))
+	}
+	if want := "a--p:0 a--c:1 b--orphan:0 c--x:0 c--y:1"; strings.Join(order, " ") != want {
+		t.Fatalf("order %v, want %s", order, want)
+	}
+}
