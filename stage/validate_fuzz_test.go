@@ -95,7 +95,9 @@ func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 		"target not the parent": func(p *Place) { delegated(p); p.Target = "main" },
 		"delegation stage":      func(p *Place) { delegated(p).Stage = -1 },
 		"delegation outcome":    func(p *Place) { delegated(p).Outcome = "merged" },
-		"delegation snapshot":   func(p *Place) { delegated(p).Start = &Snapshot{Ref: "refs/flume/snapshots/fix--one/1", Commit: p.Base, Tree: p.Base} },
+		"delegation snapshot": func(p *Place) {
+			delegated(p).Start = &Snapshot{Ref: "refs/flume/snapshots/fix--one/1", Commit: p.Base, Tree: p.Base}
+		},
 	}
 	ok := valid()
 	delegated(ok)
