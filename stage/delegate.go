@@ -171,10 +171,8 @@ func openChild(ctx context.Context, store *refs.Store, p *Place) (string, error)
 	return "", nil
 }
 
-// delegate readies child p, about to be made, as c's delegation: it
-// starts from the commissioner's branch head and lands on its branch, and
-// the commissioner's dirty work tree is kept (W3) so a rollback can bring
-// it back.
+// delegate readies a child about to be made as c's delegation: it starts
+// from the commissioner's branch head and lands on its branch.
 func delegate(ctx context.Context, env *Env, repo *git.Repo, c *commission, opts LaunchOptions) (target, base string, d *Delegation, err error) {
 	if opts.Target != "" && opts.Target != c.p.Branch {
 		return "", "", nil, fmt.Errorf("a delegated place lands on its commissioner's branch %s, not --target %s", c.p.Branch, opts.Target)
@@ -186,13 +184,17 @@ func delegate(ctx context.Context, env *Env, repo *git.Repo, c *commission, opts
 	if err != nil {
 		return "", "", nil, fmt.Errorf("commissioner %s: branch %s: %w", c.p.ID, c.p.Branch, err)
 	}
-	st := &c.p.Stages[c.p.Current]
-	start, err := takeSnapshot(ctx, repo, c.p, st, "delegate")
-	if err != nil {
-		return "", "", nil, err
-	}
-	d = &Delegation{Parent: c.p.ID, Stage: c.p.Current, Run: st.Runs, Head: head, Start: start, At: env.now()}
+	d = &Delegation{Parent: c.p.ID, Stage: c.p.Current, Run: c.p.Stages[c.p.Current].Runs, Head: head, At: env.now()}
 	return c.p.Branch, head, d, nil
+}
+
+// keepCommissioner keeps the commissioner's work tree, when dirty, as the
+// delegation's start (W3), right before the child is made: a launch
+// refused earlier leaves no snapshot behind.
+func keepCommissioner(ctx context.Context, repo *git.Repo, c *commission, d *Delegation) error {
+	start, err := takeSnapshot(ctx, repo, c.p, &c.p.Stages[c.p.Current], "delegate")
+	d.Start = start
+	return err
 }
 
 // commissionChange is the commissioner's side of a child's first

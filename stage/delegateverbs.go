@@ -22,15 +22,13 @@ type DelegateOptions struct {
 }
 
 // readDelegated records what happened to delegated place id first (a
-// blocked stage whose deliverable arrived is delivered), then reads it and
-// refuses a caller who is neither its commissioner nor a person.
+// blocked stage whose deliverable arrived is delivered), then reads it
+// through the session gate (R8) and refuses a caller who is neither its
+// commissioner nor a person.
 func readDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, verb string) (*Place, error) {
 	Advance(ctx, env, o.Repo, o.Place)
-	_, p, err := readPlace(ctx, store, o.Place)
+	_, p, err := gate(ctx, env, store, o.Place, o.Gate)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkHome(ctx, env, store.Repo(), p); err != nil {
 		return nil, err
 	}
 	return p, commissioned(env, p, verb)

@@ -99,6 +99,11 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 			return nil, err
 		}
 	}
+	if d != nil {
+		if err := keepCommissioner(ctx, repo, c, d); err != nil {
+			return nil, err
+		}
+	}
 	p := newPlace(env, opts, kind, mainPath, target, base)
 	p.Parent = d
 	rec, err := makePlace(ctx, env, repo, store, p)
