@@ -130,3 +130,42 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 	}
 	return p, kept, nil
 }
+
+// resetPlace moves place p's branch to commit to and its work tree to to
+// with tree's files over it (W5): what it replaces is kept first, the
+// dirty work tree in a snapshot of stage st, else commits beyond to at a
+// ref of their own. It returns what it kept, nil when nothing needed
+// keeping (already there, clean).
+func resetPlace(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, to, tree, reflog string) (*Snapshot, error) {
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil {
+		return nil, err
+	}
+	kept, err := takeSnapshot(ctx, repo, p, st, "rollback")
+	if err != nil {
+		return nil, err
+	}
+	if kept == nil && head != to {
+		// Clean, but with commits beyond: keep them reachable.
+		for n := 1; ; n++ {
+			ref := snapshotRef(p, st, "rollback", n)
+			err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: head}})
+			if err == nil {
+				kept = &Snapshot{Why: "rollback", Ref: ref, Commit: head, Head: head}
+				break
+			}
+			if n == 20 {
+				return nil, err
+			}
+		}
+	}
+	if head != to {
+		if err := repo.UpdateRefsLogged(ctx, reflog, []git.RefUpdate{{Op: git.Update, Name: p.branchRef(), New: to, Old: head}}); err != nil {
+			return nil, err
+		}
+	}
+	if kept == nil && tree == "" {
+		return nil, nil // clean at to already
+	}
+	return kept, repo.RestoreTree(ctx, p.Path, to, tree)
+}
