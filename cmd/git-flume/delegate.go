@@ -57,9 +57,9 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
-		UsageText: fmt.Sprintf("git flume %s --%s %s [--session ID] [--take-over] [--repo DIR] PLACE", name, flag, text),
+		UsageText: fmt.Sprintf("git flume %s %s [--session ID] [--take-over] [--repo DIR] PLACE", name, usageOf(flag, text, required)),
 		Flags: append(gateFlags(), &cli.StringFlag{Name: flag,
-			Usage: "what the delegated place's agent is told after its stage's prompt (stored byte for byte)"}),
+			Usage: "what the delegated place's agent is told (stored byte for byte, never through a shell)"}),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
@@ -77,4 +77,12 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 			return nil
 		},
 	}
+}
+
+// usageOf is how a usage line shows flag: bracketed when it may be left out.
+func usageOf(flag, text string, required bool) string {
+	if required {
+		return "--" + flag + " " + text
+	}
+	return "[--" + flag + " " + text + "]"
 }

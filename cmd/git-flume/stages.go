@@ -363,7 +363,7 @@ func rollbackCommand(a *app) *cli.Command {
 			"in the place's log folder). The stage is then blocked until `retry` starts it again.",
 		UsageText: "git flume rollback [--force | --delegation] [--session ID] [--take-over] [--repo DIR] PLACE",
 		Flags: append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"},
-			&cli.BoolFlag{Name: "delegation", Usage: "undo a delegated place whole: its work, and its commissioner's branch and work tree as they were when it delegated (issue 17)"}),
+			&cli.BoolFlag{Name: "delegation", Usage: "undo a delegated place whole: its work, and its commissioner's branch and work tree as they were when it delegated"}),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
