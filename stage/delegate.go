@@ -24,10 +24,9 @@ type Delegation struct {
 	// delegated: that run's cost row carries the child's share.
 	Stage int `json:"stage"`
 	Run   int `json:"run"`
-	// Head is the commissioner's branch head as it delegated, the
-	// child's base; Start is its work tree then, when it was dirty.
-	// Rolling the delegation back restores both.
-	Head  string    `json:"head"`
+	// Start is the commissioner's work tree as it delegated, when it
+	// was dirty; its branch head then is the child's base. Rolling the
+	// delegation back restores both.
 	Start *Snapshot `json:"start,omitempty"`
 	At    time.Time `json:"at"`
 	// Outcome is "" while the delegation is open, then accepted or
@@ -184,7 +183,7 @@ func delegate(ctx context.Context, env *Env, repo *git.Repo, c *commission, opts
 	if err != nil {
 		return "", "", nil, fmt.Errorf("commissioner %s: branch %s: %w", c.p.ID, c.p.Branch, err)
 	}
-	d = &Delegation{Parent: c.p.ID, Stage: c.p.Current, Run: c.p.Stages[c.p.Current].Runs, Head: head, At: env.now()}
+	d = &Delegation{Parent: c.p.ID, Stage: c.p.Current, Run: c.p.Stages[c.p.Current].Runs, At: env.now()}
 	return c.p.Branch, head, d, nil
 }
 

@@ -8,9 +8,9 @@ import (
 	"github.com/git-flume/git-flume/agent"
 )
 
-// TestDelegationState: where a delegated place stands for its
+// TestDelegationState_A9: where a delegated place stands for its
 // commissioner, from its record alone (issue 17).
-func TestDelegationState(t *testing.T) {
+func TestDelegationState_A9(t *testing.T) {
 	now := time.Now()
 	for _, c := range []struct {
 		name string

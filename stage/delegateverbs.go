@@ -7,7 +7,6 @@ package stage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -72,7 +71,7 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 		at := env.now()
 		cur.Parent.Outcome, cur.Parent.Closed = OutcomeAccepted, &at
 		return "accept " + cur.ID + ": its work is on " + cur.Target, nil
-	}); err != nil && !errors.Is(err, refs.ErrNoChange) {
+	}); err != nil {
 		return nil, err
 	}
 	return tidyDelegated(ctx, env, store, o)
@@ -122,21 +121,24 @@ func Reopen(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 	if o.Text == "" {
 		return nil, fmt.Errorf("reopen needs the reason (--why)")
 	}
-	_, store, err := env.open(ctx, o.Repo)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := readDelegated(ctx, env, store, o.PlaceOptions, "reopen"); err != nil {
-		return nil, err
-	}
 	return restart(ctx, env, o.PlaceOptions, restartHow{verb: "reopen", delivered: true,
 		followup: "Your commissioner reopened this stage: " + o.Text,
-		check: func(p *Place) error {
-			if state := DelegationState(p); state != DelegationFinished {
-				return &RefusedError{Place: p.ID, Reason: "it is " + state + "; only a finished delegation is reopened (a blocked one is unblocked)"}
-			}
-			return nil
-		}})
+		check:    delegatedIn(env, "reopen", DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
+}
+
+// delegatedIn is restart's check for a commissioner's verb: the caller is
+// the place's commissioner or a person, and the delegation stands in
+// state, else it is refused with why.
+func delegatedIn(env *Env, verb, state, why string) func(*Place) error {
+	return func(p *Place) error {
+		if err := commissioned(env, p, verb); err != nil {
+			return err
+		}
+		if got := DelegationState(p); got != state {
+			return &RefusedError{Place: p.ID, Reason: "it is " + got + ", " + why}
+		}
+		return nil
+	}
 }
 
 // Unblock moves a blocked delegated place on (issue 17): with text, an
@@ -152,8 +154,9 @@ func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 	if err != nil {
 		return nil, err
 	}
-	if state := DelegationState(p); state != DelegationBlocked {
-		return nil, &RefusedError{Place: p.ID, Reason: "it is " + state + ", not blocked: nothing to unblock"}
+	blocked := delegatedIn(env, "unblock", DelegationBlocked, "not blocked: nothing to unblock")
+	if err := blocked(p); err != nil {
+		return nil, err
 	}
 	st := p.Stages[p.Current]
 	if a := st.Agent; (st.State == StateWaiting || st.State == StateStuck) && a != nil && !a.Ended && env.Engine.up(ctx, a) {
@@ -166,12 +169,7 @@ func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 		_, p, err := readPlace(ctx, store, o.Place)
 		return p, err
 	}
-	how := restartHow{verb: "unblock", check: func(p *Place) error {
-		if state := DelegationState(p); state != DelegationBlocked {
-			return &RefusedError{Place: p.ID, Reason: "it is " + state + ", not blocked: nothing to unblock"}
-		}
-		return nil
-	}}
+	how := restartHow{verb: "unblock", check: blocked}
 	if o.Text != "" {
 		how.followup = "Your commissioner unblocked this stage: " + o.Text
 	}
@@ -236,7 +234,7 @@ func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOp
 		at := env.now()
 		cur.Parent.Outcome, cur.Parent.Closed = OutcomeRolledBack, &at
 		return "roll back " + id + ": the delegation from " + cur.Parent.Parent + " is undone", nil
-	}); err != nil && !errors.Is(err, refs.ErrNoChange) {
+	}); err != nil {
 		return err
 	}
 	if p.Phase == PhaseMade {
@@ -286,7 +284,7 @@ func restoreCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *r
 	if d.Start != nil {
 		tree = d.Start.Tree
 	}
-	kept, err := resetPlace(ctx, repo, parent, &parent.Stages[parent.Current], d.Head, tree, "flume rollback --delegation "+p.ID)
+	kept, err := resetPlace(ctx, repo, parent, &parent.Stages[parent.Current], p.Base, tree, "flume rollback --delegation "+p.ID)
 	if err != nil {
 		return err
 	}
@@ -301,7 +299,7 @@ func restoreCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *r
 	}
 	_, err = editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
 		cur.Parent.Restored = true
-		return fmt.Sprintf("roll back %s: %s restored to %.12s", cur.ID, d.Parent, d.Head), nil
+		return fmt.Sprintf("roll back %s: %s restored to %.12s", cur.ID, d.Parent, cur.Base), nil
 	})
 	return err
 }

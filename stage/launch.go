@@ -275,8 +275,8 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 }
 
 // createPlace writes the record of a place being made. It comes first: a
-// create-only CAS, so of several launches of one place exactly one goes
-// on. A delegated place's commissioner names it in the same transaction
+// create-only CAS (R2), so of several launches of one place exactly one
+// goes on. A delegated place's commissioner names it in the same transaction
 // (issue 17), so neither link is ever written without the other; the
 // commissioner's record moving meanwhile is read again.
 func createPlace(ctx context.Context, store *refs.Store, old *refs.Record, p *Place) (*refs.Record, error) {

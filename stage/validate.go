@@ -125,11 +125,10 @@ func ValidatePlace(id string, p *Place) error {
 // maxChildren bounds the places one place's record names as delegated.
 const maxChildren = 256
 
-// validateDelegation checks the links of issue 17: a parent and children
-// named as place ids, never the place itself; a child's delegation from a
-// full commit (its base, since it started there) on the parent's branch,
-// a stage and run that can exist, an outcome flume writes, and a kept work
-// tree among the parent's snapshots.
+// validateDelegation checks the links of issue 17 (R5): a parent and
+// children named as place ids, never the place itself; a child landing on
+// its parent's branch, from a stage and run that can exist, with an
+// outcome flume writes and a kept work tree among the parent's snapshots.
 func validateDelegation(p *Place) error {
 	if len(p.Children) > maxChildren {
 		return fmt.Errorf("%d children, want at most %d", len(p.Children), maxChildren)
@@ -145,9 +144,6 @@ func validateDelegation(p *Place) error {
 	}
 	if _, err := PlaceID(d.Parent); err != nil || d.Parent == p.ID || strings.Contains(d.Parent, "/") {
 		return fmt.Errorf("parent %q is not another place's id", d.Parent)
-	}
-	if d.Head != p.Base {
-		return fmt.Errorf("delegated from %q, but the place's base is %q", d.Head, p.Base)
 	}
 	kind, name, _ := strings.Cut(d.Parent, "--")
 	if p.Target != kind+"/"+name {

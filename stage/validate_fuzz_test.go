@@ -91,7 +91,6 @@ func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 		"too many children":     func(p *Place) { p.Children = make([]string, maxChildren+1) },
 		"parent not an id":      func(p *Place) { delegated(p).Parent = "main" },
 		"parent itself":         func(p *Place) { delegated(p).Parent = "fix--one" },
-		"delegated elsewhere":   func(p *Place) { delegated(p).Head = "2222222222222222222222222222222222222222" },
 		"target not the parent": func(p *Place) { delegated(p); p.Target = "main" },
 		"delegation stage":      func(p *Place) { delegated(p).Stage = -1 },
 		"delegation outcome":    func(p *Place) { delegated(p).Outcome = "merged" },
@@ -119,7 +118,7 @@ func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 // delegated makes p a valid child of lead--x and returns its link.
 func delegated(p *Place) *Delegation {
 	p.Target = "lead/x"
-	p.Parent = &Delegation{Parent: "lead--x", Head: p.Base, Run: 1,
+	p.Parent = &Delegation{Parent: "lead--x", Run: 1,
 		Start: &Snapshot{Ref: "refs/flume/snapshots/lead--x/1-plan-1-delegate", Commit: p.Base, Tree: p.Base}}
 	return p.Parent
 }

@@ -374,7 +374,7 @@ func rollbackCommand(a *app) *cli.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.io.Out, "%s: delegation rolled back; %s restored to %.12s\n", id, p.Parent.Parent, p.Parent.Head)
+				fmt.Fprintf(a.io.Out, "%s: delegation rolled back; %s restored to %.12s\n", id, p.Parent.Parent, p.Base)
 				return nil
 			}
 			p, kept, err := stage.Rollback(c.Context, a.stageEnv(), a.placeOptions(c, id))
