@@ -35,8 +35,11 @@ all: build
 
 build: build/git-flume build/git-flume.1
 
+# Static (no cgo): git starts git-flume for every command, and the dynamic
+# loader alone was ~0.8 ms of a 5 ms start (issue 14). Nothing here needs
+# cgo: DNS is never resolved and os/user falls back to /etc/passwd.
 build/git-flume: FORCE
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/git-flume
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/git-flume
 
 build/git-flume.1: build/git-flume
 	./build/git-flume man > $@

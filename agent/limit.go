@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +13,9 @@ import (
 // 4:50am (Europe/Rome)", "Limit reached · resets 11:30am (Asia/Calcutta)",
 // "Your limit will reset at 5pm (Europe/Warsaw)".
 var (
-	limitEpoch = regexp.MustCompile(`(?i)usage limit reached\|(\d{9,11})`)
-	limitWords = regexp.MustCompile(`(?i)(usage limit|hit your (?:\w+ )?limit|limit reached|limit will reset)`)
-	limitClock = regexp.MustCompile(`(?i)resets?(?: at)? (\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\))?`)
+	limitEpoch = lazyRegexp(`(?i)usage limit reached\|(\d{9,11})`)
+	limitWords = lazyRegexp(`(?i)(usage limit|hit your (?:\w+ )?limit|limit reached|limit will reset)`)
+	limitClock = lazyRegexp(`(?i)resets?(?: at)? (\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+-]+)*)\))?`)
 )
 
 // UsageLimit reads a usage-limit report in text. It reports whether text
@@ -24,14 +23,14 @@ var (
 // a clock time is the next one at or after now, in the zone it names (or
 // now's).
 func UsageLimit(text string, now time.Time) (limited bool, reset time.Time) {
-	if m := limitEpoch.FindStringSubmatch(text); m != nil {
+	if m := limitEpoch().FindStringSubmatch(text); m != nil {
 		secs, _ := strconv.ParseInt(m[1], 10, 64)
 		return true, time.Unix(secs, 0).UTC()
 	}
-	if !limitWords.MatchString(text) {
+	if !limitWords().MatchString(text) {
 		return false, time.Time{}
 	}
-	m := limitClock.FindStringSubmatch(text)
+	m := limitClock().FindStringSubmatch(text)
 	if m == nil {
 		return true, time.Time{}
 	}

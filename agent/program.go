@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -162,8 +163,9 @@ type Screen struct {
 }
 
 var (
-	claudeComposer = regexp.MustCompile(`(?m)^\s*❯ ?(.*)$`)
-	piRule         = regexp.MustCompile(`(?m)^─{10,}\s*$`)
+	claudeComposer = lazyRegexp(`(?m)^\s*❯ ?(.*)$`)
+	piRule         = lazyRegexp(`(?m)^─{10,}\s*$`)
+	codexComposer  = lazyRegexp(`(?m)^\s*› ?(.*)$`)
 	// dialogs are screens flume never types into.
 	dialogWords = []string{
 		"trust this folder", "Do you trust", "Quick safety check", "trust the contents",
@@ -184,13 +186,13 @@ func ReadScreen(format, text string) Screen {
 	switch format {
 	case FormatClaude:
 		s.Busy = strings.Contains(text, "esc to interrupt")
-		if m := claudeComposer.FindAllStringSubmatch(text, -1); len(m) > 0 {
+		if m := claudeComposer().FindAllStringSubmatch(text, -1); len(m) > 0 {
 			s.Composer = strings.TrimSpace(m[len(m)-1][1])
 			s.Ready = !s.Busy
 		}
 	case FormatPi:
 		s.Busy = strings.Contains(text, "Working...")
-		rules := piRule.FindAllStringIndex(text, -1)
+		rules := piRule().FindAllStringIndex(text, -1)
 		if len(rules) >= 2 {
 			between := text[rules[len(rules)-2][1]:rules[len(rules)-1][0]]
 			s.Composer = strings.TrimSpace(between)
@@ -198,7 +200,7 @@ func ReadScreen(format, text string) Screen {
 		}
 	case FormatCodex:
 		s.Busy = strings.Contains(text, "esc to interrupt")
-		if m := regexp.MustCompile(`(?m)^\s*› ?(.*)$`).FindAllStringSubmatch(text, -1); len(m) > 0 {
+		if m := codexComposer().FindAllStringSubmatch(text, -1); len(m) > 0 {
 			s.Composer = strings.TrimSpace(m[len(m)-1][1])
 			s.Ready = !s.Busy
 		}
@@ -264,4 +266,10 @@ func ShellLine(argv []string) string {
 		q[i] = ShellQuote(a)
 	}
 	return strings.Join(q, " ")
+}
+
+// lazyRegexp compiles expr when it is first used: package inits run before
+// every command, and most commands never read a screen (issue 14).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -19,7 +20,10 @@ import (
 //go:embed prompts/worker.md
 var workerPromptText string
 
-var workerPrompt = template.Must(template.New("worker").Parse(workerPromptText))
+// workerPrompt is parsed when first used, not at every command's start.
+var workerPrompt = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("worker").Parse(workerPromptText))
+})
 
 func (ws *Workspace) prompt() (string, error) {
 	req := ws.members[0].r.Request
@@ -41,7 +45,7 @@ func (ws *Workspace) prompt() (string, error) {
 		data.Checks = append(data.Checks, check{c.Repository, commandLine(c)})
 	}
 	var b strings.Builder
-	if err := workerPrompt.Execute(&b, data); err != nil {
+	if err := workerPrompt().Execute(&b, data); err != nil {
 		return "", err
 	}
 	return b.String(), nil

@@ -222,8 +222,8 @@ func (p *Problem) Error() string { return p.Err.Error() }
 func (p *Problem) Unwrap() error { return p.Err }
 
 // List reads every record under the prefixes (a prefix may name one ref
-// whole) in two git processes whatever their number (R4): one listing,
-// one pipelined batch read. Refs that cannot be
+// whole) in process where git's files allow, else in two git processes
+// whatever their number (R4): one listing, one pipelined batch read. Refs that cannot be
 // read are returned as problems, each naming its ref; the others still read
 // (R5). Snapshot refs are not records and are skipped.
 func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Problem, error) {
@@ -232,7 +232,7 @@ func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Pro
 		return nil, nil, err
 	}
 	var commits []git.Ref
-	var specs []string
+	var ids []string
 	var problems []*Problem
 	for _, ref := range listed {
 		if strings.HasPrefix(ref.Name, SnapshotPrefix) {
@@ -243,17 +243,12 @@ func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Pro
 			continue
 		}
 		commits = append(commits, ref)
-		specs = append(specs, ref.ID+":"+StateFile)
+		ids = append(ids, ref.ID)
 	}
-	if len(specs) == 0 {
+	if len(ids) == 0 {
 		return nil, problems, nil
 	}
-	b, err := s.repo.OpenBatch(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer b.Close()
-	blobs, err := b.ReadMany(specs)
+	blobs, err := s.repo.FilesAt(ctx, ids, StateFile)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -111,7 +111,7 @@ func deliverable(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord,
 func CountTasks(data []byte) TaskCount {
 	var tc TaskCount
 	for line := range strings.SplitSeq(string(data), "\n") {
-		m := taskLine.FindStringSubmatch(line)
+		m := taskLine().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
@@ -390,4 +391,6 @@ func apply(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 	return false, false, nil
 }
 
-var taskLine = regexp.MustCompile(`^\s*(?:[-*+]|\d+\.)\s*\[([^\]]*)\]`)
+// taskLine is compiled when first used: package inits run before every
+// command, and most never read a task list (issue 14).
+var taskLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:[-*+]|\d+\.)\s*\[([^\]]*)\]`) })

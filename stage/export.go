@@ -9,12 +9,16 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 )
 
 //go:embed export.html.tmpl
 var exportText string
 
-var exportPage = template.Must(template.New("export").Parse(exportText))
+// exportPage is parsed when first used, not at every command's start.
+var exportPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("export").Parse(exportText))
+})
 
 // Entry is one readable line of a transcript: who spoke, or which tool
 // ran with what.
@@ -88,7 +92,7 @@ func WriteExport(ctx context.Context, env *Env, repoDir, id string, w io.Writer)
 		}
 		x.Stages = append(x.Stages, es)
 	}
-	return exportPage.Execute(w, x)
+	return exportPage().Execute(w, x)
 }
 
 // readEntries renders a transcript's lines readably, whatever the

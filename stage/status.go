@@ -227,53 +227,26 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 }
 
 // statusRecords reads the records status shows, and tells which places'
-// worktrees are present. One place reads its own record and claim only,
-// and asks git's files about its one worktree: launch and every command
-// naming a place read its status, and that must not grow with the places
-// there are. All places are one listing of records, beside which git lists
-// the worktrees.
+// worktrees are present. One place reads its own record and claim only:
+// launch and every command naming a place read its status, and that must
+// not grow with the places there are. All places are one listing of
+// records (R4). Whether a place's worktree is there is asked of git's
+// files about that one worktree (its .git file naming an administrative
+// folder of this repository, whose HEAD reads), for every place alike: a
+// stat or two in process instead of a `git worktree list`, which would
+// also call a deleted folder that git has not pruned yet present.
 func statusRecords(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*Place) bool, error) {
-	if opts.Place != "" {
-		records, problems, err := readOne(ctx, store, PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
-		present := func(p *Place) bool {
-			_, err := repo.WorktreeBranch(p.Path)
-			return err == nil
-		}
-		return records, problems, present, err
-	}
-	type listed struct {
-		wts []git.Worktree
-		err error
-	}
-	wtc := make(chan listed, 1)
-	go func() {
-		wts, err := repo.Worktrees(ctx)
-		wtc <- listed{wts, err}
-	}()
-	records, problems, err := store.List(ctx, refs.Prefix)
-	l := <-wtc
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if l.err != nil {
-		// What an interrupted launch left may need repair first.
-		l.wts, l.err = listWorktrees(ctx, env, repo, records)
-	}
-	if l.err != nil {
-		return nil, nil, nil, l.err
-	}
-	worktrees := map[string]bool{}
-	for _, wt := range l.wts {
-		worktrees[wt.Path] = true
-	}
 	present := func(p *Place) bool {
-		// A launch settled while reading was listed before it was
-		// cleaned up.
-		if p.Phase != PhaseTidied {
-			return worktrees[p.Path]
-		}
 		_, err := repo.WorktreeBranch(p.Path)
 		return err == nil
+	}
+	if opts.Place != "" {
+		records, problems, err := readOne(ctx, store, PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
+		return records, problems, present, err
+	}
+	records, problems, err := store.List(ctx, refs.Prefix)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	return records, problems, present, nil
 }

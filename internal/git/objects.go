@@ -42,6 +42,10 @@ type objectStore struct {
 
 	reftableOnce sync.Once
 	isReftable   bool
+
+	// kept holds commits read while listing refs (see keep).
+	keptMu sync.Mutex
+	kept   map[string][]byte
 }
 
 func (repo *Repo) inProcess() *filesystem.Storage {
@@ -408,6 +412,25 @@ func (b *Batch) ReadMany(specs []string) ([]Object, error) {
 	return objs, nil
 }
 
+// FilesAt reads the top-level file of each commit, as ReadMany reads
+// "<commit>:<file>": in process where that is safe, else in one pipelined
+// `git cat-file --batch`.
+func (repo *Repo) FilesAt(ctx context.Context, commits []string, file string) ([]Object, error) {
+	if objs, ok := repo.filesAtInProcess(commits, file); ok {
+		return objs, nil
+	}
+	b, err := repo.OpenBatch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	specs := make([]string, len(commits))
+	for i, id := range commits {
+		specs[i] = id + ":" + file
+	}
+	return b.ReadMany(specs)
+}
+
 // ReadFileAt reads one top-level file of the commit rev names, as
 // ReadRefFile does, through the batch.
 func (b *Batch) ReadFileAt(rev, file string) (RefFile, error) {
@@ -467,16 +490,7 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) 
 		if !e.Mode.IsFile() {
 			return rf, true, nil
 		}
-		blob, err := st.EncodedObject(plumbing.BlobObject, e.Hash)
-		if err != nil {
-			return RefFile{}, false, nil
-		}
-		rd, err := blob.Reader()
-		if err != nil {
-			return RefFile{}, false, nil
-		}
-		data, err := io.ReadAll(rd)
-		rd.Close()
+		data, err := readBlob(st, e.Hash)
 		if err != nil {
 			return RefFile{}, false, nil
 		}

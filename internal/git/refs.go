@@ -19,10 +19,14 @@ type Ref struct {
 }
 
 // ListRefs returns every ref under the prefixes (such as "refs/flume/"; a
-// full ref name matches that ref) in one git call, sorted by name. A ref
-// git cannot read is left out by git itself and reported on stderr; that
-// is not an error here.
+// full ref name matches that ref), sorted by name: read in process where
+// that is safe (see listRefsInProcess), else in one git call. A ref git
+// cannot read is left out by git itself and reported on stderr; that is
+// not an error here.
 func (repo *Repo) ListRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
+	if refs, ok := repo.listRefsInProcess(prefixes); ok {
+		return refs, nil
+	}
 	prefix := strings.Join(prefixes, " ")
 	args := append([]string{"for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", "--end-of-options"}, prefixes...)
 	out, err := repo.read(ctx, nil, args...)

@@ -1,0 +1,418 @@
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// Reading refs and objects in process (R2, R4). A status of ten places
+// spent most of its time starting `for-each-ref` and `cat-file`; the files
+// they read are git's own and are replaced by rename, never rewritten in
+// place, so a read sees one whole version of each. Whatever is not plainly
+// the files backend of a SHA-1 repository (a reftable, a symbolic or broken
+// loose ref, a glob pattern, a packed-refs line we do not know, an object
+// go-git cannot read) sends the whole read back to git, which then decides
+// exactly as it always did.
+
+// listRefsInProcess lists the refs under the patterns as ListRefs does.
+// ok is false when git must answer instead.
+//
+// Loose refs are read before packed-refs, the order git's own iterator
+// keeps (refs/files-backend.c): a ref `git pack-refs` moves while we read
+// was loose when its folder was listed, so it is either still loose or
+// already in the packed-refs file read after.
+func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
+	st := repo.inProcess()
+	if st == nil || repo.reftable() {
+		return nil, false
+	}
+	for _, p := range patterns {
+		if !strings.HasPrefix(p, "refs/") || strings.ContainsAny(p, "*?[\\") {
+			return nil, false
+		}
+	}
+	ids := map[string]string{}
+	for _, p := range patterns {
+		if !repo.looseRefs(strings.TrimSuffix(p, "/"), ids) {
+			return nil, false
+		}
+	}
+	if !repo.packedRefs(patterns, ids) {
+		return nil, false
+	}
+	refs = make([]Ref, 0, len(ids))
+	for name, id := range ids {
+		refs = append(refs, Ref{Name: name, ID: id})
+	}
+	slices.SortFunc(refs, func(a, b Ref) int { return strings.Compare(a.Name, b.Name) })
+	ok = inParallel(len(refs), func(i int) bool {
+		typ, data, err := repo.readObject(refs[i].ID, true)
+		if err != nil {
+			return false
+		}
+		refs[i].Type = typ
+		if typ == "commit" {
+			repo.objects.keep(refs[i].ID, data)
+		}
+		return true
+	})
+	return refs, ok
+}
+
+// inParallel runs do(0) … do(n-1) on a few goroutines and reports whether
+// every call did. A record read is a few small files; on two cores two
+// readers take about half the time of one.
+func inParallel(n int, do func(i int) bool) bool {
+	workers := min(runtime.GOMAXPROCS(0), 4, n/16)
+	if workers < 2 {
+		for i := range n {
+			if !do(i) {
+				return false
+			}
+		}
+		return true
+	}
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if !do(i) {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return !failed.Load()
+}
+
+// looseRefs adds the loose refs at or under name (a ref, or a folder of
+// refs) to ids. It reports false for anything git would have to judge.
+func (repo *Repo) looseRefs(name string, ids map[string]string) bool {
+	path := filepath.Join(repo.CommonDir, filepath.FromSlash(name))
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true
+	case err != nil:
+		return false
+	case info.Mode().IsRegular():
+		return repo.looseRef(name, path, ids)
+	case !info.IsDir():
+		return false
+	}
+	entries, err := os.ReadDir(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true // removed since the Lstat: git removes empty folders
+	}
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		child := name + "/" + e.Name()
+		switch {
+		case e.IsDir():
+			if !repo.looseRefs(child, ids) {
+				return false
+			}
+		case strings.HasSuffix(e.Name(), ".lock"):
+			// A writer's lock, not a ref: git skips it too.
+		case e.Type().IsRegular():
+			if !repo.looseRef(child, filepath.Join(path, e.Name()), ids) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (repo *Repo) looseRef(name, path string, ids map[string]string) bool {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true // packed or deleted since the folder was listed
+	}
+	if err != nil || CheckRefName(name) != nil {
+		return false
+	}
+	id := strings.TrimSuffix(string(data), "\n")
+	if !plumbing.IsHash(id) || strings.ToLower(id) != id {
+		return false // a symbolic ref, or one git calls broken
+	}
+	if _, seen := ids[name]; !seen {
+		ids[name] = id
+	}
+	return true
+}
+
+// packedRefs adds the refs of the packed-refs file that the patterns
+// match and no loose ref shadows.
+func (repo *Repo) packedRefs(patterns []string, ids map[string]string) bool {
+	f, err := os.Open(filepath.Join(repo.CommonDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	first := true
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return false
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false
+		}
+		if len(line) > 0 {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			switch {
+			case first && bytes.HasPrefix(line, []byte("# pack-refs with:")):
+			case bytes.HasPrefix(line, []byte("^")):
+				// The peeled value of the tag above: not asked for.
+			default:
+				id, name, found := strings.Cut(string(line), " ")
+				if !found || !plumbing.IsHash(id) {
+					return false
+				}
+				if matchesAny(name, patterns) {
+					if _, loose := ids[name]; !loose {
+						ids[name] = id
+					}
+				}
+			}
+			first = false
+		}
+		if err != nil {
+			return true
+		}
+	}
+}
+
+// matchesAny applies for-each-ref's rule for a pattern without glob
+// characters: the ref itself, or a ref below it.
+func matchesAny(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if name == p || strings.HasPrefix(name, strings.TrimSuffix(p, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// filesAtInProcess reads the top-level file of each commit as
+// Batch.ReadMany reads "<commit>:<file>". ok is false when git must
+// answer instead.
+func (repo *Repo) filesAtInProcess(commits []string, file string) (objs []Object, ok bool) {
+	if repo.inProcess() == nil {
+		return nil, false
+	}
+	objs = make([]Object, len(commits))
+	ok = inParallel(len(commits), func(n int) bool {
+		return repo.fileAt(commits[n], file, &objs[n])
+	})
+	return objs, ok
+}
+
+// fileAt reads the top-level file of one commit into obj, as
+// filesAtInProcess does; false when git must answer.
+func (repo *Repo) fileAt(id, file string, obj *Object) bool {
+	typ, data, err := repo.readObject(id, false)
+	if err != nil || typ != "commit" {
+		return false
+	}
+	tree, found := strings.CutPrefix(string(data[:min(len(data), 46)]), "tree ")
+	if !found || len(tree) < 41 || tree[40] != '\n' || !plumbing.IsHash(tree[:40]) {
+		return false
+	}
+	typ, data, err = repo.readObject(tree[:40], false)
+	if err != nil || typ != "tree" {
+		return false
+	}
+	mode, entry, err := treeEntry(data, file)
+	switch {
+	case err != nil:
+		return false
+	case entry == "":
+	case mode == "40000":
+		*obj = Object{ID: entry, Type: "tree"}
+	case mode == "160000":
+		// A submodule's commit is not in this repository: cat-file
+		// calls it missing.
+	default:
+		typ, data, err := repo.readObject(entry, false)
+		if err != nil {
+			return false
+		}
+		*obj = Object{ID: entry, Type: typ, Data: data}
+	}
+	return true
+}
+
+// treeEntry finds name among a tree's entries ("<mode> <name>\x00<20
+// bytes>" each) and returns its mode and id; "" when it is not there.
+func treeEntry(tree []byte, name string) (mode, id string, err error) {
+	for len(tree) > 0 {
+		sp := bytes.IndexByte(tree, ' ')
+		nul := bytes.IndexByte(tree, 0)
+		if sp < 0 || nul < sp || len(tree) < nul+21 {
+			return "", "", errors.New("malformed tree")
+		}
+		if string(tree[sp+1:nul]) == name {
+			return string(tree[:sp]), hex.EncodeToString(tree[nul+1 : nul+21]), nil
+		}
+		tree = tree[nul+21:]
+	}
+	return "", "", nil
+}
+
+// readObject returns an object's type and, unless headerOnly, its
+// content. A loose object is inflated here (go-git's reader resolves
+// every path through a chroot, a stat per folder, and was most of a
+// status of a hundred places); a packed one, or one in an alternate, is
+// go-git's to find.
+func (repo *Repo) readObject(id string, headerOnly bool) (typ string, data []byte, err error) {
+	if !plumbing.IsHash(id) {
+		return "", nil, fmt.Errorf("read object %q: not an object id", id)
+	}
+	if data, ok := repo.objects.take(id); ok {
+		return "commit", data, nil
+	}
+	f, err := os.Open(filepath.Join(repo.CommonDir, "objects", id[:2], id[2:]))
+	if errors.Is(err, fs.ErrNotExist) {
+		return repo.readPacked(id, headerOnly)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	zr, err := inflater(bufio.NewReaderSize(f, 4096))
+	if err != nil {
+		return "", nil, fmt.Errorf("read object %s: %w", id, err)
+	}
+	defer zlibReaders.Put(zr)
+	br := bufio.NewReaderSize(zr, 512)
+	header, err := br.ReadString(0)
+	if err != nil {
+		return "", nil, fmt.Errorf("read object %s: header: %w", id, err)
+	}
+	typ, sizeText, ok := strings.Cut(strings.TrimSuffix(header, "\x00"), " ")
+	size, serr := strconv.ParseInt(sizeText, 10, 64)
+	if !ok || serr != nil || size < 0 || size > maxInProcessObject {
+		return "", nil, fmt.Errorf("read object %s: header %q", id, header)
+	}
+	if headerOnly && (typ != "commit" || size > 4096) {
+		return typ, nil, nil
+	}
+	// A commit is read whole even for its type: the record's file is
+	// read through it next (see keep).
+	data = make([]byte, size)
+	if _, err := io.ReadFull(br, data); err != nil {
+		return "", nil, fmt.Errorf("read object %s: %w", id, err)
+	}
+	return typ, data, nil
+}
+
+// keep holds a commit's content read while listing refs until the read of
+// its record's file takes it: one inflate per commit, not two.
+func (o *objectStore) keep(id string, data []byte) {
+	if data == nil {
+		return
+	}
+	o.keptMu.Lock()
+	defer o.keptMu.Unlock()
+	if o.kept == nil || len(o.kept) >= maxKept {
+		o.kept = map[string][]byte{} // a listing never read on (sync's) is forgotten
+	}
+	o.kept[id] = data
+}
+
+// maxKept bounds what a long-lived process (a watcher) keeps of listings
+// it never read on.
+const maxKept = 8192
+
+func (o *objectStore) take(id string) ([]byte, bool) {
+	o.keptMu.Lock()
+	defer o.keptMu.Unlock()
+	data, ok := o.kept[id]
+	delete(o.kept, id)
+	return data, ok
+}
+
+// zlibReaders keeps inflaters for reuse: each holds a 32 KiB window.
+var zlibReaders sync.Pool
+
+func inflater(r io.Reader) (io.ReadCloser, error) {
+	if zr, ok := zlibReaders.Get().(io.ReadCloser); ok {
+		if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
+			return nil, err
+		}
+		return zr, nil
+	}
+	return zlib.NewReader(r)
+}
+
+// maxInProcessObject bounds what is read into memory here: a record is a
+// few kilobytes; anything larger is git's to read.
+const maxInProcessObject = 64 << 20
+
+func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error) {
+	st := repo.inProcess()
+	if st == nil {
+		return "", nil, fmt.Errorf("read object %s: no in-process store", id)
+	}
+	obj, err := st.EncodedObject(plumbing.AnyObject, plumbing.NewHash(id))
+	if err != nil {
+		return "", nil, err
+	}
+	if headerOnly {
+		return obj.Type().String(), nil, nil
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return "", nil, err
+	}
+	defer rd.Close()
+	data, err := io.ReadAll(rd)
+	return obj.Type().String(), data, err
+}
+
+// readBlob returns a blob's content read in process.
+func readBlob(st *filesystem.Storage, id plumbing.Hash) ([]byte, error) {
+	obj, err := st.EncodedObject(plumbing.BlobObject, id)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
+}

@@ -1,0 +1,211 @@
+package git_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/git-flume/git-flume/internal/git"
+)
+
+// noGit makes every git process of the runner fail, so that what still
+// answers was read in process.
+const noGit = "/nonexistent/git"
+
+// refsFixture makes a repository whose refs/flume holds loose refs,
+// packed refs, a packed ref shadowed by a newer loose one, a ref at a blob,
+// nested folders and a writer's lock file, and returns it with the
+// commits its refs name.
+func refsFixture(t *testing.T) (dir string, env []string) {
+	env = testEnv(t)
+	dir = t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	run := func(args ...string) string { return mustGit(t, env, append([]string{"-C", dir}, args...)...) }
+	commit := func(state string) string {
+		cmd := exec.Command("git", "-C", dir, "hash-object", "-w", "--stdin")
+		cmd.Env, cmd.Stdin = env, strings.NewReader(state)
+		blob, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mk := exec.Command("git", "-C", dir, "mktree")
+		mk.Env, mk.Stdin = env, strings.NewReader("100644 blob "+strings.TrimSpace(string(blob))+"\tstate.json\n")
+		tree, err := mk.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run("commit-tree", "-m", "state", strings.TrimSpace(string(tree)))
+	}
+	for i := range 6 {
+		run("update-ref", fmt.Sprintf("refs/flume/places/fix--p%d", i), commit(fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	run("update-ref", "refs/flume/claims/fix--p0", commit(`{"claim":0}`))
+	run("update-ref", "refs/heads/main", commit(`{"not":"flume"}`))
+	run("pack-refs", "--all")
+	// Loose again, newer than what packed-refs says.
+	run("update-ref", "refs/flume/places/fix--p1", commit(`{"n":"1 again"}`))
+	run("update-ref", "refs/flume/places/fix--p9", commit(`{"n":9}`))
+	blob := strings.TrimSpace(run("rev-parse", "refs/flume/places/fix--p2:state.json"))
+	run("update-ref", "refs/flume/odd/blob", blob)
+	if err := os.WriteFile(filepath.Join(dir, ".git", "refs", "flume", "places", "fix--p3.lock"), []byte(blob+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, env
+}
+
+func forEachRef(t *testing.T, env []string, dir string, patterns ...string) []git.Ref {
+	cmd := exec.Command("git", append([]string{"-C", dir, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)"}, patterns...)...)
+	cmd.Env = env
+	out, err := cmd.Output() // a broken ref's warning is on stderr
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []git.Ref
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if f := strings.SplitN(line, " ", 3); len(f) == 3 {
+			refs = append(refs, git.Ref{ID: f[0], Type: f[1], Name: f[2]})
+		}
+	}
+	return refs
+}
+
+// TestRefsReadInProcessAgreeWithGit_R4: with no git to run, ListRefs and
+// FilesAt answer what for-each-ref and cat-file answer, loose, packed and
+// shadowed refs alike, for a folder pattern and for one whole ref.
+func TestRefsReadInProcessAgreeWithGit_R4(t *testing.T) {
+	ctx := context.Background()
+	dir, env := refsFixture(t)
+	r := &git.Runner{Env: env}
+	repo := mustOpen(t, r, dir)
+	r.Path = noGit
+	for _, patterns := range [][]string{{"refs/flume/"}, {"refs/flume"}, {"refs/flume/places/fix--p1"}, {"refs/flume/places/fix--p", "refs/flume/claims/"}} {
+		got, err := repo.ListRefs(ctx, patterns...)
+		if err != nil {
+			t.Fatalf("%q: %v (not read in process)", patterns, err)
+		}
+		want := forEachRef(t, env, dir, patterns...)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%q:\n in process %v\n git        %v", patterns, got, want)
+		}
+	}
+	refs, _ := repo.ListRefs(ctx, "refs/flume/places/")
+	var ids []string
+	for _, ref := range refs {
+		ids = append(ids, ref.ID)
+	}
+	objs, err := repo.FilesAt(ctx, ids, "state.json")
+	if err != nil {
+		t.Fatalf("FilesAt: %v (not read in process)", err)
+	}
+	for i, ref := range refs {
+		want := mustGit(t, env, "-C", dir, "cat-file", "blob", ref.Name+":state.json")
+		if objs[i].Type != "blob" || string(objs[i].Data) != want {
+			t.Errorf("%s: in process %s %q, git %q", ref.Name, objs[i].Type, objs[i].Data, want)
+		}
+	}
+	if objs, err := repo.FilesAt(ctx, ids[:1], "absent.json"); err != nil || objs[0].Type != "" {
+		t.Errorf("a file the tree lacks: %+v, %v", objs, err)
+	}
+
+	// The same after gc: every object and ref packed.
+	mustGit(t, env, "-C", dir, "gc", "-q", "--prune=now")
+	r = &git.Runner{Env: env}
+	repo = mustOpen(t, r, dir)
+	r.Path = noGit
+	if objs, err := repo.FilesAt(ctx, ids, "state.json"); err != nil || string(objs[1].Data) != `{"n":"1 again"}` {
+		t.Errorf("packed objects: %+v, %v", objs, err)
+	}
+	got, err := repo.ListRefs(ctx, "refs/flume/")
+	if want := forEachRef(t, env, dir, "refs/flume/"); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("packed refs: %v, %v; git %v", got, err, want)
+	}
+}
+
+// TestRefsReadGoToGitForWhatIsNotPlain_R2: a symbolic ref, a broken loose
+// ref and a glob pattern are git's to judge: with no git the read fails
+// instead of answering on its own, and with git it answers as git does.
+func TestRefsReadGoToGitForWhatIsNotPlain_R2(t *testing.T) {
+	ctx := context.Background()
+	for name, spoil := range map[string]func(dir string, env []string) []string{
+		"symbolic ref": func(dir string, env []string) []string {
+			mustGit(t, env, "-C", dir, "symbolic-ref", "refs/flume/odd/sym", "refs/flume/places/fix--p1")
+			return []string{"refs/flume/"}
+		},
+		"broken loose ref": func(dir string, env []string) []string {
+			os.WriteFile(filepath.Join(dir, ".git", "refs", "flume", "odd", "broken"), []byte("not an id\n"), 0o644)
+			return []string{"refs/flume/"}
+		},
+		"glob": func(string, []string) []string { return []string{"refs/flume/places/*"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, env := refsFixture(t)
+			patterns := spoil(dir, env)
+			r := &git.Runner{Env: env}
+			repo := mustOpen(t, r, dir)
+			r.Path = noGit
+			if got, err := repo.ListRefs(ctx, patterns...); err == nil {
+				t.Fatalf("answered without git: %v", got)
+			}
+			r.Path = ""
+			got, err := repo.ListRefs(ctx, patterns...)
+			if want := forEachRef(t, env, dir, patterns...); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("through git: %v, %v; for-each-ref %v", got, err, want)
+			}
+		})
+	}
+}
+
+// TestRefsListedInProcessWhilePackRefsRuns_R3: `git pack-refs --all
+// --prune` moving loose refs into packed-refs while a listing reads never
+// hides one: loose refs are read first, then packed-refs. Read the other
+// way round, a ref packed and pruned in between is in neither.
+func TestRefsListedInProcessWhilePackRefsRuns_R3(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t)
+	dir := t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "x")
+	head := mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
+	const n = 150
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "create refs/flume/places/fix--p%03d %s\n", i, head)
+	}
+	r := &git.Runner{Env: env}
+	repo := mustOpen(t, r, dir)
+	r.Path = noGit
+	for round := range 20 {
+		// All loose again, then packed while we list.
+		del := exec.Command("sh", "-c", "git for-each-ref --format='delete %(refname)' refs/flume/ | git update-ref --stdin")
+		del.Dir, del.Env = dir, env
+		if out, err := del.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		upd := exec.Command("git", "update-ref", "--stdin")
+		upd.Dir, upd.Env, upd.Stdin = dir, env, strings.NewReader(in.String())
+		if out, err := upd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			pack := exec.Command("git", "pack-refs", "--all", "--prune")
+			pack.Dir, pack.Env = dir, env
+			pack.Run()
+		})
+		for range 10 {
+			got, err := repo.ListRefs(ctx, "refs/flume/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != n {
+				t.Fatalf("round %d: listed %d refs of %d while pack-refs ran", round, len(got), n)
+			}
+		}
+		wg.Wait()
+	}
+}
