@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -54,14 +55,22 @@ func (a *app) remote(ctx context.Context, named string) (string, error) {
 }
 
 // noteRepo makes every command that takes --repo record it before its
-// action runs, so the settings come from the repository it acts on.
+// action runs, so the settings come from the repository it acts on. Such a
+// command opens that repository (rev-parse) and most read its settings
+// (git config, for the host at least): both start here, side by side,
+// instead of one after the other once the action asks (issue 14).
 func (a *app) noteRepo(cmds []*cli.Command) {
 	for _, cmd := range cmds {
 		a.noteRepo(cmd.Subcommands)
 		before := cmd.Before
+		takesRepo := slices.ContainsFunc(cmd.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), "repo") })
 		cmd.Before = func(c *cli.Context) error {
 			if c.IsSet("repo") {
 				a.repoDir = c.String("repo")
+			}
+			if takesRepo {
+				go a.runner.Open(c.Context, a.repoDir)
+				go a.settings(c.Context)
 			}
 			if before != nil {
 				return before(c)
