@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/par"
 )
 
 const (
@@ -252,15 +253,23 @@ func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Pro
 	if err != nil {
 		return nil, nil, err
 	}
+	// Decoding and validating is most of a large listing's own work;
+	// records are independent of each other.
+	checked := make([]*Record, len(commits))
+	errs := make([]error, len(commits))
+	par.Each(len(commits), func(i int) bool {
+		ref := commits[i]
+		rf := git.RefFile{ID: ref.ID, Type: ref.Type, Found: blobs[i].Type != "", IsFile: blobs[i].Type == "blob", Data: blobs[i].Data}
+		checked[i], errs[i] = s.check(ref.Name, rf)
+		return true
+	})
 	records := make([]*Record, 0, len(commits))
 	for i, ref := range commits {
-		rf := git.RefFile{ID: ref.ID, Type: ref.Type, Found: blobs[i].Type != "", IsFile: blobs[i].Type == "blob", Data: blobs[i].Data}
-		rec, err := s.check(ref.Name, rf)
-		if err != nil {
-			problems = append(problems, &Problem{Ref: ref.Name, Err: err})
+		if errs[i] != nil {
+			problems = append(problems, &Problem{Ref: ref.Name, Err: errs[i]})
 			continue
 		}
-		records = append(records, rec)
+		records = append(records, checked[i])
 	}
 	slices.SortFunc(problems, func(a, b *Problem) int { return strings.Compare(a.Ref, b.Ref) })
 	return records, problems, nil

@@ -58,6 +58,12 @@ func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 	if counts[1] != counts[20] || counts[20] != counts[100] {
 		t.Fatalf("git processes per status: %v; want the same for every count", counts)
 	}
+	// Records, their objects and the worktrees are read in process; only
+	// finding the repository is git's. More means the in-process reading
+	// fell back to git without saying so (issue 14).
+	if counts[1] != 1 {
+		t.Fatalf("git processes per status: %v; want 1 (rev-parse)", counts)
+	}
 }
 
 // withTranscript gives a place's first stage an agent whose Claude Code

@@ -11,15 +11,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/git-flume/git-flume/internal/par"
 )
 
 // Reading refs and objects in process (R2, R4). A status of ten places
@@ -62,7 +62,7 @@ func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
 		refs = append(refs, Ref{Name: name, ID: id})
 	}
 	slices.SortFunc(refs, func(a, b Ref) int { return strings.Compare(a.Name, b.Name) })
-	ok = inParallel(len(refs), func(i int) bool {
+	ok = par.Each(len(refs), func(i int) bool {
 		typ, data, err := repo.readObject(refs[i].ID, true)
 		if err != nil {
 			return false
@@ -74,39 +74,6 @@ func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
 		return true
 	})
 	return refs, ok
-}
-
-// inParallel runs do(0) … do(n-1) on a few goroutines and reports whether
-// every call did. A record read is a few small files; on two cores two
-// readers take about half the time of one.
-func inParallel(n int, do func(i int) bool) bool {
-	workers := min(runtime.GOMAXPROCS(0), 4, n/16)
-	if workers < 2 {
-		for i := range n {
-			if !do(i) {
-				return false
-			}
-		}
-		return true
-	}
-	var next atomic.Int64
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if !do(i) {
-					failed.Store(true)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return !failed.Load()
 }
 
 // looseRefs adds the loose refs at or under name (a ref, or a folder of
@@ -234,7 +201,7 @@ func (repo *Repo) filesAtInProcess(commits []string, file string) (objs []Object
 		return nil, false
 	}
 	objs = make([]Object, len(commits))
-	ok = inParallel(len(commits), func(n int) bool {
+	ok = par.Each(len(commits), func(n int) bool {
 		return repo.fileAt(commits[n], file, &objs[n])
 	})
 	return objs, ok
