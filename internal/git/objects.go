@@ -46,6 +46,8 @@ type objectStore struct {
 	// kept holds commits read while listing refs (see keep).
 	keptMu sync.Mutex
 	kept   map[string][]byte
+	// packMu serializes reads through go-git's storage (readPacked).
+	packMu sync.Mutex
 }
 
 func (repo *Repo) inProcess() *filesystem.Storage {
@@ -458,6 +460,8 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) 
 	if st == nil || repo.reftable() {
 		return RefFile{}, false, nil
 	}
+	repo.objects.packMu.Lock() // see readPacked
+	defer repo.objects.packMu.Unlock()
 	r, err := st.Reference(plumbing.ReferenceName(ref))
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		// Neither a loose ref nor a packed one: no git needed to say so.
@@ -533,7 +537,10 @@ func (repo *Repo) reftable() bool {
 // else with git.
 func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
 	if st := repo.inProcess(); st != nil && plumbing.IsHash(commit) {
-		if c, err := object.GetCommit(st, plumbing.NewHash(commit)); err == nil {
+		repo.objects.packMu.Lock() // see readPacked
+		c, err := object.GetCommit(st, plumbing.NewHash(commit))
+		repo.objects.packMu.Unlock()
+		if err == nil {
 			return c.TreeHash.String(), nil
 		}
 	}
@@ -544,14 +551,11 @@ func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
 // tree has no file there: in process where that is safe, else with git.
 func (repo *Repo) BlobAt(ctx context.Context, commit, path string) (string, error) {
 	if st := repo.inProcess(); st != nil && plumbing.IsHash(commit) {
-		if c, err := object.GetCommit(st, plumbing.NewHash(commit)); err == nil {
-			if tree, err := object.GetTree(st, c.TreeHash); err == nil {
-				e, err := tree.FindEntry(path)
-				if err != nil || !e.Mode.IsFile() {
-					return "", nil
-				}
-				return e.Hash.String(), nil
-			}
+		repo.objects.packMu.Lock() // see readPacked
+		id, ok := blobAt(st, commit, path)
+		repo.objects.packMu.Unlock()
+		if ok {
+			return id, nil
 		}
 	}
 	id, err := repo.ResolveRef(ctx, commit+":"+path)
@@ -559,6 +563,23 @@ func (repo *Repo) BlobAt(ctx context.Context, commit, path string) (string, erro
 		return "", nil
 	}
 	return id, err
+}
+
+// blobAt is BlobAt through go-git; ok is false when git must answer.
+func blobAt(st *filesystem.Storage, commit, path string) (id string, ok bool) {
+	c, err := object.GetCommit(st, plumbing.NewHash(commit))
+	if err != nil {
+		return "", false
+	}
+	tree, err := object.GetTree(st, c.TreeHash)
+	if err != nil {
+		return "", false
+	}
+	e, err := tree.FindEntry(path)
+	if err != nil || !e.Mode.IsFile() {
+		return "", true
+	}
+	return e.Hash.String(), true
 }
 
 // BranchCommit returns the commit a branch (a full ref name) points at, or
@@ -573,7 +594,10 @@ func (repo *Repo) BranchCommit(ctx context.Context, ref string) (string, error) 
 		return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
 	}
 	if st := repo.inProcess(); st != nil {
-		if _, err := object.GetCommit(st, plumbing.NewHash(id)); err == nil {
+		repo.objects.packMu.Lock() // see readPacked
+		_, err := object.GetCommit(st, plumbing.NewHash(id))
+		repo.objects.packMu.Unlock()
+		if err == nil {
 			return id, nil
 		}
 	}

@@ -354,6 +354,10 @@ func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error)
 	if st == nil {
 		return "", nil, fmt.Errorf("read object %s: no in-process store", id)
 	}
+	// go-git's storage loads pack indexes and shares pack files without
+	// locks: one reader at a time (loose objects need none).
+	repo.objects.packMu.Lock()
+	defer repo.objects.packMu.Unlock()
 	obj, err := st.EncodedObject(plumbing.AnyObject, plumbing.NewHash(id))
 	if err != nil {
 		return "", nil, err

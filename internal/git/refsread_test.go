@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
 )
@@ -207,5 +208,54 @@ func TestRefsListedInProcessWhilePackRefsRuns_R3(t *testing.T) {
 			}
 		}
 		wg.Wait()
+	}
+}
+
+// TestPackedRecordsReadSideBySide_R4: after gc every record's objects are
+// in a pack, which go-git reads; a listing large enough to be read on
+// several goroutines reads them all, the same as git (run with -race).
+func TestPackedRecordsReadSideBySide_R4(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t)
+	dir := t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	r := &git.Runner{Env: env}
+	repo := mustOpen(t, r, dir)
+	const n = 80
+	for i := range n {
+		state := fmt.Sprintf(`{"schema":1,"kind":"place","n":%d}`, i)
+		blob, err := repo.WriteBlob(ctx, []byte(state))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, err := repo.WriteTree(ctx, []git.TreeEntry{{Name: "state.json", ID: blob}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit, err := repo.WriteCommit(ctx, git.CommitSpec{Tree: tree, Message: state, When: time.Unix(0, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustGit(t, env, "-C", dir, "update-ref", fmt.Sprintf("refs/flume/places/fix--p%02d", i), commit)
+	}
+	mustGit(t, env, "-C", dir, "gc", "-q", "--prune=now")
+	repo = mustOpen(t, r, dir)
+	r.Path = noGit
+	refs, err := repo.ListRefs(ctx, "refs/flume/")
+	if err != nil || len(refs) != n {
+		t.Fatalf("listed %d of %d: %v", len(refs), n, err)
+	}
+	ids := make([]string, n)
+	for i, ref := range refs {
+		ids[i] = ref.ID
+	}
+	objs, err := repo.FilesAt(ctx, ids, "state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range objs {
+		if o.Type != "blob" || string(o.Data) != fmt.Sprintf(`{"schema":1,"kind":"place","n":%d}`, i) {
+			t.Fatalf("%s: %s %q", refs[i].Name, o.Type, o.Data)
+		}
 	}
 }
