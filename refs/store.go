@@ -224,9 +224,9 @@ func (p *Problem) Unwrap() error { return p.Err }
 
 // List reads every record under the prefixes (a prefix may name one ref
 // whole) in process where git's files allow, else in two git processes
-// whatever their number (R4): one listing, one pipelined batch read. Refs that cannot be
-// read are returned as problems, each naming its ref; the others still read
-// (R5). Snapshot refs are not records and are skipped.
+// whatever their number (R4): one listing, one pipelined batch read. Refs
+// that cannot be read are returned as problems, each naming its ref; the
+// others still read (R5). Snapshot refs are not records and are skipped.
 func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Problem, error) {
 	listed, err := s.repo.ListRefs(ctx, prefixes...)
 	if err != nil {

@@ -152,7 +152,7 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	if err != nil {
 		return nil, err
 	}
-	records, problems, present, err := statusRecords(ctx, env, repo, store, opts)
+	records, problems, present, err := statusRecords(ctx, repo, store, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 // folder of this repository, whose HEAD reads), for every place alike: a
 // stat or two in process instead of a `git worktree list`, which would
 // also call a deleted folder that git has not pruned yet present.
-func statusRecords(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*Place) bool, error) {
+func statusRecords(ctx context.Context, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*Place) bool, error) {
 	present := func(p *Place) bool {
 		_, err := repo.WorktreeBranch(p.Path)
 		return err == nil
