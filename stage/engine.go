@@ -283,9 +283,9 @@ func writeStep(ctx context.Context, env *Env, store *refs.Store, rec *refs.Recor
 }
 
 // observe reads what decide needs of active stage st: the transcript is the
-// proof of everything after (found first, then read once), the deliverable
-// is read at one branch head (K6), and the pane and its screen only where a
-// decision turns on them. It also returns the stage's prompt.
+// proof of everything after (found first, then read once, after the
+// deliverable at one branch head, K6), and the pane and its screen only
+// where a decision turns on them. It also returns the stage's prompt.
 func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord) (stepSeen, string, error) {
 	seen := stepSeen{Now: env.clock()}
 	a := st.Agent
@@ -300,7 +300,21 @@ func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageR
 				return seen, "", nil // recorded first: the next step reads it
 			}
 		}
-		var err error
+	}
+	// The deliverable is read before the transcript: an agent writes the
+	// prompt it received to its transcript before it acts on it, so a
+	// transcript read after a commit was seen holds that prompt. Read the
+	// other way round, a fast agent could commit between the two reads and
+	// its stage be delivered without its prompt ever confirmed (A3).
+	head, err := repo.ResolveRef(ctx, p.branchRef())
+	if err != nil && !errors.Is(err, git.ErrNotExist) {
+		return seen, "", err
+	}
+	seen.Head = head
+	if seen.Done, seen.What, seen.Tasks, err = deliverable(ctx, repo, p, st, head); err != nil {
+		return seen, "", err
+	}
+	if running {
 		if prompt, err = os.ReadFile(a.PromptFile); err != nil {
 			return seen, "", fmt.Errorf("read the stage's prompt: %w", err)
 		}
@@ -316,14 +330,6 @@ func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageR
 				seen.Working.Limited, seen.Working.Reset = agent.UsageLimit(tr.ErrorText, seen.Now)
 			}
 		}
-	}
-	head, err := repo.ResolveRef(ctx, p.branchRef())
-	if err != nil && !errors.Is(err, git.ErrNotExist) {
-		return seen, "", err
-	}
-	seen.Head = head
-	if seen.Done, seen.What, seen.Tasks, err = deliverable(ctx, repo, p, st, head); err != nil {
-		return seen, "", err
 	}
 	watchScreen := starting(st.State) || st.State == StateBlocked
 	if running && (watchScreen || seen.Done && seen.Working.Turn == agent.TurnRunning) {
