@@ -456,65 +456,35 @@ func (b *Batch) ReadFileAt(rev, file string) (RefFile, error) {
 }
 
 func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) {
-	st := repo.inProcess()
-	if st == nil || repo.reftable() {
+	id, ok := repo.refInProcess(ref)
+	switch {
+	case !ok:
 		return RefFile{}, false, nil
-	}
-	repo.objects.packMu.Lock() // see readPacked
-	defer repo.objects.packMu.Unlock()
-	r, err := st.Reference(plumbing.ReferenceName(ref))
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+	case id == "":
 		// Neither a loose ref nor a packed one: no git needed to say so.
 		return RefFile{}, true, fmt.Errorf("%s: %w", ref, ErrNotExist)
 	}
-	if err != nil || r.Type() != plumbing.HashReference {
-		return RefFile{}, false, nil
-	}
-	obj, err := st.EncodedObject(plumbing.AnyObject, r.Hash())
+	typ, _, err := repo.readObject(id, true)
 	if err != nil {
 		return RefFile{}, false, nil
 	}
-	rf := RefFile{ID: r.Hash().String(), Type: obj.Type().String()}
-	if obj.Type() != plumbing.CommitObject {
+	rf := RefFile{ID: id, Type: typ}
+	if typ != "commit" {
 		return rf, true, nil
 	}
-	commit, err := object.DecodeCommit(st, obj)
-	if err != nil {
+	var obj Object
+	if !repo.fileAt(id, file, &obj) {
 		return RefFile{}, false, nil
 	}
-	tree, err := object.GetTree(st, commit.TreeHash)
-	if err != nil {
-		return RefFile{}, false, nil
-	}
-	for _, e := range tree.Entries {
-		if e.Name != file {
-			continue
-		}
-		rf.Found = true
-		if !e.Mode.IsFile() {
-			return rf, true, nil
-		}
-		data, err := readBlob(st, e.Hash)
-		if err != nil {
-			return RefFile{}, false, nil
-		}
-		rf.IsFile, rf.Data = true, data
-		return rf, true, nil
-	}
+	rf.Found, rf.IsFile, rf.Data = obj.Type != "", obj.Type == "blob", obj.Data
 	return rf, true, nil
 }
 
 // RefValue returns the object a ref points at, or "" when it does not
-// exist: in process where that is safe (see ReadRefFile), else with git.
+// exist: in process where that is safe (see refInProcess), else with git.
 func (repo *Repo) RefValue(ctx context.Context, name string) (string, error) {
-	if st := repo.inProcess(); st != nil && !repo.reftable() {
-		r, err := st.Reference(plumbing.ReferenceName(name))
-		if errors.Is(err, plumbing.ErrReferenceNotFound) {
-			return "", nil
-		}
-		if err == nil && r.Type() == plumbing.HashReference {
-			return r.Hash().String(), nil
-		}
+	if id, ok := repo.refInProcess(name); ok {
+		return id, nil
 	}
 	id, err := repo.ResolveRef(ctx, name)
 	if errors.Is(err, ErrNotExist) {
@@ -536,13 +506,8 @@ func (repo *Repo) reftable() bool {
 // TreeOf returns the tree of a commit: in process where that is safe,
 // else with git.
 func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
-	if st := repo.inProcess(); st != nil && plumbing.IsHash(commit) {
-		repo.objects.packMu.Lock() // see readPacked
-		c, err := object.GetCommit(st, plumbing.NewHash(commit))
-		repo.objects.packMu.Unlock()
-		if err == nil {
-			return c.TreeHash.String(), nil
-		}
+	if tree, ok := repo.commitTree(commit); ok {
+		return tree, nil
 	}
 	return repo.ResolveRef(ctx, commit+"^{tree}")
 }
@@ -550,36 +515,14 @@ func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
 // BlobAt returns the id of the file at path in commit's tree, "" when the
 // tree has no file there: in process where that is safe, else with git.
 func (repo *Repo) BlobAt(ctx context.Context, commit, path string) (string, error) {
-	if st := repo.inProcess(); st != nil && plumbing.IsHash(commit) {
-		repo.objects.packMu.Lock() // see readPacked
-		id, ok := blobAt(st, commit, path)
-		repo.objects.packMu.Unlock()
-		if ok {
-			return id, nil
-		}
+	if id, ok := repo.blobAtInProcess(commit, path); ok {
+		return id, nil
 	}
 	id, err := repo.ResolveRef(ctx, commit+":"+path)
 	if errors.Is(err, ErrNotExist) {
 		return "", nil
 	}
 	return id, err
-}
-
-// blobAt is BlobAt through go-git; ok is false when git must answer.
-func blobAt(st *filesystem.Storage, commit, path string) (id string, ok bool) {
-	c, err := object.GetCommit(st, plumbing.NewHash(commit))
-	if err != nil {
-		return "", false
-	}
-	tree, err := object.GetTree(st, c.TreeHash)
-	if err != nil {
-		return "", false
-	}
-	e, err := tree.FindEntry(path)
-	if err != nil || !e.Mode.IsFile() {
-		return "", true
-	}
-	return e.Hash.String(), true
 }
 
 // BranchCommit returns the commit a branch (a full ref name) points at, or
@@ -593,13 +536,8 @@ func (repo *Repo) BranchCommit(ctx context.Context, ref string) (string, error) 
 	case id == "":
 		return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
 	}
-	if st := repo.inProcess(); st != nil {
-		repo.objects.packMu.Lock() // see readPacked
-		_, err := object.GetCommit(st, plumbing.NewHash(id))
-		repo.objects.packMu.Unlock()
-		if err == nil {
-			return id, nil
-		}
+	if typ, _, err := repo.readObject(id, true); err == nil && typ == "commit" {
+		return id, nil
 	}
 	return repo.ResolveCommit(ctx, ref)
 }

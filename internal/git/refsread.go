@@ -17,7 +17,6 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/git-flume/git-flume/internal/par"
 )
@@ -63,17 +62,24 @@ func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
 	}
 	slices.SortFunc(refs, func(a, b Ref) int { return strings.Compare(a.Name, b.Name) })
 	ok = par.Each(len(refs), func(i int) bool {
-		typ, data, err := repo.readObject(refs[i].ID, true)
-		if err != nil {
-			return false
-		}
+		typ, _, err := repo.readObject(refs[i].ID, true)
 		refs[i].Type = typ
-		if typ == "commit" {
-			repo.objects.keep(refs[i].ID, data)
-		}
-		return true
+		return err == nil
 	})
 	return refs, ok
+}
+
+// refInProcess reads one ref as listRefsInProcess reads many: its id, ""
+// when it does not exist. ok is false when git must answer.
+func (repo *Repo) refInProcess(name string) (id string, ok bool) {
+	if repo.inProcess() == nil || repo.reftable() || !strings.HasPrefix(name, "refs/") {
+		return "", false
+	}
+	ids := map[string]string{}
+	if !repo.looseRefs(name, ids) || !repo.packedRefs([]string{name}, ids) {
+		return "", false
+	}
+	return ids[name], true
 }
 
 // looseRefs adds the loose refs at or under name (a ref, or a folder of
@@ -210,15 +216,11 @@ func (repo *Repo) filesAtInProcess(commits []string, file string) (objs []Object
 // fileAt reads the top-level file of one commit into obj, as
 // filesAtInProcess does; false when git must answer.
 func (repo *Repo) fileAt(id, file string, obj *Object) bool {
-	typ, data, err := repo.readObject(id, false)
-	if err != nil || typ != "commit" {
+	tree, ok := repo.commitTree(id)
+	if !ok {
 		return false
 	}
-	tree, found := strings.CutPrefix(string(data[:min(len(data), 46)]), "tree ")
-	if !found || len(tree) < 41 || tree[40] != '\n' || !plumbing.IsHash(tree[:40]) {
-		return false
-	}
-	typ, data, err = repo.readObject(tree[:40], false)
+	typ, data, err := repo.readObject(tree, false)
 	if err != nil || typ != "tree" {
 		return false
 	}
@@ -240,6 +242,53 @@ func (repo *Repo) fileAt(id, file string, obj *Object) bool {
 		*obj = Object{ID: entry, Type: typ, Data: data}
 	}
 	return true
+}
+
+// commitTree returns the tree a commit names, read in process; false when
+// git must answer.
+func (repo *Repo) commitTree(id string) (string, bool) {
+	typ, data, err := repo.readObject(id, false)
+	if err != nil || typ != "commit" {
+		return "", false
+	}
+	tree, found := strings.CutPrefix(string(data[:min(len(data), 46)]), "tree ")
+	if !found || len(tree) < 41 || tree[40] != '\n' || !plumbing.IsHash(tree[:40]) {
+		return "", false
+	}
+	return tree[:40], true
+}
+
+// blobAtInProcess is BlobAt read in process (path may name a file in a
+// folder); false when git must answer.
+func (repo *Repo) blobAtInProcess(commit, path string) (string, bool) {
+	tree, ok := repo.commitTree(commit)
+	if !ok {
+		return "", false
+	}
+	parts := strings.Split(path, "/")
+	for i, part := range parts {
+		typ, data, err := repo.readObject(tree, false)
+		if err != nil || typ != "tree" {
+			return "", false
+		}
+		mode, id, err := treeEntry(data, part)
+		switch {
+		case err != nil:
+			return "", false
+		case id == "":
+			return "", true
+		case i < len(parts)-1:
+			if mode != "40000" {
+				return "", true
+			}
+			tree = id
+		case mode == "40000" || mode == "160000":
+			return "", true // a folder or a submodule, not a file
+		default:
+			return id, true
+		}
+	}
+	return "", true
 }
 
 // treeEntry finds name among a tree's entries ("<mode> <name>\x00<20
@@ -297,11 +346,14 @@ func (repo *Repo) readObject(id string, headerOnly bool) (typ string, data []byt
 	if headerOnly && (typ != "commit" || size > 4096) {
 		return typ, nil, nil
 	}
-	// A commit is read whole even for its type: the record's file is
-	// read through it next (see keep).
 	data = make([]byte, size)
 	if _, err := io.ReadFull(br, data); err != nil {
 		return "", nil, fmt.Errorf("read object %s: %w", id, err)
+	}
+	if headerOnly {
+		// A commit asked for its type is a record's, whose file is read
+		// through it next: kept for that read (see keep).
+		repo.objects.keep(id, data)
 	}
 	return typ, data, nil
 }
@@ -372,18 +424,4 @@ func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error)
 	defer rd.Close()
 	data, err := io.ReadAll(rd)
 	return obj.Type().String(), data, err
-}
-
-// readBlob returns a blob's content read in process.
-func readBlob(st *filesystem.Storage, id plumbing.Hash) ([]byte, error) {
-	obj, err := st.EncodedObject(plumbing.BlobObject, id)
-	if err != nil {
-		return nil, err
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
 }

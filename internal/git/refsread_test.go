@@ -2,6 +2,7 @@ package git_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -111,6 +112,33 @@ func TestRefsReadInProcessAgreeWithGit_R4(t *testing.T) {
 	}
 	if objs, err := repo.FilesAt(ctx, ids[:1], "absent.json"); err != nil || objs[0].Type != "" {
 		t.Errorf("a file the tree lacks: %+v, %v", objs, err)
+	}
+
+	// One ref, one commit's tree and file, as the store's reads ask.
+	for _, name := range []string{"refs/flume/places/fix--p0", "refs/flume/places/fix--p1", "refs/heads/main"} {
+		want := mustGit(t, env, "-C", dir, "rev-parse", name)
+		if got, err := repo.RefValue(ctx, name); err != nil || got != want {
+			t.Errorf("RefValue %s = %q, %v; git %s", name, got, err, want)
+		}
+		if tree, err := repo.TreeOf(ctx, want); err != nil || tree != mustGit(t, env, "-C", dir, "rev-parse", name+"^{tree}") {
+			t.Errorf("TreeOf %s = %q, %v", name, tree, err)
+		}
+		if blob, err := repo.BlobAt(ctx, want, "state.json"); err != nil || blob != mustGit(t, env, "-C", dir, "rev-parse", name+":state.json") {
+			t.Errorf("BlobAt %s = %q, %v", name, blob, err)
+		}
+		rf, err := repo.ReadRefFile(ctx, name, "state.json")
+		if err != nil || !rf.IsFile || string(rf.Data) != mustGit(t, env, "-C", dir, "cat-file", "blob", name+":state.json") {
+			t.Errorf("ReadRefFile %s = %+v, %v", name, rf, err)
+		}
+	}
+	if got, err := repo.RefValue(ctx, "refs/flume/places/absent"); err != nil || got != "" {
+		t.Errorf("RefValue of an absent ref = %q, %v", got, err)
+	}
+	if _, err := repo.ReadRefFile(ctx, "refs/flume/places/absent", "state.json"); !errors.Is(err, git.ErrNotExist) {
+		t.Errorf("ReadRefFile of an absent ref: %v", err)
+	}
+	if blob, err := repo.BlobAt(ctx, ids[0], "no/such/file"); err != nil || blob != "" {
+		t.Errorf("BlobAt of a missing path = %q, %v", blob, err)
 	}
 
 	// The same after gc: every object and ref packed.
