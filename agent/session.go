@@ -56,6 +56,7 @@ func ProcessesWithEnv(kv string) []int {
 // group, and the agent an operator started from a printed command. The
 // stage engine and the workspace worker both end their agents here.
 func End(ctx context.Context, panes PaneHost, pane, session string) error {
+	markEnding(session)
 	if pane != "print" {
 		if err := panes.Kill(ctx, pane); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,10 @@ type Tmux struct {
 	// Socket is the server's socket path; "" uses the server named
 	// "flume" (tmux -L flume).
 	Socket string
+	// Launcher is the command that reads an agent's launch file (its
+	// folder, command line and environment), enters its place and
+	// executes it: git-flume agent-exec. Start adds the file.
+	Launcher []string
 }
 
 // Check finds tmux on environ's PATH (git-flume runs tmux with its own
@@ -51,17 +56,29 @@ func (t *Tmux) runIn(ctx context.Context, stdin string, args ...string) (string,
 }
 
 // Start runs argv in a new detached session named name, in dir, with
-// exactly env as its environment. argv runs directly, never through a shell.
+// exactly env as its environment. argv runs directly, never through a
+// shell, and env never goes on a command line (the launcher reads it from
+// a file only the user can read). The pane stays when its program ends, so
+// how it ended can be read (Exited).
 func (t *Tmux) Start(ctx context.Context, name, dir string, env, argv []string) (int, error) {
+	if len(t.Launcher) == 0 {
+		return 0, fmt.Errorf("tmux: no launcher to start %s with", name)
+	}
+	file, err := WriteLaunchFile(dir, env, argv)
+	if err != nil {
+		return 0, fmt.Errorf("write the agent's launch file: %w", err)
+	}
 	// -P -F: the new pane's pid comes back from the command that made it.
 	// A second command may meet the server exiting because its last
 	// session (an agent just ended) went, and answer nothing (found under
-	// load).
-	args := []string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", name, "-x", "200", "-y", "50", "-c", dir, "--", "env", "-i"}
-	args = append(args, env...)
-	args = append(args, argv...)
+	// load). remain-on-exit is set in the same command list, before the
+	// server reads the program's end.
+	args := []string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", name, "-x", "200", "-y", "50", "-c", dir, "--"}
+	args = append(args, t.Launcher...)
+	args = append(args, file, ";", "set-option", "-w", "-t", "="+name+":", "remain-on-exit", "on")
 	out, err := t.run(ctx, args...)
 	if err != nil {
+		os.Remove(file)
 		return 0, err
 	}
 	if pid, err := strconv.Atoi(strings.TrimSpace(out)); err == nil && pid > 0 {
@@ -70,24 +87,71 @@ func (t *Tmux) Start(ctx context.Context, name, dir string, env, argv []string) 
 	return t.PID(ctx, name)
 }
 
+// pane is what tmux says of a session's pane.
+type pane struct {
+	pid            int
+	dead           bool
+	status, signal int
+}
+
+func (t *Tmux) pane(ctx context.Context, name string) (pane, error) {
+	out, err := t.run(ctx, "display-message", "-p", "-t", "="+name+":", "#{pane_pid} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	if err != nil {
+		return pane{}, err
+	}
+	f := strings.Fields(out)
+	var p pane
+	if len(f) > 0 {
+		p.pid, _ = strconv.Atoi(f[0])
+	}
+	if len(f) > 1 {
+		p.dead = f[1] == "1"
+	}
+	if len(f) > 2 {
+		p.status, _ = strconv.Atoi(f[2])
+	}
+	if len(f) > 3 {
+		p.signal, _ = strconv.Atoi(f[3])
+	}
+	return p, nil
+}
+
 // PID returns the pid of the session's pane process, or an error when the
 // session does not exist or has no running pane.
 func (t *Tmux) PID(ctx context.Context, name string) (int, error) {
-	out, err := t.run(ctx, "display-message", "-p", "-t", "="+name+":", "#{pane_pid}")
+	p, err := t.pane(ctx, name)
 	if err != nil {
 		return 0, err
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(out))
-	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("tmux session %s has no running pane (pane_pid %q)", name, strings.TrimSpace(out))
+	if p.pid <= 0 || p.dead {
+		return 0, fmt.Errorf("tmux session %s has no running pane", name)
 	}
-	return pid, nil
+	return p.pid, nil
 }
 
 // Alive reports whether the session exists and its process runs.
 func (t *Tmux) Alive(ctx context.Context, name string) bool {
 	pid, err := t.PID(ctx, name)
 	return err == nil && proc.Alive(pid)
+}
+
+// Exited says how the session's program ended (A10): its exit status or
+// the signal that killed it, kept by remain-on-exit; or, when the session
+// itself is gone (closed by hand, or the server ended), that its pane was
+// closed. ok is false while the program runs.
+func (t *Tmux) Exited(ctx context.Context, name string) (Exit, bool) {
+	p, err := t.pane(ctx, name)
+	switch {
+	case err != nil:
+		return Exit{Closed: true}, true
+	case p.dead && p.signal > 0:
+		return Exit{Signal: p.signal}, true
+	case p.dead:
+		return Exit{Status: p.status}, true
+	case !proc.Alive(p.pid):
+		return Exit{Closed: true}, true
+	}
+	return Exit{}, false
 }
 
 // Capture returns the visible text of the session's pane.
@@ -130,11 +194,17 @@ func (t *Tmux) SendKeys(ctx context.Context, name string, keys ...string) error 
 }
 
 // Kill ends the session's process tree and verifies it exited (A5, X5).
+// A pane whose program already ended only has its session closed.
 func (t *Tmux) Kill(ctx context.Context, name string) error {
-	pid, err := t.PID(ctx, name)
+	p, err := t.pane(ctx, name)
 	if err != nil {
 		return nil // no such session: nothing runs
 	}
+	if p.dead || p.pid <= 0 {
+		t.run(ctx, "kill-session", "-t", "="+name)
+		return nil
+	}
+	pid := p.pid
 	// The pane's process leads its own process group: end the group.
 	syscall.Kill(-pid, syscall.SIGTERM)
 	syscall.Kill(pid, syscall.SIGTERM)
@@ -174,6 +244,47 @@ type PaneHost interface {
 }
 
 var _ PaneHost = (*Tmux)(nil)
+
+// Exit is how an agent's program ended by itself, as its pane host saw it
+// (A10).
+type Exit struct {
+	// Closed: the pane itself went (closed by hand, or its host ended), so
+	// how the program ended is not known.
+	Closed bool `json:"closed,omitempty"`
+	Status int  `json:"status,omitempty"`
+	Signal int  `json:"signal,omitempty"`
+}
+
+// String says how the program ended, as a reason reads it.
+func (e Exit) String() string {
+	switch {
+	case e.Closed:
+		return "its pane is gone (closed by hand, or its pane host ended)"
+	case e.Signal > 0:
+		name := syscall.Signal(e.Signal).String()
+		return fmt.Sprintf("it was killed by signal %d (%s)", e.Signal, name)
+	}
+	return fmt.Sprintf("it exited with status %d", e.Status)
+}
+
+// Exiter is a pane host that can say how a pane's program ended.
+type Exiter interface {
+	Exited(ctx context.Context, name string) (Exit, bool)
+}
+
+var _ Exiter = (*Tmux)(nil)
+
+// HowEnded says how the agent in pane ended; ok is false while it runs. A
+// host that cannot tell more reports the pane gone.
+func HowEnded(ctx context.Context, panes PaneHost, pane string) (Exit, bool) {
+	if x, ok := panes.(Exiter); ok {
+		return x.Exited(ctx, pane)
+	}
+	if panes.Alive(ctx, pane) {
+		return Exit{}, false
+	}
+	return Exit{Closed: true}, true
+}
 
 // Terminal is a person's terminal: what attaching to a pane reads and
 // writes, and the environment the pane host's client runs with.

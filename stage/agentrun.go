@@ -15,9 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -32,19 +32,6 @@ func writeGuardSettings(path, command string) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
-}
-
-// followUp types a follow-up (the budget message, the length recovery
-// prompt, the reminder) into the agent's pane only once the screen shows
-// its ready composer (X3). It reports whether it typed: nothing is typed
-// into a pane that is gone or busy (the caller tries again at a later
-// step), and a screen that is a dialog is returned as blocked, with its
-// words, never typed into.
-func followUp(ctx context.Context, env *Env, a *AgentRun, text string) (sent bool, blocked string, err error) {
-	if a == nil || a.Ended || !env.Engine.up(ctx, a) {
-		return false, "", nil
-	}
-	return agent.Tell(ctx, env.Engine.panes(a), a.Pane, a.Format, text)
 }
 
 // panes is the pane host agent a runs in: the one it recorded, or the
@@ -64,39 +51,6 @@ func (o EngineOptions) up(ctx context.Context, a *AgentRun) bool {
 	}
 	h := o.panes(a)
 	return h != nil && h.Alive(ctx, a.Pane)
-}
-
-// confirmOrResend handles a prompt the transcript has not shown within the
-// window (A3, X3): a screen that is not the program's ready composer is
-// never typed into and blocks the stage with its words; otherwise the prompt
-// is sent once more, unless the composer already holds it; a second miss is
-// never-started.
-func confirmOrResend(ctx context.Context, env *Env, st *StageRecord, a *AgentRun, prompt string, hasTranscript bool, write func(string) (bool, error)) (bool, error) {
-	r, err := agent.ResendPrompt(ctx, env.Engine.panes(a), a.Pane, a.Format, prompt, a.Sends)
-	switch {
-	case err != nil:
-		return false, err
-	case r.Exited:
-		st.State, st.Reason = StateNeverStarted, "the agent exited before its prompt showed in its transcript"
-		a.Ended = true
-		return write("never started: agent exited")
-	case r.Busy:
-		return false, nil // slow is not failed
-	case r.Blocked != "":
-		block(st, BlockDialog, dialogReason(r.Blocked))
-		return write("blocked: " + r.Blocked)
-	case r.GaveUp:
-		st.State, st.Reason = StateNeverStarted, fmt.Sprintf("the prompt was sent %d times and never showed in the transcript", a.Sends)
-		return write("never started")
-	}
-	if !hasTranscript && st.State == StateStarting {
-		// The program has not written its transcript yet: watch it.
-		st.State = StateUnknown
-	}
-	env.fault("resend:sent")
-	a.Sends++
-	a.SentAt = env.clock()
-	return write(fmt.Sprintf("prompt not confirmed within %s; sent again", env.Engine.window()))
 }
 
 // startStage starts the current stage's agent, after checking no agent of
@@ -282,18 +236,7 @@ func agentVars(p *Place, stage, session string) []string {
 
 // endAgent ends a stage's agent and verifies it exited (X5).
 func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
-	if a == nil || a.Ended {
-		return nil
-	}
-	var panes agent.PaneHost
-	if a.Pane != "print" {
-		panes = env.Engine.panes(a)
-	}
-	if err := agent.End(ctx, panes, a.Pane, a.Session); err != nil {
-		return err
-	}
-	a.Ended = true
-	return nil
+	return run.End(ctx, env.Engine.runPanes(a), a)
 }
 
 // takenTranscripts are the transcripts the place's agents already claimed.
@@ -319,20 +262,6 @@ func stageRuns(st *StageRecord) []*AgentRun {
 		runs = append(runs, st.Agent)
 	}
 	return runs
-}
-
-// programOf is what the engine needs of a started agent's program: where
-// its transcript is and how to read it, as recorded when it started.
-func programOf(a *AgentRun) agent.Program {
-	return agent.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}
-}
-
-func modTime(path string) time.Time {
-	info, err := os.Stat(path)
-	if err != nil {
-		return time.Time{}
-	}
-	return info.ModTime()
 }
 
 // paneName names a stage run's tmux session: unique per repository, place,

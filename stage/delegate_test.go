@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
 )
 
 // TestDelegationState_A9: where a delegated place stands for its
@@ -17,9 +18,9 @@ func TestDelegationState_A9(t *testing.T) {
 		p    Place
 		want string
 	}{
-		{"top-level", Place{Stages: []StageRecord{{State: StateWorking}}}, ""},
+		{"top-level", Place{Stages: []StageRecord{{Life: run.Life{State: StateWorking}}}}, ""},
 		{"working", child(StateWorking), DelegationWorking},
-		{"a later stage pending", Place{Parent: &Delegation{}, Phase: PhaseMade, Stages: []StageRecord{{State: StateDelivered}, {State: StagePending}}, Current: 1}, DelegationWorking},
+		{"a later stage pending", Place{Parent: &Delegation{}, Phase: PhaseMade, Stages: []StageRecord{{Life: run.Life{State: StateDelivered}}, {Life: run.Life{State: StagePending}}}, Current: 1}, DelegationWorking},
 		{"waiting is blocked", child(StateWaiting), DelegationBlocked},
 		{"stuck is blocked", child(StateStuck), DelegationBlocked},
 		{"cut is blocked", child(StateCut), DelegationBlocked},
@@ -41,18 +42,20 @@ func TestDelegationState_A9(t *testing.T) {
 }
 
 func child(state string) Place {
-	return Place{Parent: &Delegation{Parent: "lead--x"}, Phase: PhaseMade, Stages: []StageRecord{{State: state}}}
+	return Place{Parent: &Delegation{Parent: "lead--x"}, Phase: PhaseMade, Stages: []StageRecord{{Life: run.Life{State: state}}}}
 }
 
 // TestRecreateEndsTheRunAndCarriesItsMessage: the run is ended (End, so
 // its agent is verified gone) and the next run is told the message.
 func TestRecreateEndsTheRunAndCarriesItsMessage(t *testing.T) {
-	st := StageRecord{State: StateWorking}
-	mv := decideWorking(&st, workingSeen{Turn: agent.TurnDone, Recreate: "step 2"}, time.Minute, time.Hour)
-	if mv.End == "" || mv.Stage != &st || st.Recreated != 1 || st.Followup != RecreatedNote+"step 2" {
+	p := &Place{Stages: []StageRecord{{Life: run.Life{State: StateWorking}, Agent: &AgentRun{Pane: "p", Transcript: "/t"}}}}
+	seen := stepSeen{Observation: run.Observation{Transcript: true, Up: true, Turn: agent.TurnDone, Recreate: "step 2"}}
+	q, mv := decide(p, seen, EngineOptions{}.policy(&p.Stages[0]))
+	st := &q.Stages[0]
+	if mv.End == "" || st.Recreated != 1 || st.Followup != RecreatedNote+"step 2" {
 		t.Fatalf("move %+v, stage %+v", mv, st)
 	}
-	notes := promptNotes(&Place{}, &st, nil)
+	notes := promptNotes(&Place{}, st, nil)
 	if !strings.HasSuffix(notes, RecreatedNote+"step 2") {
 		t.Fatalf("the next prompt ends %q", notes)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -74,7 +75,7 @@ const DroppedReason = "the place was dropped; its agent was ended"
 // no longer shows it running. A stage that is not under way (pending,
 // delivered, landed, cut, never-started) keeps its state.
 func endStage(st *StageRecord, state, reason string, now time.Time) {
-	if !active(st.State) && st.State != StateBlocked {
+	if !run.Active(st.State) && st.State != StateBlocked {
 		return
 	}
 	st.State, st.Reason, st.Ended, st.Need = state, reason, &now, ""

@@ -7,47 +7,53 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
 
-// Stage states (S1).
+// Stage states (S1): the run lifecycle's, and landed, a submit stage's
+// delivery.
 const (
-	StateStarting     = "starting"
-	StateUnknown      = "unknown"
-	StateWorking      = "working"
-	StateWaiting      = "waiting"
-	StateStuck        = "stuck"
-	StateDelivered    = "delivered"
-	StateNeverStarted = "never-started"
-	StateCut          = "cut"
-	StateBlocked      = "blocked"
+	StateStarting     = run.StateStarting
+	StateUnknown      = run.StateUnknown
+	StateWorking      = run.StateWorking
+	StateWaiting      = run.StateWaiting
+	StateStuck        = run.StateStuck
+	StateDelivered    = run.StateDelivered
+	StateNeverStarted = run.StateNeverStarted
+	StateCut          = run.StateCut
+	StateBlocked      = run.StateBlocked
 	StateLanded       = "landed"
-	// StateParked is a stage whose provider refused more work until a
-	// reset (issue 17): flume resumes it once, after the reset.
-	StateParked = "parked"
+	StateParked       = run.StateParked
 )
 
-// ResumeMessage is the one follow-up a parked stage's agent gets once its
-// usage limit has reset.
-const ResumeMessage = "Your usage limit has reset. Continue from where you stopped; commit what is done."
-
-// What blocks a stage (StageRecord.Block).
+// What blocks a stage (StageRecord.Block): the run lifecycle's kinds.
 const (
-	BlockDialog   = "dialog"   // a screen that is not the agent's ready composer (X3)
-	BlockError    = "error"    // a turn that ended with an error (A8)
-	BlockLength   = "length"   // a reply cut for length again after the recovery prompt (A8)
-	BlockReminded = "reminded" // a turn that ended again with neither deliverable nor need after the reminder (A8)
-	BlockReady    = "ready"    // readying failed (L2)
-	BlockRollback = "rollback" // rolled back: waits for retry (W5)
-	BlockStopped  = "stopped"  // its agent was stopped (A5): waits for retry
-	// BlockRecreated: its runs asked for a fresh session more often than
-	// MaxRecreations allows (issue 17).
-	BlockRecreated = "recreated"
+	BlockDialog    = run.BlockDialog
+	BlockError     = run.BlockError
+	BlockLength    = run.BlockLength
+	BlockReminded  = run.BlockReminded
+	BlockReady     = run.BlockReady
+	BlockRollback  = run.BlockRollback
+	BlockStopped   = run.BlockStopped
+	BlockRecreated = run.BlockRecreated
+	BlockExited    = run.BlockExited
+	BlockPlace     = run.BlockPlace
+)
+
+// Messages a stage's agent may be told once (A8, W1).
+const (
+	ResumeMessage  = run.ResumeMessage
+	LengthMessage  = run.LengthMessage
+	BudgetMessage  = run.BudgetMessage
+	RecreatedNote  = run.RecreatedNote
+	MaxRecreations = run.MaxRecreations
 )
 
 // block marks st blocked by kind, with the reason status shows.
@@ -55,26 +61,12 @@ func block(st *StageRecord, kind, reason string) {
 	st.State, st.Block, st.Reason = StateBlocked, kind, reason
 }
 
-// dialogReason is a blocked stage's reason for a screen that is not the
-// agent's ready composer, with the screen's words.
-func dialogReason(words string) string {
-	return "the screen is not the agent's ready composer: " + words
-}
-
-// LengthMessage is the one recovery prompt after a reply cut for length
-// (A8).
-const LengthMessage = "Your last reply was cut off for length. Continue from where it stopped, in shorter steps; commit what is done."
-
 // reminder is the one message after a turn that ended with neither the
 // stage's deliverable nor a need (A8).
 func reminder(st *StageRecord) string {
 	return "Your turn ended, but this stage's deliverable is not in git yet (" + describeDeliverable(st.Deliverable) +
 		"). Finish it and commit, or end your turn with a line starting with NEEDS: saying what you need."
 }
-
-// BudgetMessage is the one message a stage's agent gets at 75% of its
-// budget (W1): land softly, never start anew.
-const BudgetMessage = "You have used three quarters of this stage's time budget. Start no new unit of work: finish the one in hand, commit it, and close with your STAGE REPORT."
 
 // EngineOptions tune how stages start and are watched.
 type EngineOptions struct {
@@ -145,27 +137,8 @@ func (o EngineOptions) stuckAfter() time.Duration {
 	return 30 * time.Minute
 }
 
-// active reports a state whose agent is expected to be at work.
-func active(state string) bool {
-	switch state {
-	case StateStarting, StateUnknown, StateWorking, StateWaiting, StateStuck, StateParked:
-		return true
-	}
-	return false
-}
-
-// observed reports a stage the engine watches: an active one, or one
-// blocked after its run started, until the evidence that blocked it is gone
-// or its deliverable shows up (a dialog answered by hand, then a commit).
-// A stage rolled back waits for retry (W5); one whose place was not ready
-// never started.
-func observed(st *StageRecord) bool {
-	if active(st.State) {
-		return true
-	}
-	return st.State == StateBlocked && st.Base != "" && st.Started != nil &&
-		st.Block != BlockRollback && st.Block != BlockReady
-}
+// observed reports a stage the engine watches (run.Life.Observed).
+func observed(st *StageRecord) bool { return st.Observed(st.Base) }
 
 // Confirm advances a place whose stage just started until its prompt is
 // confirmed or the stage resolves otherwise (working, blocked,
@@ -233,8 +206,8 @@ func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 
 // step makes at most one move and reports whether it did: a pending stage
 // is started; an active one is observed (observe), decided (decide, pure)
-// and moved (apply). A follow-up that cannot be typed now is decided once
-// more without typing, as if it had not been proposed.
+// and moved (run.Apply). A follow-up that cannot be typed now is decided
+// once more without typing, as if it had not been proposed.
 func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
 	if p.Phase != PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false, nil
@@ -258,18 +231,45 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if err != nil {
 		return false, err
 	}
-	i, before := p.Current, st.State
+	i, before, pol := p.Current, st.State, env.Engine.policy(st)
 	for {
-		mv := decide(p, seen, env.Engine.timers())
-		moved, untyped, err := apply(ctx, env, repo, store, rec, p, st, mv, prompt, seen.Transcript)
+		q, mv := decide(p, seen, pol)
+		var written *Place
+		effects := run.Effects{
+			Panes: env.Engine.runPanes(st.Agent),
+			Fault: env.fault,
+			// A stage's end keeps what its agent left (W3).
+			Keep: func(ctx context.Context, snapshot string) error {
+				return keepSnapshot(ctx, repo, q, &q.Stages[i], snapshot)
+			},
+			Save: func(ctx context.Context, r run.Run, msg string) (bool, error) {
+				w := q.clone()
+				w.Stages[i].setRun(r)
+				moved, err := writeStep(ctx, env, store, rec, w, &w.Stages[i], msg)
+				if moved {
+					written = w
+				}
+				return moved, err
+			},
+		}
+		moved, untyped, err := run.Apply(ctx, st.run(), q.Stages[i].run(), mv, prompt, seen.Observation, pol, effects)
 		if !untyped || seen.Busy {
-			if moved && st.State != before {
-				notify(ctx, env, repo, p, i) // this process made the move: it tells, once
+			if written != nil && written.Stages[i].State != before {
+				notify(ctx, env, repo, written, i) // this process made the move: it tells, once
 			}
 			return moved, err
 		}
 		seen.Busy = true
 	}
+}
+
+// runPanes is the pane host a's lifecycle runs against: nil for an agent
+// the operator started (print), which flume neither reads nor types into.
+func (o EngineOptions) runPanes(a *AgentRun) agent.PaneHost {
+	if a == nil || a.Printed() {
+		return nil
+	}
+	return o.panes(a)
 }
 
 // writeStep records one move of stage st and tells the pane host (herdr's
@@ -282,119 +282,53 @@ func writeStep(ctx context.Context, env *Env, store *refs.Store, rec *refs.Recor
 	return err == nil, err
 }
 
-// observe reads what decide needs of active stage st: the transcript is the
-// proof of everything after (found first, then read once, after the
-// deliverable at one branch head, K6), and the pane and its screen only
-// where a decision turns on them. It also returns the stage's prompt.
+// observe reads what decide needs of active stage st through the run
+// lifecycle's one reading (run.Observe): the deliverable at one branch head
+// (K6), read before the transcript, and whether the place is still its own
+// worktree (A10). It also returns the stage's prompt.
 func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord) (stepSeen, string, error) {
-	seen := stepSeen{Now: env.clock()}
+	var seen stepSeen
 	a := st.Agent
-	running := a != nil && !a.Ended
-	var tr *agent.Transcript
-	var prompt []byte
-	if running {
-		if a.Transcript == "" {
-			vars := agent.Vars{SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
-			if t := programOf(a).FindTranscript(vars, a.Started, takenTranscripts(p)); t != "" {
-				seen.Found = t
-				return seen, "", nil // recorded first: the next step reads it
+	src := run.Sources{
+		Panes: env.Engine.runPanes(a),
+		Taken: takenTranscripts(p),
+		Now:   env.clock(),
+		Deliverable: func(ctx context.Context) (bool, string, error) {
+			head, err := repo.ResolveRef(ctx, p.branchRef())
+			if err != nil && !errors.Is(err, git.ErrNotExist) {
+				return false, "", err
 			}
-		}
+			seen.Head = head
+			done, what, tasks, err := deliverable(ctx, repo, p, st, head)
+			seen.Tasks = tasks
+			return done, what, err
+		},
+		Place:    func() string { return placeGone(repo, p) },
+		Reminder: reminder(st),
 	}
-	// The deliverable is read before the transcript: an agent writes the
-	// prompt it received to its transcript before it acts on it, so a
-	// transcript read after a commit was seen holds that prompt. Read the
-	// other way round, a fast agent could commit between the two reads and
-	// its stage be delivered without its prompt ever confirmed (A3).
-	head, err := repo.ResolveRef(ctx, p.branchRef())
-	if err != nil && !errors.Is(err, git.ErrNotExist) {
-		return seen, "", err
+	if a != nil {
+		src.Vars = agent.Vars{SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
 	}
-	seen.Head = head
-	if seen.Done, seen.What, seen.Tasks, err = deliverable(ctx, repo, p, st, head); err != nil {
-		return seen, "", err
-	}
-	if running {
-		if prompt, err = os.ReadFile(a.PromptFile); err != nil {
-			return seen, "", fmt.Errorf("read the stage's prompt: %w", err)
-		}
-		if a.Transcript != "" {
-			if tr, err = agent.ReadTranscriptFile(a.Transcript, a.Format); err != nil {
-				return seen, "", err
-			}
-			seen.Transcript, seen.Confirmed, seen.LastAssistant = true, tr.Received(string(prompt)), tr.LastAssistant
-			seen.Working = workingSeen{Need: tr.Need(), Recreate: tr.Recreate(), Turn: tr.Turn, ErrorText: tr.ErrorText,
-				LengthRetried: st.LengthPrompted && tr.Received(LengthMessage), Reminded: st.Reminded && tr.Received(reminder(st)),
-				Resumed: st.Resumed && tr.Received(ResumeMessage), Quiet: seen.Now.Sub(modTime(a.Transcript)), Now: seen.Now}
-			if tr.Turn == agent.TurnError {
-				seen.Working.Limited, seen.Working.Reset = agent.UsageLimit(tr.ErrorText, seen.Now)
-			}
-		}
-	}
-	watchScreen := starting(st.State) || st.State == StateBlocked
-	if running && (watchScreen || seen.Done && seen.Working.Turn == agent.TurnRunning) {
-		seen.Up = env.Engine.up(ctx, a)
-	}
-	if seen.Up && watchScreen {
-		if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
-			screen := agent.ReadScreen(a.Format, text)
-			seen.Screen = &screen
-		}
-	}
-	return seen, string(prompt), nil
+	o, prompt, err := run.Observe(ctx, st.run(), src)
+	seen.Observation = o
+	return seen, prompt, err
 }
 
-// apply makes move mv of stage st: a follow-up typed only into a ready
-// composer (X3) and recorded only once typed (a dialog blocks the stage
-// with its words); an agent ended and verified gone before its end is
-// recorded (K1, X5); a prompt resent (A3); or a plain record write.
-// untyped reports a follow-up that could not be typed now.
-func apply(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, st *StageRecord, mv move, prompt string, hasTranscript bool) (moved, untyped bool, err error) {
-	write := func(msg string) (bool, error) { return writeStep(ctx, env, store, rec, p, st, msg) }
-	switch {
-	case mv.Resend:
-		moved, err = confirmOrResend(ctx, env, st, st.Agent, prompt, hasTranscript, write)
-		return moved, false, err
-	case mv.Tell != "":
-		ok, blocked, err := followUp(ctx, env, st.Agent, mv.Tell)
-		switch {
-		case err != nil:
-			return false, false, err
-		case blocked != "":
-			block(st, BlockDialog, dialogReason(blocked))
-			moved, err = write("blocked: " + blocked)
-			return moved, false, err
-		case !ok:
-			return false, true, nil
-		}
-		*mv.Sent = true
-		if mv.State != "" {
-			st.State, st.Reason = mv.State, ""
-		}
-		moved, err = write(mv.Write)
-		return moved, false, err
-	case mv.End != "":
-		// A stage ends only with its agent gone, and the next one never
-		// starts over it (K1).
-		if err := endAgent(ctx, env, mv.Stage.Agent); err != nil {
-			return false, false, err
-		}
-		if mv.End == snapshotEnd {
-			env.fault("deliver:agent-ended")
-		}
-		if err := keepSnapshot(ctx, repo, p, mv.Stage, mv.End); err != nil {
-			return false, false, err
-		}
-		moved, err = write(mv.Write)
-		if moved && mv.End == snapshotEnd {
-			env.fault("deliver:recorded")
-		}
-		return moved, false, err
-	case mv.Write != "":
-		moved, err = write(mv.Write)
-		return moved, false, err
+// placeGone says why p's worktree is no longer the place an agent of it may
+// run in (A10): the folder is gone, or is not a worktree of this repository
+// on the place's branch; "" while it is.
+func placeGone(repo *git.Repo, p *Place) string {
+	if _, err := os.Stat(p.Path); errors.Is(err, os.ErrNotExist) {
+		return fmt.Sprintf("its place's worktree %s is gone", p.Path)
 	}
-	return false, false, nil
+	// A detached HEAD (a rebase under way) is still the place's.
+	switch branch, err := repo.WorktreeBranch(p.Path); {
+	case err != nil:
+		return fmt.Sprintf("its place's folder %s is no longer a worktree of this repository", p.Path)
+	case branch != "" && branch != p.branchRef():
+		return fmt.Sprintf("its place's worktree %s is on %s, not the place's branch %s", p.Path, strings.TrimPrefix(branch, "refs/heads/"), p.Branch)
+	}
+	return ""
 }
 
 // taskLine is compiled when first used: package inits run before every

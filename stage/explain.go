@@ -80,7 +80,7 @@ func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error
 			}
 		}
 	}
-	x.Why = why(p, st, seen, env.Engine.timers())
+	x.Why = why(p, st, seen)
 	x.Evidence = evidence(ctx, env, repo, p, st, seen, local)
 	a := agentStatus(ctx, env, p)
 	if local && p.Phase == PhaseMade {
@@ -90,7 +90,7 @@ func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error
 }
 
 // why is the sentence for the stage's state.
-func why(p *Place, st *StageRecord, seen stepSeen, t timers) string {
+func why(p *Place, st *StageRecord, seen stepSeen) string {
 	switch st.State {
 	case StagePending:
 		if p.Current > 0 {
@@ -106,7 +106,11 @@ func why(p *Place, st *StageRecord, seen stepSeen, t timers) string {
 	case StateWaiting:
 		return "the agent ended its turn asking: " + st.Need
 	case StateStuck:
-		return fmt.Sprintf("the agent's transcript has been quiet past the stuck limit, with no deliverable and no need (flume ends nothing: %s)", st.Reason)
+		reason := st.Reason
+		if reason == "" || !strings.HasPrefix(reason, "quiet") {
+			reason = fmt.Sprintf("quiet for %s", seen.Quiet.Round(time.Second))
+		}
+		return fmt.Sprintf("the agent's transcript has been quiet past the stuck limit, with no deliverable and no need (%s); flume ends nothing on its own", reason)
 	case StateDelivered, StateLanded:
 		return "delivered: " + st.Delivered
 	}
@@ -133,22 +137,32 @@ func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Stage
 	if a := st.Agent; a != nil {
 		state := "running"
 		switch {
+		case a.Exit != nil:
+			state = "ended by itself: " + a.Exit.String()
 		case a.Ended:
 			state = "ended"
-		case a.Pane == "print":
+		case a.Printed():
 			state = "started by the operator from the printed command"
+		case local && seen.Exit != nil:
+			state = "ended by itself: " + seen.Exit.String()
 		case local && !seen.Up:
 			state = "its pane has exited"
 		}
-		add("agent", "%s, session %s, pane %s: %s; prompt sent %d time(s), last %s ago", a.Program, a.Session, a.Pane, state, a.Sends, since(now, a.SentAt))
+		sent := fmt.Sprintf("prompt sent %d time(s), last %s ago", a.Sends, since(now, a.SentAt))
+		if a.Printed() {
+			// Nothing was typed: the prompt is the printed command's
+			// argument, given by the operator.
+			sent = fmt.Sprintf("prompt printed for the operator %s ago", since(now, a.SentAt))
+		}
+		add("agent", "%s, session %s, pane %s: %s; %s", a.Program, a.Session, a.Pane, state, sent)
 		switch {
 		case a.Transcript == "" && seen.Found == "":
 			add("transcript", "none found yet (%s)", a.Pattern)
 		case local:
 			path := a.Transcript + seen.Found
-			text := fmt.Sprintf("%s: prompt shown: %s; last turn: %s; quiet for %s", path, yesNo(seen.Confirmed), cmp.Or(seen.Working.Turn, "unknown"), seen.Working.Quiet.Round(time.Second))
-			if seen.Working.Need != "" {
-				text += "; NEEDS: " + seen.Working.Need
+			text := fmt.Sprintf("%s: prompt shown: %s; last turn: %s; quiet for %s", path, yesNo(seen.Confirmed), cmp.Or(seen.Turn, "unknown"), seen.Quiet.Round(time.Second))
+			if seen.Need != "" {
+				text += "; NEEDS: " + seen.Need
 			}
 			if last := firstLine(strings.TrimSpace(seen.LastAssistant)); last != "" {
 				text += fmt.Sprintf("; last message: %q", clip(last, 160))
@@ -168,6 +182,9 @@ func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Stage
 			add("screen", "%s: %q", what, clip(s.Words, 200))
 		}
 	}
+	if local && seen.PlaceGone != "" {
+		add("place", "%s", seen.PlaceGone)
+	}
 	if local && seen.Head != "" {
 		text := fmt.Sprintf("%s at %.12s", p.Branch, seen.Head)
 		if st.Base != "" {
@@ -176,7 +193,7 @@ func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Stage
 			}
 		}
 		text += "; deliverable " + describeDeliverable(st.Deliverable) + ": "
-		if seen.Done {
+		if seen.Delivered {
 			text += "in git (" + seen.What + ")"
 		} else {
 			text += "not yet"

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -189,7 +190,7 @@ func newPlace(env *Env, opts LaunchOptions, kind Kind, mainPath, target, base st
 		Launcher: &Proc{PID: env.PID, Host: env.Host},
 	}
 	for _, st := range kind.Stages {
-		p.Stages = append(p.Stages, StageRecord{Name: st.Name, Prompt: st.Prompt, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), State: StagePending})
+		p.Stages = append(p.Stages, StageRecord{Name: st.Name, Prompt: st.Prompt, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), Life: run.Life{State: StagePending}})
 	}
 	return p
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -32,7 +33,7 @@ const (
 
 // Stage states shown by status (S1). A stage no agent has started yet is
 // "pending".
-const StagePending = "pending"
+const StagePending = run.StatePending
 
 // Place is the record at refs/flume/places/<kind>--<name> (schema 1).
 type Place struct {
@@ -93,18 +94,17 @@ type StageRecord struct {
 	Name        string `json:"name"`
 	Prompt      string `json:"prompt"`
 	Deliverable string `json:"deliverable"`
-	State       string `json:"state"`
+	// Life is where the stage's current run stands (its state, need,
+	// reason, timers and follow-ups): the one run lifecycle's record,
+	// inline, so the stage's JSON keeps its own fields (A10).
+	run.Life
 	// Base is the branch head when the stage began: a commit deliverable
 	// is a commit beyond it.
-	Base    string     `json:"base,omitempty"`
-	Started *time.Time `json:"started,omitempty"`
-	Ended   *time.Time `json:"ended,omitempty"`
+	Base string `json:"base,omitempty"`
 	// Delivered says what ended the stage, read at one commit (K6).
 	Delivered string `json:"delivered,omitempty"`
 	// At is the commit the deliverable was read at.
-	At     string `json:"at,omitempty"`
-	Need   string `json:"need,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	At string `json:"at,omitempty"`
 	// Tasks counts a change's tasks at the branch head.
 	Tasks *TaskCount `json:"tasks,omitempty"`
 	// Runs counts the agents started for this stage (retry, go-on).
@@ -118,37 +118,9 @@ type StageRecord struct {
 	// flags a stage that ended without one.
 	Report        *Report `json:"report,omitempty"`
 	ReportMissing bool    `json:"reportMissing,omitempty"`
-	// Landing is when the deliverable was first seen while the agent's
-	// turn still ran: it gets a grace to close its turn (and report).
-	Landing *time.Time `json:"landing,omitempty"`
-	// LengthPrompted and Reminded record the one follow-up of each kind
-	// (A8): a recovery prompt after a reply cut for length, a reminder
-	// after a turn that ended with neither deliverable nor need.
-	LengthPrompted bool `json:"lengthPrompted,omitempty"`
-	Reminded       bool `json:"reminded,omitempty"`
 	// Role is the role the stage's declaration names (A9), read from
 	// .flume/roles/<role>.md at the place's base.
 	Role string `json:"role,omitempty"`
-	// BudgetMs is the stage's time budget (W1); Told records the one
-	// message sent at 75% of it.
-	BudgetMs int64 `json:"budgetMs,omitempty"`
-	Told     bool  `json:"told,omitempty"`
-	// ParkedAt and ParkedUntil are when a usage limit parked the stage and
-	// the reset it named (issue 17); ParkedMs is the time it spent parked,
-	// which its budget does not count; Resumed records the one follow-up
-	// after a reset.
-	ParkedAt    *time.Time `json:"parkedAt,omitempty"`
-	ParkedUntil *time.Time `json:"parkedUntil,omitempty"`
-	ParkedMs    int64      `json:"parkedMs,omitempty"`
-	Resumed     bool       `json:"resumed,omitempty"`
-	// Block is what blocked the stage (BlockDialog, BlockError, …), so
-	// the engine knows when that evidence is gone; "" in records made
-	// before it was kept.
-	Block string `json:"block,omitempty"`
-	// StuckAfterMs is how long this run may be quiet before it is stuck
-	// (A7): flume.stuckAfter as the run started; 0 in records made before
-	// it was kept, which use the engine's default.
-	StuckAfterMs int64 `json:"stuckAfterMs,omitempty"`
 	// Start is the snapshot of a work tree that was dirty when the stage
 	// started (W3); rollback restores it over Base.
 	Start *Snapshot `json:"start,omitempty"`
@@ -157,13 +129,20 @@ type StageRecord struct {
 	// a run that asked to be recreated left (issue 17). The run that
 	// starts takes it.
 	Followup string `json:"followup,omitempty"`
-	// Recreated counts the runs ended because they asked for a fresh
-	// session (RECREATE:); a few are allowed, never a loop.
-	Recreated int `json:"recreated,omitempty"`
+	// Accepted are the heads of delegated places accepted onto the
+	// place's branch during this stage: their commits (and an accept's
+	// merge of them) are never this stage's deliverable (issue 24).
+	Accepted []string `json:"accepted,omitempty"`
 	// Snapshots are the work tree's states flume kept as the stage ended,
 	// was cut, retried or rolled back with uncommitted changes (W3).
 	Snapshots []Snapshot `json:"snapshots,omitempty"`
 }
+
+// run is the stage's current run as the lifecycle reads it.
+func (st *StageRecord) run() run.Run { return run.Run{Life: st.Life, Agent: st.Agent} }
+
+// setRun records run r as the stage's current run.
+func (st *StageRecord) setRun(r run.Run) { st.Life, st.Agent = r.Life, r.Agent }
 
 // Snapshot is a work tree's state kept in git (W3): a commit of its
 // tracked and untracked files (ignored ones aside) whose parent is the
@@ -183,28 +162,10 @@ type TaskCount struct {
 	Total int `json:"total"`
 }
 
-// AgentRun is the agent a stage started: enough to find its pane and its
-// transcript again from any process.
-type AgentRun struct {
-	Program string `json:"program"`
-	Format  string `json:"format"`
-	Pattern string `json:"pattern"` // where its transcript is (a glob template)
-	Session string `json:"session"` // the pinned session id
-	Pane    string `json:"pane"`    // the pane's name in its host; "print" when the operator runs it
-	// PaneHost is the pane host the agent runs in: "tmux" or "herdr"
-	// ("" in records older than it: tmux).
-	PaneHost   string    `json:"paneHost,omitempty"`
-	Host       string    `json:"host"`
-	PID        int       `json:"pid,omitempty"`
-	PromptFile string    `json:"promptFile"`
-	Transcript string    `json:"transcript,omitempty"`
-	Started    time.Time `json:"started"`
-	SentAt     time.Time `json:"sentAt"`
-	Sends      int       `json:"sends"`
-	Ended      bool      `json:"ended"`
-	// Tells are prompts sent after the first, confirmed or not.
-	Tells int `json:"tells,omitempty"`
-}
+// AgentRun is the agent a stage started: the one run lifecycle's agent
+// record, enough to find its pane and its transcript again from any
+// process.
+type AgentRun = run.Agent
 
 // ReadyResult is the outcome of the last readying (L2).
 type ReadyResult struct {

@@ -341,6 +341,8 @@ func agentStatus(ctx context.Context, env *Env, p *Place) *AgentStatus {
 	}
 	as := &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: agentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, State: "ended"}
 	switch {
+	case a.Exit != nil:
+		as.State = "exited" // by itself, as its record says (A10)
 	case a.Ended:
 	case a.Pane == "print":
 		as.State = "operator"

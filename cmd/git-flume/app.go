@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/log"
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/refs"
@@ -196,6 +197,13 @@ func usageErrors(cmds []*cli.Command, parent string) {
 
 // run is the program: it returns the exit code.
 func run(ctx context.Context, args []string, io *streams, environ []string) int {
+	if len(args) == 3 && args[1] == agentExec {
+		// tmux runs this in an agent's new pane: no repository, no
+		// flags, nothing read but the launch file (A10).
+		err := agent.Exec(args[2])
+		fmt.Fprintf(io.Err, "git-flume: %v\n", err)
+		return exitLaunch
+	}
 	e := newEnv(environ)
 	logger := log.NewWithOptions(io.Err, log.Options{Prefix: "git-flume", ReportTimestamp: false})
 	if e.vars["FLUME_DEBUG"] != "" {

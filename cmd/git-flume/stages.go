@@ -513,11 +513,23 @@ func exportCommand(a *app) *cli.Command {
 	}
 }
 
+// agentExec is the hidden command tmux runs in an agent's new pane: it
+// reads the agent's launch file and becomes the agent (agent.Exec).
+const agentExec = "agent-exec"
+
+// exitLaunch is the launcher's exit status when it could not start the
+// agent: what a shell says of a command found but not runnable.
+const exitLaunch = 126
+
 // paneHost is where agents run: herdr panes for FLUME_PANE=herdr (its
 // socket: $HERDR_SOCKET_PATH, else ~/.config/herdr/herdr.sock), else tmux.
 func (a *app) paneHost(pane string) agent.PaneHost {
 	if pane != "herdr" {
-		return &agent.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
+		t := &agent.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
+		if exe, err := os.Executable(); err == nil {
+			t.Launcher = []string{exe, agentExec}
+		}
+		return t
 	}
 	home := a.env.vars["HOME"]
 	sock := a.env.vars["HERDR_SOCKET_PATH"]

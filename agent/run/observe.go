@@ -1,0 +1,127 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/git-flume/git-flume/agent"
+)
+
+// Sources are where a step reads a run from, beside its record.
+type Sources struct {
+	// Panes is the pane host the agent runs in; nil for an operator's
+	// (print) agent.
+	Panes agent.PaneHost
+	// Vars find the agent's transcript: its session, place and home.
+	Vars agent.Vars
+	// Taken are the transcripts earlier runs of the same place claimed.
+	Taken map[string]bool
+	// Now is the timers' clock.
+	Now time.Time
+	// Deliverable reads the run's deliverable in git (K6); nil when its
+	// deliverable is the ended turn (Policy.TurnDelivers). It runs before
+	// the transcript is read: an agent writes the prompt it received to
+	// its transcript before it acts on it, so a transcript read after a
+	// commit was seen holds that prompt (A3).
+	Deliverable func(ctx context.Context) (done bool, what string, err error)
+	// Place says why the run's place is no longer its own worktree, ""
+	// while it is; nil when the run has no place of its own to lose.
+	Place func() string
+	// Reminder is the one reminder the run may have been told (A8).
+	Reminder string
+}
+
+// DialogAfter is how long a running turn's transcript stays quiet before
+// the screen is read for a dialog mid-turn (A10): a permission prompt
+// stops the transcript, and a turn that writes needs no screen read.
+const DialogAfter = 2 * time.Second
+
+// Observe reads what Decide needs of run r, each thing once: the
+// transcript is found first (and recorded before anything else is read),
+// then the deliverable, the transcript, how the agent stands in its pane
+// and, where a decision turns on it, its screen. It also returns the run's
+// prompt.
+func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error) {
+	o := Observation{Now: s.Now}
+	a := r.Agent
+	running := r.Running()
+	if running && a.Transcript == "" {
+		if t := a.ProgramOf().FindTranscript(s.Vars, a.Started, s.Taken); t != "" {
+			o.Found = t
+			return o, "", nil // recorded first: the next step reads it
+		}
+	}
+	if s.Deliverable != nil {
+		var err error
+		if o.Delivered, o.What, err = s.Deliverable(ctx); err != nil {
+			return o, "", err
+		}
+	}
+	if !running {
+		return o, "", nil
+	}
+	prompt, err := os.ReadFile(a.PromptFile)
+	if err != nil {
+		return o, "", fmt.Errorf("read the run's prompt: %w", err)
+	}
+	last := a.SentAt
+	if a.Transcript != "" {
+		tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
+		if err != nil {
+			return o, "", err
+		}
+		o.Transcript, o.Confirmed, o.LastAssistant = true, tr.Received(string(prompt)), tr.LastAssistant
+		o.Need, o.Recreate, o.Turn, o.ErrorText = tr.Need(), tr.Recreate(), tr.Turn, tr.ErrorText
+		o.LengthRetried = r.LengthPrompted && tr.Received(LengthMessage)
+		o.Reminded = r.Reminded && s.Reminder != "" && tr.Received(s.Reminder)
+		o.Resumed = r.Resumed && tr.Received(ResumeMessage)
+		if tr.Turn == agent.TurnError {
+			o.Limited, o.Reset = agent.UsageLimit(tr.ErrorText, s.Now)
+		}
+		if info, err := os.Stat(a.Transcript); err == nil && info.ModTime().After(last) {
+			last = info.ModTime()
+		}
+	}
+	o.Quiet = max(s.Now.Sub(last), 0)
+	if s.Place != nil {
+		o.PlaceGone = s.Place()
+	}
+	if a.Printed() || s.Panes == nil {
+		return o, string(prompt), nil
+	}
+	exit, ended := agent.HowEnded(ctx, s.Panes, a.Pane)
+	o.Up = !ended
+	if ended {
+		// An end flume is making (stop, drop, tidy) is recorded by the
+		// command making it, never as the agent's own.
+		if !agent.Ending(a.Session) {
+			o.Exit = &exit
+		}
+		return o, string(prompt), nil
+	}
+	if watchScreen(r, o) {
+		if text, err := s.Panes.Capture(ctx, a.Pane); err == nil {
+			screen := agent.ReadScreen(a.Format, text)
+			o.Screen = &screen
+		}
+	}
+	return o, string(prompt), nil
+}
+
+// watchScreen reports a step whose decision turns on the screen: a run
+// starting (A3) or blocked (a dialog answered by hand), and one whose turn
+// runs but whose transcript has gone quiet, where a dialog may have
+// stopped it (A10).
+func watchScreen(r Run, o Observation) bool {
+	switch {
+	case Starting(r.State), r.State == StateBlocked:
+		return true
+	case o.Delivered:
+		return false
+	case r.State == StateWorking || r.State == StateStuck:
+		return o.Transcript && (o.Turn == agent.TurnRunning || o.Turn == agent.TurnNone) && o.Quiet >= DialogAfter
+	}
+	return false
+}
