@@ -1,6 +1,7 @@
 package promote
 
 import (
+	"github.com/git-flume/git-flume/agent/run"
 	"time"
 )
 
@@ -98,23 +99,51 @@ type Input struct {
 	ID     string `json:"id"`
 }
 
-// Worker is the request's one worker agent (P3).
+// Worker is the request's one worker agent (P3): the run lifecycle's agent
+// record (the same JSON a stage's agent has) and where its run stands,
+// decided by that one lifecycle (A10).
 type Worker struct {
-	Program    string    `json:"program"`
-	Format     string    `json:"format"`
-	Pattern    string    `json:"pattern"`
-	Session    string    `json:"session"`
-	Pane       string    `json:"pane"`
-	Home       string    `json:"home,omitempty"`
-	PromptFile string    `json:"promptFile"`
-	Transcript string    `json:"transcript,omitempty"`
-	Started    time.Time `json:"started"`
-	SentAt     time.Time `json:"sentAt"`
-	Confirmed  bool      `json:"confirmed"`
-	Sends      int       `json:"sends"`
-	// Ended reports the worker was ended and verified gone (X5).
-	Ended bool   `json:"ended"`
-	Need  string `json:"need,omitempty"`
+	run.Agent
+	Home string `json:"home,omitempty"`
+	// Life is where the worker's run stands; records made before it was
+	// kept have none (see run).
+	Life run.Life `json:"life"`
+	// Confirmed and Need say, for readers of the request's status, whether
+	// the worker's prompt showed in its transcript and what it stopped
+	// needing; Life holds them for the lifecycle.
+	Confirmed bool   `json:"confirmed"`
+	Need      string `json:"need,omitempty"`
+}
+
+// run is the worker's run as the lifecycle reads it. A record made before
+// Life was kept reads as starting, or working once its prompt was
+// confirmed.
+func (w *Worker) run(l Limits) run.Run {
+	life := w.Life
+	if life.State == "" {
+		life.State = run.StateStarting
+		if w.Confirmed {
+			life.State = run.StateWorking
+		}
+	}
+	started := w.Started
+	life.Started, life.BudgetMs, life.StuckAfterMs = &started, l.MaxMs, l.IdleMs
+	a := w.Agent
+	return run.Run{Life: life, Agent: &a}
+}
+
+// withRun is the worker as run r leaves it.
+func (w Worker) withRun(r run.Run) Worker {
+	w.Agent, w.Life = *r.Agent, r.Life
+	switch r.State {
+	case run.StateStarting, run.StateUnknown, run.StateNeverStarted:
+	case run.StateBlocked:
+		w.Confirmed = w.Confirmed || r.Block != run.BlockDialog
+	default:
+		w.Confirmed = true
+	}
+	w.Need = r.Need
+	return w
 }
 
 // Limits bound the worker (the seed's childMaxMs and childIdleMs): the

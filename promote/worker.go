@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -70,8 +72,9 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 	}
 	now := env.clock()
 	w := &Worker{
-		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(),
-		Pane: paneName(ws), Home: agent.HomeOf(env.CallerEnv), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
+		Agent: run.Agent{Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(),
+			Pane: paneName(ws), PaneHost: env.Pane, Host: env.Host, PromptFile: promptFile, Started: now, SentAt: now, Sends: 1},
+		Home: agent.HomeOf(env.CallerEnv), Life: run.Life{State: run.StateStarting},
 	}
 	if env.Pane == "print" {
 		w.Pane = "print"
@@ -96,7 +99,8 @@ func endWorker(ctx context.Context, env *Env, ws *Workspace) (bool, error) {
 	if w == nil || w.Ended {
 		return true, nil
 	}
-	if err := agent.End(ctx, env.Panes, w.Pane, w.Session); err != nil {
+	a := w.Agent
+	if err := run.End(ctx, env.panes(*w), &a); err != nil {
 		return false, fmt.Errorf("end worker %s (session %s): %w", w.Pane, w.Session, err)
 	}
 	return true, nil
@@ -155,109 +159,103 @@ func (env *Env) window() time.Duration {
 	return 60 * time.Second
 }
 
+// policy is how the worker's run is decided: its ended turn is its
+// deliverable (its candidates are checked next); nobody answers it, so a
+// need ends it; its limits are hard (the seed's childMaxMs, childIdleMs):
+// past its maximum runtime or quiet past its idle limit it is cut, never
+// steered or reported stuck. Everything else is decided as for a stage.
+func (env *Env) policy(l Limits) run.Policy {
+	p := run.Policy{Window: env.window(), TurnDelivers: true, NeedEnds: true, BudgetName: "maximum runtime",
+		Stuck: time.Duration(math.MaxInt64)}
+	if l.IdleMs > 0 {
+		p.QuietEnds, p.Stuck = true, time.Duration(l.IdleMs)*time.Millisecond
+	}
+	return p
+}
+
+// panes is the pane host the worker runs in; nil for a printed one.
+func (env *Env) panes(w Worker) agent.PaneHost {
+	if w.Printed() {
+		return nil
+	}
+	return env.Panes
+}
+
+// observeOnce is one step of the worker's run lifecycle (A10), the same
+// one a stage's agent goes through: observe (its transcript, its pane, its
+// worktrees), decide (run.Decide under the worker's policy) and apply. It
+// reports whether the worker settled: delivered (then the task checks run
+// on its candidates, P3) or ended otherwise, with the request's phase and
+// reason said.
 func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 	w := *ws.members[0].r.Worker
-	prog := agent.Program{Name: w.Program, Format: w.Format, Transcript: w.Pattern}
-	prompt, err := os.ReadFile(w.PromptFile)
+	limits := ws.members[0].r.Limits
+	pol := env.policy(limits)
+	cur := w.run(limits)
+	src := run.Sources{
+		Panes: env.panes(w),
+		Vars:  agent.Vars{SessionID: w.Session, Place: ws.Root, Home: w.Home},
+		Now:   env.clock(),
+		Place: func() string {
+			for _, m := range ws.members {
+				if _, err := os.Stat(m.r.WorkerTree.Path); errors.Is(err, os.ErrNotExist) {
+					return fmt.Sprintf("its worktree %s is gone", m.r.WorkerTree.Path)
+				}
+			}
+			return ""
+		},
+	}
+	o, prompt, err := run.Observe(ctx, cur, src)
 	if err != nil {
 		return false, err
 	}
-	vars := agent.Vars{SessionID: w.Session, Place: ws.Root, Home: w.Home}
-	path := w.Transcript
-	if path == "" {
-		path = prog.FindTranscript(vars, w.Started, nil)
-	}
-	var tr *agent.Transcript
-	if path != "" {
-		if tr, err = agent.ReadTranscriptFile(path, w.Format); err != nil {
+	var settled run.Run
+	for {
+		next, mv := run.Decide(cur, o, pol)
+		effects := run.Effects{Panes: env.panes(w), Fault: env.fault,
+			Save: func(ctx context.Context, r run.Run, msg string) (bool, error) {
+				settled = r
+				phase, reason := PhaseWorking, ""
+				if !run.Active(r.State) && r.State != run.StateDelivered {
+					phase, reason = workerEnd(r)
+					msg = phase + ": " + reason
+				}
+				err := ws.saveAll(ctx, msg, func(m *member) {
+					cp := m.r.Worker.withRun(r)
+					m.r.Worker, m.r.Phase, m.r.Reason = &cp, phase, reason
+				})
+				return err == nil, err
+			}}
+		moved, untyped, err := run.Apply(ctx, cur, next, mv, prompt, o, pol, effects)
+		if untyped && !o.Busy {
+			o.Busy = true
+			continue
+		}
+		if err != nil || !moved {
 			return false, err
 		}
-	}
-	alive := w.Pane == "print" || env.Panes.Alive(ctx, w.Pane)
-	save := func(msg string, edit func(w *Worker)) error {
-		return ws.saveAll(ctx, msg, func(m *member) {
-			cp := *m.r.Worker
-			cp.Transcript = path
-			edit(&cp)
-			m.r.Worker = &cp
-		})
-	}
-	stop := func(phase, reason string) (bool, error) {
-		ended, endErr := endWorker(ctx, env, ws)
-		err := ws.saveAll(ctx, phase+": "+reason, func(m *member) {
-			cp := *m.r.Worker
-			cp.Transcript, cp.Ended = path, ended
-			if tr != nil {
-				cp.Need = tr.Need()
-			}
-			m.r.Worker, m.r.Phase, m.r.Reason = &cp, phase, reason
-		})
-		return true, errors.Join(endErr, err)
-	}
-	if !w.Confirmed {
-		if tr != nil && tr.Received(string(prompt)) {
-			return false, save("worker confirmed: its prompt is in its transcript", func(w *Worker) { w.Confirmed = true })
-		}
-		if env.clock().Sub(w.SentAt) < env.window() || w.Pane == "print" {
-			// A printed command runs when its operator runs it; the
-			// limits below still hold.
-			return false, ws.limits(env.clock(), w, path, stop)
-		}
-		r, err := agent.ResendPrompt(ctx, env.Panes, w.Pane, w.Format, string(prompt), w.Sends)
 		switch {
-		case err != nil:
-			return false, err
-		case r.Exited:
-			return stop(PhaseFailed, "the worker exited before its prompt showed in its transcript")
-		case r.Busy:
-			return false, nil // slow is not failed
-		case r.Blocked != "":
-			return stop(PhaseBlocked, "the worker's screen is not its ready composer: "+r.Blocked)
-		case r.GaveUp:
-			return stop(PhaseFailed, fmt.Sprintf("the prompt was sent %d times and never showed in the worker's transcript", w.Sends))
+		case settled.State == run.StateDelivered:
+			return true, ws.checkCandidates(ctx, env)
+		case !run.Active(settled.State):
+			return true, nil
 		}
-		return false, save("prompt not confirmed in time; sent again", func(w *Worker) { w.Sends++; w.SentAt = env.clock() })
+		return false, nil
 	}
-	if w.Pane == "print" && w.Transcript == "" && path != "" {
-		return false, save("worker transcript found", func(*Worker) {})
-	}
-	switch {
-	case tr != nil && tr.Turn == agent.TurnDone:
-		if need := tr.Need(); need != "" {
-			return stop(PhaseBlocked, "the worker needs: "+need)
-		}
-		if _, err := stop(PhaseWorking, "the worker finished its turn; ended"); err != nil {
-			return true, err
-		}
-		return true, ws.checkCandidates(ctx, env)
-	case tr != nil && tr.Turn == agent.TurnError:
-		return stop(PhaseBlocked, "the worker's turn ended with an error: "+tr.ErrorText)
-	case tr != nil && tr.Turn == agent.TurnLength:
-		return stop(PhaseBlocked, "the worker's reply was cut for length")
-	case !alive:
-		return stop(PhaseFailed, "the worker exited without finishing its turn")
-	}
-	return false, ws.limits(env.clock(), w, path, stop)
 }
 
-// limits fails the request when the worker ran past its maximum runtime or
-// its transcript stayed quiet past the idle limit.
-func (ws *Workspace) limits(now time.Time, w Worker, path string, stop func(phase, reason string) (bool, error)) error {
-	max := time.Duration(ws.members[0].r.Limits.MaxMs) * time.Millisecond
-	if max > 0 && now.Sub(w.Started) > max {
-		_, err := stop(PhaseFailed, fmt.Sprintf("the worker ran past its maximum runtime of %s", max))
-		return err
+// workerEnd is the request's phase and reason for a worker run that ended
+// without delivering: blocked while someone can see why and act (a dialog,
+// a need, an error), failed when the run cannot go on (it never started,
+// exited, was cut by a limit).
+func workerEnd(r run.Run) (phase, reason string) {
+	switch {
+	case r.State == run.StateBlocked && r.Block != run.BlockExited && r.Block != run.BlockPlace:
+		return PhaseBlocked, "the worker is blocked: " + r.Reason
+	case r.State == run.StateCut:
+		return PhaseFailed, "the worker was cut: " + r.Reason
 	}
-	idle := time.Duration(ws.members[0].r.Limits.IdleMs) * time.Millisecond
-	last := w.SentAt
-	if info, err := os.Stat(path); err == nil && info.ModTime().After(last) {
-		last = info.ModTime()
-	}
-	if idle > 0 && now.Sub(last) > idle {
-		_, err := stop(PhaseFailed, fmt.Sprintf("the worker's transcript was idle past its limit of %s", idle))
-		return err
-	}
-	return nil
+	return PhaseFailed, "the worker did not deliver: " + r.Reason
 }
 
 // checkCandidates reads each worker worktree's candidate and runs the
