@@ -171,6 +171,9 @@ var (
 		"trust this folder", "Do you trust", "Quick safety check", "trust the contents",
 		"Do you want to use this API key", "Do you want to proceed", "Update available",
 		"Press Enter to continue", "Select login method", "Choose the text style",
+		// Approvals asked mid-turn (A10): Claude Code's permission prompt,
+		// Codex's command approval.
+		"This command requires approval", "Would you like to run the following command", "Allow command?",
 	}
 )
 
@@ -179,7 +182,7 @@ func ReadScreen(format, text string) Screen {
 	s := Screen{Words: squeeze(text)}
 	for _, w := range dialogWords {
 		if strings.Contains(text, w) {
-			s.Dialog = true
+			s.Dialog, s.Words = true, dialogText(text, w)
 			return s
 		}
 	}
@@ -206,6 +209,21 @@ func ReadScreen(format, text string) Screen {
 		}
 	}
 	return s
+}
+
+// dialogText is the part of a screen that is the dialog: the lines around
+// its last line holding word, where the question and its choices are, not
+// the banner at the top of the screen.
+func dialogText(text, word string) string {
+	lines := strings.Split(text, "\n")
+	at := 0
+	for i, l := range lines {
+		if strings.Contains(l, word) {
+			at = i
+		}
+	}
+	from, to := max(at-6, 0), min(at+6, len(lines))
+	return squeeze(strings.Join(lines[from:to], "\n"))
 }
 
 // frame is the box drawing around a program's screen: not words.

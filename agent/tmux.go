@@ -89,30 +89,32 @@ func (t *Tmux) Start(ctx context.Context, name, dir string, env, argv []string) 
 
 // pane is what tmux says of a session's pane.
 type pane struct {
-	pid            int
-	dead           bool
+	pid  int
+	dead bool
+	// known: the dead pane's status or signal was read; tmux closes a
+	// pane's terminal as its program ends and reads how it ended a little
+	// later, in between it is dead with neither.
+	known          bool
 	status, signal int
 }
 
 func (t *Tmux) pane(ctx context.Context, name string) (pane, error) {
-	out, err := t.run(ctx, "display-message", "-p", "-t", "="+name+":", "#{pane_pid} #{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	// Fields are separated by ":", since a dead pane leaves one of the
+	// status and the signal empty.
+	out, err := t.run(ctx, "display-message", "-p", "-t", "="+name+":", "#{pane_pid}:#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
 	if err != nil {
 		return pane{}, err
 	}
-	f := strings.Fields(out)
 	var p pane
-	if len(f) > 0 {
-		p.pid, _ = strconv.Atoi(f[0])
+	f := strings.Split(strings.TrimSpace(out), ":")
+	for len(f) < 4 {
+		f = append(f, "")
 	}
-	if len(f) > 1 {
-		p.dead = f[1] == "1"
-	}
-	if len(f) > 2 {
-		p.status, _ = strconv.Atoi(f[2])
-	}
-	if len(f) > 3 {
-		p.signal, _ = strconv.Atoi(f[3])
-	}
+	p.pid, _ = strconv.Atoi(f[0])
+	p.dead = f[1] == "1"
+	p.known = f[2] != "" || f[3] != ""
+	p.status, _ = strconv.Atoi(f[2])
+	p.signal, _ = strconv.Atoi(f[3])
 	return p, nil
 }
 
@@ -144,14 +146,32 @@ func (t *Tmux) Exited(ctx context.Context, name string) (Exit, bool) {
 	switch {
 	case err != nil:
 		return Exit{Closed: true}, true
-	case p.dead && p.signal > 0:
+	case p.dead && p.known && p.signal > 0:
 		return Exit{Signal: p.signal}, true
-	case p.dead:
+	case p.dead && p.known:
 		return Exit{Status: p.status}, true
-	case !proc.Alive(p.pid):
+	case p.pid <= 0:
 		return Exit{Closed: true}, true
+	case proc.Alive(p.pid):
+		return Exit{}, false
 	}
-	return Exit{}, false
+	// The program has ended and tmux has not read how yet: the kernel
+	// keeps its wait status until tmux reaps it.
+	if status, signal, ok := proc.Exited(p.pid); ok {
+		return Exit{Status: status, Signal: signal}, true
+	}
+	if procExists(p.pid) {
+		return Exit{}, false // ending: how, the next look says
+	}
+	// Reaped, and tmux shows no status: only that it is gone is known.
+	return Exit{Closed: true}, true
+}
+
+// procExists reports whether pid is still a process, a zombie not yet
+// reaped included.
+func procExists(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
 }
 
 // Capture returns the visible text of the session's pane.

@@ -64,6 +64,14 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 			return false, nil // K1: never start an agent over one still running
 		}
 	}
+	// A10: an agent starts only in the place's own worktree, verified
+	// first (readying runs there too); the launcher refuses any other
+	// folder as well.
+	if gone := placeGone(repo, p); gone != "" {
+		block(st, BlockPlace, gone)
+		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: blocked: %s", st.Name, p.ID, gone))
+		return err == nil, err
+	}
 	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
 	if err != nil {
 		return false, err

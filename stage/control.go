@@ -237,9 +237,12 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 	}
 	// What happened since the last step is recorded first: a blocked
 	// stage whose deliverable arrived is delivered, never started anew
-	// over its own work. A place the engine may not move is refused by
-	// the gate below.
-	Advance(ctx, env, repoDir, id)
+	// over its own work. Nothing is started by that look (a pending stage
+	// is this verb's to start, after its checks), and a place the engine
+	// may not move is refused by the gate below.
+	look := *env
+	look.Engine.NoStart = true
+	Advance(ctx, &look, repoDir, id)
 	// The place's watcher moves the record too (most of all while the
 	// agent it watches is being ended): a lost race is read again and
 	// decided again, never reported as the caller's failure. Ending an
@@ -251,6 +254,10 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 		}
 		if err := check(p); err != nil {
 			return err
+		}
+		// A10: a restart starts only in the place's own worktree.
+		if gone := placeGone(repo, p); gone != "" {
+			return &RefusedError{Place: id, Reason: gone + "; nothing is started anywhere else. Recover: " + recoverPlace(p)}
 		}
 		st := &p.Stages[p.Current]
 		if a := st.Agent; a != nil && !a.Ended {

@@ -8,6 +8,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
@@ -96,6 +97,19 @@ func mergeIntoCommissioner(ctx context.Context, env *Env, repo *git.Repo, store 
 		return fmt.Errorf("%s: branch %s: %w", parent.ID, parent.Branch, err)
 	}
 	if in, err := repo.IsAncestor(ctx, head, onto); err != nil || in {
+		return err
+	}
+	// Issue 24: the commissioner's stage records what it accepts before
+	// the merge moves its branch, so its engine never takes the child's
+	// commits (or the merge of them) for its own deliverable.
+	if _, err := editPlace(ctx, store, parent.ID, func(cur *Place) (string, error) {
+		st := &cur.Stages[cur.Current]
+		if slices.Contains(st.Accepted, head) {
+			return "", refs.ErrNoChange
+		}
+		st.Accepted = append(st.Accepted, head)
+		return fmt.Sprintf("%s %s: accepting %s at %.12s", st.Name, cur.ID, p.ID, head), nil
+	}); err != nil {
 		return err
 	}
 	if err := repo.Merge(ctx, parent.Path, head, fmt.Sprintf("Accept %s (git flume accept)", p.ID)); err != nil {

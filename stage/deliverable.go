@@ -53,9 +53,18 @@ func deliverable(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord,
 	}
 	switch d := st.Deliverable; {
 	case d == DeliverCommit:
-		if st.Base != "" && head != st.Base {
-			return true, "commit " + head, nil, nil
+		if st.Base == "" || head == st.Base {
+			break
 		}
+		if len(st.Accepted) > 0 {
+			// Issue 24: what accept brought from a delegated place is the
+			// child's work, never this stage's own commit.
+			n, err := repo.OwnCommits(ctx, st.Base, head, st.Accepted)
+			if err != nil || n == 0 {
+				return false, "", nil, err
+			}
+		}
+		return true, "commit " + head, nil, nil
 	case d == DeliverTasks:
 		path := "openspec/changes/" + p.Name + "/tasks.md"
 		data, err := repo.ReadFile(ctx, head, path)

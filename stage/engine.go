@@ -238,6 +238,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		effects := run.Effects{
 			Panes: env.Engine.runPanes(st.Agent),
 			Fault: env.fault,
+			Fresh: func(ctx context.Context) error { return fresh(ctx, repo, rec) },
 			// A stage's end keeps what its agent left (W3).
 			Keep: func(ctx context.Context, snapshot string) error {
 				return keepSnapshot(ctx, repo, q, &q.Stages[i], snapshot)
@@ -261,6 +262,19 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		}
 		seen.Busy = true
 	}
+}
+
+// fresh fails with a conflict when rec's ref no longer points where it was
+// read: the step is decided again from what is there now.
+func fresh(ctx context.Context, repo *git.Repo, rec *refs.Record) error {
+	now, err := repo.RefValue(ctx, rec.Ref)
+	if err != nil {
+		return err
+	}
+	if now != rec.Commit {
+		return &refs.ConflictError{Conflicts: []git.RefConflict{{Name: rec.Ref, Expected: rec.Commit, Found: now}}}
+	}
+	return nil
 }
 
 // runPanes is the pane host a's lifecycle runs against: nil for an agent

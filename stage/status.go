@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -418,6 +419,15 @@ func placeStatus(p *Place) PlaceStatus {
 	return ps
 }
 
+// recoverPlace is what moves on a place whose worktree went away (A10):
+// its branch keeps every commit, so drop it and let tidy remove what is
+// left, or bring the worktree back on its branch and start the stage
+// again.
+func recoverPlace(p *Place) string {
+	return fmt.Sprintf("its worktree is gone: git flume drop %s (its branch keeps its commits; tidy removes the rest), or git worktree add -f %s %s, then git flume retry --force %s",
+		p.ID, p.Path, p.Branch, p.ID)
+}
+
 // usageCache is the usage an agent's transcript showed when it had this
 // size and modification time.
 type usageCache struct {
@@ -443,18 +453,29 @@ func nextStep(p *Place, a *AgentStatus) string {
 	if up {
 		retry = "git flume retry --force " + p.ID
 	}
+	if _, err := os.Stat(p.Path); errors.Is(err, os.ErrNotExist) && p.Phase == PhaseMade {
+		// A10: nothing starts anywhere but the place's own worktree.
+		return recoverPlace(p)
+	}
 	switch st.State {
 	case StateWaiting:
 		return fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
 	case StateStuck:
 		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
 	case StateBlocked:
-		switch {
-		case blockedBy(&st) == BlockDialog && up:
-			return fmt.Sprintf("git flume attach %s and answer it there (the stage goes on by itself), or %s", p.ID, retry)
-		case blockedBy(&st) == BlockReady:
+		switch blockedBy(&st) {
+		case BlockDialog:
+			// A10: a dialog is answered by a person in the pane, never
+			// told.
+			if up {
+				return fmt.Sprintf("git flume attach %s and answer it there (the stage goes on by itself), or %s", p.ID, retry)
+			}
+		case BlockReady:
 			return fmt.Sprintf("fix the readying step, then %s", retry)
-		case up:
+		case BlockPlace:
+			return recoverPlace(p)
+		}
+		if up && blockedBy(&st) != BlockDialog {
 			return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
 		}
 		return retry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -303,6 +304,19 @@ func tidyWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place, wts [
 			kept += ": " + wt.LockReason
 		}
 		return kept, nil
+	}
+	if _, err := os.Stat(wt.Path); errors.Is(err, os.ErrNotExist) {
+		// Its folder was deleted by hand: nothing is left in it to lose
+		// or to run a remove step in; git's own record of it goes.
+		if dryRun {
+			res.Worktree = "would-remove"
+			return "", nil
+		}
+		if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
+			return "git worktree remove failed: " + firstLine(err.Error()), nil
+		}
+		res.Worktree = "removed"
+		return "", nil
 	}
 	dirty, err := repo.Dirty(ctx, wt.Path)
 	if err != nil {

@@ -172,6 +172,15 @@ func validateStage(p *Place, st *StageRecord) error {
 			return fmt.Errorf("commit %q is not a full object id", id)
 		}
 	}
+	// Issue 24: accepted heads are passed to git as revisions.
+	if len(st.Accepted) > maxChildren {
+		return fmt.Errorf("%d accepted heads, want at most %d", len(st.Accepted), maxChildren)
+	}
+	for _, id := range st.Accepted {
+		if !isObjectID(id) {
+			return fmt.Errorf("accepted head %q is not a full object id", id)
+		}
+	}
 	runs := st.Earlier
 	if st.Agent != nil {
 		runs = append(runs[:len(runs):len(runs)], *st.Agent)
@@ -179,6 +188,9 @@ func validateStage(p *Place, st *StageRecord) error {
 	for _, a := range runs {
 		if a.PID < 0 || a.Sends < 0 || a.Tells < 0 {
 			return fmt.Errorf("agent pid %d, sends %d, tells %d", a.PID, a.Sends, a.Tells)
+		}
+		if x := a.Exit; x != nil && (x.Status < 0 || x.Status > 255 || x.Signal < 0 || x.Signal > 64) {
+			return fmt.Errorf("agent exit status %d, signal %d", x.Status, x.Signal)
 		}
 	}
 	if len(st.Earlier) >= max(st.Runs, 1) {

@@ -8,8 +8,10 @@ import (
 	"github.com/git-flume/git-flume/refs"
 )
 
-// watchable reports whether a place has something for a watcher to do:
-// an active stage whose agent flume started and that still runs.
+// watchable reports whether a place has something for a watcher to do: an
+// active stage whose agent flume started and has not recorded ended. An
+// agent that went by itself is still watched until its end is recorded
+// (A10): that is the watcher's to see.
 func watchable(ctx context.Context, env *Env, p *Place) bool {
 	if p.Phase != PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false
@@ -21,10 +23,7 @@ func watchable(ctx context.Context, env *Env, p *Place) bool {
 	if !observed(&st) || st.Agent == nil || st.Agent.Ended {
 		return false
 	}
-	if st.Agent.Pane == "print" {
-		return true
-	}
-	return env.Engine.up(ctx, st.Agent)
+	return true
 }
 
 // NeedsWatcher reports whether a place has something to watch and no live

@@ -20,6 +20,11 @@ type Effects struct {
 	// Fault marks a point of a step where a crash test may stop the
 	// process; nil marks nothing.
 	Fault func(point string)
+	// Fresh fails (with the caller's conflict error) when the record the
+	// decision was made from has moved meanwhile: an agent is never ended
+	// on a decision another process has already overtaken (an accept
+	// recording what it merges, a stop). nil checks nothing.
+	Fresh func(ctx context.Context) error
 }
 
 func (e Effects) fault(point string) {
@@ -73,6 +78,11 @@ func Apply(ctx context.Context, before, after Run, mv Move, prompt string, o Obs
 	case mv.End != "":
 		// A run ends only with its agent gone, and nothing starts over it
 		// (K1).
+		if e.Fresh != nil {
+			if err := e.Fresh(ctx); err != nil {
+				return false, false, err
+			}
+		}
 		r := after.clone()
 		if err := End(ctx, e.Panes, r.Agent); err != nil {
 			return false, false, err

@@ -163,6 +163,11 @@ func Decide(r Run, o Observation, p Policy) (Run, Move) {
 		return r, Move{Write: "blocked: " + o.PlaceGone}
 	}
 	if !a.Printed() && !o.Up && o.Exit != nil {
+		// A run's start is recorded before its pane opens (K1): within
+		// its window a pane not there yet is slow, not gone.
+		if Starting(r.State) && o.Exit.Closed && o.Now.Sub(a.SentAt) < p.Window {
+			return r, Move{}
+		}
 		return decideExited(r, o)
 	}
 	if mv, ok := decideBudget(&r, o, p); ok {

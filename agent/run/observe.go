@@ -38,15 +38,27 @@ type Sources struct {
 // stops the transcript, and a turn that writes needs no screen read.
 const DialogAfter = 2 * time.Second
 
-// Observe reads what Decide needs of run r, each thing once: the
-// transcript is found first (and recorded before anything else is read),
-// then the deliverable, the transcript, how the agent stands in its pane
-// and, where a decision turns on it, its screen. It also returns the run's
-// prompt.
+// Observe reads what Decide needs of run r, each thing once: how the
+// agent stands in its pane, then its transcript found (and recorded before
+// anything else is read), the deliverable, the transcript and, where a
+// decision turns on it, its screen. It also returns the run's prompt.
 func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error) {
 	o := Observation{Now: s.Now}
 	a := r.Agent
 	running := r.Running()
+	// How the agent stands is read first: once it has ended, what it
+	// wrote (its transcript, its commits) is final, so the reads below
+	// see all of it.
+	panes := running && !a.Printed() && s.Panes != nil
+	if panes {
+		exit, ended := agent.HowEnded(ctx, s.Panes, a.Pane)
+		o.Up = !ended
+		// An end flume is making (stop, drop, tidy) is recorded by the
+		// command making it, never as the agent's own.
+		if ended && !agent.Ending(a.Session) {
+			o.Exit = &exit
+		}
+	}
 	if running && a.Transcript == "" {
 		if t := a.ProgramOf().FindTranscript(s.Vars, a.Started, s.Taken); t != "" {
 			o.Found = t
@@ -88,20 +100,7 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 	if s.Place != nil {
 		o.PlaceGone = s.Place()
 	}
-	if a.Printed() || s.Panes == nil {
-		return o, string(prompt), nil
-	}
-	exit, ended := agent.HowEnded(ctx, s.Panes, a.Pane)
-	o.Up = !ended
-	if ended {
-		// An end flume is making (stop, drop, tidy) is recorded by the
-		// command making it, never as the agent's own.
-		if !agent.Ending(a.Session) {
-			o.Exit = &exit
-		}
-		return o, string(prompt), nil
-	}
-	if watchScreen(r, o) {
+	if panes && o.Up && watchScreen(r, o) {
 		if text, err := s.Panes.Capture(ctx, a.Pane); err == nil {
 			screen := agent.ReadScreen(a.Format, text)
 			o.Screen = &screen

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -40,8 +41,15 @@ import (
 //	                output appended to ~/run-<place>.log
 //	recreate TEXT   end the turn asking for a fresh session: "RECREATE: TEXT"
 //	work            start a tool call and never finish the turn
+//	permission CMD  start a Bash tool call for CMD and ask permission for it
+//	                in a dialog at the foot of the screen, as Claude Code
+//	                does; what is typed into it is logged to
+//	                ~/typed-into-dialog; a line answers it ("1": yes, CMD
+//	                runs; anything else: no), then the plan goes on
 //	sleep N         wait N seconds
 //	exit            exit
+//	exitcode N      exit with status N
+//	kill            die of SIGKILL
 //
 // A prompt with no line gets "say ok". A plan starting with "dialog" shows
 // a trust dialog instead of the composer and records anything typed into
@@ -211,6 +219,23 @@ func fakeClaude() {
 				time.Sleep(time.Duration(n) * time.Second)
 			case "exit":
 				os.Exit(0)
+			case "exitcode":
+				var code int
+				fmt.Sscan(arg, &code)
+				os.Exit(code)
+			case "kill":
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			case "permission":
+				tr.tool("Bash", arg)
+				fmt.Print("\n\n\n Bash command\n\n   " + arg + "\n   This command requires approval\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and don't ask again for this command\n   3. No, and tell Claude what to do differently (esc)\n")
+				answer, _ := rd.ReadString('\n')
+				f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				fmt.Fprint(f, answer)
+				f.Close()
+				fmt.Print("\x1b[2J\x1b[H╭─── Fake Claude ───╮\n") // the dialog gives way
+				if strings.TrimSpace(answer) == "1" {
+					runQuiet("sh", "-c", arg)
+				}
 			case "popup":
 				// After N seconds a permission dialog takes the screen:
 				// whatever is typed from then on lands in it, logged.

@@ -226,6 +226,12 @@ func restartCommand(a *app, name, usage string, run func(context.Context, *stage
 				return err
 			}
 			st := p.Stages[p.Current]
+			if st.State == stage.StagePending {
+				// Nothing started it: this command starts no agents
+				// (FLUME_PANE=none); say so, never "a fresh agent".
+				fmt.Fprintf(a.io.Out, "%s: stage %s pending: no agent was started here (pane none); git flume advance %s starts it\n", id, st.Name, id)
+				return nil
+			}
 			fmt.Fprintf(a.io.Out, "%s: stage %s %s with a fresh agent (run %d)\n", id, st.Name, st.State, st.Runs)
 			return nil
 		},

@@ -214,6 +214,42 @@ func (repo *Repo) CountBetween(ctx context.Context, from, to string) (int, error
 	return strconv.Atoi(strings.TrimSpace(string(out)))
 }
 
+// OwnCommits counts the commits reachable from to and not from from, leaving
+// out those reachable from any of others and the merges of one of others
+// (a merge whose parents include it): the commits made on a branch beside
+// what was merged into it from elsewhere.
+func (repo *Repo) OwnCommits(ctx context.Context, from, to string, others []string) (int, error) {
+	args := []string{"rev-list", "--parents", "--end-of-options", to, "^" + from}
+	for _, o := range others {
+		args = append(args, "^"+o)
+	}
+	out, err := repo.read(ctx, nil, append(args, "--")...)
+	if err != nil {
+		return 0, err
+	}
+	merged := map[string]bool{}
+	for _, o := range others {
+		merged[o] = true
+	}
+	n := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		own := true
+		for _, parent := range f[1:] {
+			if len(f) > 2 && merged[parent] {
+				own = false
+			}
+		}
+		if own {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Move is one commit of a record's chain: when it was made and its
 // message.
 type Move struct {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -109,6 +110,35 @@ func Detach(args []string, dir string, env []string) error {
 		return err
 	}
 	return cmd.Process.Release()
+}
+
+// Exited reads how process pid ended while it is a zombie its parent has
+// not reaped yet (the wait status the kernel keeps, /proc/<pid>/stat's
+// exit_code): its exit status, or the signal that killed it. ok is false
+// when pid is not a zombie here.
+func Exited(pid int) (status, signal int, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) || data[i+2] != 'Z' {
+		return 0, 0, false
+	}
+	// Fields after the command: state is field 3; exit_code is field 52.
+	f := strings.Fields(string(data[i+2:]))
+	if len(f) < 50 {
+		return 0, 0, false
+	}
+	ws, err := strconv.Atoi(f[49])
+	if err != nil {
+		return 0, 0, false
+	}
+	w := syscall.WaitStatus(ws)
+	if w.Signaled() {
+		return 0, int(w.Signal()), true
+	}
+	return w.ExitStatus(), 0, true
 }
 
 // Alive reports whether process pid runs on this host: it exists and is
