@@ -446,6 +446,13 @@ func nextStep(p *Place, a *AgentStatus) string {
 	case DelegationFinished:
 		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID)
 	case DelegationBlocked:
+		switch {
+		case blockedBy(&st) == BlockDialog && a != nil && a.State == "up":
+			// A10: a dialog is answered in the pane, never told.
+			return fmt.Sprintf("git flume attach %s and answer it there (it goes on by itself), or git flume rollback --delegation %s", p.ID, p.ID)
+		case blockedBy(&st) == BlockPlace:
+			return fmt.Sprintf("git flume rollback --delegation %s (its worktree is gone; its branch keeps its commits)", p.ID)
+		}
 		return fmt.Sprintf("git flume unblock %s --with 'TEXT', or git flume rollback --delegation %s", p.ID, p.ID)
 	}
 	up := a != nil && a.State == "up"
