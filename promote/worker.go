@@ -217,6 +217,11 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 				settled = r
 				phase, reason := PhaseWorking, ""
 				if !run.Active(r.State) && r.State != run.StateDelivered {
+					// The request leaves working: its worker goes with
+					// it, verified (X5), whatever ended the run.
+					if err := run.End(ctx, env.panes(w), r.Agent); err != nil {
+						return false, fmt.Errorf("end worker %s (session %s): %w", w.Pane, w.Session, err)
+					}
 					phase, reason = workerEnd(r)
 					msg = phase + ": " + reason
 				}

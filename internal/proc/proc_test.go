@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -102,4 +103,43 @@ func TestAliveIsFalseForAZombie(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("process %d exited (a zombie until reaped) but reads as alive", p.Pid)
+}
+
+// TestExitedReadsAZombiesWaitStatus_A10: a child that ended and was not
+// reaped yet says how it ended, exit status or signal; a running process
+// and one that is gone say nothing.
+func TestExitedReadsAZombiesWaitStatus_A10(t *testing.T) {
+	for _, c := range []struct {
+		script         string
+		status, signal int
+	}{
+		{"exit 3", 3, 0},
+		{"exit 0", 0, 0},
+		{"kill -9 $$", 0, 9},
+		{"kill -15 $$", 0, 15},
+	} {
+		t.Run(c.script, func(t *testing.T) {
+			cmd := exec.Command("sh", "-c", c.script)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			deadline := time.Now().Add(10 * time.Second)
+			status, signal, ok := proc.Exited(pid)
+			for !ok && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+				status, signal, ok = proc.Exited(pid)
+			}
+			if !ok || status != c.status || signal != c.signal {
+				t.Errorf("Exited(%d) = %d, %d, %v; want %d, %d, true", pid, status, signal, ok, c.status, c.signal)
+			}
+			cmd.Wait()
+			if _, _, ok := proc.Exited(pid); ok {
+				t.Error("a reaped process still reads as a zombie")
+			}
+		})
+	}
+	if _, _, ok := proc.Exited(os.Getpid()); ok {
+		t.Error("a running process reads as ended")
+	}
 }
