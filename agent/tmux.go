@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -144,6 +147,8 @@ func (t *Tmux) Alive(ctx context.Context, name string) bool {
 func (t *Tmux) Exited(ctx context.Context, name string) (Exit, bool) {
 	p, err := t.pane(ctx, name)
 	switch {
+	case err != nil && t.listed(ctx, name):
+		return Exit{}, false // a failed look, not a gone pane
 	case err != nil:
 		return Exit{Closed: true}, true
 	case p.dead && p.known && p.signal > 0:
@@ -165,6 +170,39 @@ func (t *Tmux) Exited(ctx context.Context, name string) (Exit, bool) {
 	}
 	// Reaped, and tmux shows no status: only that it is gone is known.
 	return Exit{Closed: true}, true
+}
+
+// listed reports whether a session named name may still be there: the
+// server lists it, or could not be asked for a reason other than that it
+// has no server (a server that is gone took its panes with it). A pane is
+// called gone, and its agent ended, only on that evidence.
+func (t *Tmux) listed(ctx context.Context, name string) bool {
+	out, err := t.run(ctx, "list-sessions", "-F", "#{session_name}")
+	if err != nil {
+		// No server: the socket is gone or refuses connections.
+		return t.serverUp()
+	}
+	for l := range strings.SplitSeq(out, "\n") {
+		if l == name {
+			return true
+		}
+	}
+	return false
+}
+
+// serverUp reports whether flume's tmux server's socket accepts a
+// connection.
+func (t *Tmux) serverUp() bool {
+	path := t.Socket
+	if path == "" {
+		path = filepath.Join(cmp.Or(os.Getenv("TMUX_TMPDIR"), "/tmp"), fmt.Sprintf("tmux-%d", os.Getuid()), "flume")
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // procExists reports whether pid is still a process, a zombie not yet

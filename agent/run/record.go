@@ -1,6 +1,7 @@
 package run
 
 import (
+	"strings"
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
@@ -39,7 +40,7 @@ type Agent struct {
 // never types into it nor reads its pane.
 func (a *Agent) Printed() bool { return a.Pane == "print" }
 
-// Program is what reading a started agent needs of its program: where its
+// ProgramOf is what reading a started agent needs of its program: where its
 // transcript is and in which format, as recorded when it started.
 func (a *Agent) ProgramOf() agent.Program {
 	return agent.Program{Name: a.Program, Format: a.Format, Transcript: a.Pattern}
@@ -169,7 +170,7 @@ func (l Life) BlockedBy() string {
 	if l.State != StateBlocked {
 		return ""
 	}
-	if l.Block == "" && len(l.Reason) >= len(DialogReason("")) && l.Reason[:len(DialogReason(""))] == DialogReason("") {
+	if l.Block == "" && strings.HasPrefix(l.Reason, DialogReason("")) {
 		return BlockDialog // a record made before blocks were kept
 	}
 	return l.Block
