@@ -2,6 +2,7 @@ package refs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -33,6 +34,28 @@ type Claim struct {
 	PID    int       `json:"pid"`
 	Host   string    `json:"host"`
 	Since  time.Time `json:"since"`
+}
+
+func init() { DefaultValidators["claim"] = validateClaimRecord }
+
+// validateClaimRecord checks a claim record (R5, R8): its key and host
+// read like a session's and a host's, its pid is a pid. A claim may come
+// from a remote, and its key and host are printed.
+func validateClaimRecord(ref string, data []byte) (any, error) {
+	var c Claim
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, err
+	}
+	if err := ValidateKey(c.Key); err != nil {
+		return nil, fmt.Errorf("invalid claim record: %w", err)
+	}
+	if err := ValidateHost(c.Host); err != nil {
+		return nil, fmt.Errorf("invalid claim record: %w", err)
+	}
+	if c.PID < 0 {
+		return nil, fmt.Errorf("invalid claim record: pid %d", c.PID)
+	}
+	return &c, nil
 }
 
 // Alive reports whether the claim's session may still be running: on this

@@ -3,6 +3,7 @@ package refs
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxNameLen is the longest kind or name accepted (R6).
@@ -51,3 +52,51 @@ func ValidateName(what, s string) error {
 }
 
 func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+// MaxHostLen bounds a host name (DNS's own limit).
+const MaxHostLen = 253
+
+// ValidateHost checks a host name as records carry it (R5, R7): letters,
+// digits, '.', '_' and '-', starting with a letter or digit, at most
+// MaxHostLen. It is printed and compared wherever a record is read, so a
+// host from a remote can hold nothing a terminal acts on.
+func ValidateHost(s string) error {
+	fail := func(reason string) error { return &NameError{What: "host", Value: s, Reason: reason} }
+	switch {
+	case s == "":
+		return fail("empty")
+	case len(s) > MaxHostLen:
+		return fail(fmt.Sprintf("longer than %d characters", MaxHostLen))
+	case !isAlnum(s[0]):
+		return fail("must start with a letter or digit")
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return fail(fmt.Sprintf("character %q not allowed (use letters, digits, '.', '_', '-')", rune(c)))
+		}
+	}
+	return nil
+}
+
+func isAlnum(c byte) bool { return isLowerAlnum(c) || 'A' <= c && c <= 'Z' }
+
+// MaxKeyLen bounds a claim's session key.
+const MaxKeyLen = 4096
+
+// ValidateKey checks a claim's session key (R8): `sid:<id>` or
+// `cwd:<dir>`, with no control character, at most MaxKeyLen bytes of UTF-8.
+func ValidateKey(s string) error {
+	fail := func(reason string) error { return &NameError{What: "claim key", Value: s, Reason: reason} }
+	if !strings.HasPrefix(s, "sid:") && !strings.HasPrefix(s, "cwd:") || len(s) == 4 {
+		return fail("want sid:<id> or cwd:<dir>")
+	}
+	if len(s) > MaxKeyLen || !utf8.ValidString(s) {
+		return fail(fmt.Sprintf("not UTF-8 of at most %d bytes", MaxKeyLen))
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 {
+			return fail(fmt.Sprintf("control character %U not allowed", r))
+		}
+	}
+	return nil
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
@@ -84,6 +85,9 @@ func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 	if ev.Reply != "" {
 		ev.Message += "; reply: " + ev.Reply
 	}
+	// A notifier shows the message to a person: what a record or a
+	// transcript put in it is escaped (R5).
+	ev.Message = term.Clean(ev.Message)
 	data, _ := json.Marshal(ev)
 	argv, err := cfg.Notify.Argv()
 	if err != nil || len(argv) == 0 {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-flume/git-flume/internal/term"
 	"io"
 	"os"
 	"path/filepath"
@@ -35,21 +36,24 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 			claim = p.Claim.Key
 		}
 		notes := statusNotes(&p)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", treeName(p.Place, p.Depth), p.Branch, stage, p.Stage.State, ready, claim, strings.Join(notes, "; "))
+		// One line a place: what a record holds is shown, never acted on
+		// by the terminal nor able to forge a line (R5).
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(treeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stage),
+			term.Clean(p.Stage.State), ready, term.Clean(claim), term.Clean(strings.Join(notes, "; ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, p := range st.Places {
 		if !p.Ready.OK && !p.Ready.Running && p.Ready.Tail != "" {
-			fmt.Fprintf(w, "\n%s: readying step %q exited %d; last lines:\n", p.Place, p.Ready.Step, p.Ready.Exit)
+			fmt.Fprintf(w, "\n%s: readying step %q exited %d; last lines:\n", term.Clean(p.Place), p.Ready.Step, p.Ready.Exit)
 			for line := range strings.SplitSeq(p.Ready.Tail, "\n") {
-				fmt.Fprintf(w, "  %s\n", line)
+				fmt.Fprintf(w, "  %s\n", term.Clean(line))
 			}
 		}
 	}
 	for _, pr := range st.Problems {
-		fmt.Fprintf(w, "problem: %s\n", pr.Error)
+		fmt.Fprintf(w, "problem: %s\n", term.Clean(pr.Error))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/git-flume/git-flume/internal/term"
 )
 
 // listErrors formats several independent failures one per line.
@@ -60,9 +62,9 @@ func WriteTidy(w io.Writer, results []TidyResult, dryRun bool) {
 		case dryRun:
 			verdict = "would tidy"
 		}
-		fmt.Fprintf(w, "%s %s (%s): worktree %s, branch %s", verdict, r.Place, r.Reason, r.Worktree, r.Branch)
+		fmt.Fprintf(w, "%s %s (%s): worktree %s, branch %s", verdict, term.Clean(r.Place), term.Clean(r.Reason), r.Worktree, r.Branch)
 		if r.Kept != "" {
-			fmt.Fprintf(w, ": %s", r.Kept)
+			fmt.Fprintf(w, ": %s", term.Clean(r.Kept))
 		}
 		fmt.Fprintln(w)
 	}

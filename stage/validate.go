@@ -80,8 +80,8 @@ func ValidatePlace(id string, p *Place) error {
 	if want := filepath.Join(p.Repo, PlacesDir, p.ID); p.Path != want {
 		return bad("path %q, want %q", p.Path, want)
 	}
-	if p.Host == "" || strings.ContainsAny(p.Host, "\x00\n") {
-		return bad("host %q", p.Host)
+	if err := refs.ValidateHost(p.Host); err != nil {
+		return bad("%v", err)
 	}
 	switch p.Phase {
 	case PhaseMaking, PhaseMade, PhaseTidied:

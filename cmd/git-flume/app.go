@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -36,6 +37,22 @@ const (
 type streams struct {
 	In       io.Reader
 	Out, Err io.Writer
+	// Raw are Out and Err as the process got them, for what must reach
+	// the terminal untouched: a tmux client attached to a pane, the MCP
+	// server's protocol. Everything else writes through Out and Err, which
+	// escape what a terminal would act on (term.Writer).
+	RawOut, RawErr io.Writer
+}
+
+// escaped is s with Out and Err escaping what a terminal would act on:
+// a record, a transcript or a remote may hold escape sequences, and no
+// print of one may reach the terminal as control (R5, R7). Flush the
+// returned function at the end.
+func (s *streams) escaped() func() {
+	s.RawOut, s.RawErr = s.Out, s.Err
+	out, errw := term.NewWriter(s.Out), term.NewWriter(s.Err)
+	s.Out, s.Err = out, errw
+	return func() { out.Flush(); errw.Flush() }
 }
 
 // env is what the command layer reads from the process environment; lower
@@ -204,6 +221,7 @@ func run(ctx context.Context, args []string, io *streams, environ []string) int 
 		fmt.Fprintf(io.Err, "git-flume: %v\n", err)
 		return exitLaunch
 	}
+	defer io.escaped()()
 	e := newEnv(environ)
 	logger := log.NewWithOptions(io.Err, log.Options{Prefix: "git-flume", ReportTimestamp: false})
 	if e.vars["FLUME_DEBUG"] != "" {

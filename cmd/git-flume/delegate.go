@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -31,7 +32,7 @@ func acceptCommand(a *app) *cli.Command {
 			}
 			fmt.Fprintf(a.io.Out, "%s: accepted; its work is on %s\n", id, p.Target)
 			if p.Phase != stage.PhaseTidied && p.Kept != "" {
-				fmt.Fprintf(a.io.Out, "%s: kept: %s\n", id, p.Kept)
+				fmt.Fprintf(a.io.Out, "%s: kept: %s\n", id, term.Clean(p.Kept))
 			}
 			return nil
 		},

@@ -96,7 +96,7 @@ func mcpCommand(a *app) *cli.Command {
 						return nil
 					})
 				})
-			return s.Run(c.Context, &mcp.IOTransport{Reader: readCloser{a.io.In}, Writer: writeCloser{a.io.Out}})
+			return s.Run(c.Context, &mcp.IOTransport{Reader: readCloser{a.io.In}, Writer: writeCloser{a.io.RawOut}})
 		},
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -220,14 +221,14 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 		if st := p.Stages[p.Current]; st.State != stage.StagePending {
 			fmt.Fprintf(out, "stage %s: %s", st.Name, st.State)
 			if st.Reason != "" {
-				fmt.Fprintf(out, ": %s", st.Reason)
+				fmt.Fprintf(out, ": %s", term.Clean(st.Reason))
 			}
 			fmt.Fprintln(out)
 			// A stage that waits for someone says what moves it on.
 			switch st.State {
 			case stage.StateBlocked, stage.StateNeverStarted, stage.StateWaiting, stage.StateUnknown:
 				if s, err := stage.ReadStatus(ctx, a.stageEnv(), stage.StatusOptions{Repo: in.Repo, Place: p.ID}); err == nil && s.Places[0].Stage.Next != "" {
-					fmt.Fprintf(out, "next: %s\n", s.Places[0].Stage.Next)
+					fmt.Fprintf(out, "next: %s\n", term.Clean(s.Places[0].Stage.Next))
 				}
 			}
 		}
@@ -475,7 +476,7 @@ func nameFromBrief(brief string) string {
 // a terminal, else the table again each time it changed.
 func (a *app) watchStatus(c *cli.Context, opts stage.StatusOptions) error {
 	tty := false
-	if f, ok := a.io.Out.(*os.File); ok {
+	if f, ok := a.io.RawOut.(*os.File); ok {
 		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
 			tty = true
 		}
@@ -492,7 +493,7 @@ func (a *app) watchStatus(c *cli.Context, opts stage.StatusOptions) error {
 		}
 		if table := b.String(); table != last {
 			if tty {
-				fmt.Fprint(a.io.Out, "\x1b[H\x1b[2J")
+				fmt.Fprint(a.io.RawOut, "\x1b[H\x1b[2J") // flume's own control, past the escaping writer
 				fmt.Fprintf(a.io.Out, "git flume status — %s\n\n", time.Now().Format("15:04:05"))
 			} else if last != "" {
 				fmt.Fprintln(a.io.Out)

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -71,6 +73,11 @@ func (a *app) noteRepo(cmds []*cli.Command) {
 			if takesRepo {
 				go a.runner.Open(c.Context, a.repoDir)
 				go a.settings(c.Context)
+				// R5, R7: this host's name goes into every record it
+				// writes and is printed wherever one is read.
+				if err := refs.ValidateHost(a.host()); err != nil {
+					return fmt.Errorf("this host's name (FLUME_HOST, else flume.host, else the hostname) is not usable in records: %w; set flume.host", err)
+				}
 			}
 			if before != nil {
 				return before(c)

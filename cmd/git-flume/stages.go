@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -204,7 +205,7 @@ func attachCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			term := agent.Terminal{In: a.io.In, Out: a.io.Out, Err: a.io.Err, Env: a.env.list}
+			term := agent.Terminal{In: a.io.In, Out: a.io.RawOut, Err: a.io.RawErr, Env: a.env.list}
 			return stage.Attach(c.Context, a.stageEnv(), a.placeOptions(c, id), term)
 		},
 	}
@@ -570,20 +571,20 @@ func explainCommand(a *app) *cli.Command {
 				return writeJSON(a.io.Out, x)
 			}
 			w := a.io.Out
-			fmt.Fprintf(w, "%s: stage %s (%d/%d), run %d: %s\n", x.Place, x.Stage, x.Index, x.Count, x.Run, x.State)
-			fmt.Fprintf(w, "why: %s\n", x.Why)
+			fmt.Fprintf(w, "%s: stage %s (%d/%d), run %d: %s\n", x.Place, term.Clean(x.Stage), x.Index, x.Count, x.Run, term.Clean(x.State))
+			fmt.Fprintf(w, "why: %s\n", term.Clean(x.Why))
 			if len(x.Evidence) > 0 {
 				fmt.Fprintln(w, "evidence:")
 				for _, e := range x.Evidence {
-					fmt.Fprintf(w, "  %-10s  %s\n", e.Source, e.Text)
+					fmt.Fprintf(w, "  %-10s  %s\n", e.Source, term.Clean(e.Text))
 				}
 			}
 			if x.Next != "" {
-				fmt.Fprintf(w, "next: %s\n", x.Next)
+				fmt.Fprintf(w, "next: %s\n", term.Clean(x.Next))
 			}
 			fmt.Fprintln(w, "history (newest first):")
 			for _, m := range x.History {
-				fmt.Fprintf(w, "  %s  %s\n", m.At.UTC().Format("2006-01-02 15:04:05"), m.Message)
+				fmt.Fprintf(w, "  %s  %s\n", m.At.UTC().Format("2006-01-02 15:04:05"), term.Clean(m.Message))
 			}
 			return nil
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -62,7 +63,7 @@ func writeSync(a *app, rep *refs.SyncReport) {
 		}
 	}
 	for _, r := range sortedKeys(rep.Kept) {
-		fmt.Fprintf(a.io.Out, "kept %s: %s\n", r, rep.Kept[r])
+		fmt.Fprintf(a.io.Out, "kept %s: %s\n", term.Clean(r), term.Clean(rep.Kept[r]))
 	}
 	if len(rep.Fetched)+len(rep.Pushed)+len(rep.Deleted)+len(rep.Removed)+len(rep.Kept) == 0 {
 		fmt.Fprintf(a.io.Out, "in sync with %s\n", rep.Remote)
