@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/internal/term"
 )
 
 // Event is what the notifier reads on standard input, schema 1.
