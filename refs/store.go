@@ -240,7 +240,14 @@ func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Pro
 			continue
 		}
 		if ref.Type != "commit" {
-			problems = append(problems, &Problem{Ref: ref.Name, Err: &MalformedError{Ref: ref.Name, Commit: ref.ID, Reason: fmt.Sprintf("points at a %s, not a state commit", ref.Type)}})
+			reason := fmt.Sprintf("points at a %s, not a state commit", ref.Type)
+			switch ref.Type {
+			case git.TypeMissing:
+				reason = "points at an object the repository does not have (pruned, or copied by hand)"
+			case git.TypeBroken:
+				reason = "its file holds no object id"
+			}
+			problems = append(problems, &Problem{Ref: ref.Name, Err: &MalformedError{Ref: ref.Name, Commit: ref.ID, Reason: reason}})
 			continue
 		}
 		commits = append(commits, ref)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,33 +20,119 @@ type Ref struct {
 	Type string
 }
 
+// Types of a listed ref whose object cannot be read.
+const (
+	// TypeMissing: the ref names an object the repository does not have
+	// (a `git gc --prune=now` beside a writer, a copy made by hand).
+	TypeMissing = "missing"
+	// TypeBroken: the ref's file holds no object id; its ID is "".
+	TypeBroken = "broken"
+)
+
 // ListRefs returns every ref under the prefixes (such as "refs/flume/"; a
 // full ref name matches that ref), sorted by name: read in process where
-// that is safe (see listRefsInProcess), else in one git call. A ref git
-// cannot read is left out by git itself and reported on stderr; that is
-// not an error here.
+// that is safe (see listRefsInProcess), else with git. A ref whose object
+// is missing is listed with Type TypeMissing, and a loose ref holding no
+// object id with TypeBroken, so that one such ref is named by its reader
+// and never stops the reading of the others (R5).
 func (repo *Repo) ListRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
 	if refs, ok := repo.listRefsInProcess(prefixes); ok {
 		return refs, nil
 	}
 	prefix := strings.Join(prefixes, " ")
-	args := append([]string{"for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", "--end-of-options"}, prefixes...)
+	// The object's type is asked separately: for-each-ref dies on the
+	// first ref whose object is missing, cat-file says "missing" of it.
+	args := append([]string{"for-each-ref", "--format=%(objectname) %(refname)", "--end-of-options"}, prefixes...)
 	out, err := repo.read(ctx, nil, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list refs under %q: %w", prefix, err)
 	}
 	var refs []Ref
+	var ids bytes.Buffer
 	for line := range strings.SplitSeq(strings.TrimRight(string(out), "\n"), "\n") {
 		if line == "" {
 			continue
 		}
-		f := strings.SplitN(line, " ", 3)
-		if len(f) != 3 {
+		id, name, ok := strings.Cut(line, " ")
+		if !ok {
 			return nil, fmt.Errorf("list refs under %q: unexpected line %q", prefix, line)
 		}
-		refs = append(refs, Ref{ID: f[0], Type: f[1], Name: f[2]})
+		refs = append(refs, Ref{ID: id, Name: name})
+		ids.WriteString(id + "\n")
 	}
+	if len(refs) > 0 {
+		out, err := repo.read(ctx, ids.Bytes(), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+		if err != nil {
+			return nil, fmt.Errorf("list refs under %q: %w", prefix, err)
+		}
+		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+		if len(lines) != len(refs) {
+			return nil, fmt.Errorf("list refs under %q: %d types for %d refs", prefix, len(lines), len(refs))
+		}
+		for i, l := range lines {
+			_, typ, _ := strings.Cut(l, " ")
+			refs[i].Type = typ
+		}
+	}
+	// git skips a loose ref holding no object id, with a warning only.
+	broken, err := repo.brokenLooseRefs(prefixes)
+	if err != nil {
+		return nil, fmt.Errorf("list refs under %q: %w", prefix, err)
+	}
+	refs = append(refs, broken...)
+	slices.SortFunc(refs, func(a, b Ref) int { return strings.Compare(a.Name, b.Name) })
 	return refs, nil
+}
+
+// brokenLooseRefs are the loose refs under the prefixes whose file holds
+// neither an object id nor a symbolic ref.
+func (repo *Repo) brokenLooseRefs(prefixes []string) ([]Ref, error) {
+	var broken []Ref
+	for _, p := range prefixes {
+		root := filepath.Join(repo.CommonDir, filepath.FromSlash(strings.TrimSuffix(p, "/")))
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if !d.Type().IsRegular() || strings.HasSuffix(path, ".lock") {
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil // gone since it was listed
+			}
+			id := strings.TrimSpace(string(data))
+			if strings.HasPrefix(id, "ref:") || isHexID(id) {
+				return nil
+			}
+			rel, err := filepath.Rel(repo.CommonDir, path)
+			if err != nil {
+				return err
+			}
+			broken = append(broken, Ref{Name: filepath.ToSlash(rel), Type: TypeBroken})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return broken, nil
+}
+
+// isHexID reports a full SHA-1 or SHA-256 id in hex.
+func isHexID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // ResolveRef returns the object id ref points at, or an error wrapping

@@ -62,6 +62,10 @@ func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
 	}
 	slices.SortFunc(refs, func(a, b Ref) int { return strings.Compare(a.Name, b.Name) })
 	ok = par.Each(len(refs), func(i int) bool {
+		if refs[i].ID == "" {
+			refs[i].Type = TypeBroken
+			return true
+		}
 		typ, _, err := repo.readObject(refs[i].ID, true)
 		refs[i].Type = typ
 		return err == nil
@@ -133,8 +137,13 @@ func (repo *Repo) looseRef(name, path string, ids map[string]string) bool {
 		return false
 	}
 	id := strings.TrimSuffix(string(data), "\n")
-	if !plumbing.IsHash(id) || strings.ToLower(id) != id {
-		return false // a symbolic ref, or one git calls broken
+	switch {
+	case strings.HasPrefix(id, "ref:"):
+		return false // a symbolic ref: git follows it
+	case !plumbing.IsHash(id) || strings.ToLower(id) != id:
+		// Broken (git skips it with a warning): listed with no id, so
+		// its reader names it instead of never seeing it (R5).
+		id = ""
 	}
 	if _, seen := ids[name]; !seen {
 		ids[name] = id

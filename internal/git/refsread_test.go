@@ -155,18 +155,15 @@ func TestRefsReadInProcessAgreeWithGit_R4(t *testing.T) {
 	}
 }
 
-// TestRefsReadGoToGitForWhatIsNotPlain_R2: a symbolic ref, a broken loose
-// ref and a glob pattern are git's to judge: with no git the read fails
-// instead of answering on its own, and with git it answers as git does.
+// TestRefsReadGoToGitForWhatIsNotPlain_R2: a symbolic ref and a glob
+// pattern are git's to judge: with no git the read fails instead of
+// answering on its own, and with git it answers as git does. (A broken
+// loose ref is listed as broken: TestRefsListBrokenAndMissingByName_R5.)
 func TestRefsReadGoToGitForWhatIsNotPlain_R2(t *testing.T) {
 	ctx := context.Background()
 	for name, spoil := range map[string]func(dir string, env []string) []string{
 		"symbolic ref": func(dir string, env []string) []string {
 			mustGit(t, env, "-C", dir, "symbolic-ref", "refs/flume/odd/sym", "refs/flume/places/fix--p1")
-			return []string{"refs/flume/"}
-		},
-		"broken loose ref": func(dir string, env []string) []string {
-			os.WriteFile(filepath.Join(dir, ".git", "refs", "flume", "odd", "broken"), []byte("not an id\n"), 0o644)
 			return []string{"refs/flume/"}
 		},
 		"glob": func(string, []string) []string { return []string{"refs/flume/places/*"} },
@@ -187,6 +184,49 @@ func TestRefsReadGoToGitForWhatIsNotPlain_R2(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefsListBrokenAndMissingByName_R5: a loose ref whose file holds no
+// object id, and a ref whose object the repository does not have, are
+// listed with their type (broken, missing) beside every other ref, read in
+// process or through git, so their reader names them; git's for-each-ref
+// skips the one and dies on the other.
+func TestRefsListBrokenAndMissingByName_R5(t *testing.T) {
+	ctx := context.Background()
+	dir, env := refsFixture(t)
+	want := forEachRef(t, env, dir, "refs/flume/")
+	odd := filepath.Join(dir, ".git", "refs", "flume", "odd")
+	os.MkdirAll(odd, 0o755)
+	os.WriteFile(filepath.Join(odd, "broken"), []byte("not an id\n"), 0o644)
+
+	r := &git.Runner{Env: env}
+	repo := mustOpen(t, r, dir)
+	r.Path = noGit
+	got, err := repo.ListRefs(ctx, "refs/flume/")
+	if err != nil || !hasRef(got, "refs/flume/odd/broken", git.TypeBroken) || len(got) != len(want)+1 {
+		t.Fatalf("in process: %v, %v; want %v and the broken one", got, err, want)
+	}
+
+	os.WriteFile(filepath.Join(odd, "pruned"), []byte(strings.Repeat("1", 40)+"\n"), 0o644)
+	r.Path = ""
+	got, err = repo.ListRefs(ctx, "refs/flume/")
+	if err != nil || !hasRef(got, "refs/flume/odd/broken", git.TypeBroken) || !hasRef(got, "refs/flume/odd/pruned", git.TypeMissing) || len(got) != len(want)+2 {
+		t.Fatalf("through git: %v, %v; want %v, the broken and the missing one", got, err, want)
+	}
+	for _, w := range want {
+		if !hasRef(got, w.Name, w.Type) {
+			t.Errorf("%s (%s) not listed", w.Name, w.Type)
+		}
+	}
+}
+
+func hasRef(refs []git.Ref, name, typ string) bool {
+	for _, r := range refs {
+		if r.Name == name && r.Type == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // TestRefsListedInProcessWhilePackRefsRuns_R3: `git pack-refs --all
