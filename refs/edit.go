@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/git-flume/git-flume/internal/git"
 )
 
 // RetryPolicy bounds a read–decide–write loop.
@@ -22,9 +20,11 @@ type RetryPolicy struct {
 // DefaultRetry suits a handful of processes contending for one record.
 var DefaultRetry = RetryPolicy{Attempts: 200, Base: 2 * time.Millisecond, Max: 100 * time.Millisecond}
 
-// Retry runs step until it returns nil or an error that is neither a lost
-// race (*ConflictError) nor a held lock (git.ErrLocked), or until the policy's
-// attempts run out; then it returns the last error.
+// Retry runs step until it returns nil or an error that is not a lost race
+// (*ConflictError), or until the policy's attempts run out; then it returns
+// the last error. A held lock is not retried here: the write already waited
+// for it as long as it looked live, and one left behind is the operator's
+// to remove (issue 25).
 func (p RetryPolicy) Retry(ctx context.Context, step func(context.Context) error) error {
 	var err error
 	for n := 0; n < p.Attempts; n++ {
@@ -41,7 +41,7 @@ func (p RetryPolicy) Retry(ctx context.Context, step func(context.Context) error
 		}
 		err = step(ctx)
 		var conflict *ConflictError
-		if err == nil || !errors.As(err, &conflict) && !errors.Is(err, git.ErrLocked) {
+		if err == nil || !errors.As(err, &conflict) {
 			return err
 		}
 	}

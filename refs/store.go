@@ -368,35 +368,29 @@ func (s *Store) Commit(ctx context.Context, reflog string, prepared []*Prepared,
 }
 
 // Lock waits: git holds a ref's lock only while it updates it, so a held
-// lock clears within milliseconds, and a write waits up to lockWait for
-// it. A lock file is left behind only when a git process was killed with
-// SIGKILL (git removes its locks on SIGINT and SIGTERM); one older than
-// staleLock is removed, under refs/flume only. The age must be far beyond
-// any live update: removing a live lock lets two writers both "win", and
-// a test of 8 writers under load lost an update when this was 3 s.
+// lock clears within milliseconds, and a write waits up to lockWait for a
+// lock that looks live. A lock file is left behind only when a git process
+// was killed with SIGKILL (git removes its locks on SIGINT and SIGTERM): a
+// lock already older than leftLock is reported at once, naming its file,
+// and flume never removes it (issue 25): removing another process's live
+// lock lets two writers both "win" (a test of 8 writers under load lost an
+// update that way), and flume makes no lock files of its own to remove.
 const (
-	lockWait  = 5 * time.Second
-	staleLock = 5 * time.Minute
+	lockWait = 5 * time.Second
+	leftLock = 10 * time.Second
 )
 
-// update runs one transaction, waiting out held locks and breaking stale
-// ones under refs/flume.
+// update runs one transaction, waiting out a held lock that looks live.
 func (s *Store) update(ctx context.Context, reflog string, updates []git.RefUpdate) error {
-	names := make([]string, len(updates))
-	for i, u := range updates {
-		names[i] = u.Name
-	}
 	deadline := time.Now().Add(lockWait)
 	wait := 5 * time.Millisecond
 	for {
 		err := s.repo.UpdateRefsLogged(ctx, reflog, updates)
-		if !errors.Is(err, git.ErrLocked) {
+		var locked *git.LockedError
+		if !errors.As(err, &locked) {
 			return err
 		}
-		if len(s.repo.BreakStaleRefLocks(names, Prefix, staleLock)) > 0 {
-			continue
-		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || locked.Oldest >= leftLock {
 			return err
 		}
 		select {

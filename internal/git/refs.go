@@ -282,8 +282,12 @@ func (repo *Repo) UpdateRefsLogged(ctx context.Context, message string, updates 
 	if len(conflicts) > 0 {
 		return &ConflictError{Conflicts: conflicts}
 	}
-	if repo.lockHeld(updates, err) {
-		return &LockedError{Refs: names(updates), Err: err}
+	if held, files := repo.heldLocks(updates, err); held {
+		le := &LockedError{Refs: names(updates), Files: files, Err: err}
+		for _, f := range files {
+			le.Oldest = max(le.Oldest, f.Age)
+		}
+		return le
 	}
 	// Every ref is where the caller expected and no lock is held: git
 	// refused for another reason (a missing object, permissions, a full
@@ -305,26 +309,31 @@ func (e *UpdateError) Error() string {
 
 func (e *UpdateError) Unwrap() error { return e.Err }
 
-// lockHeld tells whether a refused transaction met a lock another process
-// held: a lock file of one of its refs (or of packed-refs, which a
-// deletion locks) is there now, or git said it found one ("Unable to
-// create '….lock': File exists", in the C locale it runs in). The lock may
-// be gone by the time its file is looked for, hence git's words too.
-func (repo *Repo) lockHeld(updates []RefUpdate, err error) bool {
+// heldLocks are the lock files a refused transaction met, another
+// process's, that are there now: a lock of one of its refs, or of
+// packed-refs, which a deletion locks. held also reports git saying it
+// found one ("Unable to create '….lock': File exists", in the C locale it
+// runs in), since the lock may be gone by the time its file is looked for.
+func (repo *Repo) heldLocks(updates []RefUpdate, err error) (held bool, files []LockFile) {
 	var gerr *Error
-	if errors.As(err, &gerr) && strings.Contains(gerr.Stderr, ".lock': File exists") {
-		return true
-	}
+	held = errors.As(err, &gerr) && strings.Contains(gerr.Stderr, ".lock': File exists")
 	paths := []string{filepath.Join(repo.CommonDir, "packed-refs.lock")}
 	for _, u := range updates {
 		paths = append(paths, filepath.Join(repo.CommonDir, filepath.FromSlash(u.Name)+".lock"))
 	}
 	for _, p := range paths {
-		if _, err := os.Lstat(p); err == nil {
-			return true
+		if info, err := os.Lstat(p); err == nil {
+			held = true
+			files = append(files, LockFile{Path: p, Age: time.Since(info.ModTime())})
 		}
 	}
-	return false
+	return held, files
+}
+
+// LockFile is a ref lock file another process left or holds.
+type LockFile struct {
+	Path string
+	Age  time.Duration
 }
 
 // CheckRefName applies git's rules for ref names (git check-ref-format) in
@@ -354,14 +363,31 @@ func CheckRefName(name string) error {
 }
 
 // LockedError is a transaction refused because git's lock on a ref was
-// held, every ref being where the caller expected. It matches ErrLocked.
+// held, every ref being where the caller expected. It matches ErrLocked,
+// and names the lock files it met and how old they are.
 type LockedError struct {
-	Refs []string
-	Err  error
+	Refs  []string
+	Files []LockFile
+	// Oldest is the age of the oldest lock file met: a live git holds one
+	// for milliseconds, so an old one was left by a killed process.
+	Oldest time.Duration
+	Err    error
 }
 
 func (e *LockedError) Error() string {
-	return fmt.Sprintf("%s: %v (a git process holds the lock; a <ref>.lock file left by a killed process can be removed once no git runs)", ErrLocked, e.Err)
+	if len(e.Files) == 0 {
+		return fmt.Sprintf("%s: %s: %v (a git process held its lock; try again)", ErrLocked, strings.Join(e.Refs, ", "), e.Err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:", ErrLocked)
+	for i, f := range e.Files {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %s exists (made %s ago)", f.Path, f.Age.Round(time.Second))
+	}
+	b.WriteString("; a git process holds it, or one that was killed left it: if no git runs in this repository, remove it (flume never removes a lock it did not make)")
+	return b.String()
 }
 
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
@@ -420,27 +446,4 @@ func (repo *Repo) readRefs(ctx context.Context, names []string) (map[string]stri
 		}
 	}
 	return found, nil
-}
-
-// BreakStaleRefLocks removes the lock files of the named refs that are older
-// than age, and returns the refs it unlocked. git holds a ref's lock only
-// for the moment of an update, so an old one was left by a killed process
-// and would block the ref forever. Only refs under onlyUnder are touched;
-// a reftable repository has no per-ref locks and is left alone.
-func (repo *Repo) BreakStaleRefLocks(names []string, onlyUnder string, age time.Duration) []string {
-	var broken []string
-	for _, name := range names {
-		if !strings.HasPrefix(name, onlyUnder) || strings.Contains(name, "..") {
-			continue
-		}
-		lock := filepath.Join(repo.CommonDir, filepath.FromSlash(name)+".lock")
-		info, err := os.Lstat(lock)
-		if err != nil || !info.Mode().IsRegular() || time.Since(info.ModTime()) < age {
-			continue
-		}
-		if os.Remove(lock) == nil {
-			broken = append(broken, name)
-		}
-	}
-	return broken
 }
