@@ -56,6 +56,13 @@ func OwnerOf(ctx context.Context, repo *git.Repo, ref string) string {
 	return hostOf(rf.Data)
 }
 
+// claimOnOurs reports ref as a claim on a place whose record here is
+// host's own.
+func (s *Store) claimOnOurs(ctx context.Context, ref, host string) bool {
+	place, ok := strings.CutPrefix(ref, ClaimPrefix)
+	return ok && OwnerOf(ctx, s.repo, "refs/flume/places/"+place) == host
+}
+
 func hostOf(data []byte) string {
 	var h struct {
 		Host string `json:"host"`
@@ -210,6 +217,8 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 			refuse(ref, "the remote's copy is not a valid record, not taken: "+invalid.Error())
 		case l == "" && theirs == host:
 			refuse(ref, fmt.Sprintf("the remote's copy names this host (%s) but was not made in this clone; a host's records are never taken from a remote", host))
+		case r != "" && invalid == nil && theirs != host && s.claimOnOurs(ctx, ref, host):
+			refuse(ref, fmt.Sprintf("host %s's claim on a place of this host is not taken here: gates on this host judge this host's sessions (R8); a shared claim stays held at the remote", theirs))
 		case l == "":
 			local = append(local, git.RefUpdate{Op: git.Create, Name: ref, New: r})
 			rep.Fetched = append(rep.Fetched, ref)
