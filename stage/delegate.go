@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -103,6 +104,23 @@ func callerPlace(env *Env) string {
 	return from
 }
 
+// placeAt is the place whose worktree repo was opened in (a launch run
+// from inside a place's folder, with or without $FLUME_PLACE: A9), "" when
+// it is not a place's.
+func placeAt(ctx context.Context, store *refs.Store, repo *git.Repo) string {
+	if repo.Bare || repo.GitDir == repo.CommonDir || filepath.Base(filepath.Dir(repo.Dir)) != PlacesDir {
+		return ""
+	}
+	id := filepath.Base(repo.Dir)
+	if _, err := PlaceID(id); err != nil {
+		return ""
+	}
+	if _, p, err := readPlace(ctx, store, id); err == nil && p.Path == repo.Dir {
+		return id
+	}
+	return ""
+}
+
 // commission is the place a launch is delegated from, as read.
 type commission struct {
 	rec *refs.Record
@@ -116,6 +134,9 @@ type commission struct {
 // from a person's shell.
 func checkDelegation(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, kind string) (*commission, error) {
 	from := callerPlace(env)
+	if from == "" {
+		from = placeAt(ctx, store, repo)
+	}
 	if from == "" {
 		return nil, nil
 	}
