@@ -52,6 +52,11 @@ func InstallHooks(ctx context.Context, env *Env, repoDir string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
+	if repo.Bare {
+		// Its hooks would fire for nothing flume acts on: places are
+		// worktrees of a repository with a work tree.
+		return nil, fmt.Errorf("%s is a bare repository: flume's hooks act on commits made in places, which need a work tree; install them in a clone", repo.Dir)
+	}
 	dir, err := repo.HooksDir(ctx)
 	if err != nil {
 		return nil, err

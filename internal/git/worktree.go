@@ -422,7 +422,13 @@ type ConfigEntry struct {
 // .flume/config). A file that does not exist there reads as empty.
 func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry, error) {
 	blob, err := repo.BlobAt(ctx, rev, path)
-	if err != nil || blob == "" {
+	switch {
+	case err != nil:
+		// Only a file that is not there reads as no configuration; a
+		// read that failed is said, never taken for "nothing declared"
+		// (issue 25).
+		return nil, fmt.Errorf("read %s at %s: %w", path, rev, err)
+	case blob == "":
 		return nil, nil
 	}
 	out, err := repo.read(ctx, nil, "config", "--blob", blob, "--list", "-z")
