@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/internal/jsonrpc"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -96,21 +97,10 @@ func mcpCommand(a *app) *cli.Command {
 						return nil
 					})
 				})
-			return s.Run(c.Context, &mcp.IOTransport{Reader: readCloser{a.io.In}, Writer: writeCloser{a.io.RawOut}})
+			// What the SDK would die on never reaches it: the guard
+			// answers it with JSON-RPC's error and the server goes on.
+			in, out := jsonrpc.Guard(a.io.In, a.io.RawOut)
+			return s.Run(c.Context, &mcp.IOTransport{Reader: in, Writer: out})
 		},
 	}
 }
-
-type readCloser struct {
-	r interface{ Read([]byte) (int, error) }
-}
-
-func (r readCloser) Read(p []byte) (int, error) { return r.r.Read(p) }
-func (readCloser) Close() error                 { return nil }
-
-type writeCloser struct {
-	w interface{ Write([]byte) (int, error) }
-}
-
-func (w writeCloser) Write(p []byte) (int, error) { return w.w.Write(p) }
-func (writeCloser) Close() error                  { return nil }
