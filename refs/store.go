@@ -209,9 +209,17 @@ func (s *Store) check(ref string, rf git.RefFile) (*Record, error) {
 		return nil, &MalformedError{Ref: ref, Commit: rf.ID, Reason: "commit " + rf.ID + " has no " + StateFile}
 	case !rf.IsFile:
 		return nil, &MalformedError{Ref: ref, Commit: rf.ID, Reason: StateFile + " is not a file"}
+	case len(rf.Data) > MaxRecordSize:
+		// A record is a few KiB; a remote's far larger one is not read
+		// into every command (issue 25).
+		return nil, &MalformedError{Ref: ref, Commit: rf.ID, Reason: fmt.Sprintf("%s is %d bytes, more than a record's %d", StateFile, len(rf.Data), MaxRecordSize)}
 	}
 	return s.parse(ref, rf.ID, rf.Data)
 }
+
+// MaxRecordSize bounds a record's state.json. A place with every stage
+// run many times is tens of KiB.
+const MaxRecordSize = 1 << 20
 
 // Problem is a ref under refs/flume that List could not read as a record.
 type Problem struct {

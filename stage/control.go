@@ -326,6 +326,12 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
+		if p.Host != env.Host {
+			// R7: another host's place is followed by its owner; here it
+			// is only what the last sync brought, and never a child of
+			// a place of ours (issue 25).
+			return nil, &RefusedError{Place: id, Reason: fmt.Sprintf("a place of host %s: only its owner follows it; git flume status shows it as the last sync brought it", p.Host)}
+		}
 		if start < 0 || p.Parent != nil {
 			start = p.Current
 		}

@@ -187,10 +187,22 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	if opts.Place != "" && len(st.Places) == 0 {
 		return nil, &NotFoundError{Place: opts.Place}
 	}
+	if opts.Place != "" && st.Places[0].Parent != "" {
+		// One place read alone: its commissioner is read too, since a
+		// parent of another host's makes no child here (issue 25).
+		if _, parent, err := readPlace(ctx, store, st.Places[0].Parent); err == nil && parent.Host != st.Places[0].Host {
+			st.Places[0].Parent, st.Places[0].Delegation = "", ""
+		}
+	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
 	st.Places = treeOrder(st.Places)
 	return st, nil
 }
+
+// MaxTreeDepth bounds how deep status draws a tree of delegated places;
+// a place deeper than that (no real delegation goes there; a hostile
+// remote's chain of records may) starts a tree of its own.
+const MaxTreeDepth = 8
 
 // treeOrder puts each delegated place right after its commissioner, in
 // the order it was delegated, and sets its depth (issue 17); top-level
@@ -202,6 +214,13 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 	}
 	out := make([]PlaceStatus, 0, len(places))
 	seen := make([]bool, len(places))
+	// linked reports child j of place i: the link is in both records, of
+	// one host (a place is delegated on the host that launched it: another
+	// host's record is never a child here), and within the tree's depth.
+	linked := func(i, j, depth int) bool {
+		return places[j].Parent == places[i].Place && places[j].Host == places[i].Host &&
+			slices.Contains(places[i].Children, places[j].Place) && depth < MaxTreeDepth
+	}
 	var visit func(i, depth int)
 	visit = func(i, depth int) {
 		if seen[i] {
@@ -211,13 +230,19 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 		places[i].Depth = depth
 		out = append(out, places[i])
 		for _, c := range places[i].Children {
-			if j, ok := byID[c]; ok && places[j].Parent == places[i].Place {
+			if j, ok := byID[c]; ok && linked(i, j, depth) {
 				visit(j, depth+1)
 			}
 		}
 	}
 	for i, p := range places {
-		if j, ok := byID[p.Parent]; !ok || p.Parent == "" || !slices.Contains(places[j].Children, p.Place) {
+		j, ok := byID[p.Parent]
+		if ok && places[j].Host != p.Host {
+			// Another host's record naming a place here as its parent
+			// is nobody's child here.
+			places[i].Parent, places[i].Delegation = "", ""
+		}
+		if !ok || p.Parent == "" || places[j].Host != p.Host || !slices.Contains(places[j].Children, p.Place) {
 			visit(i, 0)
 		}
 	}
