@@ -7,10 +7,14 @@ package stage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -19,6 +23,63 @@ type DelegateOptions struct {
 	PlaceOptions
 	// Text is reopen's reason (--why) or unblock's answer (--with).
 	Text string
+}
+
+// lockDelegation serializes the verbs on the delegations of one
+// commissioner (issue 25): accept, reopen, unblock and rollback of its
+// child run one at a time, each deciding from what the one before it left.
+// The lock is a flock, so a verb killed while it holds it leaves nothing
+// stale.
+func lockDelegation(ctx context.Context, store *refs.Store, commissioner string) (*lockfile.Lock, error) {
+	dir := filepath.Join(store.Repo().CommonDir, "flume", "locks")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l, err := lockfile.Take(ctx, filepath.Join(dir, "delegations-"+commissioner+".lock"))
+	if err != nil {
+		return nil, fmt.Errorf("delegations of %s: %w", commissioner, err)
+	}
+	return l, nil
+}
+
+// lockedDelegated reads delegated place o.Place as readDelegated does,
+// then takes its commissioner's delegation lock and reads it again: the
+// caller decides from what the verb that ran before it left. It returns
+// the unlock.
+func lockedDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, verb string) (*Place, func(), error) {
+	p, err := readDelegated(ctx, env, store, o, verb)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := lockDelegation(ctx, store, p.Parent.Parent)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, p, err = gate(ctx, env, store, o.Place, o.Gate); err != nil {
+		l.Unlock()
+		return nil, nil, err
+	}
+	return p, l.Unlock, nil
+}
+
+// LostError is a delegation verb that found the delegation already closed
+// the other way by another verb: it changed nothing.
+type LostError struct {
+	Place, Verb, Outcome string
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("%s: not %s: its delegation was already %s by another command, and nothing was changed", e.Place, verbed(e.Verb), e.Outcome)
+}
+
+func verbed(verb string) string {
+	switch verb {
+	case "accept":
+		return "accepted"
+	case "roll back":
+		return "rolled back"
+	}
+	return verb + "ed"
 }
 
 // readDelegated records what happened to delegated place id first (a
@@ -46,12 +107,17 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := readDelegated(ctx, env, store, o, "accept")
+	p, unlock, err := lockedDelegated(ctx, env, store, o, "accept")
 	if err != nil {
 		return nil, err
 	}
-	switch state := DelegationState(p); state {
-	case DelegationFinished, DelegationAccepted:
+	defer unlock()
+	switch state := DelegationState(p); {
+	case state == DelegationRolledBack:
+		return nil, &LostError{Place: p.ID, Verb: "accept", Outcome: OutcomeRolledBack}
+	case state == DelegationAccepted && p.Phase == PhaseTidied:
+		return nil, &RefusedError{Place: p.ID, Reason: "it was already accepted: its work is on " + p.Target}
+	case state == DelegationFinished, state == DelegationAccepted:
 	default:
 		return nil, &RefusedError{Place: p.ID, Reason: "it is " + state + ", not finished: only a finished delegation is accepted"}
 	}
@@ -65,9 +131,15 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 			return nil, err
 		}
 	}
+	env.fault("accept:merged")
 	if _, err := editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
-		if cur.Parent == nil || cur.Parent.Outcome != "" {
+		switch {
+		case cur.Parent == nil || cur.Parent.Outcome == OutcomeAccepted:
 			return "", refs.ErrNoChange
+		case cur.Parent.Outcome != "":
+			// Never overwritten: the lock makes this a record edited by
+			// hand, and it is said, not papered over.
+			return "", &LostError{Place: cur.ID, Verb: "accept", Outcome: cur.Parent.Outcome}
 		}
 		at := env.now()
 		cur.Parent.Outcome, cur.Parent.Closed = OutcomeAccepted, &at
@@ -75,6 +147,7 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 	}); err != nil {
 		return nil, err
 	}
+	env.fault("accept:recorded")
 	return tidyDelegated(ctx, env, store, o)
 }
 
@@ -135,6 +208,15 @@ func Reopen(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 	if o.Text == "" {
 		return nil, fmt.Errorf("reopen needs the reason (--why)")
 	}
+	_, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	_, unlock, err := lockedDelegated(ctx, env, store, o.PlaceOptions, "reopen")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	return restart(ctx, env, o.PlaceOptions, restartHow{verb: "reopen", delivered: true,
 		followup: "Your commissioner reopened this stage: " + o.Text,
 		check:    delegatedIn(env, "reopen", DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
@@ -164,10 +246,11 @@ func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := readDelegated(ctx, env, store, o.PlaceOptions, "unblock")
+	p, unlock, err := lockedDelegated(ctx, env, store, o.PlaceOptions, "unblock")
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	blocked := delegatedIn(env, "unblock", DelegationBlocked, "not blocked: nothing to unblock")
 	if err := blocked(p); err != nil {
 		return nil, err
@@ -203,11 +286,19 @@ func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, 
 	if err != nil {
 		return nil, err
 	}
-	p, err := readDelegated(ctx, env, store, o, "roll back")
+	p, unlock, err := lockedDelegated(ctx, env, store, o, "roll back")
 	if err != nil {
 		return nil, err
 	}
-	if state := DelegationState(p); !delegationOpen(p) && state != DelegationRolledBack {
+	defer unlock()
+	switch state := DelegationState(p); {
+	case state == DelegationAccepted:
+		return nil, &LostError{Place: p.ID, Verb: "roll back", Outcome: OutcomeAccepted}
+	case state == DelegationRolledBack && p.Parent.Restored && p.Phase == PhaseTidied:
+		return nil, &RefusedError{Place: p.ID, Reason: "it was already rolled back"}
+	case p.Parent != nil && p.Parent.Outcome == OutcomeRolledBack:
+		// A rollback cut short: it goes on from where it stopped.
+	case !delegationOpen(p):
 		return nil, &RefusedError{Place: p.ID, Reason: "its delegation is " + state + "; only an open one is rolled back"}
 	}
 	if err := rollbackSubtree(ctx, env, store, o, p.ID); err != nil {
@@ -217,7 +308,11 @@ func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, 
 }
 
 // rollbackSubtree rolls delegated place id back, its open descendants
-// first, and tidies those descendants.
+// first, and tidies those descendants. The outcome is recorded first: it
+// closes the delegation (no accept can win after it) and tells a rerun
+// after a crash to go on; every step after it is done once and skipped
+// when done (drop, the child's work kept and undone, the commissioner
+// restored).
 func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, id string) error {
 	_, p, err := readPlace(ctx, store, id)
 	if err != nil {
@@ -236,14 +331,13 @@ func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOp
 		}
 	}
 	repo := store.Repo()
-	if p.Phase == PhaseMade && p.Dropped == nil {
-		if p, err = Drop(ctx, env, PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
-			return err
-		}
-	}
 	if _, err := editPlace(ctx, store, id, func(cur *Place) (string, error) {
-		if cur.Parent.Outcome == OutcomeRolledBack {
+		switch cur.Parent.Outcome {
+		case OutcomeRolledBack:
 			return "", refs.ErrNoChange
+		case "":
+		default:
+			return "", &LostError{Place: cur.ID, Verb: "roll back", Outcome: cur.Parent.Outcome}
 		}
 		at := env.now()
 		cur.Parent.Outcome, cur.Parent.Closed = OutcomeRolledBack, &at
@@ -251,16 +345,31 @@ func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOp
 	}); err != nil {
 		return err
 	}
-	if p.Phase == PhaseMade {
-		if err := undoChildWork(ctx, repo, store, p); err != nil {
+	env.fault("rollback:recorded")
+	if p.Phase == PhaseMade && p.Dropped == nil {
+		if p, err = Drop(ctx, env, PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
 			return err
 		}
 	}
+	env.fault("rollback:dropped")
+	if _, p, err = readPlace(ctx, store, id); err != nil {
+		return err
+	}
+	if _, err := repo.ResolveRef(ctx, p.branchRef()); p.Phase == PhaseMade && err == nil {
+		// (A rerun after tidy took the branch has nothing left to undo.)
+		if err := undoChildWork(ctx, repo, store, p); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, git.ErrNotExist) {
+		return err
+	}
+	env.fault("rollback:undone")
 	if !p.Parent.Restored {
 		if err := restoreCommissioner(ctx, env, repo, store, p); err != nil {
 			return err
 		}
 	}
+	env.fault("rollback:restored")
 	return nil
 }
 

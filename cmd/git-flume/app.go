@@ -258,13 +258,14 @@ func exitCode(w io.Writer, err error) int {
 		wsBad    *promote.InvalidError
 		wsRefuse *promote.RefusedError
 		unchosen *stage.RemoteUnchosenError
+		lost     *stage.LostError
 	)
 	switch {
 	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind), errors.As(err, &wsBad), errors.As(err, &unchosen):
 		return exitUsage
 	case errors.As(err, &exists), errors.As(err, &claimed), errors.As(err, &refused), errors.As(err, &wsRefuse):
 		return exitRefused
-	case errors.As(err, &conflict):
+	case errors.As(err, &conflict), errors.As(err, &lost):
 		return exitConflict
 	}
 	return exitError

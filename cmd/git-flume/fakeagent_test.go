@@ -51,7 +51,8 @@ import (
 //	exitcode N      exit with status N
 //	kill            die of SIGKILL
 //
-// A prompt with no line gets "say ok". A plan starting with "dialog" shows
+// "{place}" in an action's argument is the place's id ($FLUME_PLACE). A
+// prompt with no line gets "say ok". A plan starting with "dialog" shows
 // a trust dialog instead of the composer and records anything typed into
 // ~/typed-into-dialog. A plan starting with "trust" shows the same dialog
 // until a person answers it (one line, Enter), then goes on with the rest
@@ -124,6 +125,7 @@ func fakeClaude() {
 		tr.user(prompt)
 		for a := range strings.SplitSeq(actions, ";") {
 			verb, arg, _ := strings.Cut(strings.TrimSpace(a), " ")
+			arg = strings.ReplaceAll(arg, "{place}", os.Getenv("FLUME_PLACE"))
 			switch verb {
 			case "commit":
 				os.MkdirAll(filepath.Dir(arg), 0o755)
