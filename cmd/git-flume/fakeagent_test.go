@@ -51,7 +51,8 @@ import (
 //	exitcode N      exit with status N
 //	kill            die of SIGKILL
 //
-// "{place}" in an action's argument is the place's id ($FLUME_PLACE). A
+// "{place}" and "{workspace}" in an action's argument are the place's or
+// the workspace request's id ($FLUME_PLACE, $FLUME_WORKSPACE). A
 // prompt with no line gets "say ok". A plan starting with "dialog" shows
 // a trust dialog instead of the composer and records anything typed into
 // ~/typed-into-dialog. A plan starting with "trust" shows the same dialog
@@ -125,7 +126,7 @@ func fakeClaude() {
 		tr.user(prompt)
 		for a := range strings.SplitSeq(actions, ";") {
 			verb, arg, _ := strings.Cut(strings.TrimSpace(a), " ")
-			arg = strings.ReplaceAll(arg, "{place}", os.Getenv("FLUME_PLACE"))
+			arg = strings.NewReplacer("{place}", os.Getenv("FLUME_PLACE"), "{workspace}", os.Getenv("FLUME_WORKSPACE")).Replace(arg)
 			switch verb {
 			case "commit":
 				os.MkdirAll(filepath.Dir(arg), 0o755)

@@ -10,6 +10,7 @@ package git
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // ErrNotExist means git answered that the object, ref or path asked for does
@@ -74,6 +76,9 @@ type Error struct {
 	Code   int
 	Stderr string
 	Err    error
+	// Disk says how full the filesystem was when a write failed: git says
+	// only that it could not write a file.
+	Disk string
 }
 
 func (e *Error) Error() string {
@@ -84,10 +89,29 @@ func (e *Error) Error() string {
 	if s := strings.TrimSpace(e.Stderr); s != "" {
 		msg += ": " + s
 	}
+	if e.Disk != "" {
+		msg += " (" + e.Disk + ")"
+	}
 	return msg
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+// fullDisk says how full the filesystem holding dir is when a write there
+// failed as a full disk makes it fail (git often says only that it could
+// not write a file, and cleans up before it exits, so the space it needed
+// may read free again); "" otherwise.
+func fullDisk(dir, stderr string) string {
+	low := strings.ToLower(stderr)
+	wrote := false
+	for _, w := range []string{"no space left", "unable to write", "short write", "could not write", "write error", "disk quota"} {
+		wrote = wrote || strings.Contains(low, w)
+	}
+	var fs syscall.Statfs_t
+	if !wrote || dir == "" || syscall.Statfs(dir, &fs) != nil {
+		return ""
+	}
+	free, total := fs.Bavail*uint64(fs.Bsize), fs.Blocks*uint64(fs.Bsize)
+	return fmt.Sprintf("a write failed: the filesystem holding %s has %d of its %d bytes free; no space left on it is the usual cause", dir, free, total)
+}
 
 // stderrLimit bounds how much of git's stderr an Error keeps.
 const stderrLimit = 4 << 10
@@ -168,7 +192,11 @@ func (r *Runner) run(ctx context.Context, c call) ([]byte, error) {
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), wrapExit(c.args, err, stderr.Bytes())
+		werr := wrapExit(c.args, err, stderr.Bytes())
+		if gerr, ok := werr.(*Error); ok && !c.readOnly {
+			gerr.Disk = fullDisk(cmp.Or(c.dir, "."), gerr.Stderr)
+		}
+		return stdout.Bytes(), werr
 	}
 	return stdout.Bytes(), nil
 }
