@@ -31,7 +31,10 @@ func newUser(t *testing.T) *user {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { exec.Command("tmux", "-S", filepath.Join(root, "home", "tmux.sock"), "kill-server").Run(); os.RemoveAll(root) })
+	t.Cleanup(func() {
+		exec.Command("tmux", "-S", filepath.Join(root, "home", "tmux.sock"), "kill-server").Run()
+		os.RemoveAll(root)
+	})
 	u := &user{t: t, dir: root, bin: filepath.Join(root, "bin")}
 	exe, err := os.Executable()
 	if err != nil {
