@@ -156,7 +156,9 @@ func Decide(r Run, o Observation, p Policy) (Run, Move) {
 	if !running {
 		return r, Move{}
 	}
-	if o.PlaceGone != "" && r.BlockedBy() != BlockPlace {
+	if o.PlaceGone != "" && (r.BlockedBy() != BlockPlace || r.Reason != o.PlaceGone) {
+		// (Said again when it changes: a folder being deleted is first
+		// no worktree, then gone.)
 		// A10: nothing is started anywhere else; the agent is left to the
 		// operator (it may still hold work), the stage blocked.
 		r.block(BlockPlace, o.PlaceGone)

@@ -125,6 +125,8 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 		{"the place's worktree goes: blocked, nothing started elsewhere", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnRunning, PlaceGone: "its place's worktree /r/places/fix--a is gone"}),
 			"write", "blocked: its place's worktree /r/places/fix--a is gone", StateBlocked, ""},
 		{"the place gone, recorded already: nothing more", stage, working(func(r *Run) { r.block(BlockPlace, "gone") }), up(Observation{Now: t0, Turn: agent.TurnRunning, PlaceGone: "gone"}), "", "", StateBlocked, ""},
+		{"the place's loss said anew as it changes", stage, working(func(r *Run) { r.block(BlockPlace, "no longer a worktree") }), up(Observation{Now: t0, Turn: agent.TurnRunning, PlaceGone: "gone"}),
+			"write", "blocked: gone", StateBlocked, ""},
 		{"an ended agent: nothing more", stage, working(func(r *Run) { r.Agent.Ended = true }), Observation{Now: t0.Add(time.Hour)}, "", "", StateWorking, ""},
 		// The workspace worker's policy: its turn is its deliverable.
 		{"worker: a turn done is delivered", worker, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone}), "deliver", "delivered: its turn ended", StateDelivered, ""},

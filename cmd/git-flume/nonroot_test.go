@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -94,7 +95,7 @@ func (u *user) run(dir string, extra []string, name string, args ...string) (str
 	code := 0
 	if err != nil {
 		var exit *exec.ExitError
-		if !errorsAs(err, &exit) {
+		if !errors.As(err, &exit) {
 			u.t.Fatalf("%s %v: %v", name, args, err)
 		}
 		code = exit.ExitCode()
@@ -113,14 +114,6 @@ func (u *user) must(dir string, name string, args ...string) string {
 		u.t.Fatalf("%s %s: exit %d\n%s", name, strings.Join(args, " "), code, out)
 	}
 	return out
-}
-
-func errorsAs(err error, target **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*target = e
-	}
-	return ok
 }
 
 // TestReadOnlyRefsNothingLostClearError_R2 (issue 25): as a user that is
