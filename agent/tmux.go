@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +27,19 @@ type Tmux struct {
 	// folder, command line and environment), enters its place and
 	// executes it: git-flume agent-exec. Start adds the file.
 	Launcher []string
+
+	// running are the pane processes seen running (pane name → process
+	// and its start time): while that process still runs, a look at the
+	// pane asks /proc, not tmux, so a watcher spawns nothing while nothing
+	// changes (issue 26).
+	running sync.Map
+}
+
+// paneProc is a pane's process as first seen: its pid and start time, so a
+// pid the kernel gave to another process is never taken for it.
+type paneProc struct {
+	pid   int
+	start string
 }
 
 // Check finds tmux on environ's PATH (git-flume runs tmux with its own
@@ -136,8 +150,8 @@ func (t *Tmux) PID(ctx context.Context, name string) (int, error) {
 
 // Alive reports whether the session exists and its process runs.
 func (t *Tmux) Alive(ctx context.Context, name string) bool {
-	pid, err := t.PID(ctx, name)
-	return err == nil && proc.Alive(pid)
+	_, ended := t.Exited(ctx, name)
+	return !ended
 }
 
 // Exited says how the session's program ended (A10): its exit status or
@@ -145,7 +159,21 @@ func (t *Tmux) Alive(ctx context.Context, name string) bool {
 // itself is gone (closed by hand, or the server ended), that its pane was
 // closed. ok is false while the program runs.
 func (t *Tmux) Exited(ctx context.Context, name string) (Exit, bool) {
+	if v, ok := t.running.Load(name); ok {
+		pp := v.(paneProc)
+		if start, alive := proc.Started(pp.pid); alive && start == pp.start {
+			return Exit{}, false
+		}
+		t.running.Delete(name)
+	}
 	p, err := t.pane(ctx, name)
+	defer func() {
+		if err == nil && !p.dead && p.pid > 0 {
+			if start, alive := proc.Started(p.pid); alive {
+				t.running.Store(name, paneProc{pid: p.pid, start: start})
+			}
+		}
+	}()
 	switch {
 	case err != nil && t.listed(ctx, name):
 		return Exit{}, false // a failed look, not a gone pane

@@ -46,21 +46,39 @@ type SyncReport struct {
 // remote holds of the records it took or made.
 const IncomingPrefix = "refs/flume-incoming/"
 
-// OwnerOf reads a record's owner host (its "host" field); "" when it has
-// none or is not a record.
-func OwnerOf(ctx context.Context, repo *git.Repo, ref string) string {
-	rf, err := repo.ReadRefFile(ctx, ref, StateFile)
-	if err != nil || !rf.Found {
-		return ""
+// owners reads the owner host of every record here, by the commit it is
+// at, in one read (R4): a ref read one at a time parsed the whole
+// packed-refs file for each (issue 26). A record that cannot be read has
+// owner "".
+func (s *Store) owners(ctx context.Context, here map[string]string) (map[string]string, error) {
+	refs := make([]string, 0, len(here))
+	ids := make([]string, 0, len(here))
+	for ref, id := range here {
+		if id != "" && !strings.HasPrefix(ref, SnapshotPrefix) {
+			refs, ids = append(refs, ref), append(ids, id)
+		}
 	}
-	return hostOf(rf.Data)
+	owners := make(map[string]string, len(refs))
+	if len(ids) == 0 {
+		return owners, nil
+	}
+	files, err := s.repo.FilesAt(ctx, ids, StateFile)
+	if err != nil {
+		return nil, err
+	}
+	for i, ref := range refs {
+		if files[i].Type == "blob" {
+			owners[ref] = hostOf(files[i].Data)
+		}
+	}
+	return owners, nil
 }
 
 // claimOnOurs reports ref as a claim on a place whose record here is
 // host's own.
-func (s *Store) claimOnOurs(ctx context.Context, ref, host string) bool {
+func claimOnOurs(owners map[string]string, ref, host string) bool {
 	place, ok := strings.CutPrefix(ref, ClaimPrefix)
-	return ok && OwnerOf(ctx, s.repo, "refs/flume/places/"+place) == host
+	return ok && owners["refs/flume/places/"+place] == host
 }
 
 func hostOf(data []byte) string {
@@ -164,6 +182,10 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 	if err != nil {
 		return nil, err
 	}
+	owners, err := s.owners(ctx, here)
+	if err != nil {
+		return nil, err
+	}
 	rep := &SyncReport{Schema: 1, Remote: remote, Kept: map[string]string{}}
 	var local []git.RefUpdate
 	var push []git.PushUpdate
@@ -198,7 +220,7 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 		// remote's copy says, once it validates.
 		owner, theirs := "", ""
 		if l != "" {
-			owner = OwnerOf(ctx, s.repo, ref)
+			owner = owners[ref]
 		}
 		var invalid error
 		if r != "" {
@@ -217,7 +239,7 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 			refuse(ref, "the remote's copy is not a valid record, not taken: "+invalid.Error())
 		case l == "" && theirs == host:
 			refuse(ref, fmt.Sprintf("the remote's copy names this host (%s) but was not made in this clone; a host's records are never taken from a remote", host))
-		case r != "" && invalid == nil && theirs != host && s.claimOnOurs(ctx, ref, host):
+		case r != "" && invalid == nil && theirs != host && claimOnOurs(owners, ref, host):
 			refuse(ref, fmt.Sprintf("host %s's claim on a place of this host is not taken here: gates on this host judge this host's sessions (R8); a shared claim stays held at the remote", theirs))
 		case l == "":
 			local = append(local, git.RefUpdate{Op: git.Create, Name: ref, New: r})

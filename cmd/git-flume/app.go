@@ -100,6 +100,9 @@ type app struct {
 	repoDir      string
 	settingsOnce sync.Once
 	set          settings
+	// tmux is this process's one tmux pane host (paneHost).
+	tmuxOnce sync.Once
+	tmux     *agent.Tmux
 }
 
 func (a *app) now() time.Time {

@@ -532,11 +532,15 @@ const exitLaunch = 126
 // socket: $HERDR_SOCKET_PATH, else ~/.config/herdr/herdr.sock), else tmux.
 func (a *app) paneHost(pane string) agent.PaneHost {
 	if pane != "herdr" {
-		t := &agent.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
-		if exe, err := os.Executable(); err == nil {
-			t.Launcher = []string{exe, agentExec}
-		}
-		return t
+		// One per process: it remembers the panes it saw running, so a
+		// watcher's looks spawn nothing while they still run.
+		a.tmuxOnce.Do(func() {
+			a.tmux = &agent.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
+			if exe, err := os.Executable(); err == nil {
+				a.tmux.Launcher = []string{exe, agentExec}
+			}
+		})
+		return a.tmux
 	}
 	home := a.env.vars["HOME"]
 	sock := a.env.vars["HERDR_SOCKET_PATH"]

@@ -55,7 +55,13 @@ func (repo *Repo) inProcess() *filesystem.Storage {
 		return nil
 	}
 	repo.objects.once.Do(func() {
-		repo.objects.st = filesystem.NewStorage(osfs.New(repo.CommonDir), cache.NewObjectLRUDefault())
+		// Pack files stay open once read (issue 26): without it every
+		// packed object reopened its pack, most of a status after gc. A
+		// command lives briefly; a watcher's reads are few. Files git
+		// removes meanwhile (a repack) stay readable through the open
+		// descriptor, and an object not found falls back to git.
+		repo.objects.st = filesystem.NewStorageWithOptions(osfs.New(repo.CommonDir), cache.NewObjectLRUDefault(),
+			filesystem.Options{KeepDescriptors: true})
 	})
 	return repo.objects.st
 }

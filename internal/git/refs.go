@@ -138,6 +138,17 @@ func isHexID(s string) bool {
 // ResolveRef returns the object id ref points at, or an error wrapping
 // ErrNotExist.
 func (repo *Repo) ResolveRef(ctx context.Context, ref string) (string, error) {
+	// A plain ref is read from git's files in process: a watcher reads
+	// its place's branch every step and must spawn nothing for it while
+	// nothing changes (issue 26). A ref git must judge goes to git.
+	if strings.HasPrefix(ref, "refs/") && CheckRefName(ref) == nil {
+		if id, ok := repo.refInProcess(ref); ok {
+			if id == "" {
+				return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
+			}
+			return id, nil
+		}
+	}
 	out, err := repo.read(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", ref)
 	if err != nil {
 		if exitCode(err) == 1 {

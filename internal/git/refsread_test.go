@@ -327,3 +327,28 @@ func TestPackedRecordsReadSideBySide_R4(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveRefReadsPlainRefsInProcess_R4: a plain ref resolves without
+// git (a watcher's step spawns nothing for its branch, issue 26), a missing
+// one is ErrNotExist, and anything with revision syntax is git's to judge.
+func TestResolveRefReadsPlainRefsInProcess_R4(t *testing.T) {
+	ctx := context.Background()
+	dir, env := refsFixture(t)
+	want := strings.TrimSpace(mustGit(t, env, "-C", dir, "rev-parse", "refs/flume/places/fix--p1"))
+	r := &git.Runner{Env: env}
+	repo := mustOpen(t, r, dir)
+	r.Path = noGit
+	if got, err := repo.ResolveRef(ctx, "refs/flume/places/fix--p1"); err != nil || got != want {
+		t.Errorf("in process: %q, %v; want %q", got, err, want)
+	}
+	if _, err := repo.ResolveRef(ctx, "refs/heads/no-such-branch"); !errors.Is(err, git.ErrNotExist) {
+		t.Errorf("a missing ref: %v; want ErrNotExist", err)
+	}
+	if _, err := repo.ResolveRef(ctx, "refs/flume/places/fix--p1^{commit}"); err == nil {
+		t.Error("revision syntax answered without git")
+	}
+	r.Path = ""
+	if got, err := repo.ResolveRef(ctx, "refs/flume/places/fix--p1^{commit}"); err != nil || got != want {
+		t.Errorf("through git: %q, %v; want %q", got, err, want)
+	}
+}

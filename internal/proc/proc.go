@@ -141,6 +141,26 @@ func Exited(pid int) (status, signal int, ok bool) {
 	return w.ExitStatus(), 0, true
 }
 
+// Started returns process pid's start time as the kernel counts it
+// (/proc/<pid>/stat's starttime), and whether it runs (a zombie has
+// ended): a pid and its start time name one process, never a later one
+// that was given the same pid.
+func Started(pid int) (string, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) || data[i+2] == 'Z' {
+		return "", false
+	}
+	f := strings.Fields(string(data[i+2:]))
+	if len(f) < 20 {
+		return "", false
+	}
+	return f[19], true // field 22
+}
+
 // Alive reports whether process pid runs on this host: it exists and is
 // not a zombie (a process that exited and was not yet reaped has ended).
 func Alive(pid int) bool {
