@@ -97,7 +97,7 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 			// fails, naming it) or on its branch (status reports the
 			// launch it could not clean up, naming the lock, and shows
 			// the rest). Remove it as an operator would, and read again.
-			if e := st.Problems; err == nil && !strings.Contains(e[0].Error, ".lock exists (made ") && !strings.Contains(e[0].Error, ".lock': File exists") {
+			if err == nil && !strings.Contains(st.Problems[0].Error, ".lock exists (made ") && !strings.Contains(st.Problems[0].Error, ".lock': File exists") {
 				t.Fatalf("trial %d: status problems: %+v", trial, st.Problems)
 			}
 			var locks []string
