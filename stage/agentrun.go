@@ -68,7 +68,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	// first (readying runs there too); the launcher refuses any other
 	// folder as well.
 	if gone := placeGone(repo, p); gone != "" {
-		block(st, BlockPlace, gone)
+		st.Blocked(BlockPlace, gone)
 		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: blocked: %s", st.Name, p.ID, gone))
 		return err == nil, err
 	}
@@ -91,7 +91,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return err == nil, err
 	}
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil && p.PlaceKind != "fix" {
-		block(st, BlockReady, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit))
+		st.Blocked(BlockReady, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit))
 		return write("blocked: place not ready")
 	}
 	head, err := repo.ResolveRef(ctx, p.branchRef())

@@ -83,10 +83,3 @@ func decide(p *Place, seen stepSeen, pol run.Policy) (*Place, run.Move) {
 	}
 	return q, mv
 }
-
-// blockedBy is what blocked st, "" when it is not blocked.
-func blockedBy(st *StageRecord) string { return st.BlockedBy() }
-
-// dialogReason is a blocked stage's reason for a screen that is not the
-// agent's ready composer, with the screen's words.
-func dialogReason(words string) string { return run.DialogReason(words) }

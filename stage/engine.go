@@ -56,11 +56,6 @@ const (
 	MaxRecreations = run.MaxRecreations
 )
 
-// block marks st blocked by kind, with the reason status shows.
-func block(st *StageRecord, kind, reason string) {
-	st.State, st.Block, st.Reason = StateBlocked, kind, reason
-}
-
 // reminder is the one message after a turn that ended with neither the
 // stage's deliverable nor a need (A8).
 func reminder(st *StageRecord) string {

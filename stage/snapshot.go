@@ -124,7 +124,7 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 	if kept != nil {
 		st.Snapshots = append(st.Snapshots, *kept)
 	}
-	block(st, BlockRollback, "rolled back to the stage's start; retry starts it again")
+	st.Blocked(BlockRollback, "rolled back to the stage's start; retry starts it again")
 	if _, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: rolled back to %.12s", st.Name, id, st.Base)); err != nil {
 		return nil, nil, err
 	}

@@ -472,10 +472,10 @@ func nextStep(p *Place, a *AgentStatus) string {
 		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID)
 	case DelegationBlocked:
 		switch {
-		case blockedBy(&st) == BlockDialog && a != nil && a.State == "up":
+		case st.BlockedBy() == BlockDialog && a != nil && a.State == "up":
 			// A10: a dialog is answered in the pane, never told.
 			return fmt.Sprintf("git flume attach %s and answer it there (it goes on by itself), or git flume rollback --delegation %s", p.ID, p.ID)
-		case blockedBy(&st) == BlockPlace:
+		case st.BlockedBy() == BlockPlace:
 			return fmt.Sprintf("git flume rollback --delegation %s (its worktree is gone; its branch keeps its commits)", p.ID)
 		}
 		return fmt.Sprintf("git flume unblock %s --with 'TEXT', or git flume rollback --delegation %s", p.ID, p.ID)
@@ -495,7 +495,7 @@ func nextStep(p *Place, a *AgentStatus) string {
 	case StateStuck:
 		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
 	case StateBlocked:
-		switch blockedBy(&st) {
+		switch st.BlockedBy() {
 		case BlockDialog:
 			// A10: a dialog is answered by a person in the pane, never
 			// told.
@@ -507,7 +507,7 @@ func nextStep(p *Place, a *AgentStatus) string {
 		case BlockPlace:
 			return recoverPlace(p)
 		}
-		if up && blockedBy(&st) != BlockDialog {
+		if up && st.BlockedBy() != BlockDialog {
 			return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
 		}
 		return retry

@@ -43,38 +43,9 @@ func (e Effects) fault(point string) {
 func Apply(ctx context.Context, before, after Run, mv Move, prompt string, o Observation, p Policy, e Effects) (moved, untyped bool, err error) {
 	switch {
 	case mv.Resend:
-		res, err := agent.ResendPrompt(ctx, e.Panes, before.Agent.Pane, before.Agent.Format, prompt, before.Agent.Sends)
-		if err != nil {
-			return false, false, err
-		}
-		r, mv := Resent(before, res, o, p)
-		if mv.Write == "" {
-			return false, false, nil
-		}
-		if res.Sent {
-			e.fault("resend:sent")
-		}
-		moved, err = e.Save(ctx, r, mv.Write)
-		return moved, false, err
+		return applyResend(ctx, before, prompt, o, p, e)
 	case mv.Tell != "":
-		a := before.Agent
-		if a == nil || a.Ended || a.Printed() || e.Panes == nil || !e.Panes.Alive(ctx, a.Pane) {
-			return false, true, nil
-		}
-		sent, blocked, err := agent.Tell(ctx, e.Panes, a.Pane, a.Format, mv.Tell)
-		switch {
-		case err != nil:
-			return false, false, err
-		case blocked != "":
-			r := before.clone()
-			r.block(BlockDialog, DialogReason(blocked))
-			moved, err = e.Save(ctx, r, "blocked: "+blocked)
-			return moved, false, err
-		case !sent:
-			return false, true, nil
-		}
-		moved, err = e.Save(ctx, after, mv.Write)
-		return moved, false, err
+		return applyTell(ctx, before, after, mv, e)
 	case mv.End != "":
 		// A run ends only with its agent gone, and nothing starts over it
 		// (K1).
@@ -105,6 +76,49 @@ func Apply(ctx context.Context, before, after Run, mv Move, prompt string, o Obs
 		return moved, false, err
 	}
 	return false, false, nil
+}
+
+// applyResend checks the prompt on screen and sends it once more, or not,
+// and records what Resent decides of that (A3).
+func applyResend(ctx context.Context, before Run, prompt string, o Observation, p Policy, e Effects) (moved, untyped bool, err error) {
+	res, err := agent.ResendPrompt(ctx, e.Panes, before.Agent.Pane, before.Agent.Format, prompt, before.Agent.Sends)
+	if err != nil {
+		return false, false, err
+	}
+	r, mv := Resent(before, res, o, p)
+	if mv.Write == "" {
+		return false, false, nil
+	}
+	if res.Sent {
+		e.fault("resend:sent")
+	}
+	moved, err = e.Save(ctx, r, mv.Write)
+	return moved, false, err
+}
+
+// applyTell types a follow-up only into the agent's ready composer (X3)
+// and records the run as decided once it is typed; a screen that is a
+// dialog blocks the run with its words, nothing typed; a busy or gone
+// agent is untyped, for the caller to decide again.
+func applyTell(ctx context.Context, before, after Run, mv Move, e Effects) (moved, untyped bool, err error) {
+	a := before.Agent
+	if a == nil || a.Ended || a.Printed() || e.Panes == nil || !e.Panes.Alive(ctx, a.Pane) {
+		return false, true, nil
+	}
+	sent, blocked, err := agent.Tell(ctx, e.Panes, a.Pane, a.Format, mv.Tell)
+	switch {
+	case err != nil:
+		return false, false, err
+	case blocked != "":
+		r := before.clone()
+		r.Blocked(BlockDialog, DialogReason(blocked))
+		moved, err = e.Save(ctx, r, "blocked: "+blocked)
+		return moved, false, err
+	case !sent:
+		return false, true, nil
+	}
+	moved, err = e.Save(ctx, after, mv.Write)
+	return moved, false, err
 }
 
 // End ends a run's agent and verifies it gone (X5), marking a its record

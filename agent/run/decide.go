@@ -156,12 +156,21 @@ func Decide(r Run, o Observation, p Policy) (Run, Move) {
 	if !running {
 		return r, Move{}
 	}
+	return decideRunning(r, o, p)
+}
+
+// decideRunning decides a run whose agent flume has not seen end, once the
+// evidence it cannot overlook (transcript, prompt, deliverable) was
+// decided: its place gone and its end (A10), the budget (W1), then its
+// state. r is Decide's own copy.
+func decideRunning(r Run, o Observation, p Policy) (Run, Move) {
+	a := r.Agent
 	if o.PlaceGone != "" && (r.BlockedBy() != BlockPlace || r.Reason != o.PlaceGone) {
-		// (Said again when it changes: a folder being deleted is first
-		// no worktree, then gone.)
 		// A10: nothing is started anywhere else; the agent is left to the
-		// operator (it may still hold work), the stage blocked.
-		r.block(BlockPlace, o.PlaceGone)
+		// operator (it may still hold work), the run blocked. Said again
+		// when it changes: a folder being deleted is first no worktree,
+		// then gone.
+		r.Blocked(BlockPlace, o.PlaceGone)
 		return r, Move{Write: "blocked: " + o.PlaceGone}
 	}
 	if !a.Printed() && !o.Up && o.Exit != nil {
@@ -182,14 +191,11 @@ func Decide(r Run, o Observation, p Policy) (Run, Move) {
 		return r, decideParked(&r, o)
 	case Starting(r.State):
 		return r, decideStarting(&r, o, p)
-	case r.State == StateWorking || r.State == StateStuck || r.State == StateWaiting:
-		if !o.Transcript {
-			return r, Move{}
-		}
+	case (r.State == StateWorking || r.State == StateStuck || r.State == StateWaiting) && o.Transcript:
 		if o.Screen != nil && o.Screen.Dialog {
 			// A10: a dialog mid-turn (a permission prompt) is never typed
 			// into; someone answers it in the pane (attach).
-			r.block(BlockDialog, DialogReason(o.Screen.Words))
+			r.Blocked(BlockDialog, DialogReason(o.Screen.Words))
 			return r, Move{Write: "blocked: " + o.Screen.Words}
 		}
 		before := r.clone()
@@ -237,7 +243,7 @@ func decideExited(r Run, o Observation) (Run, Move) {
 	if last := lastLine(o.LastAssistant); last != "" {
 		reason += fmt.Sprintf("; its last message: %q", last)
 	}
-	r.block(BlockExited, reason)
+	r.Blocked(BlockExited, reason)
 	return r, Move{End: SnapshotEnd, Write: "blocked: " + reason}
 }
 
@@ -281,7 +287,7 @@ func decideStarting(r *Run, o Observation, p Policy) Move {
 	a := r.Agent
 	if o.Now.Sub(a.SentAt) < p.Window {
 		if o.Screen != nil && o.Screen.Dialog {
-			r.block(BlockDialog, DialogReason(o.Screen.Words))
+			r.Blocked(BlockDialog, DialogReason(o.Screen.Words))
 			return Move{Write: "blocked: " + o.Screen.Words}
 		}
 		return Move{}
@@ -321,7 +327,7 @@ func decideBlocked(r *Run, o Observation) Move {
 func decideWorking(r *Run, o Observation, p Policy) Move {
 	if o.Need != "" {
 		if p.NeedEnds {
-			r.block(BlockNeed, "the agent needs: "+o.Need)
+			r.Blocked(BlockNeed, "the agent needs: "+o.Need)
 			r.Need = o.Need
 			return Move{End: SnapshotEnd, Write: "blocked: " + r.Reason}
 		}
@@ -349,7 +355,7 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 			return Move{Tell: LengthMessage, Write: "reply cut for length: sent the one recovery prompt"}
 		}
 		if o.LengthRetried {
-			r.block(BlockLength, "its reply was cut for length again after the recovery prompt")
+			r.Blocked(BlockLength, "its reply was cut for length again after the recovery prompt")
 			return Move{Write: "blocked: " + r.Reason}
 		}
 	case agent.TurnDone:
@@ -359,10 +365,17 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 			r.Reminded = true
 			return Move{Tell: p.Reminder, Write: "turn ended with neither the deliverable nor NEEDS:; sent the one reminder"}
 		case r.Reminded && o.Reminded && o.Quiet >= p.Remind:
-			r.block(BlockReminded, "its turn ended again with neither the deliverable nor NEEDS: after the one reminder")
+			r.Blocked(BlockReminded, "its turn ended again with neither the deliverable nor NEEDS: after the one reminder")
 			return Move{Write: "blocked: " + r.Reason}
 		}
 	}
+	return decideQuiet(r, o, p)
+}
+
+// decideQuiet decides a run by how long its transcript has been quiet
+// (A7): past its limit it is stuck (a stage: flume ends nothing) or cut
+// (QuietEnds: the worker's idle limit); one that moves again is active.
+func decideQuiet(r *Run, o Observation, p Policy) Move {
 	stuck := p.Stuck
 	if r.StuckAfterMs > 0 {
 		stuck = time.Duration(r.StuckAfterMs) * time.Millisecond
@@ -389,7 +402,7 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 // request as its reason.
 func decideRecreate(r *Run, resume string) Move {
 	if r.Recreated >= MaxRecreations {
-		r.block(BlockRecreated, fmt.Sprintf("its runs asked for a fresh session %d times; the last asked: %s", r.Recreated+1, resume))
+		r.Blocked(BlockRecreated, fmt.Sprintf("its runs asked for a fresh session %d times; the last asked: %s", r.Recreated+1, resume))
 		return Move{Write: "blocked: " + r.Reason}
 	}
 	r.Recreated++
@@ -408,16 +421,16 @@ func decideError(r *Run, o Observation) Move {
 	case r.Resumed && !o.Resumed:
 		return Move{}
 	case o.Limited && r.Resumed:
-		r.block(BlockError, "the provider's usage limit was reached again after the one resume: "+o.ErrorText)
+		r.Blocked(BlockError, "the provider's usage limit was reached again after the one resume: "+o.ErrorText)
 	case o.Limited && !o.Reset.IsZero():
 		now, until := o.Now, o.Reset
 		r.State, r.ParkedAt, r.ParkedUntil = StateParked, &now, &until
 		r.Reason = fmt.Sprintf("the provider's usage limit was reached; flume resumes it once at %s", until.Format("2006-01-02 15:04 MST"))
 		return Move{Write: "parked: " + r.Reason}
 	case o.Limited:
-		r.block(BlockError, "the provider's usage limit was reached, with no reset time flume can read: "+o.ErrorText)
+		r.Blocked(BlockError, "the provider's usage limit was reached, with no reset time flume can read: "+o.ErrorText)
 	default:
-		r.block(BlockError, "the agent's turn ended with an error: "+o.ErrorText)
+		r.Blocked(BlockError, "the agent's turn ended with an error: "+o.ErrorText)
 	}
 	return Move{Write: "blocked: " + r.Reason}
 }
@@ -453,7 +466,7 @@ func Resent(r Run, res agent.Resent, o Observation, p Policy) (Run, Move) {
 	case res.Busy:
 		return r, Move{} // slow is not failed
 	case res.Blocked != "":
-		r.block(BlockDialog, DialogReason(res.Blocked))
+		r.Blocked(BlockDialog, DialogReason(res.Blocked))
 		return r, Move{Write: "blocked: " + res.Blocked}
 	case res.GaveUp:
 		r.State, r.Reason = StateNeverStarted, fmt.Sprintf("the prompt was sent %d times and never showed in the transcript", a.Sends)

@@ -80,17 +80,8 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 	}
 	last := a.SentAt
 	if a.Transcript != "" {
-		tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
-		if err != nil {
+		if err := readTranscript(r, s, string(prompt), &o); err != nil {
 			return o, "", err
-		}
-		o.Transcript, o.Confirmed, o.LastAssistant = true, tr.Received(string(prompt)), tr.LastAssistant
-		o.Need, o.Recreate, o.Turn, o.ErrorText = tr.Need(), tr.Recreate(), tr.Turn, tr.ErrorText
-		o.LengthRetried = r.LengthPrompted && tr.Received(LengthMessage)
-		o.Reminded = r.Reminded && s.Reminder != "" && tr.Received(s.Reminder)
-		o.Resumed = r.Resumed && tr.Received(ResumeMessage)
-		if tr.Turn == agent.TurnError {
-			o.Limited, o.Reset = agent.UsageLimit(tr.ErrorText, s.Now)
 		}
 		if info, err := os.Stat(a.Transcript); err == nil && info.ModTime().After(last) {
 			last = info.ModTime()
@@ -107,6 +98,25 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 		}
 	}
 	return o, string(prompt), nil
+}
+
+// readTranscript reads run r's transcript once into o: the prompt and the
+// follow-ups it shows, the newest message's need or recreation request, how
+// the last turn ended and, for an error, whether it is a usage limit.
+func readTranscript(r Run, s Sources, prompt string, o *Observation) error {
+	tr, err := agent.ReadTranscriptFile(r.Agent.Transcript, r.Agent.Format)
+	if err != nil {
+		return err
+	}
+	o.Transcript, o.Confirmed, o.LastAssistant = true, tr.Received(prompt), tr.LastAssistant
+	o.Need, o.Recreate, o.Turn, o.ErrorText = tr.Need(), tr.Recreate(), tr.Turn, tr.ErrorText
+	o.LengthRetried = r.LengthPrompted && tr.Received(LengthMessage)
+	o.Reminded = r.Reminded && s.Reminder != "" && tr.Received(s.Reminder)
+	o.Resumed = r.Resumed && tr.Received(ResumeMessage)
+	if tr.Turn == agent.TurnError {
+		o.Limited, o.Reset = agent.UsageLimit(tr.ErrorText, s.Now)
+	}
+	return nil
 }
 
 // watchScreen reports a step whose decision turns on the screen: a run

@@ -190,8 +190,8 @@ func (l Life) Observed(base string) bool {
 		l.Block != BlockRollback && l.Block != BlockReady
 }
 
-// block marks l blocked by kind, with the reason status shows.
-func (l *Life) block(kind, reason string) {
+// Blocked marks l blocked by kind, with the reason status shows.
+func (l *Life) Blocked(kind, reason string) {
 	l.State, l.Block, l.Reason = StateBlocked, kind, reason
 }
 

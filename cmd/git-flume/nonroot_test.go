@@ -150,12 +150,12 @@ func TestReadOnlyRefsNothingLostClearError_R2(t *testing.T) {
 	u.must(repo, "git-flume", "drop", "fix--one")
 }
 
-// TestFullDiskNothingLostClearError (issue 25): on a filesystem that fills
+// TestFullDiskNothingLostClearError_X2 (issue 25): on a filesystem that fills
 // up, launches go on until one fails with the device's error; every place
 // that exists has its record, status and fsck still read, and what was
 // made before is intact. Needs root to make the small filesystem (CI runs
 // as root); the commands run as a user that is not.
-func TestFullDiskNothingLostClearError(t *testing.T) {
+func TestFullDiskNothingLostClearError_X2(t *testing.T) {
 	if os.Getuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("CI must run as root to mount the small filesystem this test fills")

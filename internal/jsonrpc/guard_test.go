@@ -56,10 +56,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestGuardAnswersWhatItRefuses_JSONRPC: each malformed message gets the
+// TestGuardAnswersWhatItRefuses_O2: each malformed message gets the
 // error the JSON-RPC 2.0 specification names, with its id where it has a
 // usable one, and never reaches the server; the good ones around it do.
-func TestGuardAnswersWhatItRefuses_JSONRPC(t *testing.T) {
+func TestGuardAnswersWhatItRefuses_O2(t *testing.T) {
 	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
 	cases := []struct {
 		line string
@@ -100,10 +100,10 @@ func TestGuardAnswersWhatItRefuses_JSONRPC(t *testing.T) {
 	}
 }
 
-// TestGuardRefusesAnIDInFlight_JSONRPC: a request whose id is still in
+// TestGuardRefusesAnIDInFlight_O2: a request whose id is still in
 // flight is refused with that id; once the server answered it, the id may
 // be used again.
-func TestGuardRefusesAnIDInFlight_JSONRPC(t *testing.T) {
+func TestGuardRefusesAnIDInFlight_O2(t *testing.T) {
 	var out syncBuffer
 	pr, pw := io.Pipe()
 	sr, sw := Guard(pr, &out)
