@@ -60,7 +60,7 @@ func (repo *Repo) inProcess() *filesystem.Storage {
 		// command lives briefly; a watcher's reads are few. Files git
 		// removes meanwhile (a repack) stay readable through the open
 		// descriptor, and an object not found falls back to git.
-		repo.objects.st = filesystem.NewStorageWithOptions(osfs.New(repo.CommonDir), cache.NewObjectLRUDefault(),
+		repo.objects.st = filesystem.NewStorageWithOptions(packFS{osfs.New(repo.CommonDir)}, cache.NewObjectLRUDefault(),
 			filesystem.Options{KeepDescriptors: true})
 	})
 	return repo.objects.st

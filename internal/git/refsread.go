@@ -423,8 +423,9 @@ func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error)
 	if err != nil {
 		return "", nil, err
 	}
-	if headerOnly {
-		return obj.Type().String(), nil, nil
+	typ := obj.Type().String()
+	if headerOnly && (typ != "commit" || obj.Size() > 4096) {
+		return typ, nil, nil
 	}
 	rd, err := obj.Reader()
 	if err != nil {
@@ -432,5 +433,12 @@ func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error)
 	}
 	defer rd.Close()
 	data, err := io.ReadAll(rd)
-	return obj.Type().String(), data, err
+	if err != nil {
+		return "", nil, err
+	}
+	if headerOnly {
+		repo.objects.keep(id, data) // as readObject keeps a loose one
+		return typ, nil, nil
+	}
+	return typ, data, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -324,6 +325,31 @@ func TestPackedRecordsReadSideBySide_R4(t *testing.T) {
 	for i, o := range objs {
 		if o.Type != "blob" || string(o.Data) != fmt.Sprintf(`{"schema":1,"kind":"place","n":%d}`, i) {
 			t.Fatalf("%s: %s %q", refs[i].Name, o.Type, o.Data)
+		}
+	}
+
+	// The pack is read through a memory map, which outlives the file: a
+	// repack that replaces the pack under a running reader (a watcher)
+	// changes nothing it reads, objects it never read before included.
+	r.Path = ""
+	fresh := mustOpen(t, r, dir)
+	r.Path = noGit
+	if _, err := fresh.FilesAt(ctx, ids[:1], "state.json"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack"))
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "more")
+	mustGit(t, env, "-C", dir, "repack", "-a", "-d", "-q", "-f")
+	if after, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack")); len(after) != 1 || slices.Equal(before, after) {
+		t.Fatalf("repack kept the pack: %v, then %v", before, after)
+	}
+	again, err := fresh.FilesAt(ctx, ids, "state.json")
+	if err != nil {
+		t.Fatalf("read after repack: %v", err)
+	}
+	for i := range again {
+		if string(again[i].Data) != string(objs[i].Data) {
+			t.Fatalf("%s after repack: %q, before %q", refs[i].Name, again[i].Data, objs[i].Data)
 		}
 	}
 }
