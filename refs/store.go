@@ -135,6 +135,18 @@ type Store struct {
 	// Fault is a test seam: sync calls it at named points ("fetched").
 	// nil in git-flume itself.
 	Fault func(point string)
+	// session, when set, carries every transaction (see InSession).
+	session *git.RefSession
+}
+
+// InSession returns a copy of the store whose transactions go through
+// sess, one git process for all of them, each with sess's reflog message.
+// git.RefSession says which writes may: a later transaction of a session
+// is only for refs no other process moves meanwhile.
+func (s *Store) InSession(sess *git.RefSession) *Store {
+	c := *s
+	c.session = sess
+	return &c
 }
 
 // New returns a store over repo's refs/flume namespace.
@@ -393,7 +405,12 @@ func (s *Store) update(ctx context.Context, reflog string, updates []git.RefUpda
 	deadline := time.Now().Add(lockWait)
 	wait := 5 * time.Millisecond
 	for {
-		err := s.repo.UpdateRefsLogged(ctx, reflog, updates)
+		var err error
+		if s.session != nil {
+			err = s.session.Update(ctx, updates)
+		} else {
+			err = s.repo.UpdateRefsLogged(ctx, reflog, updates)
+		}
 		var locked *git.LockedError
 		if !errors.As(err, &locked) {
 			return err

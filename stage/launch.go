@@ -230,6 +230,13 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		return nil, err
 	}
 	defer lock.Unlock()
+	// The record's two steps, making and made, go through one git process
+	// started now, while the place is checked. The second moves only the
+	// place's own record, which no other process moves while the launch
+	// lock is held (a session's condition, see git.RefSession).
+	session := repo.OpenRefSession("launch " + p.ID)
+	defer session.Close()
+	steps := store.InSession(session)
 
 	old, err := freePlace(ctx, env, repo, store, p.ID)
 	if err != nil {
@@ -244,7 +251,7 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		return nil, &ExistsError{What: "branch", Value: p.Branch}
 	}
 
-	rec, err := createPlace(ctx, store, old, p)
+	rec, err := createPlace(ctx, steps, old, p)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +272,7 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		return nil, err
 	}
 	p.Phase, p.Launcher = PhaseMade, nil
-	made, err := savePlace(ctx, store, rec, p, "launch "+p.ID+": made "+p.Path)
+	made, err := savePlace(ctx, steps, rec, p, "launch "+p.ID+": made "+p.Path)
 	if err != nil {
 		return nil, err
 	}

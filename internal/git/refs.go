@@ -2,6 +2,7 @@ package git
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -232,58 +233,65 @@ func (repo *Repo) UpdateRefsLogged(ctx context.Context, message string, updates 
 	if len(updates) == 0 {
 		return nil
 	}
-	for _, u := range updates {
-		if err := CheckRefName(u.Name); err != nil {
-			return err
-		}
+	in, err := repo.encodeUpdates(updates)
+	if err != nil {
+		return err
 	}
+	// LC_ALL=C: git's words about a held lock are read below, so they
+	// must be the same whatever the user's locale.
+	_, err = repo.write(ctx, in, []string{"LC_ALL=C"}, updateRefArgs(message)...)
+	return repo.refused(ctx, updates, err)
+}
+
+// encodeUpdates writes updates in update-ref's -z stdin format.
+func (repo *Repo) encodeUpdates(updates []RefUpdate) ([]byte, error) {
 	var in bytes.Buffer
 	zero := repo.ZeroID()
 	for _, u := range updates {
+		if err := CheckRefName(u.Name); err != nil {
+			return nil, err
+		}
 		switch u.Op {
 		case Create:
 			fmt.Fprintf(&in, "create %s\x00%s\x00", u.Name, u.New)
 		case Update:
-			old := u.Old
-			if old == "" {
-				old = zero
-			}
-			fmt.Fprintf(&in, "update %s\x00%s\x00%s\x00", u.Name, u.New, old)
+			fmt.Fprintf(&in, "update %s\x00%s\x00%s\x00", u.Name, u.New, cmp.Or(u.Old, zero))
 		case Delete:
 			if u.Old == "" {
-				return fmt.Errorf("delete %s: no expected value given", u.Name)
+				return nil, fmt.Errorf("delete %s: no expected value given", u.Name)
 			}
 			fmt.Fprintf(&in, "delete %s\x00%s\x00", u.Name, u.Old)
 		case Verify:
-			old := u.Old
-			if old == "" {
-				old = zero
-			}
-			fmt.Fprintf(&in, "verify %s\x00%s\x00", u.Name, old)
+			fmt.Fprintf(&in, "verify %s\x00%s\x00", u.Name, cmp.Or(u.Old, zero))
 		default:
-			return fmt.Errorf("update %s: unknown op %d", u.Name, u.Op)
+			return nil, fmt.Errorf("update %s: unknown op %d", u.Name, u.Op)
 		}
 	}
-	// core.warnAmbiguousRefs=false: with it on, git looks every full object
-	// id up as a ref name while parsing the commands, which loads a
-	// snapshot of packed-refs before the ref's lock is taken. git 2.39
-	// revalidates that snapshot under the lock by stat alone (second-grained
-	// mtime, size, inode), and a `git pack-refs` that rewrote packed-refs
-	// meanwhile (same size, reused inode) goes unnoticed: the old value is
-	// then checked against a stale packed entry and a concurrent update is
-	// lost (R3; found by TestConcurrentIncrements_R3). With no lookup
-	// before the lock, packed-refs is first read under it.
-	args := []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-z", "--stdin"}
+	return in.Bytes(), nil
+}
+
+// updateRefArgs is the update-ref command every transaction runs.
+//
+// core.warnAmbiguousRefs=false: with it on, git looks every full object
+// id up as a ref name while parsing the commands, which loads a snapshot
+// of packed-refs before the ref's lock is taken. git 2.39 revalidates that
+// snapshot under the lock by stat alone (second-grained mtime, size,
+// inode), and a `git pack-refs` that rewrote packed-refs meanwhile (same
+// size, reused inode) goes unnoticed: the old value is then checked
+// against a stale packed entry and a concurrent update is lost (R3; found
+// by TestConcurrentIncrements_R3). With no lookup before the lock,
+// packed-refs is first read under it.
+func updateRefArgs(message string) []string {
 	if message != "" {
-		args = []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-m", message, "-z", "--stdin"}
+		return []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-m", message, "-z", "--stdin"}
 	}
-	// LC_ALL=C: git's words about a held lock are read below, so they
-	// must be the same whatever the user's locale.
-	_, err := repo.write(ctx, in.Bytes(), []string{"LC_ALL=C"}, args...)
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
+	return []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-z", "--stdin"}
+}
+
+// refused tells why git refused a transaction (err from update-ref; nil
+// when it did not): the refs are read again rather than git's stderr.
+func (repo *Repo) refused(ctx context.Context, updates []RefUpdate, err error) error {
+	if err == nil || ctx.Err() != nil {
 		return err
 	}
 	conflicts, rerr := repo.conflicts(ctx, updates)

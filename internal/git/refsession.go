@@ -1,0 +1,176 @@
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// RefSession runs several transactions, one after another, through one
+// `git update-ref -z --stdin` (start … prepare … commit each), so that a
+// command that moves its refs in steps spends one git process, not one a
+// step (issue 26: a launch's two steps were two of its five processes).
+// Every transaction is still all or nothing and compare-and-swap (R2);
+// a refused one ends the process, is told exactly as UpdateRefs tells it,
+// and the next transaction starts a new one.
+//
+// Only a session's first transaction reads packed-refs fresh under its
+// locks. A later one may check an old value against the packed-refs the
+// process read before, which git revalidates by stat alone (see
+// updateRefArgs): a ref that another process may move between the
+// transactions belongs in the first one, or in UpdateRefs. A session's
+// later transactions are for refs the command alone writes meanwhile (a
+// place's own record under its repository's launch lock).
+//
+// Killing the command ends the session: git reads end of input, aborts a
+// transaction it has started (releasing its locks) and exits.
+type RefSession struct {
+	repo    *Repo
+	message string
+	args    []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+}
+
+// OpenRefSession starts a session's process at once, so that its start-up
+// overlaps the caller's work up to its first transaction. message is the
+// reflog message of every transaction (refs under refs/flume/ keep none
+// by default). The process is not tied to ctx: a step that must finish
+// once begun (a launch past its record) finishes through it. Close it.
+func (repo *Repo) OpenRefSession(message string) *RefSession {
+	s := &RefSession{repo: repo, message: message, args: updateRefArgs(message)}
+	s.start()
+	return s
+}
+
+// start begins a new process; s.mu is held or s is not shared yet. A
+// start that fails leaves s.cmd nil and is tried again by the next Update.
+func (s *RefSession) start() {
+	cmd := exec.Command(s.repo.r.program(), s.args...)
+	cmd.Dir = s.repo.Dir
+	// LC_ALL=C, as UpdateRefs: a held lock is read from git's words.
+	cmd.Env = s.repo.r.env(false, "LC_ALL=C")
+	s.stderr.Reset()
+	cmd.Stderr = &s.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		return
+	}
+	s.cmd, s.in, s.out = cmd, in, bufio.NewReader(out)
+}
+
+// Update applies updates as one transaction, as UpdateRefs does, with the
+// same errors: *ConflictError, *LockedError, *UpdateError.
+func (s *RefSession) Update(ctx context.Context, updates []RefUpdate) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	body, err := s.repo.encodeUpdates(updates)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.start()
+	}
+	if s.cmd == nil {
+		// No process could start: the one-shot path says why.
+		return s.repo.UpdateRefsLogged(ctx, s.message, updates)
+	}
+	err = s.transact(ctx, body)
+	return s.repo.refused(ctx, updates, err)
+}
+
+// transact sends one transaction and reads git's three answers. Any
+// failure ends the process and is returned as git's *Error.
+func (s *RefSession) transact(ctx context.Context, body []byte) error {
+	var msg bytes.Buffer
+	msg.WriteString("start\x00")
+	msg.Write(body)
+	msg.WriteString("prepare\x00commit\x00")
+	answered := make(chan error, 1)
+	go func() {
+		if _, err := s.in.Write(msg.Bytes()); err != nil {
+			answered <- err
+			return
+		}
+		for _, want := range []string{"start: ok\n", "prepare: ok\n", "commit: ok\n"} {
+			line, err := s.out.ReadString('\n')
+			if err != nil {
+				answered <- err
+				return
+			}
+			if line != want {
+				answered <- fmt.Errorf("update-ref answered %q, want %q", strings.TrimSpace(line), strings.TrimSpace(want))
+				return
+			}
+		}
+		answered <- nil
+	}()
+	var err error
+	select {
+	case err = <-answered:
+	case <-ctx.Done():
+		// The transaction may or may not have committed: the caller reads
+		// the refs again, as after a killed one-shot update-ref.
+		s.cmd.Process.Kill()
+		<-answered
+		err = ctx.Err()
+	}
+	if err == nil {
+		return nil
+	}
+	return s.end(err)
+}
+
+// end closes the process after a failure and returns git's error.
+func (s *RefSession) end(cause error) error {
+	s.in.Close()
+	werr := s.cmd.Wait()
+	s.cmd = nil
+	if errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	if werr == nil {
+		werr = cause
+	}
+	err := wrapExit(s.args, werr, s.stderr.Bytes())
+	if gerr, ok := err.(*Error); ok {
+		gerr.Disk = fullDisk(s.repo.Dir, gerr.Stderr)
+	}
+	return err
+}
+
+// Close ends the session: git reads end of input and exits.
+func (s *RefSession) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	s.in.Close()
+	err := s.cmd.Wait()
+	s.cmd = nil
+	if err != nil {
+		return wrapExit(s.args, err, s.stderr.Bytes())
+	}
+	return nil
+}
