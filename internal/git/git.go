@@ -247,6 +247,9 @@ type Repo struct {
 	ObjectFormat string
 
 	objects objectStore
+	// localConfig is the repository's own config as read in process when
+	// it was found so (openInProcess); nil when git found it.
+	localConfig []ConfigEntry
 	// main is MainCheckout's answer, found once.
 	main struct {
 		once sync.Once
@@ -282,6 +285,9 @@ func (r *Runner) Open(ctx context.Context, dir string) (*Repo, error) {
 }
 
 func (r *Runner) open(ctx context.Context, dir, abs string) (*Repo, error) {
+	if repo, ok := r.openInProcess(abs); ok {
+		return repo, nil
+	}
 	// One call in the common case: a work tree answers --show-toplevel too.
 	// A bare repository (or a git dir) refuses it; ask again without.
 	args := []string{"rev-parse", "--path-format=absolute",
@@ -315,34 +321,23 @@ func (r *Runner) open(ctx context.Context, dir, abs string) (*Repo, error) {
 }
 
 // OpenTop opens the repository whose work tree's top is dir, reading git's
-// own files when dir/.git is a plain repository directory: its config
-// names no other work tree, no bare repository and no hash but SHA-1, and
-// it is not a linked worktree's. Anything else is left to Open, which asks
-// git. Workspace members are such repositories by rule (P1); this spares
-// one git process per member per command.
+// own files when dir/.git is a plain repository folder of this user's
+// (plainTop: no other work tree, not bare, SHA-1 in the files format, not
+// a linked worktree's). Anything else is left to Open. Workspace members
+// are such repositories by rule (P1); this spares one git process per
+// member per command.
 func (r *Runner) OpenTop(ctx context.Context, dir string) (*Repo, error) {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 		return r.Open(ctx, dir)
 	}
-	gitDir := filepath.Join(dir, ".git")
-	info, err := os.Lstat(gitDir)
-	if err != nil || !info.IsDir() {
-		return r.Open(ctx, dir)
-	}
-	if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); err == nil {
-		return r.Open(ctx, dir)
-	}
-	cfg, err := os.ReadFile(filepath.Join(gitDir, "config"))
-	if err != nil {
-		return r.Open(ctx, dir)
-	}
-	lower := strings.ToLower(string(cfg))
-	for _, word := range []string{"objectformat", "worktree", "bare = true", "bare=true", "include", "refstorage"} {
-		if strings.Contains(lower, word) {
-			return r.Open(ctx, dir)
+	if info, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && info.IsDir() {
+		if st, ok := statOf(dir); ok {
+			if repo, ok := r.plainTop(dir, st); ok {
+				return repo, nil
+			}
 		}
 	}
-	return &Repo{r: r, Dir: dir, GitDir: gitDir, CommonDir: gitDir, ObjectFormat: "sha1"}, nil
+	return r.Open(ctx, dir)
 }
 
 // ZeroID is the all-zero object id of the repository's hash.

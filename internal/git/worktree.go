@@ -421,7 +421,8 @@ type ConfigEntry struct {
 }
 
 // ConfigAt reads a git-config-syntax file committed at rev:path (such as
-// .flume/config). A file that does not exist there reads as empty.
+// .flume/config). A file that does not exist there reads as empty. It is
+// read in process where parseConfig reads it as git would, else by git.
 func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry, error) {
 	blob, err := repo.BlobAt(ctx, rev, path)
 	switch {
@@ -433,6 +434,11 @@ func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry
 	case blob == "":
 		return nil, nil
 	}
+	if typ, data, err := repo.readObject(blob, false); err == nil && typ == "blob" {
+		if entries, ok := parseConfig(data); ok {
+			return entries, nil
+		}
+	}
 	out, err := repo.read(ctx, nil, "config", "--blob", blob, "--list", "-z")
 	if err != nil {
 		return nil, fmt.Errorf("read %s at %s: %w", path, rev, err)
@@ -441,14 +447,18 @@ func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry
 }
 
 // ConfigFile reads a git-config-syntax file on disk; a missing file reads as
-// empty.
+// empty. Like ConfigAt, it is read in process where it can be.
 func (r *Runner) ConfigFile(ctx context.Context, path string) ([]ConfigEntry, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+	data, err := os.ReadFile(abs)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
+	}
+	if entries, ok := parseConfig(data); ok && err == nil {
+		return entries, nil
 	}
 	out, err := r.run(ctx, call{dir: filepath.Dir(abs), readOnly: true, args: []string{"config", "--file", abs, "--list", "-z"}})
 	if err != nil {
@@ -459,8 +469,16 @@ func (r *Runner) ConfigFile(ctx context.Context, path string) ([]ConfigEntry, er
 
 // ConfigIn reads the git configuration (all scopes) of the repository
 // containing dir, without opening it first: a command can read its settings
-// while it opens the repository.
+// while it opens the repository. A plain repository's is read in process
+// (configInProcess); anything else by `git config --list`.
 func (r *Runner) ConfigIn(ctx context.Context, dir string) ([]ConfigEntry, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		if repo, ok := r.openInProcess(abs); ok {
+			if entries, ok := r.configInProcess(repo); ok {
+				return entries, nil
+			}
+		}
+	}
 	out, err := r.run(ctx, call{dir: dir, readOnly: true, args: []string{"config", "--includes", "--list", "-z"}})
 	if err != nil {
 		if exitCode(err) == 1 {

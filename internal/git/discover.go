@@ -1,0 +1,292 @@
+package git
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Finding the repository and reading its configuration in process (issue
+// 26): `git rev-parse` and `git config --list` were two of the processes
+// every command started before doing anything. Only the plain case is
+// read here: a work tree whose .git is a folder of a SHA-1 repository in
+// the files format, owned by this user, reached without crossing a file
+// system, with no include and no setting from the command line.
+// Everything else (a linked worktree, a bare repository, a submodule,
+// GIT_CEILING_DIRECTORIES, safe.directory's cases, an unknown system
+// config location) is git's to answer, as before.
+
+// envLookup reads a variable of the environment git would run with.
+func (r *Runner) envLookup(name string) (string, bool) {
+	env := r.Env
+	if env == nil {
+		return os.LookupEnv(name)
+	}
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// fromCommandLine reports settings git would take from its environment
+// rather than from files (`git -c`, GIT_CONFIG_COUNT) or rules that change
+// where discovery stops: then git answers.
+func (r *Runner) fromCommandLine() bool {
+	for _, name := range []string{"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
+		if _, ok := r.envLookup(name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// openInProcess finds the repository containing abs as `git rev-parse`
+// would, in the plain case only; ok is false when git must answer.
+func (r *Runner) openInProcess(abs string) (repo *Repo, ok bool) {
+	if r.fromCommandLine() {
+		return nil, false
+	}
+	dir, err := filepath.EvalSymlinks(abs) // git works in the real path
+	if err != nil {
+		return nil, false
+	}
+	start, ok := statOf(dir)
+	if !ok {
+		return nil, false
+	}
+	for {
+		st, ok := statOf(dir)
+		if !ok || st.Dev != start.Dev {
+			return nil, false
+		}
+		info, err := os.Lstat(filepath.Join(dir, ".git"))
+		switch {
+		case err == nil && info.IsDir():
+			return r.plainTop(dir, st)
+		case err == nil || !errors.Is(err, fs.ErrNotExist):
+			return nil, false // a gitfile (linked worktree, submodule) or unreadable
+		}
+		// A folder that is itself a git directory (bare, or inside .git).
+		for _, name := range []string{"HEAD", "objects", "refs"} {
+			if _, err := os.Lstat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+				return nil, false
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil, false // no repository: git says so in its words
+		}
+		dir = parent
+	}
+}
+
+// plainTop opens the work tree top whose .git folder was found, when both
+// are this user's and the repository is plain (plainGitDir).
+func (r *Runner) plainTop(top string, st *syscall.Stat_t) (*Repo, bool) {
+	gitDir := filepath.Join(top, ".git")
+	gst, ok := statOf(gitDir)
+	if !ok || int(st.Uid) != os.Geteuid() || int(gst.Uid) != os.Geteuid() {
+		return nil, false // safe.directory is git's to judge
+	}
+	for _, name := range []string{"objects", "refs"} {
+		if info, err := os.Stat(filepath.Join(gitDir, name)); err != nil || !info.IsDir() {
+			return nil, false
+		}
+	}
+	// A HEAD git would not take makes it look further up.
+	var buf [256]byte
+	head, err := readSmall(filepath.Join(gitDir, "HEAD"), buf[:])
+	if ref, isRef := strings.CutPrefix(string(head), "ref: refs/"); err != nil || (!isRef && !plumbingHash(strings.TrimSpace(string(head)))) || (isRef && strings.TrimSpace(ref) == "") {
+		return nil, false
+	}
+	local, ok := plainGitDir(gitDir)
+	if !ok {
+		return nil, false
+	}
+	repo := &Repo{r: r, Dir: top, GitDir: gitDir, CommonDir: gitDir, ObjectFormat: "sha1"}
+	repo.localConfig = local
+	return repo, true
+}
+
+func statOf(path string) (*syscall.Stat_t, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nil, false
+	}
+	return &st, true
+}
+
+// plainGitDir reads a repository folder's own config and reports whether
+// the repository is plain: not a linked worktree's folder, format version
+// 0 or 1 with no extension, not bare, no other work tree, no include.
+func plainGitDir(gitDir string) ([]ConfigEntry, bool) {
+	if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); err == nil {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(gitDir, "config"))
+	if err != nil {
+		return nil, false
+	}
+	entries, ok := parseConfig(data)
+	if !ok {
+		return nil, false
+	}
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Key, "extensions."), includes(e):
+			return nil, false
+		case e.Key == "core.bare" && e.Value != "false",
+			e.Key == "core.worktree",
+			e.Key == "core.repositoryformatversion" && e.Value != "0" && e.Value != "1":
+			return nil, false
+		}
+	}
+	return entries, true
+}
+
+func includes(e ConfigEntry) bool {
+	return strings.HasPrefix(e.Key, "include.") || strings.HasPrefix(e.Key, "includeif.")
+}
+
+// configInProcess lists repo's configuration in every scope as `git
+// config --includes --list` would (system, global, local); ok is false
+// when git must.
+func (r *Runner) configInProcess(repo *Repo) ([]ConfigEntry, bool) {
+	if repo.localConfig == nil || r.fromCommandLine() {
+		return nil, false
+	}
+	var files []string
+	if system, ok := r.systemConfig(); !ok {
+		return nil, false
+	} else if system != "" {
+		files = append(files, system)
+	}
+	files = append(files, r.globalConfigs()...)
+	var all []ConfigEntry
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, false // git says what it could not read
+		}
+		entries, ok := parseConfig(data)
+		if !ok {
+			return nil, false
+		}
+		for _, e := range entries {
+			if includes(e) {
+				return nil, false
+			}
+		}
+		all = append(all, entries...)
+	}
+	return append(all, repo.localConfig...), true
+}
+
+// systemConfig is the system-wide config file git reads: none under
+// GIT_CONFIG_NOSYSTEM, GIT_CONFIG_SYSTEM when set, /etc/gitconfig for a
+// Linux distribution's /usr/bin/git. Any other git was built with a
+// location only it knows: ok is false.
+func (r *Runner) systemConfig() (path string, ok bool) {
+	if v, set := r.envLookup("GIT_CONFIG_NOSYSTEM"); set {
+		if on, known := gitBool(v); !known {
+			return "", false
+		} else if on {
+			return "", true
+		}
+	}
+	if v, set := r.envLookup("GIT_CONFIG_SYSTEM"); set {
+		return v, v != ""
+	}
+	if runtime.GOOS != "linux" {
+		return "", false
+	}
+	prog := r.program()
+	if !filepath.IsAbs(prog) {
+		var err error
+		if prog, err = lookPathIn(prog, r); err != nil {
+			return "", false
+		}
+	}
+	if real, err := filepath.EvalSymlinks(prog); err != nil || real != "/usr/bin/git" {
+		return "", false
+	}
+	return "/etc/gitconfig", true
+}
+
+// lookPathIn finds prog on the PATH of the environment git runs with.
+func lookPathIn(prog string, r *Runner) (string, error) {
+	path, _ := r.envLookup("PATH")
+	if r.Env == nil {
+		return exec.LookPath(prog)
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, prog)
+		if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// globalConfigs are the user's config files in git's order:
+// GIT_CONFIG_GLOBAL alone when set, else the XDG file, then ~/.gitconfig.
+func (r *Runner) globalConfigs() []string {
+	if v, set := r.envLookup("GIT_CONFIG_GLOBAL"); set {
+		if v == "" {
+			return nil
+		}
+		return []string{v}
+	}
+	home, _ := r.envLookup("HOME")
+	var files []string
+	if xdg, _ := r.envLookup("XDG_CONFIG_HOME"); xdg != "" {
+		files = append(files, filepath.Join(xdg, "git", "config"))
+	} else if home != "" {
+		files = append(files, filepath.Join(home, ".config", "git", "config"))
+	}
+	if home != "" {
+		files = append(files, filepath.Join(home, ".gitconfig"))
+	}
+	return files
+}
+
+// gitBool reads a boolean as git's environment does; known is false for
+// a word git would refuse.
+func gitBool(v string) (on, known bool) {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on":
+		return true, true
+	case "false", "no", "off", "":
+		return false, true
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return n != 0, true
+	}
+	return false, false
+}
+
+func plumbingHash(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := range len(s) {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
