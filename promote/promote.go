@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -120,6 +121,17 @@ type member struct {
 	wt *git.Worktree
 	// intent is the member's intent record, prepared for its move.
 	intent *refs.Prepared
+	// steps carries its move and its receipt through one update-ref
+	// while it is promoted (see promoteOne); nil otherwise.
+	steps *refs.Store
+}
+
+// writer is the store a member's move and receipt are saved through.
+func (m *member) writer() *refs.Store {
+	if m.steps != nil {
+		return m.steps
+	}
+	return m.store
 }
 
 func open(ctx context.Context, env *Env, id string, targets []Target) ([]*member, error) {
@@ -207,7 +219,7 @@ func (m *member) move(ctx context.Context, id string) error {
 		}
 	}
 	move := git.RefUpdate{Op: git.Update, Name: m.branchRef(), New: m.r.Tip, Old: m.r.Base}
-	w, err := m.store.Commit(ctx, "flume promote "+id, []*refs.Prepared{m.intent}, move)
+	w, err := m.writer().Commit(ctx, "flume promote "+id, []*refs.Prepared{m.intent}, move)
 	m.intent = nil
 	if err != nil {
 		return err
@@ -339,62 +351,84 @@ func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) erro
 		if ready == nil {
 			ready = m.getReady(ctx, i > 0)
 		}
-		// P6: every target's position again, between moves.
-		err := recheck(ctx, ms)
-		if rerr := <-ready; err == nil {
-			err = rerr
-		}
-		ready = nil
-		if err != nil {
-			return err
-		}
-		env.fault(fmt.Sprintf("before-move:%d", i))
-		wt := m.wt
-		if err := m.move(ctx, id); err != nil {
-			return fmt.Errorf("%s: move %s: %w (run reconcile)", m.t.Name, m.t.Branch, err)
-		}
-		env.fault(fmt.Sprintf("after-move:%d", i))
-		// The receipt's objects are written while git brings the work
-		// tree along; it is saved only after, and only if the branch is
-		// still at the tip.
-		type prepared struct {
-			r   Record
-			p   *refs.Prepared
-			err error
-		}
-		rc := make(chan prepared, 1)
-		go func() {
-			r, p, err := m.prepareReceipt(ctx, env)
-			rc <- prepared{r, p, err}
-		}()
-		if wt != nil {
-			// A checked-out branch brings its clean work tree along.
-			if err := m.repo.SwitchTree(ctx, wt.Path, m.r.Base, m.r.Tip); err != nil {
-				<-rc
-				return fmt.Errorf("%s: %w (run reconcile)", m.t.Name, err)
-			}
-		}
-		receipt := <-rc
-		env.fault(fmt.Sprintf("after-switch:%d", i))
-		if receipt.err != nil {
-			return receipt.err
-		}
-		for _, o := range ms[i+1:] {
-			if o.r.State != Promoted {
-				ready = o.getReady(ctx, true)
-				break
-			}
-		}
-		if err := m.saveReceipt(ctx, receipt.r, receipt.p); err != nil {
-			if ready != nil {
-				<-ready
-			}
+		var err error
+		if ready, err = promoteOne(ctx, env, id, ms, i, ready); err != nil {
 			return err
 		}
 		env.progress("%s: %s %.12s -> %.12s, receipt saved", m.t.Name, m.t.Branch, m.r.Base, m.r.Tip)
 		env.fault(fmt.Sprintf("after-receipt:%d", i))
 	}
 	return nil
+}
+
+// promoteOne moves member i once every member is re-checked and its own
+// readying is done, brings its checkout along and saves its receipt; it
+// returns the next mover's readying, started while the receipt is saved.
+//
+// The move and the receipt go through one update-ref, started before the
+// re-check so that its start-up is not waited for: the move (intent and
+// branch) is its first transaction, reading packed-refs fresh; the
+// receipt moves only the request's own record, which no other process
+// moves while the request's lock is held (git.RefSession's condition).
+func promoteOne(ctx context.Context, env *Env, id string, ms []*member, i int, ready chan error) (chan error, error) {
+	m := ms[i]
+	session := m.repo.OpenRefSession("flume promote " + id)
+	defer session.Close()
+	m.steps = m.store.InSession(session)
+	defer func() { m.steps = nil }()
+	// P6: every target's position again, between moves.
+	err := recheck(ctx, ms)
+	if rerr := <-ready; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	env.fault(fmt.Sprintf("before-move:%d", i))
+	wt := m.wt
+	if err := m.move(ctx, id); err != nil {
+		return nil, fmt.Errorf("%s: move %s: %w (run reconcile)", m.t.Name, m.t.Branch, err)
+	}
+	env.fault(fmt.Sprintf("after-move:%d", i))
+	// The receipt's objects are written while git brings the work tree
+	// along; it is saved only after, and only if the branch is still at
+	// the tip.
+	type prepared struct {
+		r   Record
+		p   *refs.Prepared
+		err error
+	}
+	rc := make(chan prepared, 1)
+	go func() {
+		r, p, err := m.prepareReceipt(ctx, env)
+		rc <- prepared{r, p, err}
+	}()
+	if wt != nil {
+		// A checked-out branch brings its clean work tree along.
+		if err := m.repo.SwitchTree(ctx, wt.Path, m.r.Base, m.r.Tip); err != nil {
+			<-rc
+			return nil, fmt.Errorf("%s: %w (run reconcile)", m.t.Name, err)
+		}
+	}
+	receipt := <-rc
+	env.fault(fmt.Sprintf("after-switch:%d", i))
+	if receipt.err != nil {
+		return nil, receipt.err
+	}
+	var next chan error
+	for _, o := range ms[i+1:] {
+		if o.r.State != Promoted {
+			next = o.getReady(ctx, true)
+			break
+		}
+	}
+	if err := m.saveReceipt(ctx, receipt.r, receipt.p); err != nil {
+		if next != nil {
+			<-next
+		}
+		return nil, err
+	}
+	return next, nil
 }
 
 // getReady reads the member's checkout again when clean is set, and
@@ -407,6 +441,10 @@ func (m *member) getReady(ctx context.Context, clean bool) chan error {
 				done <- err
 				return
 			}
+		}
+		if m.intent != nil {
+			done <- nil // prepared at the preflight
+			return
 		}
 		done <- m.prepareIntent(ctx)
 	}()
@@ -424,20 +462,31 @@ func recheck(ctx context.Context, ms []*member) error {
 }
 
 // preflight checks every member fully before anything moves (P6), the
-// members side by side: each reads only its own repository. A failure is
+// members side by side, as many at a time as there are processors: each
+// check is mostly a git status, and more at once only slowed each other
+// (8 at once on 2 processors took 47 ms, 2 at a time 13). Meanwhile the
+// intents' objects are written, ahead of each member's turn: the record
+// they follow moves only with the member's own move. A failure is
 // reported for the first member in promotion order that has one.
 func preflight(ctx context.Context, ms []*member) error {
 	errs := make([]error, len(ms))
+	intentErrs := make([]error, len(ms))
 	var wg sync.WaitGroup
 	for i, m := range ms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		if m.r.State != Promoted && m.intent == nil {
+			wg.Go(func() { intentErrs[i] = m.prepareIntent(ctx) })
+		}
+	}
+	lanes := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, m := range ms {
+		lanes <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-lanes }()
 			errs[i] = m.check(ctx, true, true)
-		}()
+		})
 	}
 	wg.Wait()
-	for _, err := range errs {
+	for _, err := range append(errs, intentErrs...) {
 		if err != nil {
 			return err
 		}
@@ -477,7 +526,7 @@ func (m *member) saveReceipt(ctx context.Context, r Record, p *refs.Prepared) er
 	if at != m.r.Tip {
 		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("after the move %s is at %.12s, not the tip %.12s", m.t.Branch, at, m.r.Tip)}
 	}
-	w, err := m.store.Commit(ctx, "", []*refs.Prepared{p})
+	w, err := m.writer().Commit(ctx, "", []*refs.Prepared{p})
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.t.Name, err)
 	}

@@ -459,24 +459,16 @@ func (s *Store) prepare(ctx context.Context, ch Change) (git.RefUpdate, *Record,
 	if err != nil {
 		return git.RefUpdate{}, nil, fmt.Errorf("write %s: refusing to store an unreadable record: %w", ch.Ref, err)
 	}
-	blob, err := s.repo.WriteBlob(ctx, data)
-	if err != nil {
-		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)
-	}
-	tree, err := s.repo.WriteTree(ctx, []git.TreeEntry{{Name: StateFile, ID: blob}})
-	if err != nil {
-		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)
-	}
 	msg := ch.Message
 	if msg == "" {
 		msg = "update " + strings.TrimPrefix(ch.Ref, Prefix)
 	}
-	spec := git.CommitSpec{Tree: tree, Message: msg, When: s.Now()}
+	spec := git.CommitSpec{Message: msg, When: s.Now()}
 	if ch.Old != nil {
 		spec.Parents = []string{ch.Old.Commit}
 	}
 	spec.Parents = append(spec.Parents, ch.Hold...)
-	commit, err := s.repo.WriteCommit(ctx, spec)
+	commit, err := s.repo.WriteState(ctx, StateFile, data, spec)
 	if err != nil {
 		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)
 	}

@@ -302,6 +302,19 @@ func TestObjectsWrittenInProcessAreGits_R1(t *testing.T) {
 		t.Fatalf("commit %s, git makes %s (%v)", commit, want, err)
 	}
 	mustGit(t, env, "-C", dir, "update-ref", "refs/flume/x", commit)
+	// A record's three objects written at once are the same three.
+	state, err := repo.WriteState(ctx, "state.json", data, git.CommitSpec{Message: "state", When: when})
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := repo.WriteTree(ctx, []git.TreeEntry{{Name: "state.json", ID: blob}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one, err := repo.WriteCommit(ctx, git.CommitSpec{Tree: single, Message: "state", When: when}); err != nil || state != one {
+		t.Fatalf("WriteState made %s, one object at a time makes %s (%v)", state, one, err)
+	}
+	mustGit(t, env, "-C", dir, "update-ref", "refs/flume/y", state)
 	mustGit(t, env, "-C", dir, "fsck", "--strict", "--no-dangling")
 	if again, err := repo.WriteBlob(ctx, data); err != nil || again != blob {
 		t.Fatalf("writing the blob again: %s, %v", again, err)

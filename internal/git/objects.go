@@ -69,16 +69,14 @@ func (repo *Repo) inProcess() *filesystem.Storage {
 // WriteBlob stores data as a blob and returns its id.
 func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	if st := repo.inProcess(); st != nil {
-		obj := st.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		if err := writeAll(obj, data); err != nil {
-			return "", fmt.Errorf("write blob: %w", err)
+		obj, err := encodeBlob(st, data)
+		if err == nil {
+			_, err = repo.storeLoose(obj)
 		}
-		id, err := repo.storeLoose(obj)
 		if err != nil {
 			return "", fmt.Errorf("write blob: %w", err)
 		}
-		return id, nil
+		return obj.Hash().String(), nil
 	}
 	out, err := repo.write(ctx, data, nil, "hash-object", "-w", "-t", "blob", "--stdin")
 	if err != nil {
@@ -87,23 +85,23 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+func encodeBlob(st *filesystem.Storage, data []byte) (plumbing.EncodedObject, error) {
+	obj := st.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	return obj, writeAll(obj, data)
+}
+
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
 	if st := repo.inProcess(); st != nil {
-		tree := object.Tree{}
-		for _, e := range entries {
-			tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.Name, Mode: filemode.Regular, Hash: plumbing.NewHash(e.ID)})
+		obj, err := encodeTree(st, entries)
+		if err == nil {
+			_, err = repo.storeLoose(obj)
 		}
-		sortTree(tree.Entries)
-		obj := st.NewEncodedObject()
-		if err := tree.Encode(obj); err != nil {
-			return "", fmt.Errorf("write tree: %w", err)
-		}
-		id, err := repo.storeLoose(obj)
 		if err != nil {
 			return "", fmt.Errorf("write tree: %w", err)
 		}
-		return id, nil
+		return obj.Hash().String(), nil
 	}
 	var in bytes.Buffer
 	for _, e := range entries {
@@ -114,6 +112,16 @@ func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, e
 		return "", fmt.Errorf("write tree: %w", err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+func encodeTree(st *filesystem.Storage, entries []TreeEntry) (plumbing.EncodedObject, error) {
+	tree := object.Tree{}
+	for _, e := range entries {
+		tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.Name, Mode: filemode.Regular, Hash: plumbing.NewHash(e.ID)})
+	}
+	sortTree(tree.Entries)
+	obj := st.NewEncodedObject()
+	return obj, tree.Encode(obj)
 }
 
 // sortTree orders entries as git does for regular files: bytewise by name.
@@ -136,27 +144,16 @@ type CommitSpec struct {
 
 // WriteCommit stores a commit and returns its id. It moves no ref.
 func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error) {
-	if c.Author == (Ident{}) {
-		c.Author = DefaultIdent
-	}
-	if !strings.HasSuffix(c.Message, "\n") {
-		c.Message += "\n"
-	}
+	c = c.normal()
 	if st := repo.inProcess(); st != nil {
-		sig := object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: c.When}
-		commit := object.Commit{Author: sig, Committer: sig, Message: c.Message, TreeHash: plumbing.NewHash(c.Tree)}
-		for _, p := range c.Parents {
-			commit.ParentHashes = append(commit.ParentHashes, plumbing.NewHash(p))
+		obj, err := encodeCommit(st, c)
+		if err == nil {
+			_, err = repo.storeLoose(obj)
 		}
-		obj := st.NewEncodedObject()
-		if err := commit.Encode(obj); err != nil {
-			return "", fmt.Errorf("write commit: %w", err)
-		}
-		id, err := repo.storeLoose(obj)
 		if err != nil {
 			return "", fmt.Errorf("write commit: %w", err)
 		}
-		return id, nil
+		return obj.Hash().String(), nil
 	}
 	args := []string{"commit-tree"}
 	for _, p := range c.Parents {
@@ -173,6 +170,73 @@ func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error)
 		return "", fmt.Errorf("write commit: %w", err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// normal fills in the default author and the message's final newline.
+func (c CommitSpec) normal() CommitSpec {
+	if c.Author == (Ident{}) {
+		c.Author = DefaultIdent
+	}
+	if !strings.HasSuffix(c.Message, "\n") {
+		c.Message += "\n"
+	}
+	return c
+}
+
+func encodeCommit(st *filesystem.Storage, c CommitSpec) (plumbing.EncodedObject, error) {
+	sig := object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: c.When}
+	commit := object.Commit{Author: sig, Committer: sig, Message: c.Message, TreeHash: plumbing.NewHash(c.Tree)}
+	for _, p := range c.Parents {
+		commit.ParentHashes = append(commit.ParentHashes, plumbing.NewHash(p))
+	}
+	obj := st.NewEncodedObject()
+	return obj, commit.Encode(obj)
+}
+
+// WriteState stores a state: file as the one file of a tree, and a commit
+// of that tree (c.Tree is set here); it returns the commit's id and moves
+// no ref. In process the three objects' ids are known from their content
+// before any is written, so the three files are written side by side: a
+// new file took one to two milliseconds on the file systems measured, and
+// a record's three were most of a promotion's step (issue 26). Objects of
+// a write that fails part-way are unreachable, for gc.
+func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c CommitSpec) (string, error) {
+	st := repo.inProcess()
+	if st == nil {
+		blob, err := repo.WriteBlob(ctx, data)
+		if err != nil {
+			return "", err
+		}
+		if c.Tree, err = repo.WriteTree(ctx, []TreeEntry{{Name: file, ID: blob}}); err != nil {
+			return "", err
+		}
+		return repo.WriteCommit(ctx, c)
+	}
+	blob, err := encodeBlob(st, data)
+	if err != nil {
+		return "", fmt.Errorf("write blob: %w", err)
+	}
+	tree, err := encodeTree(st, []TreeEntry{{Name: file, ID: blob.Hash().String()}})
+	if err != nil {
+		return "", fmt.Errorf("write tree: %w", err)
+	}
+	c = c.normal()
+	c.Tree = tree.Hash().String()
+	commit, err := encodeCommit(st, c)
+	if err != nil {
+		return "", fmt.Errorf("write commit: %w", err)
+	}
+	objs := []plumbing.EncodedObject{blob, tree, commit}
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	for i, obj := range objs {
+		wg.Go(func() { _, errs[i] = repo.storeLoose(obj) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", fmt.Errorf("write state: %w", err)
+	}
+	return commit.Hash().String(), nil
 }
 
 // storeLoose writes an object encoded in memory as git writes a loose
