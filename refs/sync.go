@@ -46,15 +46,32 @@ type SyncReport struct {
 // remote holds of the records it took or made.
 const IncomingPrefix = "refs/flume-incoming/"
 
-// owners reads the owner host of every record here, by the commit it is
-// at, in one read (R4): a ref read one at a time parsed the whole
-// packed-refs file for each (issue 26). A record that cannot be read has
-// owner "".
-func (s *Store) owners(ctx context.Context, here map[string]string) (map[string]string, error) {
-	refs := make([]string, 0, len(here))
-	ids := make([]string, 0, len(here))
-	for ref, id := range here {
-		if id != "" && !strings.HasPrefix(ref, SnapshotPrefix) {
+// owners reads the owner host of the records here that a sync decides on,
+// by the commit each is at, in one read (R4): those that differ from the
+// remote's copy, and the place of each claim that differs (claimOnOurs).
+// A sync with nothing to move reads none (issue 26); a ref read one at a
+// time parsed the whole packed-refs file for each. A record that cannot
+// be read has owner "".
+func (s *Store) owners(ctx context.Context, here, there map[string]string) (map[string]string, error) {
+	need := map[string]bool{}
+	for ref, l := range here {
+		if l == there[ref] {
+			continue
+		}
+		need[ref] = true
+		if place, ok := strings.CutPrefix(ref, ClaimPrefix); ok {
+			need["refs/flume/places/"+place] = true
+		}
+	}
+	for ref, r := range there {
+		if place, ok := strings.CutPrefix(ref, ClaimPrefix); ok && here[ref] != r {
+			need["refs/flume/places/"+place] = true
+		}
+	}
+	refs := make([]string, 0, len(need))
+	ids := make([]string, 0, len(need))
+	for ref := range need {
+		if id := here[ref]; id != "" && !strings.HasPrefix(ref, SnapshotPrefix) {
 			refs, ids = append(refs, ref), append(ids, id)
 		}
 	}
@@ -182,7 +199,7 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 	if err != nil {
 		return nil, err
 	}
-	owners, err := s.owners(ctx, here)
+	owners, err := s.owners(ctx, here, there)
 	if err != nil {
 		return nil, err
 	}
