@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -331,3 +332,53 @@ func cmdAgentHome(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("agenthome: no setup for %q", args[0])
 	}
 }
+
+// gitcalls on|off: from "on", every git process the script or git-flume
+// starts is logged, one line of its arguments each, to $WORK/gitcalls,
+// emptied first; the processes git starts of its own are not. git puts its
+// exec-path first on PATH for the commands it runs (git-flume among
+// them), so the logging git goes there: a folder mirroring git's
+// exec-path, named by GIT_EXEC_PATH. "off" stops logging. The log is what
+// a test counts a command's git processes from (issue 26).
+func cmdGitCalls(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 || (args[0] != "on" && args[0] != "off") {
+		ts.Fatalf("usage: gitcalls on|off")
+	}
+	dir := filepath.Join(ts.Getenv("WORK"), ".gitcalls-bin")
+	path := ts.Getenv("PATH")
+	if args[0] == "off" {
+		ts.Setenv("PATH", strings.TrimPrefix(path, dir+string(os.PathListSeparator)))
+		ts.Setenv("GIT_EXEC_PATH", "")
+		return
+	}
+	real, err := exec.LookPath("git")
+	ts.Check(err)
+	out, err := exec.Command(real, "--exec-path").Output()
+	ts.Check(err)
+	execPath := strings.TrimSpace(string(out))
+	log := filepath.Join(ts.Getenv("WORK"), "gitcalls")
+	ts.Check(os.WriteFile(log, nil, 0o644))
+	if _, err := os.Stat(dir); err != nil {
+		ts.Check(os.MkdirAll(dir, 0o755))
+		entries, err := os.ReadDir(execPath)
+		ts.Check(err)
+		for _, e := range entries {
+			if e.Name() != "git" {
+				ts.Check(os.Symlink(filepath.Join(execPath, e.Name()), filepath.Join(dir, e.Name())))
+			}
+		}
+	}
+	script := fmt.Sprintf(`#!/bin/sh
+case "$(cat /proc/$PPID/comm 2>/dev/null)" in
+git-flume*) printf '%%s\n' "$*" >> '%s' ;;
+esac
+exec '%s' "$@"
+`, log, real)
+	ts.Check(os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755))
+	ts.Setenv("GIT_EXEC_PATH", dir)
+	if !strings.HasPrefix(path, dir+string(os.PathListSeparator)) {
+		ts.Setenv("PATH", dir+string(os.PathListSeparator)+path)
+	}
+}
+
+func init() { scriptCmds["gitcalls"] = cmdGitCalls }

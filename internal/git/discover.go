@@ -36,16 +36,60 @@ func (r *Runner) envLookup(name string) (string, bool) {
 	return "", false
 }
 
-// fromCommandLine reports settings git would take from its environment
-// rather than from files (`git -c`, GIT_CONFIG_COUNT) or rules that change
-// where discovery stops: then git answers.
+// fromCommandLine reports what makes git, not this package, the one to
+// answer: settings given as `git -c` (GIT_CONFIG_PARAMETERS, whose
+// quoting is git's) or that change how discovery goes, and settings from
+// GIT_CONFIG_COUNT that commandLineConfig cannot read as git would or
+// that bear on finding the repository.
 func (r *Runner) fromCommandLine() bool {
-	for _, name := range []string{"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
+	for _, name := range []string{"GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
 		if _, ok := r.envLookup(name); ok {
 			return true
 		}
 	}
+	entries, ok := r.commandLineConfig()
+	if !ok {
+		return true
+	}
+	for _, e := range entries {
+		switch {
+		case includes(e), strings.HasPrefix(e.Key, "extensions."), strings.HasPrefix(e.Key, "safe."),
+			e.Key == "core.bare", e.Key == "core.worktree", e.Key == "core.repositoryformatversion":
+			return true
+		}
+	}
 	return false
+}
+
+// commandLineConfig reads the settings of GIT_CONFIG_COUNT and its
+// GIT_CONFIG_KEY_<n> / GIT_CONFIG_VALUE_<n> as git lists them: section
+// and name lowercased, a subsection as given. ok is false where git
+// would refuse them (it says why).
+func (r *Runner) commandLineConfig() (entries []ConfigEntry, ok bool) {
+	v, set := r.envLookup("GIT_CONFIG_COUNT")
+	if !set {
+		return nil, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 1000 {
+		return nil, false
+	}
+	for i := range n {
+		key, kset := r.envLookup("GIT_CONFIG_KEY_" + strconv.Itoa(i))
+		value, vset := r.envLookup("GIT_CONFIG_VALUE_" + strconv.Itoa(i))
+		first, last := strings.IndexByte(key, '.'), strings.LastIndexByte(key, '.')
+		if !kset || !vset || first <= 0 || last == len(key)-1 {
+			return nil, false
+		}
+		section, name := strings.ToLower(key[:first]), strings.ToLower(key[last+1:])
+		if !isAlpha(name[0]) || strings.IndexFunc(name, func(c rune) bool { return c > 127 || !isKeyChar(byte(c)) }) >= 0 ||
+			strings.IndexFunc(section, func(c rune) bool { return c > 127 || !isKeyChar(byte(c)) }) >= 0 {
+			return nil, false
+		}
+		full := section + key[first:last+1] + name
+		entries = append(entries, ConfigEntry{Key: full, Value: value})
+	}
+	return entries, true
 }
 
 // openInProcess finds the repository containing abs as `git rev-parse`
@@ -190,7 +234,12 @@ func (r *Runner) configInProcess(repo *Repo) ([]ConfigEntry, bool) {
 		}
 		all = append(all, entries...)
 	}
-	return append(all, repo.localConfig...), true
+	cmdline, ok := r.commandLineConfig()
+	if !ok {
+		return nil, false
+	}
+	all = append(all, repo.localConfig...)
+	return append(all, cmdline...), true
 }
 
 // systemConfig is the system-wide config file git reads: none under
