@@ -18,12 +18,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // TreeEntry is one file of a tree flume writes: state trees hold only
@@ -33,43 +30,28 @@ type TreeEntry struct {
 	ID   string
 }
 
-// objectStore builds objects in process with go-git's loose-object writer
-// (temp file, then rename: safe against concurrent git). It never touches
-// refs. It serves only SHA-1 repositories; others use the git CLI.
+// objectStore holds what a repository's in-process object reading and
+// writing keep between calls. Objects are written as loose files (temp
+// file, then rename: safe against concurrent git) and never touch refs.
+// Only SHA-1 repositories are read and written here; others use git.
 type objectStore struct {
-	once sync.Once
-	st   *filesystem.Storage
-
 	reftableOnce sync.Once
 	isReftable   bool
 
 	// kept holds commits read while listing refs (see keep).
 	keptMu sync.Mutex
 	kept   map[string][]byte
-	// packMu serializes reads through go-git's storage (readPacked).
-	packMu sync.Mutex
+
+	packs packSet
 }
 
-func (repo *Repo) inProcess() *filesystem.Storage {
-	if repo.ObjectFormat != "sha1" {
-		return nil
-	}
-	repo.objects.once.Do(func() {
-		// Pack files stay open once read (issue 26): without it every
-		// packed object reopened its pack, most of a status after gc. A
-		// command lives briefly; a watcher's reads are few. Files git
-		// removes meanwhile (a repack) stay readable through the open
-		// descriptor, and an object not found falls back to git.
-		repo.objects.st = filesystem.NewStorageWithOptions(packFS{osfs.New(repo.CommonDir)}, cache.NewObjectLRUDefault(),
-			filesystem.Options{KeepDescriptors: true})
-	})
-	return repo.objects.st
-}
+// inProcess reports whether objects are read and written here.
+func (repo *Repo) inProcess() bool { return repo.ObjectFormat == "sha1" }
 
 // WriteBlob stores data as a blob and returns its id.
 func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
-	if st := repo.inProcess(); st != nil {
-		obj, err := encodeBlob(st, data)
+	if repo.inProcess() {
+		obj, err := encodeBlob(data)
 		if err == nil {
 			_, err = repo.storeLoose(obj)
 		}
@@ -85,16 +67,16 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func encodeBlob(st *filesystem.Storage, data []byte) (plumbing.EncodedObject, error) {
-	obj := st.NewEncodedObject()
+func encodeBlob(data []byte) (plumbing.EncodedObject, error) {
+	obj := new(plumbing.MemoryObject)
 	obj.SetType(plumbing.BlobObject)
 	return obj, writeAll(obj, data)
 }
 
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
-	if st := repo.inProcess(); st != nil {
-		obj, err := encodeTree(st, entries)
+	if repo.inProcess() {
+		obj, err := encodeTree(entries)
 		if err == nil {
 			_, err = repo.storeLoose(obj)
 		}
@@ -114,13 +96,13 @@ func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, e
 	return strings.TrimSpace(string(out)), nil
 }
 
-func encodeTree(st *filesystem.Storage, entries []TreeEntry) (plumbing.EncodedObject, error) {
+func encodeTree(entries []TreeEntry) (plumbing.EncodedObject, error) {
 	tree := object.Tree{}
 	for _, e := range entries {
 		tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.Name, Mode: filemode.Regular, Hash: plumbing.NewHash(e.ID)})
 	}
 	sortTree(tree.Entries)
-	obj := st.NewEncodedObject()
+	obj := new(plumbing.MemoryObject)
 	return obj, tree.Encode(obj)
 }
 
@@ -145,8 +127,8 @@ type CommitSpec struct {
 // WriteCommit stores a commit and returns its id. It moves no ref.
 func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error) {
 	c = c.normal()
-	if st := repo.inProcess(); st != nil {
-		obj, err := encodeCommit(st, c)
+	if repo.inProcess() {
+		obj, err := encodeCommit(c)
 		if err == nil {
 			_, err = repo.storeLoose(obj)
 		}
@@ -183,13 +165,13 @@ func (c CommitSpec) normal() CommitSpec {
 	return c
 }
 
-func encodeCommit(st *filesystem.Storage, c CommitSpec) (plumbing.EncodedObject, error) {
+func encodeCommit(c CommitSpec) (plumbing.EncodedObject, error) {
 	sig := object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: c.When}
 	commit := object.Commit{Author: sig, Committer: sig, Message: c.Message, TreeHash: plumbing.NewHash(c.Tree)}
 	for _, p := range c.Parents {
 		commit.ParentHashes = append(commit.ParentHashes, plumbing.NewHash(p))
 	}
-	obj := st.NewEncodedObject()
+	obj := new(plumbing.MemoryObject)
 	return obj, commit.Encode(obj)
 }
 
@@ -201,8 +183,7 @@ func encodeCommit(st *filesystem.Storage, c CommitSpec) (plumbing.EncodedObject,
 // a record's three were most of a promotion's step (issue 26). Objects of
 // a write that fails part-way are unreachable, for gc.
 func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c CommitSpec) (string, error) {
-	st := repo.inProcess()
-	if st == nil {
+	if !repo.inProcess() {
 		blob, err := repo.WriteBlob(ctx, data)
 		if err != nil {
 			return "", err
@@ -212,17 +193,17 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 		}
 		return repo.WriteCommit(ctx, c)
 	}
-	blob, err := encodeBlob(st, data)
+	blob, err := encodeBlob(data)
 	if err != nil {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
-	tree, err := encodeTree(st, []TreeEntry{{Name: file, ID: blob.Hash().String()}})
+	tree, err := encodeTree([]TreeEntry{{Name: file, ID: blob.Hash().String()}})
 	if err != nil {
 		return "", fmt.Errorf("write tree: %w", err)
 	}
 	c = c.normal()
 	c.Tree = tree.Hash().String()
-	commit, err := encodeCommit(st, c)
+	commit, err := encodeCommit(c)
 	if err != nil {
 		return "", fmt.Errorf("write commit: %w", err)
 	}

@@ -38,8 +38,7 @@ import (
 // was loose when its folder was listed, so it is either still loose or
 // already in the packed-refs file read after.
 func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
-	st := repo.inProcess()
-	if st == nil || repo.reftable() {
+	if !repo.inProcess() || repo.reftable() {
 		return nil, false
 	}
 	for _, p := range patterns {
@@ -76,7 +75,7 @@ func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
 // refInProcess reads one ref as listRefsInProcess reads many: its id, ""
 // when it does not exist. ok is false when git must answer.
 func (repo *Repo) refInProcess(name string) (id string, ok bool) {
-	if repo.inProcess() == nil || repo.reftable() || !strings.HasPrefix(name, "refs/") {
+	if !repo.inProcess() || repo.reftable() || !strings.HasPrefix(name, "refs/") {
 		return "", false
 	}
 	ids := map[string]string{}
@@ -212,7 +211,7 @@ func matchesAny(name string, patterns []string) bool {
 // Batch.ReadMany reads "<commit>:<file>". ok is false when git must
 // answer instead.
 func (repo *Repo) filesAtInProcess(commits []string, file string) (objs []Object, ok bool) {
-	if repo.inProcess() == nil {
+	if !repo.inProcess() {
 		return nil, false
 	}
 	objs = make([]Object, len(commits))
@@ -409,36 +408,3 @@ func inflater(r io.Reader) (io.ReadCloser, error) {
 // maxInProcessObject bounds what is read into memory here: a record is a
 // few kilobytes; anything larger is git's to read.
 const maxInProcessObject = 64 << 20
-
-func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error) {
-	st := repo.inProcess()
-	if st == nil {
-		return "", nil, fmt.Errorf("read object %s: no in-process store", id)
-	}
-	// go-git's storage loads pack indexes and shares pack files without
-	// locks: one reader at a time (loose objects need none).
-	repo.objects.packMu.Lock()
-	defer repo.objects.packMu.Unlock()
-	obj, err := st.EncodedObject(plumbing.AnyObject, plumbing.NewHash(id))
-	if err != nil {
-		return "", nil, err
-	}
-	typ := obj.Type().String()
-	if headerOnly && (typ != "commit" || obj.Size() > 4096) {
-		return typ, nil, nil
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return "", nil, err
-	}
-	defer rd.Close()
-	data, err := io.ReadAll(rd)
-	if err != nil {
-		return "", nil, err
-	}
-	if headerOnly {
-		repo.objects.keep(id, data) // as readObject keeps a loose one
-		return typ, nil, nil
-	}
-	return typ, data, nil
-}

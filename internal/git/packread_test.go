@@ -1,0 +1,126 @@
+package git
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPackedObjectsReadAsGitReadsThem_R4: every object of repositories
+// packed the ways git packs (deltas by offset, deltas by id, chains as
+// deep as an aggressive repack makes, several packs) is read in process
+// exactly as `git cat-file` reads it, type and content.
+func TestPackedObjectsReadAsGitReadsThem_R4(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		config []string
+		repack [][]string
+	}{
+		{name: "offset deltas", repack: [][]string{{"gc", "-q"}}},
+		{name: "id deltas", config: []string{"repack.useDeltaBaseOffset=false"}, repack: [][]string{{"repack", "-a", "-d", "-f", "-q"}}},
+		{name: "deep chains", repack: [][]string{{"repack", "-a", "-d", "-f", "-q", "--depth=250", "--window=250"}}},
+		{name: "two packs", repack: [][]string{{"repack", "-d", "-q"}, {"commit", "-q", "--allow-empty", "-m", "more"}, {"repack", "-d", "-q"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b",
+				"GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b", "GIT_DIR="+filepath.Join(dir, ".git"), "GIT_WORK_TREE="+dir)
+			run := func(args ...string) string {
+				t.Helper()
+				cmd := exec.Command("git", args...)
+				cmd.Env = env
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+				return string(out)
+			}
+			run("init", "-q", dir)
+			for _, kv := range c.config {
+				k, v, _ := strings.Cut(kv, "=")
+				run("config", k, v)
+			}
+			// Records much alike: a state file changed a little each
+			// commit, and a larger file to give deltas something to copy.
+			big := strings.Repeat("line of a long file that changes little\n", 400)
+			for i := range 60 {
+				os.WriteFile(filepath.Join(dir, "state.json"), fmt.Appendf(nil, `{"schema":1,"kind":"place","n":%d,"brief":"%s"}`, i, strings.Repeat("x", i)), 0o644)
+				os.WriteFile(filepath.Join(dir, "big.txt"), []byte(big+strings.Repeat("tail\n", i)), 0o644)
+				run("add", "-A")
+				run("commit", "-q", "-m", fmt.Sprint("commit ", i))
+			}
+			for _, args := range c.repack {
+				run(args...)
+			}
+			if loose, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "??", "*")); len(loose) > 0 {
+				t.Fatalf("%d loose objects left", len(loose))
+			}
+			if c.name == "two packs" && len(packs(t, dir)) != 2 {
+				t.Fatalf("packs: %v", packs(t, dir))
+			}
+			repo := &Repo{CommonDir: filepath.Join(dir, ".git"), ObjectFormat: "sha1"}
+			ids := strings.Fields(run("cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
+			if len(ids) < 200 {
+				t.Fatalf("only %d objects", len(ids))
+			}
+			deltas := 0
+			for _, pack := range packs(t, dir) {
+				for _, line := range strings.Split(strings.TrimSpace(run("verify-pack", "-v", pack)), "\n") {
+					if f := strings.Fields(line); len(f) >= 7 && len(f[0]) == 40 {
+						deltas++
+					}
+				}
+			}
+			if deltas == 0 {
+				t.Fatal("no deltas in the pack")
+			}
+			for _, id := range ids {
+				typ, data, err := repo.readPacked(id, false)
+				if err != nil {
+					t.Fatalf("%s: %v", id, err)
+				}
+				want := run("cat-file", "-t", id)
+				if typ != strings.TrimSpace(want) {
+					t.Fatalf("%s: type %s, git says %s", id, typ, want)
+				}
+				cmd := exec.Command("git", "cat-file", typ, id)
+				cmd.Env = env
+				content, err := cmd.Output()
+				if err != nil || !bytes.Equal(content, data) {
+					t.Fatalf("%s (%s): read %d bytes, git %d (%v)", id, typ, len(data), len(content), err)
+				}
+				if htyp, _, err := repo.readPacked(id, true); err != nil || htyp != typ {
+					t.Fatalf("%s: header only: %s, %v", id, htyp, err)
+				}
+			}
+			if _, _, err := repo.readPacked(strings.Repeat("0", 40), false); err == nil {
+				t.Fatal("an object in no pack was read")
+			}
+		})
+	}
+}
+
+func packs(t *testing.T, dir string) []string {
+	p, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack"))
+	if len(p) == 0 {
+		t.Fatal("no pack")
+	}
+	return p
+}
+
+// FuzzApplyDelta: a delta, however malformed, is refused or applied within
+// its declared size; never a panic.
+func FuzzApplyDelta(f *testing.F) {
+	f.Add([]byte("hello world"), []byte{11, 5, 0x90, 5})
+	f.Add([]byte("abc"), []byte{3, 4, 0x91, 1, 2, 2, 'x', 'y'})
+	f.Fuzz(func(t *testing.T, base, delta []byte) {
+		out, err := applyDelta(base, delta)
+		if err == nil && len(out) > maxInProcessObject {
+			t.Fatal("result larger than allowed")
+		}
+	})
+}
