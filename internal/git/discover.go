@@ -148,7 +148,7 @@ func (r *Runner) plainTop(top string, st *syscall.Stat_t) (*Repo, bool) {
 	// A HEAD git would not take makes it look further up.
 	var buf [256]byte
 	head, err := readSmall(filepath.Join(gitDir, "HEAD"), buf[:])
-	if ref, isRef := strings.CutPrefix(string(head), "ref: refs/"); err != nil || (!isRef && !plumbingHash(strings.TrimSpace(string(head)))) || (isRef && strings.TrimSpace(ref) == "") {
+	if ref, isRef := strings.CutPrefix(string(head), "ref: refs/"); err != nil || (!isRef && !isObjectID(strings.TrimSpace(string(head)))) || (isRef && strings.TrimSpace(ref) == "") {
 		return nil, false
 	}
 	local, ok := plainGitDir(gitDir)
@@ -326,16 +326,4 @@ func gitBool(v string) (on, known bool) {
 		return n != 0, true
 	}
 	return false, false
-}
-
-func plumbingHash(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for i := range len(s) {
-		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,14 +15,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // TreeEntry is one file of a tree flume writes: state trees hold only
@@ -58,7 +57,7 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("write blob: %w", err)
 		}
-		return obj.Hash().String(), nil
+		return obj.id, nil
 	}
 	out, err := repo.write(ctx, data, nil, "hash-object", "-w", "-t", "blob", "--stdin")
 	if err != nil {
@@ -67,11 +66,21 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func encodeBlob(data []byte) (plumbing.EncodedObject, error) {
-	obj := new(plumbing.MemoryObject)
-	obj.SetType(plumbing.BlobObject)
-	return obj, writeAll(obj, data)
+// looseObject is an object encoded in memory: its type and content.
+type looseObject struct {
+	typ  string
+	data []byte
+	id   string
 }
+
+func newObject(typ string, data []byte) *looseObject {
+	h := sha1.New()
+	fmt.Fprintf(h, "%s %d\x00", typ, len(data))
+	h.Write(data)
+	return &looseObject{typ: typ, data: data, id: hex.EncodeToString(h.Sum(nil))}
+}
+
+func encodeBlob(data []byte) (*looseObject, error) { return newObject("blob", data), nil }
 
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
@@ -83,7 +92,7 @@ func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, e
 		if err != nil {
 			return "", fmt.Errorf("write tree: %w", err)
 		}
-		return obj.Hash().String(), nil
+		return obj.id, nil
 	}
 	var in bytes.Buffer
 	for _, e := range entries {
@@ -96,23 +105,24 @@ func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, e
 	return strings.TrimSpace(string(out)), nil
 }
 
-func encodeTree(entries []TreeEntry) (plumbing.EncodedObject, error) {
-	tree := object.Tree{}
-	for _, e := range entries {
-		tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.Name, Mode: filemode.Regular, Hash: plumbing.NewHash(e.ID)})
-	}
-	sortTree(tree.Entries)
-	obj := new(plumbing.MemoryObject)
-	return obj, tree.Encode(obj)
-}
-
-// sortTree orders entries as git does for regular files: bytewise by name.
-func sortTree(es []object.TreeEntry) {
-	for i := 1; i < len(es); i++ {
-		for j := i; j > 0 && es[j].Name < es[j-1].Name; j-- {
-			es[j], es[j-1] = es[j-1], es[j]
+// encodeTree encodes a flat tree of regular files as git does: entries
+// "100644 <name>\x00<20-byte id>", ordered bytewise by name (regular
+// files only: a folder would sort as "name/").
+func encodeTree(entries []TreeEntry) (*looseObject, error) {
+	es := slices.Clone(entries)
+	slices.SortFunc(es, func(a, b TreeEntry) int { return strings.Compare(a.Name, b.Name) })
+	var buf bytes.Buffer
+	for _, e := range es {
+		raw, err := hex.DecodeString(e.ID)
+		if err != nil || len(raw) != 20 || e.Name == "" || strings.ContainsAny(e.Name, "/\x00") {
+			return nil, fmt.Errorf("tree entry %q %q: not a file name and object id", e.Name, e.ID)
 		}
+		buf.WriteString("100644 ")
+		buf.WriteString(e.Name)
+		buf.WriteByte(0)
+		buf.Write(raw)
 	}
+	return newObject("tree", buf.Bytes()), nil
 }
 
 // CommitSpec describes a commit to write.
@@ -135,7 +145,7 @@ func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("write commit: %w", err)
 		}
-		return obj.Hash().String(), nil
+		return obj.id, nil
 	}
 	args := []string{"commit-tree"}
 	for _, p := range c.Parents {
@@ -165,14 +175,39 @@ func (c CommitSpec) normal() CommitSpec {
 	return c
 }
 
-func encodeCommit(c CommitSpec) (plumbing.EncodedObject, error) {
-	sig := object.Signature{Name: c.Author.Name, Email: c.Author.Email, When: c.When}
-	commit := object.Commit{Author: sig, Committer: sig, Message: c.Message, TreeHash: plumbing.NewHash(c.Tree)}
-	for _, p := range c.Parents {
-		commit.ParentHashes = append(commit.ParentHashes, plumbing.NewHash(p))
+// encodeCommit encodes a commit as git does: tree, parents, author and
+// committer ("Name <email> <unix seconds> <+hhmm>"), a blank line, the
+// message.
+func encodeCommit(c CommitSpec) (*looseObject, error) {
+	for _, id := range append([]string{c.Tree}, c.Parents...) {
+		if !isObjectID(id) {
+			return nil, fmt.Errorf("commit: %q is not an object id", id)
+		}
 	}
-	obj := new(plumbing.MemoryObject)
-	return obj, commit.Encode(obj)
+	if strings.ContainsAny(c.Author.Name+c.Author.Email, "<>\n\x00") {
+		return nil, fmt.Errorf("commit: identity %q <%s> has a character git refuses", c.Author.Name, c.Author.Email)
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "tree %s\n", c.Tree)
+	for _, p := range c.Parents {
+		fmt.Fprintf(&buf, "parent %s\n", p)
+	}
+	sig := fmt.Sprintf("%s <%s> %d %s", c.Author.Name, c.Author.Email, c.When.Unix(), c.When.Format("-0700"))
+	fmt.Fprintf(&buf, "author %s\ncommitter %s\n\n%s", sig, sig, c.Message)
+	return newObject("commit", buf.Bytes()), nil
+}
+
+// isObjectID reports a SHA-1 object id in git's lowercase hex.
+func isObjectID(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := range len(s) {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteState stores a state: file as the one file of a tree, and a commit
@@ -197,17 +232,17 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 	if err != nil {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
-	tree, err := encodeTree([]TreeEntry{{Name: file, ID: blob.Hash().String()}})
+	tree, err := encodeTree([]TreeEntry{{Name: file, ID: blob.id}})
 	if err != nil {
 		return "", fmt.Errorf("write tree: %w", err)
 	}
 	c = c.normal()
-	c.Tree = tree.Hash().String()
+	c.Tree = tree.id
 	commit, err := encodeCommit(c)
 	if err != nil {
 		return "", fmt.Errorf("write commit: %w", err)
 	}
-	objs := []plumbing.EncodedObject{blob, tree, commit}
+	objs := []*looseObject{blob, tree, commit}
 	errs := make([]error, len(objs))
 	var wg sync.WaitGroup
 	for i, obj := range objs {
@@ -217,7 +252,7 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 	if err := errors.Join(errs...); err != nil {
 		return "", fmt.Errorf("write state: %w", err)
 	}
-	return commit.Hash().String(), nil
+	return commit.id, nil
 }
 
 // storeLoose writes an object encoded in memory as git writes a loose
@@ -228,24 +263,19 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 // writer (no second folder, no mode change after): a state record is three
 // objects, and on a slow file system their writing was most of a record
 // write (issue 14).
-func (repo *Repo) storeLoose(obj plumbing.EncodedObject) (string, error) {
-	id := obj.Hash().String()
+func (repo *Repo) storeLoose(obj *looseObject) (string, error) {
+	id := obj.id
 	dir := filepath.Join(repo.CommonDir, "objects", id[:2])
 	final := filepath.Join(dir, id[2:])
 	if _, err := os.Lstat(final); err == nil {
 		return id, nil
 	}
-	r, err := obj.Reader()
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
 	var buf bytes.Buffer
 	zw := zlibWriters.Get().(*zlib.Writer)
 	defer zlibWriters.Put(zw)
 	zw.Reset(&buf)
-	fmt.Fprintf(zw, "%s %d\x00", obj.Type(), obj.Size())
-	if _, err := io.Copy(zw, r); err != nil {
+	fmt.Fprintf(zw, "%s %d\x00", obj.typ, len(obj.data))
+	if _, err := zw.Write(obj.data); err != nil {
 		return "", err
 	}
 	if err := zw.Close(); err != nil {
@@ -278,18 +308,6 @@ func (repo *Repo) storeLoose(obj plumbing.EncodedObject) (string, error) {
 // zlibWriters keeps deflaters for reuse: each holds several hundred
 // kilobytes of state, too much to allocate per object.
 var zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
-
-func writeAll(obj plumbing.EncodedObject, data []byte) error {
-	w, err := obj.Writer()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
-}
 
 // Object is one object read through a Batch.
 type Object struct {

@@ -16,8 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/git-flume/git-flume/internal/par"
 )
 
@@ -139,7 +137,7 @@ func (repo *Repo) looseRef(name, path string, ids map[string]string) bool {
 	switch {
 	case strings.HasPrefix(id, "ref:"):
 		return false // a symbolic ref: git follows it
-	case !plumbing.IsHash(id) || strings.ToLower(id) != id:
+	case !isAnyHash(id) || strings.ToLower(id) != id:
 		// Broken (git skips it with a warning): listed with no id, so
 		// its reader names it instead of never seeing it (R5).
 		id = ""
@@ -179,7 +177,7 @@ func (repo *Repo) packedRefs(patterns []string, ids map[string]string) bool {
 				// The peeled value of the tag above: not asked for.
 			default:
 				id, name, found := strings.Cut(string(line), " ")
-				if !found || !plumbing.IsHash(id) {
+				if !found || !isAnyHash(id) {
 					return false
 				}
 				if matchesAny(name, patterns) {
@@ -260,7 +258,7 @@ func (repo *Repo) commitTree(id string) (string, bool) {
 		return "", false
 	}
 	tree, found := strings.CutPrefix(string(data[:min(len(data), 46)]), "tree ")
-	if !found || len(tree) < 41 || tree[40] != '\n' || !plumbing.IsHash(tree[:40]) {
+	if !found || len(tree) < 41 || tree[40] != '\n' || !isAnyHash(tree[:40]) {
 		return "", false
 	}
 	return tree[:40], true
@@ -322,7 +320,7 @@ func treeEntry(tree []byte, name string) (mode, id string, err error) {
 // status of a hundred places); a packed one, or one in an alternate, is
 // go-git's to find.
 func (repo *Repo) readObject(id string, headerOnly bool) (typ string, data []byte, err error) {
-	if !plumbing.IsHash(id) {
+	if !isAnyHash(id) {
 		return "", nil, fmt.Errorf("read object %q: not an object id", id)
 	}
 	if data, ok := repo.objects.take(id); ok {
@@ -408,3 +406,13 @@ func inflater(r io.Reader) (io.ReadCloser, error) {
 // maxInProcessObject bounds what is read into memory here: a record is a
 // few kilobytes; anything larger is git's to read.
 const maxInProcessObject = 64 << 20
+
+// isAnyHash reports a 40-digit hex id, in either case (a loose ref written
+// in capitals is git's to judge: listed as broken by its caller).
+func isAnyHash(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
