@@ -62,6 +62,11 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	if repo.Bare {
 		return nil, &NotARepoError{Dir: opts.Repo, Reason: "a bare repository has no work tree to make places from"}
 	}
+	// The record's two steps, making and made, go through one git process,
+	// started now so that its start-up overlaps the checks below (see
+	// makePlace).
+	session := repo.OpenRefSession("launch " + opts.Kind + "--" + opts.Name)
+	defer session.Close()
 	c, err := checkDelegation(ctx, env, repo, store, opts.Kind)
 	if err != nil {
 		return nil, err
@@ -107,7 +112,7 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	}
 	p := newPlace(env, opts, kind, mainPath, target, base)
 	p.Parent = d
-	rec, err := makePlace(ctx, env, repo, store, p)
+	rec, err := makePlace(ctx, env, repo, store.InSession(session), store, p)
 	if err != nil {
 		return nil, err
 	}
@@ -224,19 +229,17 @@ func notRealDir(path string) string {
 
 // makePlace creates the record, the branch and the worktree under the
 // repository's launch lock (L2b) and returns the record in phase "made".
-func makePlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) (*refs.Record, error) {
+//
+// steps is the store the record's two steps go through, one update-ref
+// session: the first reads packed-refs fresh under its locks, and the
+// second moves only the place's own record, which no other process moves
+// while the launch lock is held (a session's condition, git.RefSession).
+func makePlace(ctx context.Context, env *Env, repo *git.Repo, steps, store *refs.Store, p *Place) (*refs.Record, error) {
 	lock, err := lockRepo(ctx, repo.CommonDir)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
-	// The record's two steps, making and made, go through one git process
-	// started now, while the place is checked. The second moves only the
-	// place's own record, which no other process moves while the launch
-	// lock is held (a session's condition, see git.RefSession).
-	session := repo.OpenRefSession("launch " + p.ID)
-	defer session.Close()
-	steps := store.InSession(session)
 
 	old, err := freePlace(ctx, env, repo, store, p.ID)
 	if err != nil {
