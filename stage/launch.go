@@ -267,22 +267,49 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, steps, store *refs
 	if err := excludePlaces(repo.CommonDir); err != nil {
 		return nil, err
 	}
-	if err := repo.AddWorktree(ctx, p.Path, p.Branch, p.Base); err != nil {
-		// Nothing of the place may stay behind a refused worktree.
-		if _, cerr := reconcileMaking(ctx, env, repo, store, rec, p, false); cerr != nil {
-			return nil, fmt.Errorf("%w (and cleaning up: %v)", err, cerr)
-		}
-		return nil, err
-	}
-	p.Phase, p.Launcher = PhaseMade, nil
-	made, err := savePlace(ctx, steps, rec, p, "launch "+p.ID+": made "+p.Path)
+	w, err := addWorktree(ctx, env, repo, steps, store, rec, p)
 	if err != nil {
 		return nil, err
 	}
 	if err := stopped.Err(); err != nil {
 		return nil, fmt.Errorf("launch %s stopped once its place was made (%s): %w", p.ID, p.Path, err)
 	}
-	return made, nil
+	return w, nil
+}
+
+// addWorktree makes the place's worktree and saves its record as made.
+// The made record's objects are written while git makes the worktree; its
+// ref moves only once the worktree is there. A refused worktree leaves
+// them unreachable, for gc, and nothing else of the place behind.
+func addWorktree(ctx context.Context, env *Env, repo *git.Repo, steps, store *refs.Store, rec *refs.Record, p *Place) (*refs.Record, error) {
+	made := *p
+	made.Phase, made.Launcher = PhaseMade, nil
+	type prepared struct {
+		p   *refs.Prepared
+		err error
+	}
+	ready := make(chan prepared, 1)
+	go func() {
+		pr, err := steps.Prepare(ctx, refs.Change{Ref: rec.Ref, Old: rec, State: &made, Message: "launch " + p.ID + ": made " + p.Path})
+		ready <- prepared{pr, err}
+	}()
+	if err := repo.AddWorktree(ctx, p.Path, p.Branch, p.Base); err != nil {
+		<-ready
+		if _, cerr := reconcileMaking(ctx, env, repo, store, rec, p, false); cerr != nil {
+			return nil, fmt.Errorf("%w (and cleaning up: %v)", err, cerr)
+		}
+		return nil, err
+	}
+	r := <-ready
+	if r.err != nil {
+		return nil, r.err
+	}
+	w, err := steps.Commit(ctx, "", []*refs.Prepared{r.p})
+	if err != nil {
+		return nil, err
+	}
+	p.Phase, p.Launcher = made.Phase, made.Launcher
+	return w[0], nil
 }
 
 // createPlace writes the record of a place being made. It comes first: a
