@@ -1,0 +1,72 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestSpecClauseIDsResolve: every clause id the code, the scripts and the
+// documents cite (R2, A10, P6, …) is defined in docs/SPEC.md, so a reader
+// of a clone can look each one up (issue 28).
+func TestSpecClauseIDsResolve(t *testing.T) {
+	root := filepath.Join("..", "..")
+	spec, err := os.ReadFile(filepath.Join(root, "docs", "SPEC.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^- ([A-Z][0-9]+[a-z]?)\. `).FindAllStringSubmatch(string(spec), -1) {
+		defined[m[1]] = true
+	}
+	if len(defined) < 50 {
+		t.Fatalf("docs/SPEC.md defines %d clauses; its clause lines are not read", len(defined))
+	}
+	prefixes := map[byte]bool{}
+	for id := range defined {
+		prefixes[id[0]] = true
+	}
+	var letters strings.Builder
+	for p := range prefixes {
+		letters.WriteByte(p)
+	}
+	cite := regexp.MustCompile(`\b[` + letters.String() + `][0-9]+[a-z]?\b`)
+	missing := map[string][]string{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "build") {
+			return filepath.SkipDir
+		}
+		ext := filepath.Ext(path)
+		if d.IsDir() || (ext != ".go" && ext != ".txtar" && ext != ".md") || strings.HasSuffix(path, "SPEC.md") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, id := range cite.FindAllString(string(data), -1) {
+			if !defined[id] {
+				missing[id] = append(missing[id], path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for id := range missing {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		t.Errorf("%s is cited (%s) but docs/SPEC.md does not define it", id, strings.Join(missing[id][:min(3, len(missing[id]))], ", "))
+	}
+}
