@@ -191,7 +191,7 @@ func newApp(a *app) *cli.App {
 		CommandNotFound: func(c *cli.Context, name string) {
 			a.unknown = true
 			help := "git flume -h"
-			if c.Command != nil && c.Command.Name != "" {
+			if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
 				help = "git flume " + c.Command.Name + " -h"
 			}
 			fmt.Fprintf(a.io.Err, "git-flume: unknown command %q; see '%s'\n", name, help)
@@ -205,12 +205,39 @@ func newApp(a *app) *cli.App {
 // usageErrors makes a command's bad flag a usage error (exit 2) that names
 // the command's help, instead of urfave's "Incorrect Usage" and the whole
 // help text on standard output.
+//
+// A required flag left out is one such line too: urfave checks required
+// flags itself and prints the whole help before its error (exit 1), so
+// they are checked here instead, before anything else the command does.
 func usageErrors(cmds []*cli.Command, parent string) {
 	for _, cmd := range cmds {
 		name := parent + " " + cmd.Name
+		short := strings.TrimPrefix(name, "git flume ")
 		usageErrors(cmd.Subcommands, name)
 		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return usagef("%s: %v (see '%s -h')", strings.TrimPrefix(name, "git flume "), err, name)
+			return usagef("%s: %v (see '%s -h')", short, err, name)
+		}
+		var required []string
+		for _, f := range cmd.Flags {
+			if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
+				sf.Required = false
+				required = append(required, sf.Name)
+			}
+		}
+		if len(required) == 0 {
+			continue
+		}
+		before := cmd.Before
+		cmd.Before = func(c *cli.Context) error {
+			for _, flag := range required {
+				if !c.IsSet(flag) {
+					return usagef("%s: --%s is needed (see '%s -h')", short, flag, name)
+				}
+			}
+			if before != nil {
+				return before(c)
+			}
+			return nil
 		}
 	}
 }
