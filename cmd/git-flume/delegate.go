@@ -19,7 +19,7 @@ func acceptCommand(a *app) *cli.Command {
 		Usage: "make a finished delegated place's work part of its commissioner's branch, and tidy it",
 		Description: "The place's branch is merged into its commissioner's branch in the commissioner's work tree " +
 			"(a fast-forward when it can be). A merge git refuses changes nothing and is reported with git's words.",
-		UsageText: "git flume accept [--session ID] [--take-over] [--repo DIR] PLACE",
+		UsageText: "git flume accept [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
 		Flags:     gateFlags(),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
@@ -58,7 +58,7 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
-		UsageText: fmt.Sprintf("git flume %s %s [--session ID] [--take-over] [--repo DIR] PLACE", name, usageOf(flag, text, required)),
+		UsageText: fmt.Sprintf("git flume %s %s [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE", name, usageOf(flag, text, required)),
 		Flags: append(gateFlags(), &cli.StringFlag{Name: flag,
 			Usage: "what the delegated place's agent is told (stored byte for byte, never through a shell)"}),
 		Action: func(c *cli.Context) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -18,7 +19,9 @@ func manCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
+			restore := markdownSafeUsage(c.App.Commands)
 			page, err := c.App.ToManWithSection(1)
+			restore()
 			if err != nil {
 				return fmt.Errorf("generate man page: %w", err)
 			}
@@ -27,3 +30,30 @@ func manCommand(a *app) *cli.Command {
 		},
 	}
 }
+
+// markdownSafeUsage escapes what the man page's markdown step reads as
+// markup in every usage line ("[--name N] (--brief …)" became a link, so
+// --name looked required, issue 28) and returns how to undo it: -h prints
+// the lines as written.
+func markdownSafeUsage(cmds []*cli.Command) (restore func()) {
+	var undo []func()
+	var walk func([]*cli.Command)
+	walk = func(cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			if cmd.UsageText != "" {
+				was := cmd.UsageText
+				cmd.UsageText = markdownEscaper.Replace(was)
+				undo = append(undo, func() { cmd.UsageText = was })
+			}
+			walk(cmd.Subcommands)
+		}
+	}
+	walk(cmds)
+	return func() {
+		for _, u := range undo {
+			u()
+		}
+	}
+}
+
+var markdownEscaper = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "(", `\(`, ")", `\)`, "*", `\*`, "_", `\_`, "<", `\<`, ">", `\>`, "`", "\\`")

@@ -362,7 +362,7 @@ func releaseCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "release",
 		Usage:     "release the calling session's claim on a place",
-		UsageText: "git flume release [--session ID] [--take-over] [--shared [--remote R]] [--repo DIR] PLACE",
+		UsageText: "git flume release [--session ID] [--pid N] [--take-over] [--shared [--remote R]] [--repo DIR] PLACE",
 		Flags:     append(gateFlags(), sharedFlags()...),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
@@ -386,7 +386,7 @@ func dropCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "drop",
 		Usage:     "mark a launch dropped: its work is over without landing",
-		UsageText: "git flume drop [--take-over] [--session ID] [--repo DIR] PLACE",
+		UsageText: "git flume drop [--take-over] [--session ID] [--pid N] [--repo DIR] PLACE",
 		Description: "Its running agent is ended and verified gone (one started by the operator from a printed command is " +
 			"theirs to end). The next tidy removes the worktree and keeps a branch that holds unlanded commits.",
 		Flags: gateFlags(),
@@ -418,7 +418,7 @@ func tidyCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "tidy",
 		Usage:     "remove the worktrees and branches of places whose work is over, never losing work",
-		UsageText: "git flume tidy [--repo DIR] [--dry-run] [--json] [--take-over] [--session ID]",
+		UsageText: "git flume tidy [--repo DIR] [--dry-run] [--json] [--take-over] [--session ID] [--pid N]",
 		Description: "A place's work is over when its branch landed on its target (merged, rebased or squash-merged) or it was dropped. " +
 			"Its worktree goes only if it is a clean, unlocked linked worktree under places/ on the place's branch; " +
 			"its branch goes only if every patch landed, by compare-and-swap on the judged head. Everything kept is named.",

@@ -143,7 +143,7 @@ func tellCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:        "tell",
 		Usage:       "send the place's agent a message, confirmed in its transcript",
-		UsageText:   "git flume tell [--session ID] [--take-over] [--repo DIR] PLACE TEXT",
+		UsageText:   "git flume tell [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE TEXT",
 		Description: "Refused, with nothing typed, when the agent is not up or is waiting on its own question.",
 		Flags:       gateFlags(),
 		Action: func(c *cli.Context) error {
@@ -176,7 +176,7 @@ func stopCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "stop",
 		Usage:     "end the place's agent; fails unless it really exited",
-		UsageText: "git flume stop [--force] [--session ID] [--take-over] [--repo DIR] PLACE",
+		UsageText: "git flume stop [--force] [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
 		Flags:     append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end an agent in the middle of a turn"}),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
@@ -215,7 +215,7 @@ func restartCommand(a *app, name, usage string, run func(context.Context, *stage
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
-		UsageText: "git flume " + name + " [--force] [--session ID] [--take-over] [--repo DIR] PLACE",
+		UsageText: "git flume " + name + " [--force] [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
 		Flags:     append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"}),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
@@ -368,7 +368,7 @@ func rollbackCommand(a *app) *cli.Command {
 		Usage: "restore a place exactly as its current stage started: branch, tracked, untracked and dirty files",
 		Description: "What it replaces is kept first, in a snapshot under refs/flume/snapshots/<place>/ (and a .diff " +
 			"in the place's log folder). The stage is then blocked until `retry` starts it again.",
-		UsageText: "git flume rollback [--force | --delegation] [--session ID] [--take-over] [--repo DIR] PLACE",
+		UsageText: "git flume rollback [--force | --delegation] [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
 		Flags: append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"},
 			&cli.BoolFlag{Name: "delegation", Usage: "undo a delegated place whole: its work, and its commissioner's branch and work tree as they were when it delegated"}),
 		Action: func(c *cli.Context) error {

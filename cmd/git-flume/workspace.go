@@ -93,7 +93,7 @@ func workspaceStartCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "start",
 		Usage:     "validate a request, make the worker worktrees and start the worker",
-		UsageText: "git flume workspace start [--agent PROGRAM] [--max DURATION] [--idle DURATION] [--detach] [--json] REQUEST.json",
+		UsageText: "git flume workspace start [--agent PROGRAM] [--max DURATION] [--idle DURATION] [--detach] [--root DIR] [--json] REQUEST.json",
 		Description: "The worker's prompt is confirmed in its own transcript. Without --detach, start follows the worker " +
 			"until its turn is done, then runs the task checks and prints the status; with --detach a background observer does.",
 		Flags: []cli.Flag{rootFlag(), jsonFlag(),
@@ -171,7 +171,7 @@ func workspaceStatusCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "status",
 		Usage:     "show a request as its repositories record it, changing nothing",
-		UsageText: "git flume workspace status --id ID [--json]",
+		UsageText: "git flume workspace status --id ID [--root DIR] [--json]",
 		Flags:     []cli.Flag{idFlag(), rootFlag(), jsonFlag()},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -188,10 +188,10 @@ func workspaceStatusCommand(a *app) *cli.Command {
 
 func workspaceVerb(a *app, name, usage string, expected bool, do func(context.Context, *promote.Env, promote.RequestOptions) (*promote.Workspace, error)) *cli.Command {
 	flags := []cli.Flag{idFlag(), rootFlag(), jsonFlag()}
-	text := "git flume workspace " + name + " --id ID [--json]"
+	text := "git flume workspace " + name + " --id ID [--root DIR] [--json]"
 	if expected {
 		flags = append(flags, expectedFlag())
-		text = "git flume workspace " + name + " --id ID --expected FILE [--json]"
+		text = "git flume workspace " + name + " --id ID --expected FILE [--root DIR] [--json]"
 	}
 	return &cli.Command{
 		Name: name, Usage: usage, UsageText: text, Flags: flags,
@@ -221,7 +221,7 @@ func workspaceReconcileCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "reconcile",
 		Usage:     "settle an interrupted worker observation, staging or promotion from evidence, replaying nothing",
-		UsageText: "git flume workspace reconcile --id ID [--json]",
+		UsageText: "git flume workspace reconcile --id ID [--root DIR] [--json]",
 		Flags:     []cli.Flag{idFlag(), rootFlag(), jsonFlag()},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
