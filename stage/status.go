@@ -466,6 +466,10 @@ type usageCache struct {
 // on by itself or has ended.
 func nextStep(p *Place, a *AgentStatus) string {
 	st := p.Stages[p.Current]
+	if p.Dropped != nil {
+		// Issue 28: a dropped place's work is over; nothing restarts it.
+		return "git flume tidy (the place was dropped; tidy removes it once nothing in it would be lost)"
+	}
 	// Issue 17: a delegated place is moved on by its commissioner.
 	switch DelegationState(p) {
 	case DelegationFinished:
