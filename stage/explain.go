@@ -98,6 +98,10 @@ func why(p *Place, st *StageRecord, seen stepSeen) string {
 		}
 		return "no agent has started it: the place was launched with --pane none; git flume advance starts it"
 	case StateStarting:
+		if st.Agent != nil && st.Agent.Printed() {
+			// Issue 28: nothing was sent; the operator runs the command.
+			return "its prompt is in the printed command, which the operator runs: nothing is typed; the stage goes on once the prompt shows in the agent's transcript"
+		}
 		return "its prompt was sent and has not shown in the agent's transcript yet: slow is not failed; flume checks the screen and sends it once more when the window passes"
 	case StateUnknown:
 		return "no transcript of the agent shows yet: flume watches for it (an agent the operator starts from the printed command)"
