@@ -110,18 +110,30 @@ func Ready(ctx context.Context, p Program, environ []string, dir string) Readine
 	return r
 }
 
-// version is the first line a program prints for --version, on either
-// stream (pi writes it to standard error), "" when it prints none in
-// versionWait. A node program takes seconds to start on a loaded machine.
+// version is the first line a program prints for --version on standard
+// output, else the first line on standard error that is not a warning
+// (pi writes its version there; codex writes a warning there beside the
+// version it prints on standard output, issue 28); "" when it prints none
+// in versionWait. A node program takes seconds to start on a loaded
+// machine.
 func version(ctx context.Context, path string, environ []string) string {
 	ctx, cancel := context.WithTimeout(ctx, versionWait)
 	defer cancel()
-	var out strings.Builder
-	if err := proc.Run(ctx, proc.Cmd{Path: path, Args: []string{"--version"}, Env: environ, Stdout: &out, Stderr: &out}); err != nil {
+	var out, errOut strings.Builder
+	if err := proc.Run(ctx, proc.Cmd{Path: path, Args: []string{"--version"}, Env: environ, Stdout: &out, Stderr: &errOut}); err != nil {
 		return ""
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
-	return line
+	if line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n"); line != "" {
+		return line
+	}
+	for line := range strings.Lines(errOut.String()) {
+		line = strings.TrimSpace(line)
+		low := strings.ToLower(line)
+		if line != "" && !strings.HasPrefix(low, "warning") && !strings.HasPrefix(low, "error") {
+			return line
+		}
+	}
+	return ""
 }
 
 func lookup(environ []string, name string) string {
