@@ -93,9 +93,17 @@ func ResolveKind(cfg *Config, name string) (Kind, error) {
 		// shipped stage as it is.
 		if d, isDecl := cfg.Stages[sn]; isDecl && (d.Deliverable != "" || d.Prompt != "" || !ok) {
 			if d.Deliverable == "" {
-				return Kind{}, fmt.Errorf("kind %q: stage %q declares no deliverable", name, sn)
+				return Kind{}, fmt.Errorf("kind %q: stage %q declares no deliverable (stage.%s.deliverable in %s)", name, sn, sn, ConfigPath)
 			}
-			st = Stage{Name: sn, Prompt: d.Prompt, Deliverable: d.Deliverable}
+			prompt := d.Prompt
+			if prompt == "" && ok {
+				prompt = st.Prompt // a shipped stage keeps its own prompt
+			}
+			if prompt == "" {
+				// Issue 28: refused before anything is made, not after.
+				return Kind{}, fmt.Errorf("kind %q: stage %q declares no prompt (stage.%s.prompt in %s: a file in the repository)", name, sn, sn, ConfigPath)
+			}
+			st = Stage{Name: sn, Prompt: prompt, Deliverable: d.Deliverable}
 			ok = true
 		}
 		if !ok {
