@@ -147,6 +147,12 @@ func checkDelegation(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	if err != nil {
 		return nil, refuse("it is not a place of this repository")
 	}
+	if p.Current < len(p.Stages) && p.Stages[p.Current].State == StagePending {
+		// Issue 28: the role is its stage's once it starts; saying it
+		// names none misled.
+		st := p.Stages[p.Current]
+		return nil, refuse(fmt.Sprintf("its stage %s has not started: a child is launched by that stage's agent once it runs (git flume advance %s starts it)", st.Name, p.ID))
+	}
 	if p.Current >= len(p.Stages) || p.Stages[p.Current].Role == "" {
 		return nil, refuse("its stage names no role that delegates")
 	}
