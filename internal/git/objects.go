@@ -400,19 +400,6 @@ func (b *Batch) Close() error {
 	return nil
 }
 
-// CommitTree returns the tree id of a commit read through a batch.
-func CommitTree(o Object) (string, error) {
-	if o.Type != "commit" {
-		return "", fmt.Errorf("object %s is a %s, not a commit", o.ID, o.Type)
-	}
-	line, _, _ := bytes.Cut(o.Data, []byte("\n"))
-	tree, ok := bytes.CutPrefix(line, []byte("tree "))
-	if !ok {
-		return "", fmt.Errorf("commit %s: no tree line", o.ID)
-	}
-	return string(tree), nil
-}
-
 // RefFile is what ReadRefFile found: the object a ref points at and, when
 // that is a commit whose tree has the file, the file's content.
 type RefFile struct {
