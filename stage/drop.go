@@ -5,7 +5,9 @@ package stage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
@@ -123,4 +125,76 @@ func markAgentEnded(ctx context.Context, env *Env, store *refs.Store, id string)
 		endStage(&p.Stages[p.Current], StateCut, "the place was tidied; its agent was ended", env.clock())
 		return fmt.Sprintf("tidy %s: its agent ended and verified gone", id), nil
 	})
+}
+
+// TreeDrop is what DropTree did to one place of the tree.
+type TreeDrop struct {
+	Place *Place
+	// Gone says the place's agent is verified gone (or never ran);
+	// false for one the operator started (print), theirs to end.
+	Gone bool
+}
+
+// DropTree drops a place and every place delegated from it, deepest first
+// (issue 27): a delegation tree is stopped in one step, each agent ended
+// and verified gone before its commissioner's, every branch and worktree
+// kept for tidy to judge. Only this host's places whose records name
+// their commissioner are followed (R5): a child link is never taken on
+// the parent's word alone.
+func DropTree(ctx context.Context, env *Env, o PlaceOptions) ([]TreeDrop, error) {
+	_, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	order, err := subtreeDeepestFirst(ctx, env, store, o.Place)
+	if err != nil {
+		return nil, err
+	}
+	var done []TreeDrop
+	for _, id := range order {
+		p, err := Drop(ctx, env, PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate})
+		if err != nil {
+			return done, fmt.Errorf("%s: %w (the places before it in the list are dropped)", id, err)
+		}
+		a := p.Stages[p.Current].Agent
+		done = append(done, TreeDrop{Place: p, Gone: a == nil || a.Ended})
+	}
+	return done, nil
+}
+
+// subtreeDeepestFirst lists root and the places delegated from it, each
+// child before its commissioner, tidied places left out.
+func subtreeDeepestFirst(ctx context.Context, env *Env, store *refs.Store, root string) ([]string, error) {
+	var order []string
+	seen := map[string]bool{}
+	var visit func(id, parent string, depth int) error
+	visit = func(id, parent string, depth int) error {
+		if seen[id] || depth > MaxTreeDepth {
+			return nil
+		}
+		seen[id] = true
+		_, p, err := readPlace(ctx, store, id)
+		var nf *NotFoundError
+		switch {
+		case parent != "" && errors.As(err, &nf):
+			return nil // a child removed since its commissioner named it
+		case err != nil:
+			return err
+		case parent != "" && (p.Parent == nil || p.Parent.Parent != parent || p.Host != env.Host):
+			return nil // not this commissioner's child, or not this host's
+		}
+		for _, child := range slices.Backward(p.Children) {
+			if err := visit(child, id, depth+1); err != nil {
+				return err
+			}
+		}
+		if p.Phase != PhaseTidied {
+			order = append(order, id)
+		}
+		return nil
+	}
+	if err := visit(root, "", 0); err != nil {
+		return nil, err
+	}
+	return order, nil
 }

@@ -386,32 +386,49 @@ func dropCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "drop",
 		Usage:     "mark a launch dropped: its work is over without landing",
-		UsageText: "git flume drop [--take-over] [--session ID] [--pid N] [--repo DIR] PLACE",
+		UsageText: "git flume drop [--tree] [--take-over] [--session ID] [--pid N] [--repo DIR] PLACE",
 		Description: "Its running agent is ended and verified gone (one started by the operator from a printed command is " +
-			"theirs to end). The next tidy removes the worktree and keeps a branch that holds unlanded commits.",
-		Flags: gateFlags(),
+			"theirs to end). The next tidy removes the worktree and keeps a branch that holds unlanded commits. " +
+			"--tree drops the place and every place delegated from it, deepest first, each agent verified gone before its commissioner's.",
+		Flags: append(gateFlags(), &cli.BoolFlag{Name: "tree", Usage: "drop every place delegated from it too, deepest first"}),
 		Action: func(c *cli.Context) error {
 			id, err := onePlace(c)
 			if err != nil {
 				return err
 			}
-			p, err := stage.Drop(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			if !c.Bool("tree") {
+				p, err := stage.Drop(c.Context, a.stageEnv(), a.placeOptions(c, id))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.io.Out, "%s dropped%s; `git flume tidy` removes it\n", id, dropNote(p))
+				return nil
+			}
+			done, err := stage.DropTree(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			for _, d := range done {
+				fmt.Fprintf(a.io.Out, "%s dropped%s\n", d.Place.ID, dropNote(d.Place))
+			}
 			if err != nil {
 				return err
 			}
-			agentNote := ""
-			if a := p.Stages[p.Current].Agent; a != nil {
-				switch {
-				case !a.Ended:
-					agentNote = "; its agent, started by the operator, still runs: end it before tidy"
-				case p.Stages[p.Current].Reason == stage.DroppedReason:
-					agentNote = "; its agent was ended"
-				}
-			}
-			fmt.Fprintf(a.io.Out, "%s dropped%s; `git flume tidy` removes it\n", id, agentNote)
+			fmt.Fprintf(a.io.Out, "%d place(s) dropped; `git flume tidy` removes them\n", len(done))
 			return nil
 		},
 	}
+}
+
+// dropNote says what became of a dropped place's agent.
+func dropNote(p *stage.Place) string {
+	a := p.Stages[p.Current].Agent
+	switch {
+	case a == nil:
+		return ""
+	case !a.Ended:
+		return "; its agent, started by the operator, still runs: end it before tidy"
+	case p.Stages[p.Current].Reason == stage.DroppedReason:
+		return "; its agent was ended and verified gone"
+	}
+	return ""
 }
 
 func tidyCommand(a *app) *cli.Command {
