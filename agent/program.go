@@ -60,13 +60,15 @@ type Vars struct {
 	Settings string
 	// AllowedTools is the stage role's tool allowlist, if any.
 	AllowedTools []string
+	// Model is the stage role's preferred model, "" for the program's own.
+	Model string
 }
 
 func (v Vars) expand(s string) string {
 	return strings.NewReplacer(
 		"{prompt}", v.Prompt, "{prompt_file}", v.PromptFile,
 		"{session_id}", v.SessionID, "{place}", v.Place, "{home}", v.Home,
-		"{settings}", v.Settings,
+		"{settings}", v.Settings, "{model}", v.Model,
 	).Replace(s)
 }
 
@@ -76,15 +78,25 @@ func (v Vars) expand(s string) string {
 // Claude Code (the shipped program) also gets the settings file with
 // flume's guard hook (--settings) and the role's allowlist
 // (--allowedTools), before its prompt (A9).
+//
+// A role's model goes to each shipped program as --model (Claude Code,
+// Codex and pi all take it), and to a declared command where it says
+// {model} (issue 27).
 func (p Program) Argv(v Vars) []string {
-	argv := make([]string, 0, len(p.Command)+4)
+	argv := make([]string, 0, len(p.Command)+6)
+	shipped := len(p.Command) > 0 && p.Command[0] == p.Name && Builtin[p.Name].Name == p.Name
 	for _, w := range p.Command {
-		if w == "{prompt}" && p.Name == "claude" && len(p.Command) > 0 && p.Command[0] == "claude" {
-			if v.Settings != "" {
-				argv = append(argv, "--settings", v.Settings)
+		if w == "{prompt}" && shipped {
+			if v.Model != "" {
+				argv = append(argv, "--model", v.Model)
 			}
-			if len(v.AllowedTools) > 0 {
-				argv = append(argv, "--allowedTools", strings.Join(v.AllowedTools, ","))
+			if p.Name == "claude" {
+				if v.Settings != "" {
+					argv = append(argv, "--settings", v.Settings)
+				}
+				if len(v.AllowedTools) > 0 {
+					argv = append(argv, "--allowedTools", strings.Join(v.AllowedTools, ","))
+				}
 			}
 		}
 		argv = append(argv, v.expand(w))

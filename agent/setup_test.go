@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +28,28 @@ func TestVersionIsNotAWarning(t *testing.T) {
 		if got := version(context.Background(), filepath.Join(dir, name), os.Environ()); got != want {
 			t.Errorf("%s: version %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestRoleModelReachesEveryProgram: a role's model goes to Claude Code,
+// Codex and pi as --model before the prompt, and to a declared command
+// where it says {model}; with no model nothing is added (issue 27).
+func TestRoleModelReachesEveryProgram(t *testing.T) {
+	for name, want := range map[string]string{
+		"claude": "claude --session-id S --model opus PROMPT",
+		"codex":  "codex --model opus PROMPT",
+		"pi":     "pi --session H/.pi/agent/flume-sessions/S.jsonl --model opus PROMPT",
+	} {
+		got := strings.Join(Builtin[name].Argv(Vars{Prompt: "PROMPT", SessionID: "S", Home: "H", Model: "opus"}), " ")
+		if got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+		if plain := strings.Join(Builtin[name].Argv(Vars{Prompt: "PROMPT", SessionID: "S", Home: "H"}), " "); strings.Contains(plain, "--model") {
+			t.Errorf("%s with no model: %q", name, plain)
+		}
+	}
+	declared := Program{Name: "mine", Command: []string{"mine", "--use", "{model}", "{prompt}"}}
+	if got := strings.Join(declared.Argv(Vars{Prompt: "P", Model: "sonnet"}), " "); got != "mine --use sonnet P" {
+		t.Errorf("declared: %q", got)
 	}
 }

@@ -210,7 +210,7 @@ func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *Sta
 		vars.Settings = settings
 	}
 	if r.role != nil {
-		vars.AllowedTools = r.role.Tools
+		vars.AllowedTools, vars.Model = r.role.Tools, r.role.Model
 	}
 	start := agent.Start{Program: r.prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
 		Flume: agentVars(p, st.Name, a.Session)}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -21,7 +22,14 @@ const RolesDir = ".flume/roles"
 
 // Role is what an agent in a stage may do (A9).
 type Role struct {
-	Name string `yaml:"-" json:"name"`
+	// Name is the role's file name; a role file may say it again
+	// (name:), as the unfolding notes write them, and must then agree.
+	Name string `yaml:"name" json:"name"`
+	// Description says what the role is for (the notes' description:).
+	Description string `yaml:"description" json:"description,omitempty"`
+	// Model is the role's preferred model, handed to every agent program
+	// that takes one (--model; {model} in a declared command).
+	Model string `yaml:"model" json:"model,omitempty"`
 	// Tools is the allowlist passed to programs that take one (Claude
 	// Code --allowedTools); empty allows what the program allows.
 	Tools []string `yaml:"tools" json:"tools"`
@@ -119,11 +127,19 @@ func ParseRole(name string, data []byte) (*Role, error) {
 	if !ok {
 		return nil, fmt.Errorf("role %s: front matter never closed with ---", name)
 	}
-	r := &Role{Name: name}
-	dec := yaml.NewDecoder(bytes.NewReader(front))
+	r := &Role{}
+	dec := yaml.NewDecoder(bytes.NewReader(quoteGlobs(front)))
 	dec.KnownFields(true)
 	if err := dec.Decode(r); err != nil {
 		return nil, fmt.Errorf("role %s: %w", name, err)
+	}
+	if r.Name != "" && r.Name != name {
+		return nil, fmt.Errorf("role %s: its front matter names it %q; a role is named by its file (%s/%s.md)", name, r.Name, RolesDir, name)
+	}
+	r.Name = name
+	r.Description = strings.TrimSpace(r.Description)
+	if strings.ContainsAny(r.Model, " \t\n") || strings.HasPrefix(r.Model, "-") {
+		return nil, fmt.Errorf("role %s: model %q is not a model name", name, r.Model)
 	}
 	for i, p := range r.PathRestrictions {
 		if (p.Allow == "") == (p.Deny == "") {
@@ -187,6 +203,34 @@ func (r *Role) Allows(rel, op string) (bool, *PathRule) {
 }
 
 // AllowsTool reports whether the role lets its agent use a tool.
+//
+// A tool entry with a * is a wildcard (idea_* allows idea_search), as the
+// allowlist Claude Code is given reads it: the guard and the allowlist
+// judge a tool alike (issue 27).
 func (r *Role) AllowsTool(tool string) bool {
-	return len(r.Tools) == 0 || slices.Contains(r.Tools, tool)
+	return len(r.Tools) == 0 || slices.ContainsFunc(r.Tools, func(t string) bool {
+		if !strings.Contains(t, "*") {
+			return t == tool
+		}
+		ok, err := path.Match(t, tool)
+		return err == nil && ok
+	})
+}
+
+// pathRuleLine is a path restriction written as the unfolding notes write
+// them, `- read deny: docs/adr/** # why`, whose glob YAML would read as an
+// alias when it starts with *.
+var pathRuleLine = regexp.MustCompile(`^(\s*-\s*)((?:(?:read|write|edit|rw)\s+)?(?:allow|deny)):\s*([^'"\s][^\s]*)(\s+#.*)?\s*$`)
+
+// quoteGlobs quotes the glob of every path restriction written plainly, so
+// a role file copied from the notes reads unchanged (issue 27); a quoted
+// glob is left as it is.
+func quoteGlobs(front []byte) []byte {
+	lines := strings.Split(string(front), "\n")
+	for i, line := range lines {
+		if m := pathRuleLine.FindStringSubmatch(line); m != nil {
+			lines[i] = m[1] + m[2] + ": '" + strings.ReplaceAll(m[3], "'", "''") + "'"
+		}
+	}
+	return []byte(strings.Join(lines, "\n"))
 }

@@ -55,3 +55,63 @@ path-restrictions:
 		}
 	}
 }
+
+// TestRoleFileAsTheNotesWriteIt_A9: a role file copied from the unfolding
+// notes (seed 004) reads unchanged (issue 27): name, a folded description
+// and model in the front matter, a wildcard tool, and path rules whose
+// globs are plain, trailing comments and a bare ** included, first match
+// winning as written.
+func TestRoleFileAsTheNotesWriteIt_A9(t *testing.T) {
+	file := `---
+name: po
+description: >
+  The product owner: says what,
+  never how.
+model: opus
+tools:
+  - read
+  - write
+  - idea_*
+delegates-to:
+  - architect
+  - ux-designer
+path-restrictions:
+  - read deny: docs/adr/**   # ADRs are technical — PO must not read them
+  - read allow: docs/**      # rest of docs/ is fine
+  - read deny: **            # everything else (source, build files) is off-limits
+---
+The product owner.
+`
+	r, err := ParseRole("po", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Name != "po" || r.Model != "opus" || r.Description != "The product owner: says what, never how." {
+		t.Fatalf("name %q, model %q, description %q", r.Name, r.Model, r.Description)
+	}
+	if strings.Join(r.Tools, ",") != "read,write,idea_*" || strings.Join(r.DelegatesTo, ",") != "architect,ux-designer" {
+		t.Fatalf("tools %v, delegates-to %v", r.Tools, r.DelegatesTo)
+	}
+	for path, want := range map[string]bool{"docs/adr/0001.md": false, "docs/intro.md": true, "main.go": false} {
+		if got, _ := r.Allows(path, OpRead); got != want {
+			t.Errorf("read %s: allowed %v, want %v", path, got, want)
+		}
+	}
+	if ok, _ := r.Allows("main.go", OpWrite); !ok {
+		t.Error("write main.go refused: the rules are about reading")
+	}
+	if _, err := ParseRole("architect", []byte(file)); err == nil || !strings.Contains(err.Error(), `names it "po"`) {
+		t.Errorf("a file naming another role: %v", err)
+	}
+}
+
+// TestRoleToolWildcards_A9: a wildcard tool (idea_*) allows every tool it
+// names, in the guard as in the allowlist (issue 27); others are refused.
+func TestRoleToolWildcards_A9(t *testing.T) {
+	r := &Role{Name: "po", Tools: []string{"Read", "idea_*"}}
+	for tool, want := range map[string]bool{"Read": true, "idea_search": true, "idea_": true, "ideas": false, "Bash": false, "Rea": false} {
+		if got := r.AllowsTool(tool); got != want {
+			t.Errorf("%s: allowed %v, want %v", tool, got, want)
+		}
+	}
+}
