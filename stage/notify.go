@@ -39,6 +39,9 @@ type Event struct {
 	// Reply is the command that answers or moves the place on, "" when
 	// nothing is asked.
 	Reply string `json:"reply,omitempty"`
+	// Costs is the cost table of the place's tree (as `git flume cost`
+	// prints it) when this event ends its last stage (issue 27).
+	Costs string `json:"costs,omitempty"`
 }
 
 // notifyTimeout bounds a notifier: the engine's step waits for it.
@@ -60,6 +63,10 @@ func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 	st := &p.Stages[i]
 	if !notifiable(st.State) || p.Parent != nil {
 		return // a delegated place answers to its commissioner, not a person
+	}
+	costs := ""
+	if i == len(p.Stages)-1 && (st.State == StateDelivered || st.State == StateLanded || st.State == StateCut) {
+		costs = endSummary(ctx, env, repo, p)
 	}
 	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
 	if err != nil || cfg.Notify.Command == "" {
@@ -85,6 +92,7 @@ func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 	if ev.Reply != "" {
 		ev.Message += "; reply: " + ev.Reply
 	}
+	ev.Costs = costs
 	// A notifier shows the message to a person: what a record or a
 	// transcript put in it is escaped (R5).
 	ev.Message = term.Clean(ev.Message)
@@ -102,4 +110,28 @@ func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 	if err != nil {
 		fmt.Fprintf(env.Out, "notify %s: the notifier %q failed: %v: %s\n", p.ID, cfg.Notify.Command, err, bytes.TrimSpace(out.Bytes()))
 	}
+}
+
+// endSummary is the cost table of a top-level place's tree, written to its
+// log when its last stage ends (the unfolding notes print it when the
+// top-level work ends; issue 27), and returned for the notification. A
+// table that cannot be read is said in the log and left out.
+func endSummary(ctx context.Context, env *Env, repo *git.Repo, p *Place) string {
+	var b bytes.Buffer
+	costs, err := ReadCosts(ctx, env, p.Repo, p.ID)
+	if err == nil {
+		err = WriteCosts(&b, costs)
+	}
+	f, lerr := openLog(repo.CommonDir, p.ID)
+	if lerr != nil {
+		return b.String()
+	}
+	defer f.Close()
+	stamp := env.now().UTC().Format("2006-01-02 15:04:05")
+	if err != nil {
+		fmt.Fprintf(f, "%s cost summary: not read: %v\n", stamp, err)
+		return ""
+	}
+	fmt.Fprintf(f, "%s cost summary (the place's last stage ended):\n%s", stamp, b.String())
+	return b.String()
 }
