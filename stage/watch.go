@@ -26,6 +26,12 @@ func watchable(ctx context.Context, env *Env, p *Place) bool {
 	return true
 }
 
+// landedWork reports a place of this host whose last stage has landed:
+// its work is over by T1, for tidy to judge.
+func landedWork(p *Place) bool {
+	return p.Phase == PhaseMade && p.Current == len(p.Stages)-1 && p.Stages[p.Current].State == StateLanded
+}
+
 // NeedsWatcher reports whether a place has something to watch and no live
 // watcher: then any command may start one.
 func NeedsWatcher(ctx context.Context, env *Env, p *Place) bool {
@@ -67,6 +73,13 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 	for time.Now().Before(deadline) {
 		p, err := Advance(ctx, env, repoDir, id)
 		if err != nil {
+			return err
+		}
+		if landedWork(p) {
+			// T1 (issue 27): a landing the watcher saw (merged on the
+			// forge and fetched, say) is tidied as the post-merge hook
+			// tidies one, by T1–T4, keeping whatever they keep.
+			_, err := Tidy(ctx, env, TidyOptions{Repo: repoDir, Place: id})
 			return err
 		}
 		if !watchable(ctx, env, p) || p.Watcher == nil || *p.Watcher != *me {
