@@ -82,6 +82,11 @@ func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error
 	}
 	x.Why = why(p, st, seen)
 	x.Evidence = evidence(ctx, env, repo, p, st, seen, local)
+	if local {
+		if c := openChildProgress(ctx, env, store, p); c != nil {
+			x.Evidence = append(x.Evidence, Evidence{Source: "delegated", Text: c.Text()})
+		}
+	}
 	a := agentStatus(ctx, env, p)
 	if local && p.Phase == PhaseMade {
 		x.Next = nextStep(p, a)

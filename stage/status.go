@@ -69,6 +69,9 @@ type PlaceStatus struct {
 	Children   []string `json:"children"`
 	Delegation string   `json:"delegation"`
 	Depth      int      `json:"depth"`
+	// Child is the progress of its open delegated place, this host's
+	// (issue 27); null when it has none.
+	Child *ChildProgress `json:"child"`
 }
 
 // AgentStatus is the current stage's agent.
@@ -331,6 +334,9 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 		}
 	}
 	ps.Watcher = p.Watcher
+	if p.Host == env.Host && p.Phase == PhaseMade {
+		ps.Child = openChildProgress(ctx, env, r.store, &p)
+	}
 	ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
 	ps.Agent = agentStatus(ctx, env, &p)
 	if p.Host == env.Host && p.Phase == PhaseMade {

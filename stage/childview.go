@@ -1,0 +1,96 @@
+package stage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// ChildProgress is what a commissioner sees of its open delegated place
+// (issue 27, point 7): where its stage stands, what it asks, how long it
+// has run, and its last tool calls, read from its agent's own transcript.
+type ChildProgress struct {
+	Place     string   `json:"place"`
+	Stage     string   `json:"stage"`
+	Index     int      `json:"index"`
+	Count     int      `json:"count"`
+	State     string   `json:"state"`
+	Need      string   `json:"need,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	ElapsedMs int64    `json:"elapsedMs"`
+	LastTools []string `json:"lastTools"`
+}
+
+// childTools is how many of a child's last tool calls are shown.
+const childTools = 3
+
+// openChildProgress is the progress of p's open delegated place, nil when
+// it has none. Only this host's child is read (R5), and only its record
+// and its agent's transcript: nothing is written.
+func openChildProgress(ctx context.Context, env *Env, store *refs.Store, p *Place) *ChildProgress {
+	if len(p.Children) == 0 {
+		return nil
+	}
+	id, err := openChild(ctx, store, p)
+	if err != nil || id == "" {
+		return nil
+	}
+	_, c, err := readPlace(ctx, store, id)
+	if err != nil || c.Host != env.Host || c.Current >= len(c.Stages) {
+		return nil
+	}
+	st := c.Stages[c.Current]
+	cp := &ChildProgress{Place: c.ID, Stage: st.Name, Index: c.Current + 1, Count: len(c.Stages), State: st.State,
+		Need: st.Need, Reason: st.Reason, LastTools: []string{}}
+	if st.Started != nil {
+		cp.ElapsedMs = env.clock().Sub(*st.Started).Milliseconds()
+	}
+	if a := st.Agent; a != nil && a.Transcript != "" {
+		if tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format); err == nil {
+			for _, t := range tr.Tools[max(0, len(tr.Tools)-childTools):] {
+				cp.LastTools = append(cp.LastTools, t.Name+": "+toolSummary(t.Input))
+			}
+		}
+	}
+	return cp
+}
+
+// Text is the child's progress in one line, for explain.
+func (c *ChildProgress) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: stage %s (%d/%d) %s for %s", c.Place, c.Stage, c.Index, c.Count, c.State,
+		(time.Duration(c.ElapsedMs) * time.Millisecond).Round(time.Second))
+	if c.Need != "" {
+		fmt.Fprintf(&b, "; asks: %s", oneLine(c.Need))
+	} else if c.Reason != "" {
+		fmt.Fprintf(&b, "; %s", oneLine(c.Reason))
+	}
+	if len(c.LastTools) > 0 {
+		fmt.Fprintf(&b, "; last tool calls: %s", strings.Join(c.LastTools, " | "))
+	}
+	return b.String()
+}
+
+// toolSummary is a tool call's input as a person reads it: the command, the
+// path or the pattern it names, else its input on one line, cut short.
+func toolSummary(input string) string {
+	var fields map[string]any
+	if json.Unmarshal([]byte(input), &fields) == nil {
+		for _, k := range []string{"command", "cmd", "file_path", "path", "pattern", "url"} {
+			if v, ok := fields[k].(string); ok && v != "" {
+				input = v
+				break
+			}
+		}
+	}
+	line := oneLine(input)
+	if r := []rune(line); len(r) > 120 {
+		line = string(r[:119]) + "…"
+	}
+	return line
+}
