@@ -50,14 +50,27 @@ func openChildProgress(ctx context.Context, env *Env, store *refs.Store, p *Plac
 	if st.Started != nil {
 		cp.ElapsedMs = env.clock().Sub(*st.Started).Milliseconds()
 	}
-	if a := st.Agent; a != nil && a.Transcript != "" {
-		if tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format); err == nil {
-			for _, t := range tr.Tools[max(0, len(tr.Tools)-childTools):] {
-				cp.LastTools = append(cp.LastTools, t.Name+": "+toolSummary(t.Input))
-			}
-		}
-	}
+	cp.LastTools = lastTools(&st, childTools)
 	return cp
+}
+
+// lastTools are the last n tool calls of a stage's current agent, read
+// from its transcript, each as "Name: what it named"; none when there is
+// no transcript here.
+func lastTools(st *StageRecord, n int) []string {
+	tools := []string{}
+	a := st.Agent
+	if a == nil || a.Transcript == "" {
+		return tools
+	}
+	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
+	if err != nil {
+		return tools
+	}
+	for _, t := range tr.Tools[max(0, len(tr.Tools)-n):] {
+		tools = append(tools, t.Name+": "+toolSummary(t.Input))
+	}
+	return tools
 }
 
 // Text is the child's progress in one line, for explain.

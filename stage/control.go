@@ -308,6 +308,9 @@ type Outcome struct {
 	// Delegation is where a delegated place stands when the wait ends
 	// (finished or blocked, issue 17); "" for a top-level place.
 	Delegation string `json:"delegation,omitempty"`
+	// LastTools are a delegated place's last tool calls, for its
+	// commissioner (issue 27).
+	LastTools []string `json:"lastTools,omitempty"`
 }
 
 // ErrTimeout is a wait that ran out of time.
@@ -344,6 +347,10 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 			}
 			o := &Outcome{Place: id, Stage: st.Name, State: st.State, Delivered: st.Delivered, Need: st.Need, Reason: st.Reason,
 				Report: st.Report, ReportMissing: st.ReportMissing, Delegation: delegation}
+			if p.Parent != nil {
+				// Issue 27: its commissioner sees what it last did.
+				o.LastTools = lastTools(&st, childTools)
+			}
 			if p.Current != start {
 				o.Next = p.Stages[p.Current].Name
 			}

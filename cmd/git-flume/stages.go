@@ -129,6 +129,9 @@ func waitCommand(a *app) *cli.Command {
 						line += "; delegation " + o.Delegation
 					}
 					fmt.Fprintln(a.io.Out, line)
+					if len(o.LastTools) > 0 {
+						fmt.Fprintf(a.io.Out, "last tool calls: %s\n", strings.Join(o.LastTools, " | "))
+					}
 					if r := o.Report; r != nil {
 						fmt.Fprintf(a.io.Out, "report:\n  done: %s\n  files: %s\n  notes: %s\n  blockers: %s\n", r.Done, r.Files, r.Notes, r.Blockers)
 					}
