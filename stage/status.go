@@ -139,6 +139,10 @@ type ClaimStatus struct {
 	PID   int       `json:"pid"`
 	Host  string    `json:"host"`
 	Since time.Time `json:"since"`
+	// Shared marks a key that is a working directory (cwd:): every
+	// session started in that folder holds the claim as its own, so it
+	// tells sessions there apart from no one (issue 27).
+	Shared bool `json:"shared"`
 }
 
 // StatusProblem is a record status could not read, named by its ref (R5).
@@ -358,7 +362,8 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 			return nil, "", err
 		}
 		if cs.Record != nil {
-			ps.Claim = &ClaimStatus{Key: cs.Claim.Key, PID: cs.Claim.PID, Host: cs.Claim.Host, Since: cs.Claim.Since}
+			ps.Claim = &ClaimStatus{Key: cs.Claim.Key, PID: cs.Claim.PID, Host: cs.Claim.Host, Since: cs.Claim.Since,
+				Shared: strings.HasPrefix(cs.Claim.Key, "cwd:")}
 		}
 	}
 	return &ps, problem, nil

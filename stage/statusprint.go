@@ -34,6 +34,9 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		claim := "-"
 		if p.Claim != nil {
 			claim = p.Claim.Key
+			if p.Claim.Shared {
+				claim += " (shared by every session there)"
+			}
 		}
 		notes := statusNotes(&p)
 		// One line a place: what a record holds is shown, never acted on
