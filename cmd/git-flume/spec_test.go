@@ -70,3 +70,54 @@ func TestSpecClauseIDsResolve(t *testing.T) {
 		t.Errorf("%s is cited (%s) but docs/SPEC.md does not define it", id, strings.Join(missing[id][:min(3, len(missing[id]))], ", "))
 	}
 }
+
+// TestEveryPackageHasItsDocInDocGo: each package says what it is in its
+// own doc.go, named as the package is (issue 28): a newcomer finds it in
+// one place, and no other file carries a package comment.
+func TestEveryPackageHasItsDocInDocGo(t *testing.T) {
+	root := filepath.Join("..", "..")
+	pkgComment := regexp.MustCompile(`(?m)^// (Package|Command) ([\w-]+) `)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if name := d.Name(); name == ".git" || name == "testdata" || name == "node_modules" {
+			return filepath.SkipDir
+		}
+		goFiles, _ := filepath.Glob(filepath.Join(path, "*.go"))
+		var sources []string
+		for _, f := range goFiles {
+			if !strings.HasSuffix(f, "_test.go") {
+				sources = append(sources, f)
+			}
+		}
+		if len(sources) == 0 {
+			return nil
+		}
+		doc, err := os.ReadFile(filepath.Join(path, "doc.go"))
+		if err != nil {
+			t.Errorf("%s: no doc.go", path)
+			return nil
+		}
+		m := pkgComment.FindSubmatch(doc)
+		pkg := regexp.MustCompile(`(?m)^package (\w+)`).FindSubmatch(doc)
+		switch {
+		case m == nil || pkg == nil:
+			t.Errorf("%s/doc.go: no package comment", path)
+		case string(m[1]) == "Package" && string(m[2]) != string(pkg[1]):
+			t.Errorf("%s/doc.go: the comment names package %s, the file is package %s", path, m[2], pkg[1])
+		}
+		for _, f := range sources {
+			if filepath.Base(f) == "doc.go" {
+				continue
+			}
+			if data, _ := os.ReadFile(f); pkgComment.Match(data) {
+				t.Errorf("%s: a package comment outside doc.go", f)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

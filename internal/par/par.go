@@ -1,4 +1,3 @@
-// Package par runs independent steps of one command side by side.
 package par
 
 import (

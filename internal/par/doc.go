@@ -1,0 +1,2 @@
+// Package par runs independent steps of one command side by side.
+package par
