@@ -302,7 +302,11 @@ func hookCommand(a *app) *cli.Command {
 			default:
 				return nil
 			}
-			proc.Detach(args, cwd, a.backgroundEnv())
+			// A hook's advance that cannot start is said, not lost
+			// (issue 28); the commit or merge itself stands.
+			if err := proc.Detach(args, cwd, a.backgroundEnv()); err != nil {
+				fmt.Fprintf(a.io.Err, "git-flume: %s: could not start %v: %v; run git flume advance\n", c.Args().First(), args, err)
+			}
 			return nil
 		},
 	}
@@ -336,7 +340,9 @@ func (a *app) startWatcher(repoDir, id string) {
 	if err != nil {
 		return
 	}
-	proc.Detach([]string{"watch", "--repo", abs, id}, abs, a.backgroundEnv())
+	if err := proc.Detach([]string{"watch", "--repo", abs, id}, abs, a.backgroundEnv()); err != nil {
+		a.log.Warn("could not start the place's watcher; any git flume command starts one", "place", id, "err", err)
+	}
 }
 
 // watchInterval is how often a watcher advances its place:
