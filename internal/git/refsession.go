@@ -168,7 +168,8 @@ func (s *RefSession) end(cause error) error {
 // Close ends the session: git reads end of input and exits, with no
 // transaction open, so nothing of a ref changes. It is not waited for (a
 // launch spent a millisecond of its end on it); it is reaped in the
-// background, or by init once the caller has exited.
+// background, or by init once the caller has exited. A closed session is
+// not used again.
 func (s *RefSession) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
