@@ -137,7 +137,7 @@ type TreeDrop struct {
 
 // DropTree drops a place and every place delegated from it, deepest first
 // (issue 27): a delegation tree is stopped in one step, each agent ended
-// and verified gone before its commissioner's, every branch and worktree
+// and verified gone (X5) before its commissioner's, every branch and worktree
 // kept for tidy to judge. Only this host's places whose records name
 // their commissioner are followed (R5): a child link is never taken on
 // the parent's word alone.

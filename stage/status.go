@@ -141,7 +141,7 @@ type ClaimStatus struct {
 	Since time.Time `json:"since"`
 	// Shared marks a key that is a working directory (cwd:): every
 	// session started in that folder holds the claim as its own, so it
-	// tells sessions there apart from no one (issue 27).
+	// tells sessions there apart from no one (R8, issue 27).
 	Shared bool `json:"shared"`
 }
 

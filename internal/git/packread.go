@@ -430,73 +430,84 @@ func (p *pack) inflate(at, size int) ([]byte, error) {
 	return data, nil
 }
 
+// errBadDelta is a delta that does not apply to its base.
+var errBadDelta = errors.New("malformed delta")
+
 // applyDelta builds an object from its base and a git delta: the base's
 // size, the result's size, then copies from the base and inserted bytes.
 func applyDelta(base, delta []byte) ([]byte, error) {
-	bad := errors.New("malformed delta")
-	varint := func() (int, bool) {
-		n, shift := 0, 0
-		for len(delta) > 0 && shift < 35 { // sizes up to maxInProcessObject
-			c := delta[0]
-			delta = delta[1:]
-			n |= int(c&0x7f) << shift
-			shift += 7
-			if c&0x80 == 0 {
-				return n, true
-			}
-		}
-		return 0, false
-	}
-	src, ok1 := varint()
-	dst, ok2 := varint()
-	if !ok1 || !ok2 || src != len(base) || dst < 0 || dst > maxInProcessObject {
-		return nil, bad
+	src, delta, ok1 := deltaSize(delta)
+	dst, delta, ok2 := deltaSize(delta)
+	if !ok1 || !ok2 || src != len(base) || dst > maxInProcessObject {
+		return nil, errBadDelta
 	}
 	out := make([]byte, 0, dst)
 	for len(delta) > 0 {
 		c := delta[0]
 		delta = delta[1:]
+		var chunk []byte
 		switch {
-		case c&0x80 != 0:
+		case c&0x80 != 0: // copy: offset in up to 4 bytes, size in up to 3
 			var off, n int
-			for i := range 4 {
-				if c&(1<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, bad
-					}
-					off |= int(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
+			var ok bool
+			if off, delta, ok = deltaBytes(delta, c, 4); !ok {
+				return nil, errBadDelta
 			}
-			for i := range 3 {
-				if c&(0x10<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, bad
-					}
-					n |= int(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
+			if n, delta, ok = deltaBytes(delta, c>>4, 3); !ok {
+				return nil, errBadDelta
 			}
 			if n == 0 {
 				n = 0x10000
 			}
-			if off+n > len(base) || len(out)+n > dst {
-				return nil, bad
+			if off+n > len(base) {
+				return nil, errBadDelta
 			}
-			out = append(out, base[off:off+n]...)
-		case c != 0:
-			n := int(c)
-			if n > len(delta) || len(out)+n > dst {
-				return nil, bad
+			chunk = base[off : off+n]
+		case c != 0: // insert the next c bytes
+			if int(c) > len(delta) {
+				return nil, errBadDelta
 			}
-			out = append(out, delta[:n]...)
-			delta = delta[n:]
+			chunk, delta = delta[:c], delta[c:]
 		default:
-			return nil, bad
+			return nil, errBadDelta
 		}
+		if len(out)+len(chunk) > dst {
+			return nil, errBadDelta
+		}
+		out = append(out, chunk...)
 	}
 	if len(out) != dst {
-		return nil, bad
+		return nil, errBadDelta
 	}
 	return out, nil
+}
+
+// deltaSize reads a delta header's size: 7 bits a byte, low first, the
+// high bit saying another follows; bounded to sizes read in process.
+func deltaSize(d []byte) (n int, rest []byte, ok bool) {
+	for shift := 0; len(d) > 0 && shift < 35; shift += 7 {
+		c := d[0]
+		d = d[1:]
+		n |= int(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return n, d, true
+		}
+	}
+	return 0, d, false
+}
+
+// deltaBytes reads a copy instruction's little-endian value: byte i is
+// present when bit i of mask is set, for the first count bits.
+func deltaBytes(d []byte, mask byte, count int) (v int, rest []byte, ok bool) {
+	for i := range count {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		if len(d) == 0 {
+			return 0, d, false
+		}
+		v |= int(d[0]) << (8 * i)
+		d = d[1:]
+	}
+	return v, d, true
 }
