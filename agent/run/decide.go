@@ -150,6 +150,17 @@ func Decide(r Run, o Observation, p Policy) (Run, Move) {
 	if p.TurnDelivers && o.Transcript && o.Confirmed && o.Turn == agent.TurnDone && o.Need == "" && o.Recreate == "" {
 		o.Delivered, o.What = true, cmp.Or(o.What, "its turn ended")
 	}
+	if o.Delivered && running && Starting(r.State) {
+		// A3 before K6: Claude Code writes its transcript behind its work
+		// (its flush lags), so a fast agent's commit can be in git before
+		// its prompt is in its transcript. While the agent is up and its
+		// window runs, the next step reads the transcript again; after
+		// that the delivery says what was never proven.
+		if o.Transcript && o.Up && o.Now.Sub(a.SentAt) < p.Window {
+			return r, Move{}
+		}
+		o.What += " (its prompt never showed in its transcript)"
+	}
 	if o.Delivered {
 		return decideDelivered(r, o, p)
 	}

@@ -22,9 +22,9 @@ type Sources struct {
 	Now time.Time
 	// Deliverable reads the run's deliverable in git (K6); nil when its
 	// deliverable is the ended turn (Policy.TurnDelivers). It runs before
-	// the transcript is read: an agent writes the prompt it received to
-	// its transcript before it acts on it, so a transcript read after a
-	// commit was seen holds that prompt (A3).
+	// the transcript is read, so a transcript read after a commit was
+	// seen holds every line written before it; an agent whose transcript
+	// lags its work (Claude Code's flush) is waited for in Decide (A3).
 	Deliverable func(ctx context.Context) (done bool, what string, err error)
 	// Place says why the run's place is no longer its own worktree, ""
 	// while it is; nil when the run has no place of its own to lose.
