@@ -108,7 +108,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		st.Earlier = append(st.Earlier, *st.Agent)
 	}
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, st.Runs+1, a
-	st.Need, st.Reason, st.Delivered, st.At, st.Block, st.Followup = "", "", "", "", "", ""
+	st.Need, st.Reason, st.Delivered, st.At, st.Block, st.Followup, st.Starter = "", "", "", "", "", "", nil
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
 	st.Role = cfg.Stages[st.Name].Role
 	if env.Engine.Budget > 0 {

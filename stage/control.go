@@ -280,7 +280,7 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 		if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
 			return err
 		}
-		st.State = StagePending
+		st.State, st.Starter = StagePending, &Proc{PID: env.PID, Host: env.Host}
 		_, err = savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb))
 		return err
 	})

@@ -1,6 +1,8 @@
 package stage
 
 import (
+	"os"
+	"os/exec"
 	"reflect"
 	"testing"
 	"time"
@@ -109,5 +111,37 @@ func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
 				c.check(t, first)
 			}
 		})
+	}
+}
+
+// TestStartedByAnother_A1: a stage a command set pending to start itself
+// (retry, go on, reopen) is that command's to start while it lives, so
+// its fresh agent gets that command's environment; a starter that died,
+// or none, leaves it to anyone on the place's host.
+func TestStartedByAnother_A1(t *testing.T) {
+	live := exec.Command("sleep", "30")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer live.Process.Kill()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Host: "h", PID: os.Getpid()}
+	for _, c := range []struct {
+		name    string
+		starter *Proc
+		want    bool
+	}{
+		{"no starter", nil, false},
+		{"this process", &Proc{PID: os.Getpid(), Host: "h"}, false},
+		{"another live process", &Proc{PID: live.Process.Pid, Host: "h"}, true},
+		{"a starter that died", &Proc{PID: dead.Process.Pid, Host: "h"}, false},
+	} {
+		st := &StageRecord{Name: "code", Life: run.Life{State: StagePending}, Starter: c.starter}
+		if got := startedByAnother(env, st); got != c.want {
+			t.Errorf("%s: startedByAnother = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

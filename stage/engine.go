@@ -209,7 +209,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	}
 	st := &p.Stages[p.Current]
 	if st.State == StagePending {
-		if env.Engine.Pane == "none" || env.Engine.NoStart {
+		if env.Engine.Pane == "none" || env.Engine.NoStart || startedByAnother(env, st) {
 			return false, nil
 		}
 		i := p.Current
@@ -257,6 +257,14 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		}
 		seen.Busy = true
 	}
+}
+
+// startedByAnother reports a pending stage another live process on this
+// host set pending to start itself (StageRecord.Starter). One that died
+// before it started the stage left it to anyone.
+func startedByAnother(env *Env, st *StageRecord) bool {
+	s := st.Starter
+	return s != nil && s.Host == env.Host && s.PID != env.PID && refs.ProcessAlive(s.Host, s.PID, env.Host)
 }
 
 // fresh fails with a conflict when rec's ref no longer points where it was

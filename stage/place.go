@@ -124,6 +124,11 @@ type StageRecord struct {
 	// Start is the snapshot of a work tree that was dirty when the stage
 	// started (W3); rollback restores it over Base.
 	Start *Snapshot `json:"start,omitempty"`
+	// Starter is the command that set the stage pending to start it
+	// itself (retry, go on, reopen): while it lives no other process
+	// starts the stage, so the fresh agent gets the environment of the
+	// command that asked for it, never a watcher's from the launch (A1).
+	Starter *Proc `json:"starter,omitempty"`
 	// Followup is what the stage's next run is told after its prompt: a
 	// commissioner's reason to reopen or unblock it, or the resume message
 	// a run that asked to be recreated left (issue 17). The run that

@@ -167,6 +167,9 @@ func validateStage(p *Place, st *StageRecord) error {
 	if st.Name == "" || st.Runs < 0 {
 		return fmt.Errorf("name %q, runs %d", st.Name, st.Runs)
 	}
+	if st.Starter != nil && st.Starter.PID < 0 {
+		return fmt.Errorf("starter process id %d", st.Starter.PID)
+	}
 	for _, id := range []string{st.Base, st.At} {
 		if id != "" && !isObjectID(id) {
 			return fmt.Errorf("commit %q is not a full object id", id)

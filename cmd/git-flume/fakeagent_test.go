@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +90,7 @@ func fakeClaude() {
 				break
 			}
 		}
+		fakeLog("%s %s run %d: plan %s", os.Getenv("FLUME_PLACE"), stage, run, p)
 		data, _ := os.ReadFile(p)
 		for l := range strings.SplitSeq(strings.TrimRight(string(data), "\n"), "\n") {
 			plan = append(plan, l)
@@ -300,8 +303,23 @@ func composer() { fmt.Print("─────────────────
 
 func runQuiet(name string, args ...string) {
 	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.Run()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stderr, &out), io.MultiWriter(os.Stderr, &out)
+	if err := cmd.Run(); err != nil {
+		fakeLog("%s: %s %q: %v: %s", os.Getenv("FLUME_PLACE"), name, args, err, out.String())
+	}
+}
+
+// fakeLog appends a line to $HOME/fake-agent.log: which plan each fake
+// agent ran and which of its commands failed, printed by a wait that
+// times out (waitfor, waitws).
+func fakeLog(format string, args ...any) {
+	f, err := os.OpenFile(filepath.Join(os.Getenv("HOME"), "fake-agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, format+"\n", args...)
 }
 
 type fakeTranscript struct {

@@ -156,7 +156,8 @@ func pollUntil(ts *testscript.TestScript, name, timeout, pattern string, command
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	ts.Fatalf("%s: no match for %q within %s; last output:\n%s", name, pattern, d, out)
+	log, _ := os.ReadFile(filepath.Join(ts.Getenv("HOME"), "fake-agent.log"))
+	ts.Fatalf("%s: no match for %q within %s; last output:\n%s\nthe fake agents' log:\n%s", name, pattern, d, out, log)
 }
 
 // tmuxkill: end the script's private tmux server, and every agent in it.
