@@ -119,6 +119,11 @@ func (t *Transcript) Need() string { return t.closing("NEEDS:") }
 // message that starts with "RECREATE:", once its turn is done.
 func (t *Transcript) Recreate() string { return t.closing("RECREATE:") }
 
+// NextRound returns where a question's next round starts, as a round that
+// stopped short said it (K4): the rest of the first line of its last
+// message that starts with "NEXT ROUND:", once its turn is done.
+func (t *Transcript) NextRound() string { return t.closing("NEXT ROUND:") }
+
 // closing is the rest of the first line of the last message of a finished
 // turn that starts with marker, "" when none does.
 func (t *Transcript) closing(marker string) string {

@@ -76,8 +76,9 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return false, err
 	}
-	if len(cfg.Ready) > 0 && p.Current > 0 {
-		// L2: readying runs again whenever a stage starts, before its
+	if len(cfg.Ready) > 0 && (p.Current > 0 || st.Runs > 0) {
+		// L2: readying runs again whenever a stage starts (a question's
+		// every round, a retried first stage), before its
 		// start is recorded; the result is recorded and shown like the
 		// launch's, and holds back any kind but a fix (below).
 		var failure *StepFailure
@@ -109,6 +110,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	}
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, st.Runs+1, a
 	st.Need, st.Reason, st.Delivered, st.At, st.Block, st.Followup, st.Starter = "", "", "", "", "", "", nil
+	st.NextRound, st.Preexisting = "", preexisting(p, st)
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
 	st.Role = cfg.Stages[st.Name].Role
 	if env.Engine.Budget > 0 {

@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -274,7 +275,7 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 			}
 			st.Report, st.ReportMissing, st.Landing, st.Ended = nil, false, nil, nil
 		}
-		st.Followup = how.followup
+		st.Followup = cmp.Or(how.followup, nextRoundNote(st))
 		// W3: what the ended agent left uncommitted is kept before anyone
 		// starts over it.
 		if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
@@ -288,6 +289,15 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 		return nil, err
 	}
 	return Follow(ctx, env, repoDir, id)
+}
+
+// nextRoundNote is what the next round of a question is told of the last
+// one, which stopped short saying where it starts (K4); "" when it did not.
+func nextRoundNote(st *StageRecord) string {
+	if st.NextRound == "" {
+		return ""
+	}
+	return "The last round stopped short. It said the next round starts here: " + st.NextRound
 }
 
 // Outcome is what Wait saw end.

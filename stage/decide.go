@@ -25,16 +25,16 @@ type stepSeen struct {
 
 // policy is how a stage's run is decided: a fresh agent per stage, which
 // is told at three quarters of its budget (W1), reminded once (A8), may ask
-// for a fresh session, and is reported stuck, never ended, when quiet (A7).
-// A delegated place's stage runs under the same policy: its commissioner,
+// for a fresh session, and is reported stuck, never ended, when quiet (A7);
+// a question's round may stop short (K4). A delegated place's stage runs under the same policy: its commissioner,
 // not the lifecycle, decides what becomes of it (issue 17).
-func (o EngineOptions) policy(st *StageRecord) run.Policy {
-	p := run.Policy{Window: o.window(), Grace: o.reportGrace(), Remind: o.remindAfter(), Stuck: o.stuckAfter(),
-		Reminder: reminder(st), Steer: true, Recreate: true, BudgetName: "budget"}
+func (o EngineOptions) policy(p *Place, st *StageRecord) run.Policy {
+	pol := run.Policy{Window: o.window(), Grace: o.reportGrace(), Remind: o.remindAfter(), Stuck: o.stuckAfter(),
+		Reminder: reminder(st), Steer: true, Recreate: true, StopShort: roundStage(p, st), BudgetName: "budget"}
 	if o.NoGrace {
-		p.Grace = 0
+		pol.Grace = 0
 	}
-	return p
+	return pol
 }
 
 // clone is a copy of p whose stages can be changed without touching p's.
@@ -62,7 +62,10 @@ func decide(p *Place, seen stepSeen, pol run.Policy) (*Place, run.Move) {
 			st.Report = ParseReport(seen.LastAssistant)
 		}
 		st.ReportMissing = st.Report == nil
-		st.Delivered, st.At, st.Tasks = seen.What, seen.Head, seen.Tasks
+		st.Delivered, st.At, st.Tasks = mv.What, seen.Head, seen.Tasks
+		if pol.StopShort && !seen.Delivered {
+			st.NextRound = seen.NextRound // K4: go-on tells it
+		}
 		if st.Deliverable == DeliverLanded {
 			st.State = StateLanded
 		}

@@ -85,7 +85,7 @@ func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := c.p.clone()
 			in.Stages[in.Current].Agent = new(*c.p.Stages[c.p.Current].Agent)
-			q, mv := decide(c.p, c.seen, tm.policy(&c.p.Stages[c.p.Current]))
+			q, mv := decide(c.p, c.seen, tm.policy(c.p, &c.p.Stages[c.p.Current]))
 			if !reflect.DeepEqual(in, c.p) {
 				t.Fatal("decide changed the place it was given")
 			}

@@ -251,9 +251,9 @@ const StandingOrders = "Standing orders: do the work this stage asks for. Never 
 	"starting with NEEDS:. Commit each completed unit of work as you go."
 
 // promptNotes are what a stage's prompt says after its own text: the
-// standing orders; how to
-// delegate, when its role delegates; how a delegated place ends its turn;
-// and what the stage's last run or its commissioner left for this run.
+// standing orders; how to delegate, when its role delegates; how a
+// delegated place ends its turn; and what the stage's last run, the last
+// round or its commissioner left for this run.
 func promptNotes(p *Place, st *StageRecord, role *Role) string {
 	var b strings.Builder
 	b.WriteString("\n\n" + StandingOrders)

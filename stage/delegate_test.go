@@ -50,7 +50,7 @@ func child(state string) Place {
 func TestRecreateEndsTheRunAndCarriesItsMessage(t *testing.T) {
 	p := &Place{Stages: []StageRecord{{Life: run.Life{State: StateWorking}, Agent: &AgentRun{Pane: "p", Transcript: "/t"}}}}
 	seen := stepSeen{Observation: run.Observation{Transcript: true, Up: true, Turn: agent.TurnDone, Recreate: "step 2"}}
-	q, mv := decide(p, seen, EngineOptions{}.policy(&p.Stages[0]))
+	q, mv := decide(p, seen, EngineOptions{}.policy(p, &p.Stages[0]))
 	st := &q.Stages[0]
 	if mv.End == "" || st.Recreated != 1 || st.Followup != RecreatedNote+"step 2" {
 		t.Fatalf("move %+v, stage %+v", mv, st)

@@ -6,6 +6,8 @@ package stage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -99,18 +101,59 @@ func deliverable(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord,
 			return true, fmt.Sprintf("%s landed on %s", p.Branch, p.Target), nil, nil
 		}
 	case strings.HasPrefix(d, deliverFile):
-		path := strings.TrimPrefix(d, deliverFile)
-		if _, err := repo.ReadFile(ctx, head, path); err == nil {
+		path, ok := deliverablePath(st)
+		if !ok {
+			break
+		}
+		// K4: a file as the run found it delivers nothing (a concluded
+		// round never satisfies the next).
+		if data, err := repo.ReadFile(ctx, head, path); err == nil && contentID(data) != st.Preexisting {
 			return true, path + " committed at " + head, nil, nil
 		}
-		if p.PlaceKind == "question" || st.Name == "round" {
+		if roundStage(p, st) {
 			// K4: a question's conclusion need not be committed.
-			if _, err := os.Stat(filepath.Join(p.Path, path)); err == nil {
+			if data, err := os.ReadFile(filepath.Join(p.Path, path)); err == nil && contentID(data) != st.Preexisting {
 				return true, path + " written in the place", nil, nil
 			}
 		}
 	}
 	return false, "", nil, nil
+}
+
+// deliverablePath is the place-relative path of a file deliverable, and
+// false when the stage's deliverable is no file or names one outside the
+// place (a record is read as untrusted input).
+func deliverablePath(st *StageRecord) (string, bool) {
+	path, ok := strings.CutPrefix(st.Deliverable, deliverFile)
+	return path, ok && filepath.IsLocal(path)
+}
+
+// roundStage reports a question's round (K4): its conclusion need not be
+// committed, and it may stop short saying where the next round starts.
+func roundStage(p *Place, st *StageRecord) bool {
+	return p.PlaceKind == "question" || st.Name == "round"
+}
+
+// contentID is what a file deliverable's content is compared by: the hex
+// SHA-256 of its bytes.
+func contentID(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// preexisting is the content id of stage st's file deliverable as its run
+// finds it in the place, "" when it is not there (or st has no file
+// deliverable).
+func preexisting(p *Place, st *StageRecord) string {
+	path, ok := deliverablePath(st)
+	if !ok {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(p.Path, path))
+	if err != nil {
+		return ""
+	}
+	return contentID(data)
 }
 
 // CountTasks counts the tasks of a tasks.md as the openspec CLI does (K6):

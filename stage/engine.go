@@ -226,7 +226,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if err != nil {
 		return false, err
 	}
-	i, before, pol := p.Current, st.State, env.Engine.policy(st)
+	i, before, pol := p.Current, st.State, env.Engine.policy(p, st)
 	for {
 		q, mv := decide(p, seen, pol)
 		var written *Place

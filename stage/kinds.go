@@ -2,6 +2,7 @@ package stage
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -22,6 +23,9 @@ func checkDeliverable(d string) error {
 	case d == DeliverCommit, d == DeliverTasks, d == DeliverLanded, d == DeliverChange:
 		return nil
 	case strings.HasPrefix(d, deliverFile) && len(d) > len(deliverFile):
+		if !filepath.IsLocal(strings.TrimPrefix(d, deliverFile)) {
+			return fmt.Errorf("deliverable %q names a file outside the place", d)
+		}
 		return nil
 	}
 	return fmt.Errorf("unknown deliverable %q (want commit, tasks, change, file:<path> or landed)", d)

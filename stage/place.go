@@ -124,6 +124,13 @@ type StageRecord struct {
 	// Start is the snapshot of a work tree that was dirty when the stage
 	// started (W3); rollback restores it over Base.
 	Start *Snapshot `json:"start,omitempty"`
+	// Preexisting is the content id (contentID) of the stage's file
+	// deliverable as its current run found it in the place, "" when it
+	// was not there: that content delivers nothing (K4).
+	Preexisting string `json:"preexisting,omitempty"`
+	// NextRound is where a question's next round starts, as a round that
+	// stopped short said it (K4); go-on tells it to the next round.
+	NextRound string `json:"nextRound,omitempty"`
 	// Starter is the command that set the stage pending to start it
 	// itself (retry, go on, reopen): while it lives no other process
 	// starts the stage, so the fresh agent gets the environment of the

@@ -167,6 +167,9 @@ func validateStage(p *Place, st *StageRecord) error {
 	if st.Name == "" || st.Runs < 0 {
 		return fmt.Errorf("name %q, runs %d", st.Name, st.Runs)
 	}
+	if st.Preexisting != "" && !isContentID(st.Preexisting) {
+		return fmt.Errorf("preexisting %q is not a content id", st.Preexisting)
+	}
 	if st.Starter != nil && st.Starter.PID < 0 {
 		return fmt.Errorf("starter process id %d", st.Starter.PID)
 	}
@@ -213,6 +216,9 @@ func validateStage(p *Place, st *StageRecord) error {
 
 // isObjectID reports whether s is a full SHA-1 or SHA-256 object id in
 // lowercase hex.
+// isContentID reports a hex SHA-256 (contentID).
+func isContentID(s string) bool { return len(s) == 64 && isObjectID(s) }
+
 func isObjectID(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false

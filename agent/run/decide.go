@@ -43,6 +43,10 @@ type Policy struct {
 	NeedEnds bool
 	// Recreate: a run may ask for a fresh session (RECREATE:).
 	Recreate bool
+	// StopShort: a turn that ends saying where the next round starts
+	// (NEXT ROUND:) delivers the run, stopped short (a question's round,
+	// K4).
+	StopShort bool
 	// BudgetName names the budget in a cut's reason ("budget", "maximum
 	// runtime").
 	BudgetName string
@@ -64,7 +68,10 @@ type Observation struct {
 	Need      string // the open NEEDS: of the newest message, "" when none
 	// Recreate is the resume message of a newest message that asks for a
 	// fresh session (RECREATE:), "" when none.
-	Recreate  string
+	Recreate string
+	// NextRound is where a question's next round starts, as a newest
+	// message that stopped short says it (NEXT ROUND:), "" when none.
+	NextRound string
 	Turn      string // how the last turn ended (agent.Turn…)
 	ErrorText string // the error a turn ended with
 	// LengthRetried, Reminded, Resumed: that follow-up shows in the
@@ -108,9 +115,11 @@ type Move struct {
 	Tell   string
 	End    string
 	Resend bool
-	// Delivered: the run delivered; the caller closes what it delivered
-	// for (a stage's report and next stage, the worker's checks).
+	// Delivered: the run delivered What; the caller closes what it
+	// delivered for (a stage's report and next stage, the worker's
+	// checks).
 	Delivered bool
+	What      string
 	// Recreate: the run ended for a fresh session told Followup.
 	Recreate bool
 	Followup string
@@ -149,6 +158,9 @@ func Decide(r Run, o Observation, p Policy) (Run, Move) {
 	}
 	if p.TurnDelivers && o.Transcript && o.Confirmed && o.Turn == agent.TurnDone && o.Need == "" && o.Recreate == "" {
 		o.Delivered, o.What = true, cmp.Or(o.What, "its turn ended")
+	}
+	if p.StopShort && !o.Delivered && o.Transcript && o.Confirmed && o.Turn == agent.TurnDone && o.Need == "" && o.NextRound != "" {
+		o.Delivered, o.What = true, "stopped short; the next round starts: "+o.NextRound
 	}
 	if o.Delivered && running && Starting(r.State) {
 		// A3 before K6: Claude Code writes its transcript behind its work
@@ -235,7 +247,7 @@ func decideDelivered(r Run, o Observation, p Policy) (Run, Move) {
 	}
 	now := o.Now
 	r.State, r.Ended, r.Need = StateDelivered, &now, ""
-	return r, Move{End: SnapshotEnd, Delivered: true, Write: "delivered: " + o.What}
+	return r, Move{End: SnapshotEnd, Delivered: true, What: o.What, Write: "delivered: " + o.What}
 }
 
 // decideExited decides an agent that ended by itself before it delivered

@@ -13,9 +13,11 @@ var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func at(d time.Duration) *time.Time { x := t0.Add(d); return &x }
 
-// stage is the policy a stage runs under; worker the workspace worker's.
+// stage is the policy a stage runs under, round a question's round's,
+// worker the workspace worker's.
 var (
 	stage  = Policy{Window: time.Minute, Grace: time.Minute, Remind: 2 * time.Minute, Stuck: 30 * time.Minute, Reminder: "remind", Steer: true, Recreate: true, BudgetName: "budget"}
+	round  = Policy{Window: time.Minute, Grace: time.Minute, Remind: 2 * time.Minute, Stuck: 30 * time.Minute, Reminder: "remind", Steer: true, Recreate: true, StopShort: true, BudgetName: "budget"}
 	worker = Policy{Window: time.Minute, Stuck: 30 * time.Minute, TurnDelivers: true, QuietEnds: true, NeedEnds: true, BudgetName: "maximum runtime"}
 )
 
@@ -66,6 +68,11 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 			"the agent asked for a fresh session: ended; a fresh one starts with its resume message", StatePending, ""},
 		{"past the recreations allowed it blocks", stage, working(func(r *Run) { r.Recreated = MaxRecreations }), up(Observation{Now: t0, Turn: agent.TurnDone, Recreate: "again"}), "write",
 			"blocked: its runs asked for a fresh session 4 times; the last asked: again", StateBlocked, ""},
+		// K4: a question's round that stops short.
+		{"a round that stops short saying where the next starts is delivered", round, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "the cache layer"}), "deliver", "delivered: stopped short; the next round starts: the cache layer", StateDelivered, ""},
+		{"a round's file deliverable wins over its note", round, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "x", Delivered: true, What: "conclusion.md written in the place"}), "deliver", "delivered: conclusion.md written in the place", StateDelivered, ""},
+		{"a round that needs someone waits, whatever it says of the next", round, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "x", Need: "the logs"}), "write", "waiting: the logs", StateWaiting, ""},
+		{"NEXT ROUND: outside a round delivers nothing", stage, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "x", Quiet: time.Second}), "", "", StateWorking, ""},
 		// A3: starting.
 		{"a transcript found is recorded first", stage, working(func(r *Run) { r.State, r.Agent.Transcript = StateStarting, "" }), Observation{Now: t0, Found: "/t.jsonl", Delivered: true}, "write", "transcript /t.jsonl", StateStarting, ""},
 		{"the prompt confirmed before the deliverable", stage, working(func(r *Run) { r.State = StateStarting }), up(Observation{Now: t0, Confirmed: true, Delivered: true, What: "commit"}), "write", "prompt confirmed in the transcript", StateWorking, ""},

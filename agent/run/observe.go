@@ -109,7 +109,7 @@ func readTranscript(r Run, s Sources, prompt string, o *Observation) error {
 		return err
 	}
 	o.Transcript, o.Confirmed, o.LastAssistant = true, tr.Received(prompt), tr.LastAssistant
-	o.Need, o.Recreate, o.Turn, o.ErrorText = tr.Need(), tr.Recreate(), tr.Turn, tr.ErrorText
+	o.Need, o.Recreate, o.NextRound, o.Turn, o.ErrorText = tr.Need(), tr.Recreate(), tr.NextRound(), tr.Turn, tr.ErrorText
 	o.LengthRetried = r.LengthPrompted && tr.Received(LengthMessage)
 	o.Reminded = r.Reminded && s.Reminder != "" && tr.Received(s.Reminder)
 	o.Resumed = r.Resumed && tr.Received(ResumeMessage)
