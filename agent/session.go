@@ -1,11 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -26,29 +23,7 @@ func SessionProcesses(session string) []int {
 
 // ProcessesWithEnv returns the live processes (this one aside) whose
 // environment holds the variable assignment kv exactly.
-func ProcessesWithEnv(kv string) []int {
-	want := []byte(kv + "\x00")
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	self := os.Getpid()
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		if bytes.Contains(append(env, 0), want) && proc.Alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func ProcessesWithEnv(kv string) []int { return proc.WithEnv(kv) }
 
 // End ends an agent run and verifies it gone (X5): the process tree of its
 // pane when flume hosts it (panes may be nil for a "print" pane), then

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -23,7 +24,14 @@ type Session struct {
 	Key  string
 	PID  int
 	Host string
+	// Agent is the session of the flume-started agent whose process tree
+	// the caller runs in, "" for a person's: an agent acts only as its own
+	// session and never takes over another's claim (R8).
+	Agent string
 }
+
+// AgentKey is the claim key of a flume-started agent's session.
+func AgentKey(session string) string { return "sid:" + session }
 
 // Claim is a session's binding to a place (R8).
 type Claim struct {
@@ -59,9 +67,17 @@ func validateClaimRecord(ref string, data []byte) (any, error) {
 }
 
 // Alive reports whether the claim's session may still be running: on this
-// host its pid must exist; on another host flume cannot tell, so the claim
-// stands.
-func (c *Claim) Alive(host string) bool { return ProcessAlive(c.Host, c.PID, host) }
+// host its pid must exist or, for a session id, some process must still
+// carry it as its FLUME_SESSION (a claim dies with its session, not with
+// the one process of it that made the claim); on another host flume
+// cannot tell, so the claim stands.
+func (c *Claim) Alive(host string) bool {
+	if ProcessAlive(c.Host, c.PID, host) {
+		return true
+	}
+	sid, ok := strings.CutPrefix(c.Key, "sid:")
+	return ok && len(proc.WithEnv("FLUME_SESSION="+sid)) > 0
+}
 
 // ProcessAlive reports whether process pid on procHost may still run, as
 // seen from host: on the same host the pid must run (a zombie has ended); another host's
@@ -81,9 +97,16 @@ type ClaimedError struct {
 	// Remote is set for a shared claim the remote refused: another host
 	// holds it there (R8).
 	Remote string
+	// Agent is set when the caller is a flume-started agent, which never
+	// takes over another session's claim (R8).
+	Agent bool
 }
 
 func (e *ClaimedError) Error() string {
+	if e.Agent {
+		return fmt.Sprintf("place %s is claimed by %s (pid %d on %s); an agent never takes over another session's claim: a claim is not unlocked by whoever it locks out (a person runs --take-over from their own shell)",
+			e.Place, e.Claim.Key, e.Claim.PID, e.Claim.Host)
+	}
 	if e.Remote != "" {
 		return fmt.Sprintf("place %s is claimed on %s by another host (the create-only push of this claim was refused); the local claim was rolled back", e.Place, e.Remote)
 	}
@@ -148,9 +171,19 @@ func (s *Store) liveClaim(ctx context.Context, rec *Record, host string) (ClaimS
 }
 
 // Gate refuses an action on a place claimed by another live session unless
-// takeOver is set (R8).
+// takeOver is set (R8). An agent's own claim is the one keyed by its own
+// session, and an agent never takes over another's.
 func (cs ClaimState) Gate(place string, sess Session, takeOver bool) error {
-	if cs.Record == nil || cs.Claim.Key == sess.Key || takeOver {
+	if cs.Record == nil {
+		return nil
+	}
+	if sess.Agent != "" {
+		if cs.Claim.Key == AgentKey(sess.Agent) {
+			return nil
+		}
+		return &ClaimedError{Place: place, Claim: cs.Claim, Agent: true}
+	}
+	if cs.Claim.Key == sess.Key || takeOver {
 		return nil
 	}
 	return &ClaimedError{Place: place, Claim: cs.Claim}

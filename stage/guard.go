@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/git-flume/git-flume/refs"
 )
 
 // GuardInput is what the guard reads of Claude Code's PreToolUse payload.
@@ -59,6 +61,11 @@ func Guard(ctx context.Context, env *Env, repoDir, id string, in GuardInput) err
 				return &GuardRefusal{Reason: fmt.Sprintf("tool %s is not among role %s's tools (%s)", in.ToolName, role.Name, strings.Join(role.Tools, ", "))}
 			}
 		}
+	}
+	if cmd, _ := in.ToolInput["command"].(string); strings.Contains(cmd, refs.ClaimPrefix) {
+		// R8: a claim is not unlocked by whoever it locks out; a claim is
+		// read with git flume status, and moved only by use and release.
+		return &GuardRefusal{Reason: fmt.Sprintf("%s names %s (rule: claims move only through git flume use and release, never by hand)", in.ToolName, refs.ClaimPrefix)}
 	}
 	var path string
 	for _, k := range []string{"file_path", "notebook_path", "path"} {

@@ -239,6 +239,11 @@ func decideDelivered(r Run, o Observation, p Policy) (Run, Move) {
 		if r.Landing == nil {
 			now := o.Now
 			r.Landing = &now
+			// An agent that was waiting or stuck is at work again: its
+			// deliverable says so, and nobody is to answer it now.
+			if r.State == StateWaiting || r.State == StateStuck {
+				r.State, r.Need = StateWorking, ""
+			}
 			return r, Move{Write: "deliverable in git; the agent closes its turn"}
 		}
 		if o.Now.Sub(*r.Landing) < p.Grace {

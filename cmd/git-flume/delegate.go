@@ -26,7 +26,11 @@ func acceptCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			p, err := stage.Accept(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			po, err := a.placeOptions(c, id)
+			if err != nil {
+				return err
+			}
+			p, err := stage.Accept(c.Context, a.stageEnv(), po)
 			if err != nil {
 				return err
 			}
@@ -69,7 +73,11 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 			if required && c.String(flag) == "" {
 				return usageError{fmt.Errorf("%s needs --%s %s; see 'git flume %s -h'", name, flag, text, name)}
 			}
-			p, err := run(c.Context, a.stageEnv(), stage.DelegateOptions{PlaceOptions: a.placeOptions(c, id), Text: c.String(flag)})
+			po, err := a.placeOptions(c, id)
+			if err != nil {
+				return err
+			}
+			p, err := run(c.Context, a.stageEnv(), stage.DelegateOptions{PlaceOptions: po, Text: c.String(flag)})
 			if err != nil {
 				return err
 			}

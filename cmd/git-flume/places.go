@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -62,15 +63,26 @@ func takeOverFlag() cli.Flag {
 
 // session identifies the caller for claims and gates (R8): `sid:<id>` when a
 // session id is named, else `cwd:<dir>`.
-func (a *app) session(c *cli.Context) refs.Session {
+func (a *app) session(c *cli.Context) (refs.Session, error) {
 	return a.sessionOf(c.String("session"), c.Int("pid"))
 }
 
-// sessionOf is the calling session: sid and pid when given, else
-// $FLUME_SESSION and $FLUME_SESSION_PID, else the working directory and
-// the nearest ancestor that is not git.
-func (a *app) sessionOf(sid string, pid int) refs.Session {
+// sessionOf is the calling session. Inside an agent flume started (an
+// ancestor process carries its FLUME_SESSION, whatever this process's own
+// environment says) it is that agent's session, kept alive by the agent
+// process, not by the tool's shell that ran this command; naming another
+// is refused. Otherwise: sid and pid when given, else $FLUME_SESSION and
+// $FLUME_SESSION_PID, else the working directory and the nearest ancestor
+// that is not git.
+func (a *app) sessionOf(sid string, pid int) (refs.Session, error) {
 	s := refs.Session{Host: a.host()}
+	if agentSID, agentPID := agentSession(); agentSID != "" {
+		if sid != "" && sid != agentSID {
+			return s, usagef("--session %s: this command runs inside the agent of session %s and acts only as that session (R8)", term.Clean(sid), term.Clean(agentSID))
+		}
+		s.Key, s.Agent, s.PID = refs.AgentKey(agentSID), agentSID, agentPID
+		return s, nil
+	}
 	if sid == "" {
 		sid = a.env.vars["FLUME_SESSION"]
 	}
@@ -87,7 +99,32 @@ func (a *app) sessionOf(sid string, pid int) refs.Session {
 	if s.PID == 0 {
 		s.PID = sessionPID()
 	}
-	return s
+	return s, nil
+}
+
+// agentSession finds the agent flume started whose process tree this
+// command runs in: the FLUME_SESSION its nearest ancestor carries, and the
+// topmost ancestor that carries the same (the agent itself, which lives as
+// long as its session). "" when no ancestor carries one.
+func agentSession() (string, int) {
+	var sid string
+	var top int
+	for pid, n := os.Getppid(), 0; pid > 1 && n < 64; n++ {
+		v, ok := proc.Getenv(pid, "FLUME_SESSION")
+		if !ok || v == "" || (sid != "" && v != sid) {
+			if sid != "" {
+				break
+			}
+		} else {
+			sid, top = v, pid
+		}
+		ppid, _, ok := proc.Parent(pid)
+		if !ok {
+			break
+		}
+		pid = ppid
+	}
+	return sid, top
 }
 
 // sessionPID is the nearest ancestor process that is neither git nor
@@ -95,26 +132,8 @@ func (a *app) sessionOf(sid string, pid int) refs.Session {
 func sessionPID() int {
 	pid := os.Getppid()
 	for range 8 {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return pid
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parens.
-		s := string(data)
-		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < open {
-			return pid
-		}
-		comm := s[open+1 : close]
-		if comm != "git" && comm != "git-flume" {
-			return pid
-		}
-		fields := strings.Fields(s[close+1:])
-		if len(fields) < 2 {
-			return pid
-		}
-		ppid, err := strconv.Atoi(fields[1])
-		if err != nil || ppid <= 1 {
+		ppid, comm, ok := proc.Parent(pid)
+		if !ok || comm != "git" && comm != "git-flume" || ppid <= 1 {
 			return pid
 		}
 		pid = ppid
@@ -347,7 +366,11 @@ func useCommand(a *app) *cli.Command {
 // claimOptions reads use's and release's flags; --shared names the remote
 // (--remote, else flume.remote, else origin).
 func (a *app) claimOptions(c *cli.Context, id string) (stage.ClaimOptions, error) {
-	o := stage.ClaimOptions{Repo: c.String("repo"), Place: id, Session: a.session(c), TakeOver: c.Bool("take-over")}
+	sess, err := a.session(c)
+	if err != nil {
+		return stage.ClaimOptions{}, err
+	}
+	o := stage.ClaimOptions{Repo: c.String("repo"), Place: id, Session: sess, TakeOver: c.Bool("take-over")}
 	if c.Bool("shared") {
 		remote, err := a.remote(c.Context, c.String("remote"))
 		if err != nil {
@@ -397,14 +420,22 @@ func dropCommand(a *app) *cli.Command {
 				return err
 			}
 			if !c.Bool("tree") {
-				p, err := stage.Drop(c.Context, a.stageEnv(), a.placeOptions(c, id))
+				po, err := a.placeOptions(c, id)
+				if err != nil {
+					return err
+				}
+				p, err := stage.Drop(c.Context, a.stageEnv(), po)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(a.io.Out, "%s dropped%s; `git flume tidy` removes it\n", id, dropNote(p))
 				return nil
 			}
-			done, err := stage.DropTree(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			po, err := a.placeOptions(c, id)
+			if err != nil {
+				return err
+			}
+			done, err := stage.DropTree(c.Context, a.stageEnv(), po)
 			for _, d := range done {
 				fmt.Fprintf(a.io.Out, "%s dropped%s\n", d.Place.ID, dropNote(d.Place))
 			}
@@ -446,9 +477,13 @@ func tidyCommand(a *app) *cli.Command {
 				return err
 			}
 			dry := c.Bool("dry-run")
+			gate, err := a.gate(c)
+			if err != nil {
+				return err
+			}
 			results, err := stage.Tidy(c.Context, a.stageEnv(), stage.TidyOptions{
 				Repo: c.String("repo"), DryRun: dry,
-				Gate: a.gate(c),
+				Gate: gate,
 			})
 			if results == nil {
 				results = []stage.TidyResult{}

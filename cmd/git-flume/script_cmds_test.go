@@ -43,6 +43,7 @@ func init() {
 	scriptCmds["waitfor"] = cmdWaitFor
 	scriptCmds["tmuxkill"] = cmdTmuxKill
 	scriptCmds["waitws"] = cmdWaitWorkspace
+	scriptCmds["waitfile"] = cmdWaitFile
 	scriptCmds["pngcolors"] = cmdPNGColors
 	scriptCmds["fakeherdr"] = cmdFakeHerdr
 	scriptCmds["clock"] = cmdClock
@@ -136,6 +137,15 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitfor TIMEOUT PLACE REGEXP")
 	}
 	pollUntil(ts, "waitfor", args[0], args[2], "git", "flume", "status", "--all", "--json", args[1])
+}
+
+// waitfile TIMEOUT FILE REGEXP: poll FILE (a log an agent writes) until
+// it matches REGEXP.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: waitfile TIMEOUT FILE REGEXP")
+	}
+	pollUntil(ts, "waitfile", args[0], args[2], "cat", args[1])
 }
 
 // pollUntil runs a command every 200ms until its output matches pattern,

@@ -54,8 +54,9 @@ func gateFlags() []cli.Flag {
 	return append(sessionFlags(), takeOverFlag(), repoFlag())
 }
 
-func (a *app) gate(c *cli.Context) stage.GateOptions {
-	return stage.GateOptions{Session: a.session(c), TakeOver: c.Bool("take-over")}
+func (a *app) gate(c *cli.Context) (stage.GateOptions, error) {
+	s, err := a.session(c)
+	return stage.GateOptions{Session: s, TakeOver: c.Bool("take-over")}, err
 }
 
 func advanceCommand(a *app) *cli.Command {
@@ -69,7 +70,11 @@ func advanceCommand(a *app) *cli.Command {
 			&cli.BoolFlag{Name: "tidy", Usage: "then tidy, if a place's branch landed (the post-merge hook does this)"},
 			&cli.BoolFlag{Name: "from-hook", Hidden: true, Usage: "run from a hook: record, start no agent"}},
 		Action: func(c *cli.Context) error {
-			o := stage.AdvanceOptions{Repo: c.String("repo"), FromHook: c.Bool("from-hook"), Tidy: c.Bool("tidy"), Gate: a.gate(c)}
+			gate, err := a.gate(c)
+			if err != nil {
+				return err
+			}
+			o := stage.AdvanceOptions{Repo: c.String("repo"), FromHook: c.Bool("from-hook"), Tidy: c.Bool("tidy"), Gate: gate}
 			if c.NArg() > 0 {
 				id, err := onePlace(c)
 				if err != nil {
@@ -153,7 +158,11 @@ func tellCommand(a *app) *cli.Command {
 			if c.NArg() != 2 {
 				return usagef("tell: want PLACE and TEXT")
 			}
-			o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: c.String("repo"), Place: c.Args().Get(0), Gate: a.gate(c)}, Text: c.Args().Get(1)}
+			gate, err := a.gate(c)
+			if err != nil {
+				return err
+			}
+			o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: c.String("repo"), Place: c.Args().Get(0), Gate: gate}, Text: c.Args().Get(1)}
 			return a.tell(c.Context, o, a.io.Out)
 		},
 	}
@@ -186,7 +195,11 @@ func stopCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := stage.Stop(c.Context, a.stageEnv(), a.placeOptions(c, id)); err != nil {
+			po, err := a.placeOptions(c, id)
+			if err != nil {
+				return err
+			}
+			if err := stage.Stop(c.Context, a.stageEnv(), po); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s: agent stopped\n", id)
@@ -209,7 +222,11 @@ func attachCommand(a *app) *cli.Command {
 				return err
 			}
 			term := agent.Terminal{In: a.io.In, Out: a.io.RawOut, Err: a.io.RawErr, Env: a.env.list}
-			return stage.Attach(c.Context, a.stageEnv(), a.placeOptions(c, id), term)
+			po, err := a.placeOptions(c, id)
+			if err != nil {
+				return err
+			}
+			return stage.Attach(c.Context, a.stageEnv(), po, term)
 		},
 	}
 }
@@ -225,7 +242,11 @@ func restartCommand(a *app, name, usage string, run func(context.Context, *stage
 			if err != nil {
 				return err
 			}
-			p, err := run(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			po, err := a.placeOptions(c, id)
+			if err != nil {
+				return err
+			}
+			p, err := run(c.Context, a.stageEnv(), po)
 			if err != nil {
 				return err
 			}
@@ -244,8 +265,9 @@ func restartCommand(a *app, name, usage string, run func(context.Context, *stage
 
 // placeOptions are an operator verb's: the place, --repo, the session's
 // gate (--session, --take-over) and --force where the verb has it.
-func (a *app) placeOptions(c *cli.Context, id string) stage.PlaceOptions {
-	return stage.PlaceOptions{Repo: c.String("repo"), Place: id, Gate: a.gate(c), Force: c.Bool("force")}
+func (a *app) placeOptions(c *cli.Context, id string) (stage.PlaceOptions, error) {
+	gate, err := a.gate(c)
+	return stage.PlaceOptions{Repo: c.String("repo"), Place: id, Gate: gate, Force: c.Bool("force")}, err
 }
 
 func retryCommand(a *app) *cli.Command {
@@ -386,14 +408,22 @@ func rollbackCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("delegation") {
-				p, err := stage.RollbackDelegation(c.Context, a.stageEnv(), a.placeOptions(c, id))
+				po, err := a.placeOptions(c, id)
+				if err != nil {
+					return err
+				}
+				p, err := stage.RollbackDelegation(c.Context, a.stageEnv(), po)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(a.io.Out, "%s: delegation rolled back; %s restored to %.12s\n", id, p.Parent.Parent, p.Base)
 				return nil
 			}
-			p, kept, err := stage.Rollback(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			po, err := a.placeOptions(c, id)
+			if err != nil {
+				return err
+			}
+			p, kept, err := stage.Rollback(c.Context, a.stageEnv(), po)
 			if err != nil {
 				return err
 			}
@@ -576,7 +606,11 @@ func explainCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			x, err := stage.Explain(c.Context, a.stageEnv(), a.placeOptions(c, id))
+			po, err := a.placeOptions(c, id)
+			if err != nil {
+				return err
+			}
+			x, err := stage.Explain(c.Context, a.stageEnv(), po)
 			if err != nil {
 				return err
 			}

@@ -203,3 +203,69 @@ func LookPath(program string, environ []string) (string, error) {
 	}
 	return "", fmt.Errorf("%s: %w", program, ErrNotFound)
 }
+
+// Parent returns process pid's parent and its command name (comm), from
+// /proc/<pid>/stat; ok is false when pid cannot be read.
+func Parent(pid int) (ppid int, comm string, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	// pid (comm) state ppid …; comm may hold spaces and parens.
+	open, close := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+	if open < 0 || close < open {
+		return 0, "", false
+	}
+	f := strings.Fields(string(data[close+1:]))
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	if err != nil {
+		return 0, "", false
+	}
+	return ppid, string(data[open+1 : close]), true
+}
+
+// Getenv returns the value of variable name in process pid's environment
+// as it started (/proc/<pid>/environ), readable for the user's own
+// processes only.
+func Getenv(pid int, name string) (string, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return "", false
+	}
+	prefix := []byte(name + "=")
+	for kv := range bytes.SplitSeq(data, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, prefix); ok {
+			return string(v), true
+		}
+	}
+	return "", false
+}
+
+// WithEnv returns the live processes (this one aside) whose environment
+// holds the variable assignment kv exactly.
+func WithEnv(kv string) []int {
+	want := []byte(kv + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(append(env, 0), want) && Alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

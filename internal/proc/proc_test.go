@@ -143,3 +143,29 @@ func TestExitedReadsAZombiesWaitStatus_A10(t *testing.T) {
 		t.Error("a running process reads as ended")
 	}
 }
+
+// TestParentAndGetenv: a process's parent and the environment it started
+// with are read from /proc, which is how a command finds the agent session
+// it runs in (R8).
+func TestParentAndGetenv(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = []string{"FLUME_SESSION=s-1", "OTHER=x"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	ppid, comm, ok := proc.Parent(pid)
+	if !ok || ppid != os.Getpid() || comm != "sleep" {
+		t.Errorf("Parent(%d) = %d, %q, %v; want %d, sleep, true", pid, ppid, comm, ok, os.Getpid())
+	}
+	if v, ok := proc.Getenv(pid, "FLUME_SESSION"); !ok || v != "s-1" {
+		t.Errorf("Getenv FLUME_SESSION = %q, %v; want s-1", v, ok)
+	}
+	if _, ok := proc.Getenv(pid, "FLUME"); ok {
+		t.Error("Getenv FLUME matched a longer name")
+	}
+	if pids := proc.WithEnv("FLUME_SESSION=s-1"); len(pids) != 1 || pids[0] != pid {
+		t.Errorf("WithEnv = %v, want [%d]", pids, pid)
+	}
+}
