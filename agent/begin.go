@@ -23,6 +23,9 @@ type Start struct {
 	Flume []string
 	// Print receives a "print" run's command line.
 	Print io.Writer
+	// Resume: the run goes on with the earlier session Vars names
+	// (ResumeID, Transcript) through the program's Resume command.
+	Resume bool
 }
 
 // Begin starts an agent run whose record is already written, so that a
@@ -39,6 +42,11 @@ func Begin(ctx context.Context, panes PaneHost, s Start) error {
 		return err
 	}
 	argv := s.Program.Argv(s.Vars)
+	if s.Resume {
+		if argv = s.Program.ResumeArgv(s.Vars); argv == nil {
+			return fmt.Errorf("%s cannot resume session %q", s.Program.Name, s.Vars.ResumeID)
+		}
+	}
 	if s.Pane == "print" {
 		var b strings.Builder
 		fmt.Fprintf(&b, "cd %s &&", ShellQuote(s.Dir))

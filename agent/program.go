@@ -26,6 +26,12 @@ type Program struct {
 	Transcript string
 	// Format is the transcript reader: claude, codex or pi.
 	Format string
+	// Resume is the argv template that resumes an earlier session of the
+	// program with a new prompt, keeping its context (issue 27): the
+	// placeholders of Command, and {resume_id} (the id the program knows
+	// the session by) and {transcript}. Empty: the program cannot, and a
+	// fresh agent is started instead.
+	Resume []string
 }
 
 // Builtin are the programs flume knows without configuration.
@@ -33,12 +39,14 @@ var Builtin = map[string]Program{
 	"claude": {
 		Name:       "claude",
 		Command:    []string{"claude", "--session-id", "{session_id}", "{prompt}"},
+		Resume:     []string{"claude", "--resume", "{resume_id}", "{prompt}"},
 		Transcript: "{home}/.claude/projects/*/{session_id}.jsonl",
 		Format:     FormatClaude,
 	},
 	"codex": {
 		Name:       "codex",
 		Command:    []string{"codex", "{prompt}"},
+		Resume:     []string{"codex", "resume", "{resume_id}", "{prompt}"},
 		Transcript: "{home}/.codex/sessions/*/*/*/rollout-*.jsonl",
 		Format:     FormatCodex,
 	},
@@ -47,6 +55,7 @@ var Builtin = map[string]Program{
 		// --session-id only from 0.76).
 		Name:       "pi",
 		Command:    []string{"pi", "--session", "{home}/.pi/agent/flume-sessions/{session_id}.jsonl", "{prompt}"},
+		Resume:     []string{"pi", "--session", "{transcript}", "{prompt}"},
 		Transcript: "{home}/.pi/agent/flume-sessions/{session_id}.jsonl",
 		Format:     FormatPi,
 	},
@@ -62,6 +71,9 @@ type Vars struct {
 	AllowedTools []string
 	// Model is the stage role's preferred model, "" for the program's own.
 	Model string
+	// ResumeID and Transcript name the session a resumed run goes on
+	// with: {resume_id} and {transcript}.
+	ResumeID, Transcript string
 }
 
 func (v Vars) expand(s string) string {
@@ -69,8 +81,29 @@ func (v Vars) expand(s string) string {
 		"{prompt}", v.Prompt, "{prompt_file}", v.PromptFile,
 		"{session_id}", v.SessionID, "{place}", v.Place, "{home}", v.Home,
 		"{settings}", v.Settings, "{model}", v.Model,
+		"{resume_id}", v.ResumeID, "{transcript}", v.Transcript,
 	).Replace(s)
 }
+
+// ResumeID is the id program p knows an earlier session by, from what flume
+// recorded of it: the session id flume pinned, or, for Codex, which pins
+// none, the id its rollout file is named by (rollout-<time>-<uuid>.jsonl).
+// "" when there is none to resume.
+func (p Program) ResumeID(session, transcript string) string {
+	if len(p.Resume) == 0 || transcript == "" {
+		return ""
+	}
+	if p.Format != FormatCodex {
+		return session
+	}
+	name := strings.TrimSuffix(filepath.Base(transcript), ".jsonl")
+	if len(name) < 36 || !uuidShape().MatchString(name[len(name)-36:]) {
+		return ""
+	}
+	return name[len(name)-36:]
+}
+
+var uuidShape = lazyRegexp(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // Argv is the command that starts the program. The prompt is one argument,
 // never text for a shell (L3).
@@ -82,10 +115,21 @@ func (v Vars) expand(s string) string {
 // A role's model goes to each shipped program as --model (Claude Code,
 // Codex and pi all take it), and to a declared command where it says
 // {model} (issue 27).
-func (p Program) Argv(v Vars) []string {
-	argv := make([]string, 0, len(p.Command)+6)
-	shipped := len(p.Command) > 0 && p.Command[0] == p.Name && Builtin[p.Name].Name == p.Name
-	for _, w := range p.Command {
+func (p Program) Argv(v Vars) []string { return p.argv(p.Command, v) }
+
+// ResumeArgv is the command that resumes the session v names with v's
+// prompt, with what Argv adds; nil when the program cannot resume.
+func (p Program) ResumeArgv(v Vars) []string {
+	if len(p.Resume) == 0 || v.ResumeID == "" {
+		return nil
+	}
+	return p.argv(p.Resume, v)
+}
+
+func (p Program) argv(template []string, v Vars) []string {
+	argv := make([]string, 0, len(template)+6)
+	shipped := len(template) > 0 && template[0] == p.Name && Builtin[p.Name].Name == p.Name
+	for _, w := range template {
 		if w == "{prompt}" && shipped {
 			if v.Model != "" {
 				argv = append(argv, "--model", v.Model)

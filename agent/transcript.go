@@ -59,6 +59,19 @@ type Usage struct {
 	Priced bool    `json:"priced"`
 }
 
+// Minus is u without what before counted: the part of a transcript written
+// after before was read of it (a resumed session's later run).
+func (u Usage) Minus(before Usage) Usage {
+	d := Usage{Tokens: u.Tokens.minus(before.Tokens), Cost: u.Cost - before.Cost, Priced: u.Priced}
+	for m, t := range u.Models {
+		if d.Models == nil {
+			d.Models = map[string]Tokens{}
+		}
+		d.Models[m] = t.minus(before.Models[m])
+	}
+	return d
+}
+
 // add counts tokens spent on model.
 func (u *Usage) add(model string, t Tokens) {
 	u.Tokens = u.Tokens.plus(t)

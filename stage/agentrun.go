@@ -110,7 +110,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	}
 	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = StateStarting, head, &now, nil, st.Runs+1, a
 	st.Need, st.Reason, st.Delivered, st.At, st.Block, st.Followup, st.Starter = "", "", "", "", "", "", nil
-	st.NextRound, st.Preexisting = "", preexisting(p, st)
+	st.NextRound, st.Preexisting, st.Resume = "", preexisting(p, st), nil
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
 	st.Role = cfg.Stages[st.Name].Role
 	if env.Engine.Budget > 0 {
@@ -146,6 +146,15 @@ type stageRun struct {
 	prog   agent.Program
 	prompt string
 	role   *Role
+	// resumeID is the id the program resumes the stage's earlier session
+	// by, "" for a fresh session.
+	resumeID string
+}
+
+// resumePrompt is what a resumed agent is told: it has the stage's prompt
+// in its context already, so only why it goes on, and how the stage ends.
+func resumePrompt(st *StageRecord) string {
+	return st.Followup + "\n\nCommit the further work in this place, then close your last message with a STAGE REPORT as before."
 }
 
 // prepareRun makes stage st's next run: the program the place names (or
@@ -172,6 +181,16 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 	// Issue 17: how to delegate, how a delegated place ends its turn, and
 	// what the stage's last run or commissioner left for this one.
 	r.prompt = prompt + promptNotes(p, st, r.role)
+	// Issue 27: a reopened stage's agent goes on in its own session, told
+	// only why, where its program resumes one and its transcript reads.
+	var before *agent.Usage
+	if from := st.Resume; from != nil && from.Program == prog.Name {
+		if tr, err := agent.ReadTranscriptFile(from.Transcript, prog.Format); err == nil {
+			if r.resumeID = prog.ResumeID(from.Session, from.Transcript); r.resumeID != "" {
+				r.prompt, before = resumePrompt(st), &tr.Usage
+			}
+		}
+	}
 	run := st.Runs + 1
 	logDir := LogDir(repo.CommonDir, p.ID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -187,6 +206,12 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,
 		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
 	}
+	if r.resumeID != "" {
+		// The resumed session's own id and transcript, known from the
+		// start: nothing is searched for (A3).
+		r.agent.Session, r.agent.Transcript = st.Resume.Session, st.Resume.Transcript
+		r.agent.Resumed, r.agent.UsageBefore = true, before
+	}
 	switch host := cmp.Or(p.Pane, env.Engine.Pane, "tmux"); host {
 	case "print":
 		r.agent.Pane = "print"
@@ -201,7 +226,8 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 // role's tools.
 func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *StageRecord, r *stageRun) error {
 	a := r.agent
-	vars := agent.Vars{Prompt: r.prompt, PromptFile: a.PromptFile, SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}
+	vars := agent.Vars{Prompt: r.prompt, PromptFile: a.PromptFile, SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv),
+		ResumeID: r.resumeID, Transcript: a.Transcript}
 	if env.Engine.Guard != "" {
 		// A9: the guard hook, in a settings file of this run (outside the
 		// place, so it never makes the work tree dirty).
@@ -215,7 +241,7 @@ func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *Sta
 		vars.AllowedTools, vars.Model = r.role.Tools, r.role.Model
 	}
 	start := agent.Start{Program: r.prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
-		Flume: agentVars(p, st.Name, a.Session)}
+		Flume: agentVars(p, st.Name, a.Session), Resume: r.resumeID != ""}
 	if a.Pane != "print" {
 		return agent.Begin(ctx, env.Engine.panes(a), start)
 	}

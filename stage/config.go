@@ -227,6 +227,12 @@ func (c *Config) applyAgent(sub, name, value string) error {
 			return fmt.Errorf("agent %q: command: %w", sub, err)
 		}
 		a.Command = argv
+	case "resume":
+		argv, err := SplitWords(value)
+		if err != nil {
+			return fmt.Errorf("agent %q: resume: %w", sub, err)
+		}
+		a.Resume = argv
 	case "transcript":
 		a.Transcript = value
 	case "format":

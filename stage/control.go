@@ -227,6 +227,9 @@ type restartHow struct {
 	delivered bool
 	// followup is told to the fresh agent after the stage's prompt.
 	followup string
+	// resume: the stage's last agent's own session goes on, told only
+	// followup, where its program can resume one (issue 27).
+	resume bool
 }
 
 func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Place, error) {
@@ -276,13 +279,21 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 			st.Report, st.ReportMissing, st.Landing, st.Ended = nil, false, nil, nil
 		}
 		st.Followup = cmp.Or(how.followup, nextRoundNote(st))
+		st.Resume = nil
+		if a := st.Agent; how.resume && a != nil && a.Transcript != "" && !a.Printed() {
+			st.Resume = &ResumeFrom{Program: a.Program, Session: a.Session, Transcript: a.Transcript}
+		}
 		// W3: what the ended agent left uncommitted is kept before anyone
 		// starts over it.
 		if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
 			return err
 		}
 		st.State, st.Starter = StagePending, &Proc{PID: env.PID, Host: env.Host}
-		_, err = savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s with a fresh agent", st.Name, id, verb))
+		with := "with a fresh agent"
+		if st.Resume != nil {
+			with = "resuming its agent's session " + st.Resume.Session
+		}
+		_, err = savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s %s", st.Name, id, verb, with))
 		return err
 	})
 	if err != nil {

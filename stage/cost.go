@@ -185,8 +185,14 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 			st := &p.Stages[si]
 			runs := stageRuns(st)
 			for i, a := range runs {
-				delivered := i == len(runs)-1 && (st.State == StateDelivered || st.State == StateLanded)
-				row, missing := runCost(p, st, a, st.Runs-len(runs)+i+1, delivered, prices, p.Host == env.Host)
+				var next *AgentRun
+				if i+1 < len(runs) {
+					next = runs[i+1]
+				}
+				// A run whose session the next one resumed had delivered:
+				// only a delivered stage is reopened.
+				delivered := i == len(runs)-1 && (st.State == StateDelivered || st.State == StateLanded) || next != nil && next.Resumed
+				row, missing := runCost(p, st, a, next, st.Runs-len(runs)+i+1, delivered, prices, p.Host == env.Host)
 				row.stage, row.Outcome = si, runOutcome(p, st, a, delivered)
 				if p.Parent != nil {
 					row.Parent = p.Parent.Parent
@@ -289,11 +295,11 @@ func delegationTree(places []*Place, rows []CostRow) []CostRow {
 // costNone is a run's CostFrom when it never had a transcript.
 const costNone = "none"
 
-// runCost is agent run a's row (run n of stage st): its transcript's
-// tokens and cost, read only for a place of this host (local), since a
-// record's paths are another host's otherwise. It also returns the models
-// that want a price.
-func runCost(p *Place, st *StageRecord, a *AgentRun, n int, delivered bool, prices map[string]Price, local bool) (CostRow, []string) {
+// runCost is agent run a's row (run n of stage st, next the run after it,
+// if any): its transcript's tokens and cost, read only for a place of this
+// host (local), since a record's paths are another host's otherwise. It
+// also returns the models that want a price.
+func runCost(p *Place, st *StageRecord, a, next *AgentRun, n int, delivered bool, prices map[string]Price, local bool) (CostRow, []string) {
 	row := CostRow{Place: p.ID, Stage: st.Name, Run: max(n, 1), Agent: a.Program, Delivered: delivered, Models: []string{}}
 	if a.Transcript == "" {
 		row.CostFrom = costNone
@@ -306,7 +312,12 @@ func runCost(p *Place, st *StageRecord, a *AgentRun, n int, delivered bool, pric
 	if err != nil {
 		return row, nil
 	}
-	u := tr.Usage
+	u := ownUsage(a, tr.Usage)
+	if next != nil && next.Resumed && next.Transcript == a.Transcript && next.UsageBefore != nil {
+		// W6: the next run went on in a's session; a spent what the
+		// transcript counted when that run began.
+		u = ownUsage(a, *next.UsageBefore)
+	}
 	row.Input, row.Output, row.CacheRead, row.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
 	row.Tokens = u.Sum()
 	row.Transcript = a.Transcript

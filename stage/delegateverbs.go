@@ -217,7 +217,7 @@ func Reopen(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 		return nil, err
 	}
 	defer unlock()
-	return restart(ctx, env, o.PlaceOptions, restartHow{verb: "reopen", delivered: true,
+	return restart(ctx, env, o.PlaceOptions, restartHow{verb: "reopen", delivered: true, resume: true,
 		followup: "Your commissioner reopened this stage: " + o.Text,
 		check:    delegatedIn(env, "reopen", DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
 }

@@ -89,6 +89,14 @@ type Proc struct {
 	Host string `json:"host"`
 }
 
+// ResumeFrom is an earlier agent run of a stage whose session a later run
+// resumes: its program, its session and its transcript.
+type ResumeFrom struct {
+	Program    string `json:"program"`
+	Session    string `json:"session"`
+	Transcript string `json:"transcript"`
+}
+
 // StageRecord is one stage of a place.
 type StageRecord struct {
 	Name        string `json:"name"`
@@ -131,6 +139,9 @@ type StageRecord struct {
 	// NextRound is where a question's next round starts, as a round that
 	// stopped short said it (K4); go-on tells it to the next round.
 	NextRound string `json:"nextRound,omitempty"`
+	// Resume names the earlier run whose session the stage's next run
+	// goes on with (reopen, issue 27); the run that starts takes it.
+	Resume *ResumeFrom `json:"resume,omitempty"`
 	// Starter is the command that set the stage pending to start it
 	// itself (retry, go on, reopen): while it lives no other process
 	// starts the stage, so the fresh agent gets the environment of the

@@ -192,7 +192,7 @@ func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
 	var c usageCache
 	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &c) == nil &&
 		c.Size == info.Size() && c.ModTime == info.ModTime().UnixNano() {
-		return c.Usage, true
+		return ownUsage(a, c.Usage), true
 	}
 	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
 	if err != nil {
@@ -202,5 +202,14 @@ func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
 	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
 		replaceFile(path, data, 0o644) // best effort: a cache not written is read around
 	}
-	return tr.Usage, true
+	return ownUsage(a, tr.Usage), true
+}
+
+// ownUsage is what agent a spent of the usage u its transcript shows: all
+// of it, unless a resumed an earlier run's session (W6).
+func ownUsage(a *AgentRun, u agent.Usage) agent.Usage {
+	if a.UsageBefore == nil {
+		return u
+	}
+	return u.Minus(*a.UsageBefore)
 }

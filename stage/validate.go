@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
@@ -169,6 +170,9 @@ func validateStage(p *Place, st *StageRecord) error {
 	}
 	if st.Preexisting != "" && !isContentID(st.Preexisting) {
 		return fmt.Errorf("preexisting %q is not a content id", st.Preexisting)
+	}
+	if r := st.Resume; r != nil && (!filepath.IsAbs(r.Transcript) || strings.ContainsFunc(r.Program+r.Session+r.Transcript, unicode.IsControl)) {
+		return fmt.Errorf("resume of session %q from %q: not a session and an absolute transcript path", r.Session, r.Transcript)
 	}
 	if st.Starter != nil && st.Starter.PID < 0 {
 		return fmt.Errorf("starter process id %d", st.Starter.PID)

@@ -34,6 +34,11 @@ type Agent struct {
 	Tells int `json:"tells,omitempty"`
 	// Exit is how the agent ended by itself, when it did (A10).
 	Exit *agent.Exit `json:"exit,omitempty"`
+	// Resumed: the agent went on with an earlier run's session (reopen),
+	// whose transcript it shares; UsageBefore is what that transcript
+	// counted as it began, which this run did not spend (W6).
+	Resumed     bool         `json:"resumed,omitempty"`
+	UsageBefore *agent.Usage `json:"usageBefore,omitempty"`
 }
 
 // Printed reports an agent the operator runs from a printed command: flume

@@ -82,7 +82,11 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 				return err
 			}
 			st := p.Stages[p.Current]
-			fmt.Fprintf(a.io.Out, "%s: stage %s %s (run %d)\n", id, st.Name, st.State, st.Runs)
+			resumed := ""
+			if st.Agent != nil && st.Agent.Resumed {
+				resumed = "; its agent's own session resumed"
+			}
+			fmt.Fprintf(a.io.Out, "%s: stage %s %s (run %d%s)\n", id, st.Name, st.State, st.Runs, resumed)
 			return nil
 		},
 	}

@@ -47,6 +47,11 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	for _, m := range req.Messages {
+		if text, _ := textOf(m.Content); m.Role == "user" && text != "" {
+			c.prompts++
+		}
+	}
 	a := s.decide(c, r.URL.Path)
 	if a.err != "" {
 		fail(w, "api_error", a.err)

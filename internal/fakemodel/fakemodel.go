@@ -51,9 +51,12 @@ func LoadScenario(path string) (*Scenario, error) {
 
 // Logged is one request as the log records it.
 type Logged struct {
-	Path       string   `json:"path"`
-	Model      string   `json:"model"`
-	LastPrompt string   `json:"lastPrompt"`
+	Path       string `json:"path"`
+	Model      string `json:"model"`
+	LastPrompt string `json:"lastPrompt"`
+	// Prompts counts the human prompts in the request: more than one is a
+	// conversation that goes on (a resumed session), one is a fresh one.
+	Prompts    int      `json:"prompts"`
 	ToolResult bool     `json:"toolResult"`
 	Tools      []string `json:"tools"`
 	Reply      string   `json:"reply"`
@@ -112,6 +115,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 type conversation struct {
 	model      string
 	lastPrompt string // the newest human text
+	prompts    int    // how many human texts the request holds
 	toolResult bool   // the newest message is a tool's result
 	tools      []string
 	stream     bool
@@ -166,7 +170,7 @@ func (s *Server) decide(c conversation, path string) answer {
 			a.text = rule.Text
 		}
 	}
-	s.log(Logged{Path: path, Model: c.model, LastPrompt: c.lastPrompt, ToolResult: c.toolResult, Tools: c.tools, Reply: a.text + a.toolName + a.err})
+	s.log(Logged{Path: path, Model: c.model, LastPrompt: c.lastPrompt, Prompts: c.prompts, ToolResult: c.toolResult, Tools: c.tools, Reply: a.text + a.toolName + a.err})
 	return a
 }
 

@@ -39,6 +39,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	for _, m := range req.Messages {
+		if text, _ := textOf(m.Content); m.Role == "user" && text != "" {
+			c.prompts++
+		}
+	}
 	a := s.decide(c, r.URL.Path)
 	if a.err != "" {
 		fail(w, "server_error", a.err)
@@ -114,6 +119,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 				c.lastPrompt = text
 				break
 			}
+		}
+	}
+	for _, in := range req.Input {
+		if text, _ := textOf(in.Content); in.Role == "user" && text != "" && !isInjected(text) {
+			c.prompts++
 		}
 	}
 	a := s.decide(c, r.URL.Path)
