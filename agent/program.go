@@ -117,6 +117,21 @@ var uuidShape = lazyRegexp(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 // {model} (issue 27).
 func (p Program) Argv(v Vars) []string { return p.argv(p.Command, v) }
 
+// Guarded reports whether the program runs flume's guard before every tool
+// use (A9): Claude Code as shipped, which gets it in a settings file with
+// --settings, or a declared command that names {settings}.
+func (p Program) Guarded() bool {
+	if len(p.Command) > 0 && p.Command[0] == "claude" && p.Name == "claude" && Builtin[p.Name].Name == p.Name {
+		return true
+	}
+	for _, w := range p.Command {
+		if strings.Contains(w, "{settings}") {
+			return true
+		}
+	}
+	return false
+}
+
 // ResumeArgv is the command that resumes the session v names with v's
 // prompt, with what Argv adds; nil when the program cannot resume.
 func (p Program) ResumeArgv(v Vars) []string {

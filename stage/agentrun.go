@@ -103,6 +103,10 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return false, err
 	}
+	if why := unenforced(run.role, run.prog, env.Engine.Guard); why != "" {
+		st.Blocked(BlockRole, why)
+		return write("blocked: " + why)
+	}
 	a := run.agent
 	now := a.Started
 	if st.Agent != nil {
@@ -149,6 +153,20 @@ type stageRun struct {
 	// resumeID is the id the program resumes the stage's earlier session
 	// by, "" for a fresh session.
 	resumeID string
+}
+
+// unenforced says why role's limits cannot be held to with program prog
+// (A9, issue 27): a role that limits tools or paths needs flume's guard
+// before every tool use, and only a program that runs it (Guarded, with a
+// guard command set) does. "" when there is nothing to hold or it holds.
+func unenforced(role *Role, prog agent.Program, guard string) string {
+	if role == nil || len(role.Tools) == 0 && len(role.PathRestrictions) == 0 {
+		return ""
+	}
+	if guard != "" && prog.Guarded() {
+		return ""
+	}
+	return fmt.Sprintf("role %s limits its tools or paths, and %s cannot be held to them (flume's guard runs in Claude Code, or a declared command that names {settings}); nothing was started rather than the limits silently not enforced", role.Name, prog.Name)
 }
 
 // resumePrompt is what a resumed agent is told: it has the stage's prompt

@@ -15,11 +15,14 @@ import (
 // (issue 27, point 7): where its stage stands, what it asks, how long it
 // has run, and its last tool calls, read from its agent's own transcript.
 type ChildProgress struct {
-	Place     string   `json:"place"`
-	Stage     string   `json:"stage"`
-	Index     int      `json:"index"`
-	Count     int      `json:"count"`
-	State     string   `json:"state"`
+	Place string `json:"place"`
+	Stage string `json:"stage"`
+	Index int    `json:"index"`
+	Count int    `json:"count"`
+	State string `json:"state"`
+	// Role is the role the child's stage runs in, which its questions are
+	// labelled with; "" when the stage names none.
+	Role      string   `json:"role,omitempty"`
 	Need      string   `json:"need,omitempty"`
 	Reason    string   `json:"reason,omitempty"`
 	ElapsedMs int64    `json:"elapsedMs"`
@@ -46,7 +49,7 @@ func openChildProgress(ctx context.Context, env *Env, store *refs.Store, p *Plac
 	}
 	st := c.Stages[c.Current]
 	cp := &ChildProgress{Place: c.ID, Stage: st.Name, Index: c.Current + 1, Count: len(c.Stages), State: st.State,
-		Need: st.Need, Reason: st.Reason, LastTools: []string{}}
+		Role: st.Role, Need: st.Need, Reason: st.Reason, LastTools: []string{}}
 	if st.Started != nil {
 		cp.ElapsedMs = env.clock().Sub(*st.Started).Milliseconds()
 	}
@@ -79,7 +82,7 @@ func (c *ChildProgress) Text() string {
 	fmt.Fprintf(&b, "%s: stage %s (%d/%d) %s for %s", c.Place, c.Stage, c.Index, c.Count, c.State,
 		(time.Duration(c.ElapsedMs) * time.Millisecond).Round(time.Second))
 	if c.Need != "" {
-		fmt.Fprintf(&b, "; asks: %s", oneLine(c.Need))
+		fmt.Fprintf(&b, "; %s: %s", c.Asks(), oneLine(c.Need))
 	} else if c.Reason != "" {
 		fmt.Fprintf(&b, "; %s", oneLine(c.Reason))
 	}
@@ -87,6 +90,20 @@ func (c *ChildProgress) Text() string {
 		fmt.Fprintf(&b, "; last tool calls: %s", strings.Join(c.LastTools, " | "))
 	}
 	return b.String()
+}
+
+// Asks is how the child's question is introduced, labelled with the role
+// it asks in: "its implementer asks", or "it asks".
+func (c *ChildProgress) Asks() string {
+	return roleAsks(c.Role)
+}
+
+// roleAsks introduces a delegated place's question with its role.
+func roleAsks(role string) string {
+	if role == "" {
+		return "it asks"
+	}
+	return "its " + role + " asks"
 }
 
 // toolSummary is a tool call's input as a person reads it: the command, the

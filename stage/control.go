@@ -332,6 +332,9 @@ type Outcome struct {
 	// LastTools are a delegated place's last tool calls, for its
 	// commissioner (issue 27).
 	LastTools []string `json:"lastTools,omitempty"`
+	// Role is the role a delegated place's stage runs in: its question is
+	// labelled with it (issue 27).
+	Role string `json:"role,omitempty"`
 }
 
 // ErrTimeout is a wait that ran out of time.
@@ -369,8 +372,9 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 			o := &Outcome{Place: id, Stage: st.Name, State: st.State, Delivered: st.Delivered, Need: st.Need, Reason: st.Reason,
 				Report: st.Report, ReportMissing: st.ReportMissing, Delegation: delegation}
 			if p.Parent != nil {
-				// Issue 27: its commissioner sees what it last did.
-				o.LastTools = lastTools(&st, childTools)
+				// Issue 27: its commissioner sees what it last did, and
+				// the role it asks in.
+				o.LastTools, o.Role = lastTools(&st, childTools), st.Role
 			}
 			if p.Current != start {
 				o.Next = p.Stages[p.Current].Name

@@ -45,6 +45,7 @@ const (
 	BlockRecreated = run.BlockRecreated
 	BlockExited    = run.BlockExited
 	BlockPlace     = run.BlockPlace
+	BlockRole      = run.BlockRole
 )
 
 // Messages a stage's agent may be told once (A8, W1).

@@ -3,6 +3,8 @@ package stage
 import (
 	"strings"
 	"testing"
+
+	"github.com/git-flume/git-flume/agent"
 )
 
 // TestRoleRulesInTheSpecsSyntax_A9: path restrictions read as A9 writes
@@ -112,6 +114,41 @@ func TestRoleToolWildcards_A9(t *testing.T) {
 	for tool, want := range map[string]bool{"Read": true, "idea_search": true, "idea_": true, "ideas": false, "Bash": false, "Rea": false} {
 		if got := r.AllowsTool(tool); got != want {
 			t.Errorf("%s: allowed %v, want %v", tool, got, want)
+		}
+	}
+}
+
+// TestUnenforcedRoleLimits_A9: a role that limits tools or paths runs only
+// under a program that runs flume's guard; any other is refused, saying
+// why, and a role with no limits runs anywhere.
+func TestUnenforcedRoleLimits_A9(t *testing.T) {
+	limited := &Role{Name: "r", Tools: []string{"Read"}}
+	paths := &Role{Name: "r", PathRestrictions: []PathRule{{Deny: "secrets/**"}}}
+	free := &Role{Name: "r", DelegatesTo: []string{"fix"}}
+	declared := func(cmd ...string) agent.Program { return agent.Program{Name: "mine", Command: cmd} }
+	for _, c := range []struct {
+		name    string
+		role    *Role
+		prog    agent.Program
+		guard   string
+		refused bool
+	}{
+		{"no role", nil, agent.Builtin["codex"], "g", false},
+		{"a role without limits", free, agent.Builtin["pi"], "g", false},
+		{"claude with the guard", limited, agent.Builtin["claude"], "g", false},
+		{"claude without a guard command", limited, agent.Builtin["claude"], "", true},
+		{"codex", limited, agent.Builtin["codex"], "g", true},
+		{"pi, path limits", paths, agent.Builtin["pi"], "g", true},
+		{"a declared command naming {settings}", limited, declared("x", "--settings", "{settings}", "{prompt}"), "g", false},
+		{"a declared command without it", limited, declared("x", "{prompt}"), "g", true},
+		{"a declared program named claude is not Claude Code", limited, agent.Program{Name: "claude", Command: []string{"my-claude", "{prompt}"}}, "g", true},
+	} {
+		why := unenforced(c.role, c.prog, c.guard)
+		if (why != "") != c.refused {
+			t.Errorf("%s: unenforced = %q, want refused %v", c.name, why, c.refused)
+		}
+		if c.refused && !strings.Contains(why, c.prog.Name+" cannot be held to them") {
+			t.Errorf("%s: reason %q does not name the program", c.name, why)
 		}
 	}
 }

@@ -116,6 +116,11 @@ func statusNotes(p *PlaceStatus) []string {
 	default:
 		notes = append(notes, "agent "+p.Agent.State)
 	}
+	if c := p.Child; c != nil && c.Need != "" {
+		// Issue 27: the commissioner's row shows its open child's
+		// question, labelled with the role it asks in.
+		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), oneLine(c.Need)))
+	}
 	if p.Stage.Next != "" {
 		notes = append(notes, "next: "+p.Stage.Next)
 	}

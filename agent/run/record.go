@@ -153,6 +153,9 @@ const (
 	BlockExited = "exited"
 	// BlockPlace: the place's worktree went away under the agent (A10).
 	BlockPlace = "place"
+	// BlockRole: the stage's role limits tools or paths and its agent
+	// program cannot be held to them (A9, issue 27).
+	BlockRole = "role"
 	// BlockNeed: a run nobody answers (the workspace worker) stopped with
 	// a need.
 	BlockNeed = "need"

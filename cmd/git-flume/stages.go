@@ -119,6 +119,8 @@ func waitCommand(a *app) *cli.Command {
 					switch {
 					case o.Delivered != "":
 						line += ": " + o.Delivered
+					case o.Need != "" && o.Role != "":
+						line += ": its " + o.Role + " needs " + o.Need
 					case o.Need != "":
 						line += ": needs " + o.Need
 					case o.Reason != "":
