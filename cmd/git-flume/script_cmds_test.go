@@ -323,7 +323,8 @@ func cmdAgentHome(ts *testscript.TestScript, neg bool, args []string) {
 		models, _ := json.Marshal(map[string]any{"providers": map[string]any{"fake": map[string]any{
 			"baseUrl": ts.Getenv("FAKE_MODEL_URL") + "/v1", "api": "openai-completions", "apiKey": "dummy",
 			"compat": map[string]any{"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-			"models": []any{map[string]any{"id": "fake-model", "name": "Fake Model", "reasoning": false, "contextWindow": 128000, "maxTokens": 4096}},
+			"models": []any{map[string]any{"id": "fake-model", "name": "Fake Model", "reasoning": false, "contextWindow": 128000, "maxTokens": 4096},
+				map[string]any{"id": "fake-coder-model", "name": "Fake Coder Model", "reasoning": false, "contextWindow": 128000, "maxTokens": 4096}},
 		}}})
 		ts.Check(os.WriteFile(filepath.Join(dir, "models.json"), models, 0o644))
 		ts.Check(os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"defaultProvider":"fake","defaultModel":"fake-model"}`), 0o644))
