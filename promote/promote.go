@@ -362,7 +362,7 @@ func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) erro
 // moves while the request's lock is held (git.RefSession's condition).
 func promoteOne(ctx context.Context, env *Env, id string, ms []*member, i int, ready chan error) (chan error, error) {
 	m := ms[i]
-	session := m.repo.OpenRefSession("flume promote " + id)
+	session := m.repo.OpenRefSession("flume promote "+id, true)
 	defer session.Close()
 	m.steps = m.store.InSession(session)
 	defer func() { m.steps = nil }()

@@ -67,7 +67,10 @@ func Diagnose(ctx context.Context, env *Env, repoDir string) (*Doctor, error) {
 			d.Repo, places = main, filepath.Join(main, PlacesDir)
 		}
 		if dir, err := repo.HooksDir(ctx); err == nil {
-			d.Hooks = hasHook(dir, "post-commit") && hasHook(dir, "post-merge")
+			d.Hooks = true
+			for _, h := range Hooks {
+				d.Hooks = d.Hooks && hasHook(dir, h.Name)
+			}
 		}
 		if cfg, err := LoadConfig(ctx, env.Runner, repo, "HEAD", env.UserConfig); err == nil {
 			declared = cfg.Agents

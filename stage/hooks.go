@@ -43,7 +43,40 @@ if [ -x "${0%/*}/post-merge` + chainedSuffix + `" ]; then exec "${0%/*}/post-mer
 exit 0
 `
 
-// InstallHooks installs the post-commit and post-merge hooks where git
+// referenceTransactionHook notices the landings no other hook sees (T1):
+// a branch of the main checkout moved by reset, rebase, update-ref,
+// branch -f or a promotion. Once a transaction that moved an existing
+// branch (not one created or deleted: a launch's new branch lands
+// nothing) is committed, outside a place (a place's own commits are post-commit's) and
+// in a checkout that has places at all, git-flume advances and tidies in
+// the background. What git hands the hook
+// on its standard input is handed on to a hook that was there before.
+// flume's own ref writes run with hooks off, so they never start it.
+const referenceTransactionHook = `#!/bin/sh
+` + hookMarker + ` v2: reference-transaction; ` + "`git flume install`" + ` wrote it
+in=$(cat)
+moved=
+if [ "$1" = committed ] && [ -d places ]; then
+	case "$PWD" in
+	*/places/*--*) ;;
+	*) while read -r old new ref; do
+		case "$old$new" in *0000000000000000000000000000000000000000*) continue ;; esac
+		case "$ref" in refs/heads/*) moved=1 ;; esac
+	done <<IN
+$in
+IN
+	;;
+	esac
+fi
+if [ -n "$moved" ]; then
+	command -v git-flume >/dev/null 2>&1 && { git-flume hook reference-transaction </dev/null >/dev/null 2>&1 & }
+fi
+if [ -x "${0%/*}/reference-transaction` + chainedSuffix + `" ]; then printf '%s\n' "$in" | exec "${0%/*}/reference-transaction` + chainedSuffix + `" "$@"; fi
+exit 0
+`
+
+// InstallHooks installs the post-commit, post-merge and
+// reference-transaction hooks where git
 // looks for hooks (honouring core.hooksPath), chaining a hook already there
 // rather than replacing it, and upgrading its own earlier versions. It
 // returns the paths it wrote.
@@ -65,14 +98,21 @@ func InstallHooks(ctx context.Context, env *Env, repoDir string) ([]string, erro
 		return nil, err
 	}
 	var paths []string
-	for _, h := range []struct{ name, body string }{{"post-commit", postCommitHook}, {"post-merge", postMergeHook}} {
-		path, err := installHook(env, dir, h.name, h.body)
+	for _, h := range Hooks {
+		path, err := installHook(env, dir, h.Name, h.Body)
 		if err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// Hooks are the hooks git flume install writes, by name.
+var Hooks = []struct{ Name, Body string }{
+	{"post-commit", postCommitHook},
+	{"post-merge", postMergeHook},
+	{"reference-transaction", referenceTransactionHook},
 }
 
 func installHook(env *Env, dir, name, body string) (string, error) {

@@ -65,7 +65,7 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	// The record's two steps, making and made, go through one git process,
 	// started now so that its start-up overlaps the checks below (see
 	// makePlace).
-	session := repo.OpenRefSession("launch " + opts.Kind + "--" + opts.Name)
+	session := repo.OpenRefSession("launch "+opts.Kind+"--"+opts.Name, false)
 	defer session.Close()
 	c, err := checkDelegation(ctx, env, repo, store, opts.Kind)
 	if err != nil {

@@ -182,6 +182,11 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	}
 	res := &TidyResult{Place: p.ID}
 	switch {
+	case p.Parent != nil && p.Parent.Outcome == OutcomeRolledBack && !p.Parent.Restored:
+		// Issue 17: a rollback under way restores this place's work tree
+		// and its commissioner's; it tidies the place itself once both
+		// are back, and a rollback cut short goes on from its record.
+		return nil, nil
 	case j.landed:
 		res.Reason = "landed"
 	case p.Dropped != nil:

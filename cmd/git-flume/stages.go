@@ -321,7 +321,9 @@ func hookCommand(a *app) *cli.Command {
 					return nil
 				}
 				args = []string{"advance", "--from-hook", "--repo", cwd, id}
-			case "post-merge":
+			case "post-merge", "reference-transaction":
+				// T1: a branch of the main checkout moved; any place's
+				// branch may have landed on it.
 				args = []string{"advance", "--from-hook", "--tidy", "--repo", cwd}
 			default:
 				return nil

@@ -239,7 +239,7 @@ func (repo *Repo) UpdateRefsLogged(ctx context.Context, message string, updates 
 	}
 	// LC_ALL=C: git's words about a held lock are read below, so they
 	// must be the same whatever the user's locale.
-	_, err = repo.write(ctx, in, []string{"LC_ALL=C"}, updateRefArgs(message)...)
+	_, err = repo.write(ctx, in, []string{"LC_ALL=C"}, updateRefArgs(message, !flumeOnly(updates))...)
 	return repo.refused(ctx, updates, err)
 }
 
@@ -281,11 +281,35 @@ func (repo *Repo) encodeUpdates(updates []RefUpdate) ([]byte, error) {
 // against a stale packed entry and a concurrent update is lost (R3; found
 // by TestConcurrentIncrements_R3). With no lookup before the lock,
 // packed-refs is first read under it.
-func updateRefArgs(message string) []string {
-	if message != "" {
-		return []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-m", message, "-z", "--stdin"}
+//
+// hooks false runs the transaction with hooks off (core.hooksPath at
+// /dev/null): a transaction of flume's own records alone starts no
+// reference-transaction hook, flume's nor anyone's, which would cost a
+// shell per phase and tell nothing outside flume. One that moves a branch
+// keeps them: a branch moved is news (a landing, T1).
+func updateRefArgs(message string, hooks bool) []string {
+	args := []string{"-c", "core.warnAmbiguousRefs=false"}
+	if !hooks {
+		args = append(args, "-c", "core.hooksPath=/dev/null")
 	}
-	return []string{"-c", "core.warnAmbiguousRefs=false", "update-ref", "-z", "--stdin"}
+	args = append(args, "update-ref")
+	if message != "" {
+		args = append(args, "-m", message)
+	}
+	return append(args, "-z", "--stdin")
+}
+
+// FlumePrefix is the namespace of flume's own refs.
+const FlumePrefix = "refs/flume/"
+
+// flumeOnly reports updates that touch only flume's own refs.
+func flumeOnly(updates []RefUpdate) bool {
+	for _, u := range updates {
+		if !strings.HasPrefix(u.Name, FlumePrefix) {
+			return false
+		}
+	}
+	return true
 }
 
 // refused tells why git refused a transaction (err from update-ref; nil

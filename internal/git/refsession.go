@@ -34,6 +34,9 @@ type RefSession struct {
 	repo    *Repo
 	message string
 	args    []string
+	// branches: the session may move refs outside refs/flume/, and runs
+	// with hooks on (updateRefArgs); otherwise it refuses to.
+	branches bool
 
 	mu      sync.Mutex
 	started chan struct{} // closed once the first process has started (or failed to)
@@ -46,10 +49,12 @@ type RefSession struct {
 // OpenRefSession starts a session's process at once, so that its start-up
 // overlaps the caller's work up to its first transaction. message is the
 // reflog message of every transaction (refs under refs/flume/ keep none
-// by default). The process is not tied to ctx: a step that must finish
-// once begun (a launch past its record) finishes through it. Close it.
-func (repo *Repo) OpenRefSession(message string) *RefSession {
-	s := &RefSession{repo: repo, message: message, args: updateRefArgs(message), started: make(chan struct{})}
+// by default); branches says whether it moves refs outside refs/flume/
+// (with hooks on) or refuses to (with hooks off). The process is not tied
+// to ctx: a step that must finish once begun (a launch past its record)
+// finishes through it. Close it.
+func (repo *Repo) OpenRefSession(message string, branches bool) *RefSession {
+	s := &RefSession{repo: repo, message: message, args: updateRefArgs(message, branches), branches: branches, started: make(chan struct{})}
 	go func() {
 		// Starting a process took 0.4 ms of the caller's own time.
 		defer close(s.started)
@@ -86,6 +91,9 @@ func (s *RefSession) start() {
 func (s *RefSession) Update(ctx context.Context, updates []RefUpdate) error {
 	if len(updates) == 0 {
 		return nil
+	}
+	if !s.branches && !flumeOnly(updates) {
+		return fmt.Errorf("update-ref session %q moves only refs under %s", s.message, FlumePrefix)
 	}
 	body, err := s.repo.encodeUpdates(updates)
 	if err != nil {

@@ -43,7 +43,7 @@ func TestRefSessionTransactionsShareOneProcess_R2(t *testing.T) {
 		return strings.TrimSpace(out)
 	}
 
-	s := repo.OpenRefSession("test")
+	s := repo.OpenRefSession("test", false)
 	defer s.Close()
 	steps := [][]git.RefUpdate{
 		{{Op: git.Create, Name: "refs/flume/a", New: one}, {Op: git.Create, Name: "refs/flume/b", New: one}},
@@ -109,7 +109,7 @@ func TestRefSessionCanceledUpdateLeavesNoLock_R2(t *testing.T) {
 	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "one")
 	one := mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
 	repo := mustOpen(t, &git.Runner{Env: env}, dir)
-	s := repo.OpenRefSession("")
+	s := repo.OpenRefSession("", false)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := s.Update(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/flume/a", New: one}})
@@ -128,5 +128,46 @@ func TestRefSessionCanceledUpdateLeavesNoLock_R2(t *testing.T) {
 		if !errors.As(err, &c) || c.Conflicts[0].Found != "" {
 			t.Fatalf("after a canceled update: %v", err)
 		}
+	}
+}
+
+// TestFlumeWritesRunNoHooks_T1: a transaction of flume's own records starts
+// no reference-transaction hook (a shell per phase, for nothing anyone
+// outside flume needs), while one that moves a branch does: a branch moved
+// may be a landing. A session of flume's refs refuses to move a branch.
+func TestFlumeWritesRunNoHooks_T1(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "one")
+	one := mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
+	log := filepath.Join(t.TempDir(), "hook.log")
+	hook := "#!/bin/sh\ncat >> " + log + "\n"
+	if err := os.WriteFile(filepath.Join(dir, ".git", "hooks", "reference-transaction"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo := mustOpen(t, &git.Runner{Env: env}, dir)
+	ctx := context.Background()
+	ran := func() string { data, _ := os.ReadFile(log); return string(data) }
+
+	if err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/flume/a", New: one}}); err != nil {
+		t.Fatal(err)
+	}
+	s := repo.OpenRefSession("launch", false)
+	defer s.Close()
+	if err := s.Update(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/flume/b", New: one}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ran(); got != "" {
+		t.Fatalf("flume's own writes ran the hook: %q", got)
+	}
+	if err := s.Update(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/heads/x", New: one}}); err == nil {
+		t.Fatal("a session of flume's refs moved a branch")
+	}
+	if err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/heads/b", New: one}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ran(); !strings.Contains(got, " refs/heads/b") {
+		t.Fatalf("a branch moved did not run the hook: %q", got)
 	}
 }

@@ -155,6 +155,14 @@ func TestParentAndGetenv(t *testing.T) {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	pid := cmd.Process.Pid
+	// The parent resumes while the child's exec is still setting up its
+	// new memory, where /proc shows no environment yet: wait for it.
+	for i := 0; i < 200; i++ {
+		if _, ok := proc.Getenv(pid, "OTHER"); ok {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	ppid, comm, ok := proc.Parent(pid)
 	if !ok || ppid != os.Getpid() || comm != "sleep" {
 		t.Errorf("Parent(%d) = %d, %q, %v; want %d, sleep, true", pid, ppid, comm, ok, os.Getpid())
