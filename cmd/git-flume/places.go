@@ -225,6 +225,11 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 	if p == nil {
 		return err
 	}
+	// The host's index of repositories (status --host) learns this one
+	// the first time a place is launched in it.
+	if ierr := stage.IndexRepository(ctx, a.runner, p.Repo, a.settings(ctx).Repositories); ierr != nil {
+		a.log.Warn("could not add the repository to this host's index; status --host will not list it", "repo", p.Repo, "err", ierr)
+	}
 	// A place whose readying failed is still made: show it, then report
 	// the failure.
 	if in.JSON {
@@ -286,14 +291,21 @@ func statusCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "status",
 		Usage:     "list places: stage, state, readying, claim, and what tidying kept",
-		UsageText: "git flume status [--repo DIR] [--all] [--json | --watch] [PLACE]",
+		UsageText: "git flume status [--repo DIR | --host] [--all] [--json | --watch] [PLACE]",
 		Flags: []cli.Flag{
 			repoFlag(), jsonFlag(),
 			&cli.BoolFlag{Name: "all", Usage: "include tidied places"},
+			&cli.BoolFlag{Name: "host", Usage: "every place of every repository this host launched places in"},
 			&cli.BoolFlag{Name: "watch", Usage: "keep the table up to date: redrawn in place on a terminal, printed again when it changes otherwise"},
 		},
 		Action: func(c *cli.Context) error {
 			opts := stage.StatusOptions{Repo: c.String("repo"), All: c.Bool("all")}
+			if c.Bool("host") {
+				if c.NArg() > 0 || c.Bool("watch") || c.IsSet("repo") {
+					return usagef("status: --host lists every repository: no PLACE, --repo or --watch")
+				}
+				return a.hostStatus(c.Context, c.Bool("all"), c.Bool("json"))
+			}
 			if c.NArg() > 1 {
 				return usagef("status: at most one PLACE")
 			}
@@ -320,6 +332,37 @@ func statusCommand(a *app) *cli.Command {
 			return stage.WriteStatusTable(a.io.Out, st)
 		},
 	}
+}
+
+// hostStatus prints every repository of the host's index with its places
+// (status --host): a table under each repository's path, or one JSON
+// document. It reads only: it starts no watcher.
+func (a *app) hostStatus(ctx context.Context, all, asJSON bool) error {
+	hs, err := stage.ReadHostStatus(ctx, a.stageEnv(), all)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(a.io.Out, hs)
+	}
+	if len(hs.Repositories) == 0 {
+		fmt.Fprintf(a.io.Out, "no repository: this host has launched no place yet (the index is %s in your global git configuration)\n", stage.RepositoryKey)
+		return nil
+	}
+	for i, r := range hs.Repositories {
+		if i > 0 {
+			fmt.Fprintln(a.io.Out)
+		}
+		fmt.Fprintf(a.io.Out, "%s\n", term.Clean(r.Repo))
+		if r.Error != "" {
+			fmt.Fprintf(a.io.Out, "  cannot be read: %s\n", term.Clean(r.Error))
+			continue
+		}
+		if err := stage.WriteStatusTable(a.io.Out, r.Status); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // status reads the places' status, as `status` and the MCP status tool

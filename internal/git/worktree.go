@@ -567,3 +567,31 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("%s: larger than %d bytes", path, len(buf))
 }
+
+// GlobalConfigAll returns every value of key in the user's global git
+// configuration (git config --global --get-all), none when it has none.
+func (r *Runner) GlobalConfigAll(ctx context.Context, key string) ([]string, error) {
+	out, err := r.run(ctx, call{readOnly: true, args: []string{"config", "--global", "--get-all", "-z", key}})
+	if exitCode(err) == 1 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s from the global git configuration: %w", key, err)
+	}
+	var values []string
+	for v := range strings.SplitSeq(string(out), "\x00") {
+		if v != "" {
+			values = append(values, v)
+		}
+	}
+	return values, nil
+}
+
+// AddGlobalConfig adds value to key in the user's global git configuration
+// (git config --global --add), under git's own lock of that file.
+func (r *Runner) AddGlobalConfig(ctx context.Context, key, value string) error {
+	if _, err := r.run(ctx, call{args: []string{"config", "--global", "--add", key, value}}); err != nil {
+		return fmt.Errorf("add %s to the global git configuration: %w", key, err)
+	}
+	return nil
+}
