@@ -74,6 +74,9 @@ type Vars struct {
 	// ResumeID and Transcript name the session a resumed run goes on
 	// with: {resume_id} and {transcript}.
 	ResumeID, Transcript string
+	// Extension is a pi extension file flume wrote for this run (its
+	// guard, run on every tool call): pi gets it with -e.
+	Extension string
 }
 
 func (v Vars) expand(s string) string {
@@ -119,9 +122,11 @@ func (p Program) Argv(v Vars) []string { return p.argv(p.Command, v) }
 
 // Guarded reports whether the program runs flume's guard before every tool
 // use (A9): Claude Code as shipped, which gets it in a settings file with
-// --settings, or a declared command that names {settings}.
+// --settings; pi as shipped, which gets it as an extension (-e) that asks
+// the guard on every tool call; or a declared command that names
+// {settings}.
 func (p Program) Guarded() bool {
-	if len(p.Command) > 0 && p.Command[0] == "claude" && p.Name == "claude" && Builtin[p.Name].Name == p.Name {
+	if p.Shipped() && (p.Name == "claude" || p.Name == "pi") {
 		return true
 	}
 	for _, w := range p.Command {
@@ -130,6 +135,12 @@ func (p Program) Guarded() bool {
 		}
 	}
 	return false
+}
+
+// Shipped reports the program as flume ships it (its command starts with
+// its own name), not one declared under a shipped program's name.
+func (p Program) Shipped() bool {
+	return len(p.Command) > 0 && p.Command[0] == p.Name && Builtin[p.Name].Name == p.Name
 }
 
 // ResumeArgv is the command that resumes the session v names with v's
@@ -143,7 +154,7 @@ func (p Program) ResumeArgv(v Vars) []string {
 
 func (p Program) argv(template []string, v Vars) []string {
 	argv := make([]string, 0, len(template)+6)
-	shipped := len(template) > 0 && template[0] == p.Name && Builtin[p.Name].Name == p.Name
+	shipped := len(template) > 0 && template[0] == p.Name && p.Shipped()
 	for _, w := range template {
 		if w == "{prompt}" && shipped {
 			if v.Model != "" {
@@ -156,6 +167,9 @@ func (p Program) argv(template []string, v Vars) []string {
 				if len(v.AllowedTools) > 0 {
 					argv = append(argv, "--allowedTools", strings.Join(v.AllowedTools, ","))
 				}
+			}
+			if p.Name == "pi" && v.Extension != "" {
+				argv = append(argv, "-e", v.Extension)
 			}
 		}
 		argv = append(argv, v.expand(w))

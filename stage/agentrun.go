@@ -34,6 +34,42 @@ func writeGuardSettings(path, command string) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
+// guardExtension is a pi extension that asks flume's guard before every
+// tool call (A9), as Claude Code's PreToolUse hook does: it hands the
+// guard the same payload, with pi's tool names as Claude Code's, on its
+// standard input (never on a command line), and blocks the call with the
+// guard's words unless the guard allows it. A guard that cannot run
+// blocks too.
+const guardExtension = `import { spawnSync } from "node:child_process";
+
+const guard = %s;
+const names = { bash: "Bash", read: "Read", write: "Write", edit: "Edit", grep: "Grep", find: "Glob", ls: "LS" };
+
+export default function (pi) {
+	pi.on("tool_call", async (event, ctx) => {
+		const input = JSON.stringify({
+			tool_name: names[event.toolName] ?? event.toolName,
+			tool_input: event.input ?? {},
+			cwd: ctx.cwd,
+			hook_event_name: "PreToolUse",
+		});
+		const r = spawnSync(guard[0], guard.slice(1), { input, encoding: "utf8" });
+		if (r.error) return { block: true, reason: "git flume guard could not run: " + r.error.message };
+		if (r.status !== 0) return { block: true, reason: (r.stderr || "").trim() || "git flume guard exited " + r.status };
+	});
+}
+`
+
+// writeGuardExtension writes the pi guard extension for a run whose guard
+// command is argv.
+func writeGuardExtension(path string, argv []string) error {
+	data, err := json.Marshal(argv)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(fmt.Sprintf(guardExtension, data)), 0o644)
+}
+
 // panes is the pane host agent a runs in: the one it recorded, or the
 // default one.
 func (o EngineOptions) panes(a *AgentRun) agent.PaneHost {
@@ -166,7 +202,7 @@ func unenforced(role *Role, prog agent.Program, guard string) string {
 	if guard != "" && prog.Guarded() {
 		return ""
 	}
-	return fmt.Sprintf("role %s limits its tools or paths, and %s cannot be held to them (flume's guard runs in Claude Code, or a declared command that names {settings}); nothing was started rather than the limits silently not enforced", role.Name, prog.Name)
+	return fmt.Sprintf("role %s limits its tools or paths, and %s cannot be held to them (flume's guard runs in Claude Code, in pi, or in a declared command that names {settings}); nothing was started rather than the limits silently not enforced", role.Name, prog.Name)
 }
 
 // resumePrompt is what a resumed agent is told: it has the stage's prompt
@@ -254,6 +290,13 @@ func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *Sta
 			return err
 		}
 		vars.Settings = settings
+		if r.prog.Name == "pi" && r.prog.Shipped() {
+			ext := strings.TrimSuffix(a.PromptFile, ".prompt") + ".guard.ts"
+			if err := writeGuardExtension(ext, append(strings.Fields(env.Engine.Guard), "--place", p.ID)); err != nil {
+				return err
+			}
+			vars.Extension = ext
+		}
 	}
 	if r.role != nil {
 		vars.AllowedTools, vars.Model = r.role.Tools, r.role.Model
