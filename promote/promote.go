@@ -2,7 +2,6 @@ package promote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -122,53 +121,6 @@ func (m *member) writer() *refs.Store {
 		return m.steps
 	}
 	return m.store
-}
-
-func open(ctx context.Context, env *Env, id string, targets []Target) ([]*member, error) {
-	if len(targets) == 0 || len(targets) > 8 {
-		return nil, fmt.Errorf("a promotion takes 1 to 8 repositories, got %d", len(targets))
-	}
-	ms := make([]*member, len(targets))
-	for i, t := range targets {
-		repo, err := env.Runner.OpenTop(ctx, t.Repo)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.Name, err)
-		}
-		store := refs.New(repo)
-		store.Now = env.Now
-		m := &member{t: t, repo: repo, store: store}
-		if err := m.read(ctx, id); err != nil {
-			return nil, err
-		}
-		ms[i] = m
-	}
-	return ms, nil
-}
-
-// read loads the member's record, creating it (pending) the first time.
-func (m *member) read(ctx context.Context, id string) error {
-	rec, err := m.store.Read(ctx, RecordRef(id))
-	if errors.Is(err, refs.ErrNotFound) {
-		r := Record{Schema: 1, Kind: "workspace", ID: id, Member: m.t.Name, Branch: m.t.Branch, Base: m.t.Base, Tip: m.t.Tip, State: Pending}
-		w, err := m.store.Write(ctx, []refs.Change{{Ref: RecordRef(id), State: r, Message: fmt.Sprintf("promote %s: %s %s %.12s..%.12s", id, m.t.Name, m.t.Branch, m.t.Base, m.t.Tip)}})
-		if err != nil {
-			return fmt.Errorf("%s: %w", m.t.Name, err)
-		}
-		m.rec, m.r = w[0], r
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", m.t.Name, err)
-	}
-	m.rec = rec
-	if err := rec.Decode(&m.r); err != nil {
-		return err
-	}
-	if m.r.Branch != m.t.Branch || m.r.Base != m.t.Base || m.r.Tip != m.t.Tip {
-		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("request %s recorded %s %.12s..%.12s, not %s %.12s..%.12s",
-			m.r.ID, m.r.Branch, m.r.Base, m.r.Tip, m.t.Branch, m.t.Base, m.t.Tip)}
-	}
-	return nil
 }
 
 func (m *member) save(ctx context.Context, msg string) error {
@@ -310,19 +262,11 @@ func (m *member) checkClean(ctx context.Context) error {
 	return nil
 }
 
-// Promote moves every member's branch to its tip, serially. It refuses to
-// start unless every target passes its preflight, checks every target
-// again before each move, and never repeats a proven move: a member with a
-// receipt is skipped. It stops at the first member that cannot move,
-// leaving the earlier ones promoted (promotion is not atomic, P6).
-func Promote(ctx context.Context, env *Env, id string, targets []Target) error {
-	ms, err := open(ctx, env, id, targets)
-	if err != nil {
-		return err
-	}
-	return promoteMembers(ctx, env, id, ms)
-}
-
+// promoteMembers moves every member's branch to its tip, serially. It
+// refuses to start unless every member passes its preflight, checks every
+// member again before each move, and never repeats a proven move: a member
+// with a receipt is skipped. It stops at the first member that cannot
+// move, leaving the earlier ones promoted (promotion is not atomic, P6).
 func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) error {
 	if err := preflight(ctx, ms); err != nil {
 		return err
@@ -533,19 +477,11 @@ type Outcome struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Reconcile settles interrupted moves from evidence only (P7): a member
-// whose intent was saved is compared with its endpoints: at its tip it
-// gets its receipt (its work tree brought along if the crash came first),
-// at its base it is pending again, anywhere else it needs a person.
-// Nothing is moved, adopted or replayed.
-func Reconcile(ctx context.Context, env *Env, id string, targets []Target) ([]Outcome, error) {
-	ms, err := open(ctx, env, id, targets)
-	if err != nil {
-		return nil, err
-	}
-	return reconcileMembers(ctx, env, ms)
-}
-
+// reconcileMembers settles interrupted moves from evidence only (P7): a
+// member whose intent was saved is compared with its endpoints: at its tip
+// it gets its receipt (its work tree brought along if the crash came
+// first), at its base it is pending again, anywhere else it needs a
+// person. Nothing is moved, adopted or replayed.
 func reconcileMembers(ctx context.Context, env *Env, ms []*member) ([]Outcome, error) {
 	var out []Outcome
 	for i, m := range ms {

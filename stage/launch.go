@@ -41,15 +41,10 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("%s %s already exists; flume never adopts a worktree, branch or place it did not make", e.What, e.Value)
 }
 
-// Launch makes a place and readies it (L1, L2). Everything is checked before
-// anything is created; a launch killed part way leaves a record in phase
-// "making" that the next command cleans up. It starts no agent (Start
-// does).
-func Launch(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
-	return launch(ctx, env, opts, false)
-}
-
-// launch is Launch; with starting, what the first stage's agent needs is
+// launch makes a place and readies it (L1, L2). Everything is checked
+// before anything is created; a launch killed part way leaves a record in
+// phase "making" that the next command cleans up. It starts no agent
+// (Start does); with starting, what the first stage's agent needs is
 // checked too, before anything is made (preflight).
 func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*Place, error) {
 	if err := checkLaunch(opts); err != nil {
