@@ -114,9 +114,9 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	}
 	if len(cfg.Ready) > 0 && (p.Current > 0 || st.Runs > 0) {
 		// L2: readying runs again whenever a stage starts (a question's
-		// every round, a retried first stage), before its
-		// start is recorded; the result is recorded and shown like the
-		// launch's, and holds back any kind but a fix (below).
+		// every round, a retried first stage), before its start is
+		// recorded; the result is recorded and shown like the launch's,
+		// and holds back any kind but a fix (below).
 		var failure *StepFailure
 		if rec, err = Ready(ctx, env, repo, store, rec, p, cfg.Ready); err != nil && !errors.As(err, &failure) {
 			return false, err

@@ -134,8 +134,10 @@ const (
 // Decide is the one decision for a run under way: from what a step
 // observed, the run as it is to be recorded and the move that gets it
 // there. It never changes r. In order: a transcript found, the prompt
-// confirmed (A3), a dialog answered by hand, the deliverable (K6), then,
-// for an agent still running: its place gone, its end (A10), the budget
+// confirmed (A3), a dialog answered by hand, the deliverable (K6: a
+// finished turn for the worker, a round's NEXT ROUND: for a question,
+// waited for while its prompt has not shown yet), then, for an agent
+// still running: its place gone, its end (A10), the budget
 // (W1), and the run's state: blocked, parked, starting (A3, X3) or at work
 // (A6, A7, A8), where a dialog mid-turn blocks it (A10).
 func Decide(r Run, o Observation, p Policy) (Run, Move) {
