@@ -19,11 +19,7 @@ import (
 // session goes on in a new process.
 func TestRefSessionTransactionsShareOneProcess_R2(t *testing.T) {
 	ctx := context.Background()
-	env := testEnv(t)
-	dir := t.TempDir()
-	mustGit(t, env, "init", "-q", dir)
-	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "one")
-	one := mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
+	env, dir, one := repoWithCommit(t)
 	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "two")
 	two := mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
 
@@ -103,11 +99,7 @@ func TestRefSessionTransactionsShareOneProcess_R2(t *testing.T) {
 // TestRefSessionCanceledUpdateLeavesNoLock_R2: a transaction stopped by
 // its context (the process killed) leaves no lock and no half-moved ref.
 func TestRefSessionCanceledUpdateLeavesNoLock_R2(t *testing.T) {
-	env := testEnv(t)
-	dir := t.TempDir()
-	mustGit(t, env, "init", "-q", dir)
-	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "one")
-	one := mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
+	env, dir, one := repoWithCommit(t)
 	repo := mustOpen(t, &git.Runner{Env: env}, dir)
 	s := repo.OpenRefSession("", false)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,11 +128,7 @@ func TestRefSessionCanceledUpdateLeavesNoLock_R2(t *testing.T) {
 // outside flume needs), while one that moves a branch does: a branch moved
 // may be a landing. A session of flume's refs refuses to move a branch.
 func TestFlumeWritesRunNoHooks_T1(t *testing.T) {
-	env := testEnv(t)
-	dir := t.TempDir()
-	mustGit(t, env, "init", "-q", dir)
-	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "one")
-	one := mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
+	env, dir, one := repoWithCommit(t)
 	log := filepath.Join(t.TempDir(), "hook.log")
 	hook := "#!/bin/sh\ncat >> " + log + "\n"
 	if err := os.WriteFile(filepath.Join(dir, ".git", "hooks", "reference-transaction"), []byte(hook), 0o755); err != nil {
@@ -170,4 +158,14 @@ func TestFlumeWritesRunNoHooks_T1(t *testing.T) {
 	if got := ran(); !strings.Contains(got, " refs/heads/b") {
 		t.Fatalf("a branch moved did not run the hook: %q", got)
 	}
+}
+
+// repoWithCommit makes a repository with one empty commit, and returns the
+// environment git runs in, its folder and the commit.
+func repoWithCommit(t *testing.T) (env []string, dir, head string) {
+	t.Helper()
+	env, dir = testEnv(t), t.TempDir()
+	mustGit(t, env, "init", "-q", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "one")
+	return env, dir, mustGit(t, env, "-C", dir, "rev-parse", "HEAD")
 }
