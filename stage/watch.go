@@ -42,6 +42,10 @@ func NeedsWatcher(ctx context.Context, env *Env, p *Place) bool {
 	return w == nil || !refs.ProcessAlive(w.Host, w.PID, env.Host)
 }
 
+// watchErrors is how many steps in a row may fail before a watcher gives
+// up (any command then starts another).
+const watchErrors = 10
+
 // Watch keeps a place's timers: it takes the place's watcher lease (or
 // returns at once if a live watcher holds it), then advances the place
 // every interval while it has something to watch. It never ends an agent
@@ -70,11 +74,25 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 		return err
 	}
 	deadline := time.Now().Add(lifetime)
+	failed := 0
 	for time.Now().Before(deadline) {
 		p, err := Advance(ctx, env, repoDir, id)
 		if err != nil {
-			return err
+			// A step that failed (a git or pane host call under load)
+			// is tried again at the next tick: a watcher that left at
+			// its first error left its place unwatched while its record
+			// still named it. Only errors that go on end it.
+			if failed++; failed >= watchErrors || ctx.Err() != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(interval):
+			}
+			continue
 		}
+		failed = 0
 		if landedWork(p) {
 			// T1 (issue 27): a landing the watcher saw (merged on the
 			// forge and fetched, say) is tidied as the post-merge hook
