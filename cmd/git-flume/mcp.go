@@ -89,11 +89,7 @@ func mcpCommand(a *app) *cli.Command {
 			mcp.AddTool(s, &mcp.Tool{Name: "tell", Description: "git flume tell: send a place's agent a message, confirmed in its transcript"},
 				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpTellIn) (*mcp.CallToolResult, any, error) {
 					return a.mcpResult(func(out, errOut io.Writer) error {
-						sess, err := a.sessionOf("", 0)
-						if err != nil {
-							return err
-						}
-						o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: repo, Place: in.Place, Gate: stage.GateOptions{Session: sess}}, Text: in.Text}
+						o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: repo, Place: in.Place, Gate: stage.GateOptions{Session: a.callerSession()}}, Text: in.Text}
 						if err := a.tell(ctx, o, out); err != nil {
 							return err
 						}

@@ -102,6 +102,13 @@ func (a *app) sessionOf(sid string, pid int) (refs.Session, error) {
 	return s, nil
 }
 
+// callerSession is the calling session as sessionOf finds it when no
+// session or pid is named (the MCP server's tools), which never fails.
+func (a *app) callerSession() refs.Session {
+	s, _ := a.sessionOf("", 0) // an error needs a named session
+	return s
+}
+
 // agentSession finds the agent flume started whose process tree this
 // command runs in: the FLUME_SESSION its nearest ancestor carries, and the
 // topmost ancestor that carries the same (the agent itself, which lives as
@@ -241,21 +248,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 			return werr
 		}
 	} else {
-		fmt.Fprintf(out, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
-		if st := p.Stages[p.Current]; st.State != stage.StagePending {
-			fmt.Fprintf(out, "stage %s: %s", st.Name, st.State)
-			if st.Reason != "" {
-				fmt.Fprintf(out, ": %s", term.Clean(st.Reason))
-			}
-			fmt.Fprintln(out)
-			// A stage that waits for someone says what moves it on.
-			switch st.State {
-			case stage.StateBlocked, stage.StateNeverStarted, stage.StateWaiting, stage.StateUnknown:
-				if s, err := stage.ReadStatus(ctx, a.stageEnv(), stage.StatusOptions{Repo: in.Repo, Place: p.ID}); err == nil && s.Places[0].Stage.Next != "" {
-					fmt.Fprintf(out, "next: %s\n", term.Clean(s.Places[0].Stage.Next))
-				}
-			}
-		}
+		a.printLaunched(ctx, in.Repo, p, out)
 	}
 	if r := p.Ready; err == nil && r != nil && !r.OK {
 		what := "a fix goes on, told of the failure"
@@ -265,6 +258,28 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 		a.log.Warn("readying failed; "+what, "place", p.ID, "step", r.Step, "exit", r.Exit)
 	}
 	return err
+}
+
+// printLaunched says what a launch made and, when its first stage already
+// moved, where that stage stands and, if it waits for someone, what moves
+// it on.
+func (a *app) printLaunched(ctx context.Context, repo string, p *stage.Place, out io.Writer) {
+	fmt.Fprintf(out, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
+	st := p.Stages[p.Current]
+	if st.State == stage.StagePending {
+		return
+	}
+	fmt.Fprintf(out, "stage %s: %s", st.Name, st.State)
+	if st.Reason != "" {
+		fmt.Fprintf(out, ": %s", term.Clean(st.Reason))
+	}
+	fmt.Fprintln(out)
+	switch st.State {
+	case stage.StateBlocked, stage.StateNeverStarted, stage.StateWaiting, stage.StateUnknown:
+		if s, err := stage.ReadStatus(ctx, a.stageEnv(), stage.StatusOptions{Repo: repo, Place: p.ID}); err == nil && s.Places[0].Stage.Next != "" {
+			fmt.Fprintf(out, "next: %s\n", term.Clean(s.Places[0].Stage.Next))
+		}
+	}
 }
 
 func readBrief(c *cli.Context, stdin io.Reader) (string, error) {
