@@ -343,6 +343,15 @@ func ResolveProgram(name string, declared map[string]Program) (Program, error) {
 	return Program{}, fmt.Errorf("unknown agent program %q (built in: claude, codex, pi; or declare [agent %q] in .flume/config)", name, name)
 }
 
+// StandingOrders close every prompt flume gives an agent, a stage's
+// (shipped, declared or a role's) and a workspace worker's (issue 27):
+// the unfolding notes' shared preamble, which every role carries so that
+// no role file can leave it out, and seed 000's order to commit as one
+// goes.
+const StandingOrders = "Standing orders: do the work you are asked for. Never work around a failing tool, test or check " +
+	"(by using a tool for what it is not for, weakening a test, or skipping a step): stop, and say what blocks you in a line " +
+	"starting with NEEDS:. Commit each completed unit of work as you go."
+
 // NewSessionID returns a random UUID (version 4): the session id flume pins
 // for an agent it starts.
 func NewSessionID() string {

@@ -64,6 +64,10 @@ type Env struct {
 	// StartObserver starts a detached observer of a request's worker;
 	// nil starts none.
 	StartObserver func(root, id string)
+	// Program resolves an agent program by name for a request under root:
+	// direct work starts each later task's worker with the program its
+	// first one ran. nil knows the built-in programs only.
+	Program func(root, name string) (agent.Program, error)
 }
 
 // clock is the timers' time, in UTC.

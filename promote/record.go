@@ -21,6 +21,7 @@ const (
 	PhaseAborted    = "aborted"    // stopped by abort; all git work retained
 	PhaseCleaned    = "cleaned"    // promoted, and its owned resources removed
 	PhaseManual     = "manual"     // an interrupted step left evidence a person must judge
+	PhaseDone       = "done"       // direct work: every task's worker delivered and ended
 )
 
 // Record is a member's record of a workspace request (kind "workspace",
@@ -62,6 +63,15 @@ type Record struct {
 	Staged          *Identity `json:"staged,omitempty"`
 	Checks          []Result  `json:"checks,omitempty"`
 	FinalChecks     []Result  `json:"finalChecks,omitempty"`
+
+	// Direct work (mode "direct"): Task is the index of the task whose
+	// worker runs or ran last, Tasks what each ended task's worker left;
+	// Start is the checkout as the request found it, Report what became
+	// of it once the request ended.
+	Task   int          `json:"task,omitempty"`
+	Tasks  []TaskResult `json:"tasks,omitempty"`
+	Start  *Checkout    `json:"start,omitempty"`
+	Report *Report      `json:"report,omitempty"`
 
 	// State is the promotion's: pending, intent, promoted or manual.
 	State   string   `json:"state,omitempty"`
@@ -170,3 +180,53 @@ type Result struct {
 
 // OK reports whether the check passed.
 func (r Result) OK() bool { return r.Exit == 0 && r.Refused == "" }
+
+// TaskResult is what one task of direct work ended with: its worker's
+// session and its last message (a text task's answer, a changeset task's
+// summary), cut to MaxAnswer bytes.
+type TaskResult struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Program string `json:"program"`
+	Session string `json:"session"`
+	Answer  string `json:"answer,omitempty"`
+}
+
+// MaxAnswer bounds the last message a task result keeps.
+const MaxAnswer = 8 << 10
+
+// Checkout is a selected checkout as direct work found it: its branch
+// (short name), commit, the paths dirty in it and the tree of its files as
+// they were (tracked and untracked, through a throwaway index).
+type Checkout struct {
+	Branch string   `json:"branch"`
+	Commit string   `json:"commit"`
+	Dirty  []string `json:"dirty,omitempty"`
+	Tree   string   `json:"tree"`
+}
+
+// Report is what direct work did to one checkout, from its start to its
+// end: a write request's change report (commits, files, what is left
+// uncommitted), or a read request's stale-read warning when the checkout
+// changed while it was being read.
+type Report struct {
+	Branch string `json:"branch"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	// Commits are the newest commits from..to (MaxReportLines at most),
+	// Files the paths they change, with their status letter.
+	Commits []string `json:"commits,omitempty"`
+	Files   []string `json:"files,omitempty"`
+	// Dirty is what is left uncommitted; DirtyBefore what already was when
+	// the request started.
+	Dirty       []string `json:"dirty,omitempty"`
+	DirtyBefore []string `json:"dirtyBefore,omitempty"`
+	// Note says what is out of the ordinary: the branch was switched, or
+	// from is no ancestor of to (history rewritten).
+	Note string `json:"note,omitempty"`
+	// Stale warns a read request that the checkout changed under it.
+	Stale string `json:"stale,omitempty"`
+}
+
+// MaxReportLines bounds a report's commits and files.
+const MaxReportLines = 50

@@ -12,8 +12,10 @@ import (
 	"github.com/git-flume/git-flume/refs"
 )
 
-// Request is a workspace request (SPEC P1): one changeset task over 1 to 8
-// repositories that are direct children of the workspace root.
+// Request is a workspace request over 1 to 8 repositories that are direct
+// children of the workspace root: checked (mode "isolated", SPEC P1), one
+// changeset task in owned worktrees; or direct work (mode "direct", seed
+// 001), tasks run one after another in the checkouts themselves.
 type Request struct {
 	Mode         string            `json:"mode"`
 	ID           string            `json:"id"`
@@ -35,6 +37,30 @@ type Task struct {
 	ContextFrom  []string          `json:"contextFrom"`
 	Inputs       map[string]string `json:"inputs"`
 	Checks       []Check           `json:"checks"`
+	// Paths and ContinueFrom belong to single-repository requests; a
+	// workspace request names them only to be refused.
+	Paths        json.RawMessage `json:"paths,omitempty"`
+	ContinueFrom json.RawMessage `json:"continueFrom,omitempty"`
+}
+
+// Modes of a request.
+const (
+	ModeIsolated = "isolated"
+	ModeDirect   = "direct"
+)
+
+// Direct reports whether the request is direct work.
+func (r *Request) Direct() bool { return r != nil && r.Mode == ModeDirect }
+
+// Writes reports whether a direct request may change its checkouts: a
+// changeset task does; text tasks only read.
+func (r *Request) Writes() bool {
+	for _, t := range r.Tasks {
+		if t.Kind == "changeset" {
+			return true
+		}
+	}
+	return false
 }
 
 // Check is a command run in one repository's worktree.
@@ -96,8 +122,8 @@ func ParseRequest(data []byte, root string, environ []string) (*Request, error) 
 	if inside, _ := insideGit(absRoot); inside {
 		return nil, invalid("workspace", "%s is inside a git repository; a workspace is a plain folder whose children are repositories", absRoot)
 	}
-	if r.Mode != "" && r.Mode != "isolated" {
-		return nil, invalid("mode", "only \"isolated\" is supported, got %q", r.Mode)
+	if r.Mode != "" && r.Mode != ModeIsolated && r.Mode != ModeDirect {
+		return nil, invalid("mode", "\"isolated\" (checked work in owned worktrees) or \"direct\" (work in the checkouts), got %q", r.Mode)
 	}
 	if err := refs.ValidateName("id", r.ID); err != nil {
 		return nil, invalid("id", "%v", err)
@@ -113,32 +139,114 @@ func ParseRequest(data []byte, root string, environ []string) (*Request, error) 
 			return nil, err
 		}
 	}
+	check := checkIsolated
+	if r.Direct() {
+		check = checkDirect
+	}
+	if err := check(absRoot, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// checkIsolated checks a checked request's one changeset task (P1, P2).
+func checkIsolated(absRoot string, r *Request) error {
 	if len(r.Tasks) != 1 {
-		return nil, invalid("tasks", "exactly one changeset task, got %d", len(r.Tasks))
+		return invalid("tasks", "exactly one changeset task, got %d", len(r.Tasks))
 	}
 	t := r.Tasks[0]
 	switch {
 	case t.Kind != "changeset":
-		return nil, invalid("tasks[0].kind", "only \"changeset\" tasks are supported, got %q", t.Kind)
+		return invalid("tasks[0].kind", "only \"changeset\" tasks are supported, got %q", t.Kind)
 	case len(t.DependsOn) > 0:
-		return nil, invalid("tasks[0].dependsOn", "dependencies are not supported")
+		return invalid("tasks[0].dependsOn", "dependencies are not supported")
 	case len(t.ContextFrom) > 0:
-		return nil, invalid("tasks[0].contextFrom", "not supported")
+		return invalid("tasks[0].contextFrom", "not supported")
+	case len(t.Paths) > 0:
+		return invalid("tasks[0].paths", "not supported; the worker's worktrees are the repositories selected")
+	case len(t.ContinueFrom) > 0:
+		return invalid("tasks[0].continueFrom", "not supported")
 	case strings.TrimSpace(t.Requirements) == "":
-		return nil, invalid("tasks[0].requirements", "required")
+		return invalid("tasks[0].requirements", "required")
 	case strings.TrimSpace(t.Deliverable) == "":
-		return nil, invalid("tasks[0].deliverable", "required")
+		return invalid("tasks[0].deliverable", "required")
 	}
 	if err := checkInputs(absRoot, r.Repositories, t.Inputs); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkChecks("tasks[0].checks", t.Checks, r.Repositories, 0); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkChecks("finalChecks", r.FinalChecks, r.Repositories, MaxFinalChecks); err != nil {
-		return nil, err
+		return err
 	}
-	return &r, nil
+	return nil
+}
+
+// MaxDirectTasks bounds a direct request's tasks.
+const MaxDirectTasks = 8
+
+// checkDirect checks direct work (seed 001): 1 to 8 tasks, changeset or
+// text, run in order in the selected checkouts, each depending only on
+// earlier ones. Direct work has no checked integration: checks, final
+// checks, paths and continueFrom are refused.
+func checkDirect(absRoot string, r *Request) error {
+	if len(r.FinalChecks) > 0 {
+		return invalid("finalChecks", "direct work has no checked integration; use mode \"isolated\" for checked work")
+	}
+	if n := len(r.Tasks); n < 1 || n > MaxDirectTasks {
+		return invalid("tasks", "direct work runs 1 to %d tasks, got %d", MaxDirectTasks, n)
+	}
+	seen := map[string]bool{}
+	inputs := map[string]string{}
+	for i, t := range r.Tasks {
+		f := fmt.Sprintf("tasks[%d]", i)
+		if err := refs.ValidateName("task id", t.ID); err != nil {
+			return invalid(f+".id", "%v", err)
+		}
+		switch {
+		case seen[t.ID]:
+			return invalid(f+".id", "%q names two tasks", t.ID)
+		case t.Kind != "changeset" && t.Kind != "text":
+			return invalid(f+".kind", "\"changeset\" (it changes the checkouts) or \"text\" (it reads them and answers), got %q", t.Kind)
+		case len(t.Paths) > 0:
+			return invalid(f+".paths", "direct selection rejects paths; the task's scope is its requirements")
+		case len(t.ContinueFrom) > 0:
+			return invalid(f+".continueFrom", "direct selection rejects continueFrom")
+		case len(t.Checks) > 0:
+			return invalid(f+".checks", "direct work runs no checks; use mode \"isolated\" for checked work")
+		case strings.TrimSpace(t.Requirements) == "":
+			return invalid(f+".requirements", "required")
+		case strings.TrimSpace(t.Deliverable) == "":
+			return invalid(f+".deliverable", "required")
+		}
+		for field, names := range map[string][]string{"dependsOn": t.DependsOn, "contextFrom": t.ContextFrom} {
+			for _, d := range names {
+				if !seen[d] {
+					return invalid(f+"."+field, "%q is not an earlier task; tasks run in the order given", d)
+				}
+			}
+		}
+		seen[t.ID] = true
+		for name, path := range t.Inputs {
+			if _, dup := inputs[name]; dup {
+				return invalid(f+".inputs."+name, "an earlier task names input %q too; input names are the request's", name)
+			}
+			inputs[name] = path
+		}
+	}
+	return checkInputs(absRoot, r.Repositories, inputs)
+}
+
+// inputs are every task's inputs, by name.
+func (r *Request) inputs() map[string]string {
+	all := map[string]string{}
+	for _, t := range r.Tasks {
+		for name, path := range t.Inputs {
+			all[name] = path
+		}
+	}
+	return all
 }
 
 func sortedKeys[V any](m map[string]V) []string {

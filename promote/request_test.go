@@ -49,6 +49,23 @@ func requestWorkspace(t *testing.T) (string, map[string]any) {
 
 func task(req map[string]any) map[string]any { return req["tasks"].([]any)[0].(map[string]any) }
 
+// direct makes the request direct work: the change task without checks,
+// then a text task that reads what it did; edit changes the first task.
+func direct(edit func(t map[string]any)) func(*testing.T, string, map[string]any) []string {
+	return func(_ *testing.T, _ string, r map[string]any) []string {
+		r["mode"] = "direct"
+		delete(r, "finalChecks")
+		first := task(r)
+		delete(first, "checks")
+		if edit != nil {
+			edit(first)
+		}
+		r["tasks"] = append(r["tasks"].([]any), map[string]any{"id": "answer", "kind": "text", "requirements": "Say what changed.",
+			"deliverable": "An answer.", "dependsOn": []any{"change"}, "contextFrom": []any{"change"}})
+		return nil
+	}
+}
+
 func TestRequestValidation_P1_P2(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -59,7 +76,29 @@ func TestRequestValidation_P1_P2(t *testing.T) {
 		{"valid", func(*testing.T, string, map[string]any) []string { return nil }, "", ""},
 		{"unknown field", func(_ *testing.T, _ string, r map[string]any) []string { r["judgment"] = true; return nil }, "request", `unknown field "judgment"`},
 		{"git override in the environment", func(*testing.T, string, map[string]any) []string { return []string{"GIT_DIR=/x"} }, "environment", "GIT_DIR is set"},
-		{"mode", func(_ *testing.T, _ string, r map[string]any) []string { r["mode"] = "direct"; return nil }, "mode", `only "isolated"`},
+		{"mode", func(_ *testing.T, _ string, r map[string]any) []string { r["mode"] = "parallel"; return nil }, "mode", `"isolated" (checked work`},
+		{"paths", func(_ *testing.T, _ string, r map[string]any) []string { task(r)["paths"] = []any{"src"}; return nil }, "tasks[0].paths", "not supported"},
+		// Direct work (seed 001): the same selected set for every task, no
+		// checked integration.
+		{"direct: valid", direct(nil), "", ""},
+		{"direct: final checks", func(t *testing.T, root string, r map[string]any) []string {
+			direct(nil)(t, root, r)
+			r["finalChecks"] = []any{map[string]any{"repository": "service", "command": "make"}}
+			return nil
+		}, "finalChecks", "no checked integration"},
+		{"direct: task checks", direct(func(t map[string]any) {
+			t["checks"] = []any{map[string]any{"repository": "service", "command": "make"}}
+		}), "tasks[0].checks", "runs no checks"},
+		{"direct: paths", direct(func(t map[string]any) { t["paths"] = []any{"src"} }), "tasks[0].paths", "direct selection rejects paths"},
+		{"direct: continueFrom", direct(func(t map[string]any) { t["continueFrom"] = "earlier" }), "tasks[0].continueFrom", "rejects continueFrom"},
+		{"direct: unknown kind", direct(func(t map[string]any) { t["kind"] = "judgment" }), "tasks[0].kind", `"changeset"`},
+		{"direct: depends on a later task", direct(func(t map[string]any) { t["dependsOn"] = []any{"answer"} }), "tasks[0].dependsOn", `"answer" is not an earlier task`},
+		{"direct: context from a later task", direct(func(t map[string]any) { t["contextFrom"] = []any{"answer"} }), "tasks[0].contextFrom", `"answer" is not an earlier task`},
+		{"direct: two tasks of one id", func(t *testing.T, root string, r map[string]any) []string {
+			direct(nil)(t, root, r)
+			r["tasks"].([]any)[1].(map[string]any)["id"] = "change"
+			return nil
+		}, "tasks[1].id", `"change" names two tasks`},
 		{"bad id", func(_ *testing.T, _ string, r map[string]any) []string { r["id"] = "A B"; return nil }, "id", "invalid id"},
 		{"no goal", func(_ *testing.T, _ string, r map[string]any) []string { r["goal"] = " "; return nil }, "goal", "required"},
 		{"no repositories", func(_ *testing.T, _ string, r map[string]any) []string {

@@ -20,7 +20,9 @@ type Status struct {
 	// Phase is the request's: the members' common phase; "promoting",
 	// "promoted", "interrupted" (reconcile first), "manual"; or "mixed"
 	// when a verb stopped between two members (run it again).
-	Phase   string                  `json:"phase"`
+	Phase string `json:"phase"`
+	// Mode is the request's: "isolated" (checked) or "direct".
+	Mode    string                  `json:"mode"`
 	Goal    string                  `json:"goal"`
 	Worker  *Worker                 `json:"worker,omitempty"`
 	Inputs  map[string]Input        `json:"inputs,omitempty"`
@@ -32,6 +34,10 @@ type Status struct {
 	Tips        Expected `json:"tips,omitempty"`
 	Checks      []Result `json:"checks,omitempty"`
 	FinalChecks []Result `json:"finalChecks,omitempty"`
+	// Direct work: Task is the id of the task whose worker runs or ran
+	// last; Tasks what each ended task left.
+	Task  string       `json:"task,omitempty"`
+	Tasks []TaskResult `json:"tasks,omitempty"`
 }
 
 // MemberStatus is one repository of a request.
@@ -49,6 +55,10 @@ type MemberStatus struct {
 	IntegrationTree *Tree     `json:"integrationTree,omitempty"`
 	Candidate       *Identity `json:"candidate,omitempty"`
 	Staged          *Identity `json:"staged,omitempty"`
+	// Direct work: Reserved says this host's reservation of the checkout
+	// is the request's; Report is what became of the checkout.
+	Reserved bool    `json:"reserved,omitempty"`
+	Report   *Report `json:"report,omitempty"`
 }
 
 // ReadStatus reads a request's records; it changes nothing.
@@ -61,7 +71,13 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 	st := &Status{Schema: StatusSchema, ID: id, Root: root, Worker: first.Worker, Inputs: first.Inputs, Members: map[string]MemberStatus{},
 		Checks: first.Checks, FinalChecks: first.FinalChecks}
 	if first.Request != nil {
-		st.Goal = first.Request.Goal
+		st.Goal, st.Mode = first.Request.Goal, first.Request.Mode
+		if st.Mode == "" {
+			st.Mode = ModeIsolated
+		}
+		if first.Request.Direct() {
+			st.Task, st.Tasks = first.Request.Tasks[min(first.Task, len(first.Request.Tasks)-1)].ID, first.Tasks
+		}
 		for _, name := range sortedKeys(first.Request.Repositories) {
 			if ws.member(name) == nil {
 				st.Missing = append(st.Missing, name)
@@ -76,7 +92,16 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 		st.Members[m.t.Name] = MemberStatus{
 			Repository: r.Repository, Branch: r.Branch, Base: r.Base, Tip: r.Tip, Phase: r.Phase, Reason: r.Reason,
 			Promotion: r.State, Receipt: r.Receipt, Manual: r.Manual, WorkerTree: r.WorkerTree, IntegrationTree: r.IntegrationTree,
-			Candidate: r.Candidate, Staged: r.Staged,
+			Candidate: r.Candidate, Staged: r.Staged, Report: r.Report,
+		}
+		if r.Request.Direct() {
+			_, res, err := m.reservation(ctx, r.Host)
+			if err != nil {
+				return nil, err
+			}
+			ms := st.Members[m.t.Name]
+			ms.Reserved = res != nil && res.Request == id
+			st.Members[m.t.Name] = ms
 		}
 		if r.Candidate != nil {
 			cands[m.t.Name] = *r.Candidate
@@ -126,6 +151,10 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 
 // WriteStatus prints a status for people.
 func WriteStatus(w io.Writer, st *Status) {
+	if st.Mode == ModeDirect {
+		writeDirect(w, st)
+		return
+	}
 	fmt.Fprintf(w, "request %s: %s\n", st.ID, st.Phase)
 	if st.Worker != nil {
 		state := "running"
@@ -167,4 +196,71 @@ func WriteStatus(w io.Writer, st *Status) {
 		}
 		fmt.Fprintf(w, "  check %s: %s: %s\n", r.Repository, commandLine(Check{Command: r.Command, Args: r.Args}), mark)
 	}
+}
+
+// writeDirect prints direct work: the request, its worker, what each
+// ended task said, then each checkout's change report or stale-read
+// warning.
+func writeDirect(w io.Writer, st *Status) {
+	line := fmt.Sprintf("request %s (direct): %s", st.ID, st.Phase)
+	if st.Phase == PhaseWorking {
+		line += ", task " + st.Task
+	}
+	fmt.Fprintln(w, line)
+	if wk := st.Worker; wk != nil && !wk.Ended {
+		state := "running"
+		if !wk.Confirmed {
+			state = "prompt not confirmed yet"
+		}
+		fmt.Fprintf(w, "worker %s (session %s): %s\n", wk.Program, wk.Session, state)
+	}
+	for _, t := range st.Tasks {
+		fmt.Fprintf(w, "  task %s (%s): %s\n", t.ID, t.Kind, firstLine(t.Answer))
+	}
+	for _, name := range sortedKeys(st.Members) {
+		m := st.Members[name]
+		head := fmt.Sprintf("  %-12s %-10s %s %.12s", name, m.Phase, m.Branch, m.Base)
+		if m.Reserved {
+			head += " [reserved]"
+		}
+		if m.Reason != "" {
+			head += ": " + m.Reason
+		}
+		fmt.Fprintln(w, head)
+		r := m.Report
+		if r == nil {
+			continue
+		}
+		switch {
+		case r.Stale != "":
+			fmt.Fprintf(w, "    stale read: %s\n", r.Stale)
+		case r.To != r.From:
+			fmt.Fprintf(w, "    %s %.12s -> %.12s: %d commits, %d files\n", r.Branch, r.From, r.To, len(r.Commits), len(r.Files))
+			for _, c := range r.Commits {
+				fmt.Fprintf(w, "      %s\n", c)
+			}
+			for _, f := range r.Files {
+				fmt.Fprintf(w, "      %s\n", f)
+			}
+		default:
+			fmt.Fprintf(w, "    %s unchanged at %.12s\n", r.Branch, r.From)
+		}
+		if r.Note != "" {
+			fmt.Fprintf(w, "    note: %s\n", r.Note)
+		}
+		if len(r.Dirty) > 0 {
+			fmt.Fprintf(w, "    uncommitted: %s\n", strings.Join(r.Dirty, ", "))
+		}
+		if len(r.DirtyBefore) > 0 {
+			fmt.Fprintf(w, "    uncommitted before the request: %s\n", strings.Join(r.DirtyBefore, ", "))
+		}
+	}
+	for _, name := range st.Missing {
+		fmt.Fprintf(w, "  %-12s no record: allocation interrupted\n", name)
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }

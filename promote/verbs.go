@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
@@ -61,41 +62,17 @@ func Start(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 		return nil, err
 	}
 	defer l.Unlock()
-	ws := &Workspace{ID: req.ID, Root: root}
-	for _, name := range sortedKeys(req.Repositories) {
-		repo, err := env.Runner.OpenTop(ctx, req.Repositories[name])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		store := refs.New(repo)
-		store.Now = env.Now
-		m := &member{repo: repo, store: store}
-		m.t.Name, m.t.Repo = name, req.Repositories[name]
-		if _, err := store.Read(ctx, RecordRef(req.ID)); err == nil {
-			return nil, &RefusedError{Member: name, Reason: fmt.Sprintf("already records request %s; a request id is used once", req.ID)}
-		} else if !errors.Is(err, refs.ErrNotFound) {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		head, err := repo.SymbolicRef(ctx, "HEAD")
-		if err != nil || head == "" {
-			return nil, &RefusedError{Member: name, Reason: "its checkout is not on a branch; the main branch is the one checked out"}
-		}
-		m.t.Branch = head[len("refs/heads/"):]
-		if m.t.Base, err = repo.ResolveRef(ctx, head); err != nil {
-			return nil, fmt.Errorf("%s: %s has no commit: %w", name, m.t.Branch, err)
-		}
-		ws.members = append(ws.members, m)
-	}
-	inputs, err := copyInputs(root, req.ID, req.Tasks[0].Inputs)
+	ws, err := openMembers(ctx, env, root, req)
 	if err != nil {
 		return nil, err
 	}
-	limits := opts.Limits
-	if limits.MaxMs <= 0 {
-		limits.MaxMs = DefaultLimits.MaxMs
+	limits := opts.limits()
+	if req.Direct() {
+		return ws, startDirect(ctx, env, ws, req, opts.Program, limits)
 	}
-	if limits.IdleMs <= 0 {
-		limits.IdleMs = DefaultLimits.IdleMs
+	inputs, err := copyInputs(root, req.ID, req.inputs())
+	if err != nil {
+		return nil, err
 	}
 	dir := Dir(root, req.ID)
 	for _, m := range ws.members {
@@ -124,8 +101,53 @@ func Start(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 			return ws, err
 		}
 	}
-	if err := startWorker(ctx, env, ws, opts.Program); err != nil {
+	prompt, err := ws.prompt()
+	if err != nil {
 		return ws, err
+	}
+	return ws, startWorker(ctx, env, ws, opts.Program, prompt, filepath.Join(dir, "worker.prompt"), nil)
+}
+
+// limits are the worker's limits, the defaults where none is given.
+func (o StartOptions) limits() Limits {
+	l := o.Limits
+	if l.MaxMs <= 0 {
+		l.MaxMs = DefaultLimits.MaxMs
+	}
+	if l.IdleMs <= 0 {
+		l.IdleMs = DefaultLimits.IdleMs
+	}
+	return l
+}
+
+// openMembers opens every selected repository as a member of a new
+// request: none may record the request yet (an id is used once), and each
+// checkout must be on a branch, whose commit is the member's base.
+func openMembers(ctx context.Context, env *Env, root string, req *Request) (*Workspace, error) {
+	ws := &Workspace{ID: req.ID, Root: root}
+	for _, name := range sortedKeys(req.Repositories) {
+		repo, err := env.Runner.OpenTop(ctx, req.Repositories[name])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		store := refs.New(repo)
+		store.Now = env.Now
+		m := &member{repo: repo, store: store}
+		m.t.Name, m.t.Repo = name, req.Repositories[name]
+		if _, err := store.Read(ctx, RecordRef(req.ID)); err == nil {
+			return nil, &RefusedError{Member: name, Reason: fmt.Sprintf("already records request %s; a request id is used once", req.ID)}
+		} else if !errors.Is(err, refs.ErrNotFound) {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		head, err := repo.SymbolicRef(ctx, "HEAD")
+		if err != nil || head == "" {
+			return nil, &RefusedError{Member: name, Reason: "its checkout is not on a branch; the main branch is the one checked out"}
+		}
+		m.t.Branch = head[len("refs/heads/"):]
+		if m.t.Base, err = repo.ResolveRef(ctx, head); err != nil {
+			return nil, fmt.Errorf("%s: %s has no commit: %w", name, m.t.Branch, err)
+		}
+		ws.members = append(ws.members, m)
 	}
 	return ws, nil
 }
@@ -193,6 +215,9 @@ func StageWorkspace(ctx context.Context, env *Env, o RequestOptions) (*Workspace
 		return ws, err
 	}
 	if err := ws.inspect(ctx, workerTree, candidate); err != nil {
+		return ws, err
+	}
+	if err := ws.unreserved(ctx, env); err != nil {
 		return ws, err
 	}
 	if err := ws.mainsUnchanged(ctx); err != nil {
@@ -317,6 +342,9 @@ func PromoteWorkspace(ctx context.Context, env *Env, o RequestOptions) (*Workspa
 	if err := ws.positions(ctx, integrationTree, staged); err != nil {
 		return ws, err
 	}
+	if err := ws.unreserved(ctx, env); err != nil {
+		return ws, err
+	}
 	return ws, promoteMembers(ctx, env, id, ws.members)
 }
 
@@ -340,16 +368,26 @@ func (ws *Workspace) outcome(m *member, step string) Outcome {
 // manual otherwise; interrupted promotions are settled as Reconcile does.
 func ReconcileWorkspace(ctx context.Context, env *Env, o RequestOptions) ([]Outcome, error) {
 	root, id := o.Root, o.ID
-	ws, l, err := begin(ctx, env, root, id, "reconcile", true)
+	ws, l, err := begin(ctx, env, root, id, "reconcile", false)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	if ws.members[0].r.Phase == PhaseWorking {
+	if !ws.direct() {
+		if err := ws.complete(); err != nil {
+			return nil, err
+		}
+	}
+	if slices.ContainsFunc(ws.members, func(m *member) bool { return m.r.Phase == PhaseWorking }) {
 		if _, err := Observe(ctx, env, root, id, true); err != nil {
 			return nil, err
 		}
 		if err := ws.refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if ws.direct() {
+		if err := ws.reconcileDirect(ctx, env); err != nil {
 			return nil, err
 		}
 	}
@@ -432,7 +470,7 @@ func Abort(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) 
 	// the ended worker for what it is.
 	for _, m := range ws.members {
 		err := m.update(ctx, "aborted; git work retained", func(r *Record) bool {
-			if r.State == Promoted || r.Phase == PhaseCleaned || r.Phase == PhaseAborted {
+			if r.State == Promoted || r.Phase == PhaseCleaned || r.Phase == PhaseAborted || r.Phase == PhaseDone {
 				return false
 			}
 			r.Phase, r.Reason = PhaseAborted, "aborted in phase "+r.Phase
@@ -460,6 +498,9 @@ func Abort(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) 
 			return ws, err
 		}
 	}
+	if ws.direct() {
+		return ws, ws.finishDirect(ctx, env, "", "", "reported; its workers are stopped")
+	}
 	return ws, nil
 }
 
@@ -474,6 +515,9 @@ func Cleanup(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error
 		return ws, err
 	}
 	defer l.Unlock()
+	if ws.direct() {
+		return ws, ws.cleanupDirect(ctx, env)
+	}
 	for _, m := range ws.members {
 		if m.r.Phase == PhaseCleaned {
 			continue

@@ -50,7 +50,7 @@ func (ws *Workspace) prompt() (string, error) {
 	if err := workerPrompt().Execute(&b, data); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return b.String() + "\n" + agent.StandingOrders + "\n", nil
 }
 
 // paneName is the worker's tmux session: one per request and root.
@@ -61,12 +61,9 @@ func paneName(ws *Workspace) string {
 // startWorker records the worker in every member, then starts it (P3): the
 // record comes first, so a crash between the two shows a worker that never
 // started, never an agent no record knows. Its prompt is never replayed.
-func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Program) error {
-	prompt, err := ws.prompt()
-	if err != nil {
-		return err
-	}
-	promptFile := filepath.Join(Dir(ws.Root, ws.ID), "worker.prompt")
+// edit, if set, changes each member's record in the same write (direct
+// work records the task the worker takes and the one before it).
+func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Program, prompt, promptFile string, edit func(*member)) error {
 	if err := os.WriteFile(promptFile, []byte(prompt), 0o600); err != nil {
 		return err
 	}
@@ -81,15 +78,21 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 	}
 	if err := ws.saveAll(ctx, fmt.Sprintf("working: starting %s (session %s)", prog.Name, w.Session), func(m *member) {
 		m.r.Phase, m.r.Worker = PhaseWorking, w
+		if edit != nil {
+			edit(m)
+		}
 	}); err != nil {
 		return err
 	}
 	env.fault("start:recorded")
 	vars := agent.Vars{Prompt: prompt, PromptFile: promptFile, SessionID: w.Session, Place: ws.Root, Home: w.Home}
 	repos, inputs := ws.maps(workerTree)
+	flume := []string{"FLUME_WORKSPACE=" + ws.ID, "FLUME_SESSION=" + w.Session, "FLUME_REPOSITORIES=" + repos, "FLUME_INPUTS=" + inputs}
+	if first := ws.members[0].r; first.Request.Direct() {
+		flume = append(flume, "FLUME_TASK="+first.Request.Tasks[first.Task].ID)
+	}
 	return agent.Begin(ctx, env.Panes, agent.Start{Program: prog, Vars: vars, Pane: w.Pane, Dir: ws.Root, Caller: env.CallerEnv,
-		Flume: []string{"FLUME_WORKSPACE=" + ws.ID, "FLUME_SESSION=" + w.Session, "FLUME_REPOSITORIES=" + repos, "FLUME_INPUTS=" + inputs},
-		Print: env.Print})
+		Flume: flume, Print: env.Print})
 }
 
 // endWorker ends the worker and verifies it gone (X5); false with an
@@ -205,6 +208,9 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 			return ""
 		},
 	}
+	if !run.Active(cur.State) {
+		return ws.afterRun(ctx, env, cur)
+	}
 	o, prompt, err := run.Observe(ctx, cur, src)
 	if err != nil {
 		return false, err
@@ -228,6 +234,9 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 				err := ws.saveAll(ctx, msg, func(m *member) {
 					cp := m.r.Worker.withRun(r)
 					m.r.Worker, m.r.Phase, m.r.Reason = &cp, phase, reason
+					if r.State == run.StateDelivered && m.r.Request.Direct() {
+						m.r.Tasks = ws.taskResult(cp, o.LastAssistant)
+					}
 				})
 				return err == nil, err
 			}}
@@ -241,7 +250,9 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 		}
 		switch {
 		case settled.State == run.StateDelivered:
-			return true, ws.checkCandidates(ctx, env)
+			return ws.afterDelivery(ctx, env)
+		case !run.Active(settled.State) && ws.direct():
+			return true, ws.finishDirect(ctx, env, "", "", "reported")
 		case !run.Active(settled.State):
 			return true, nil
 		}

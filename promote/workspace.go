@@ -177,6 +177,9 @@ func lock(root, id, verb string) (*lockfile.Lock, error) {
 
 // phases refuses unless every member is in one of the allowed phases.
 func (ws *Workspace) phases(verb string, allowed ...string) error {
+	if ws.direct() {
+		return &RefusedError{Member: ws.ID, Reason: "is direct work: it has no checked integration, so " + verb + " does not apply"}
+	}
 	for _, m := range ws.members {
 		ok := false
 		for _, a := range allowed {
@@ -391,6 +394,26 @@ func (ws *Workspace) mainsUnchanged(ctx context.Context) error {
 		}
 		if len(dirty) > 0 {
 			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("%s is checked out at %s with changes (%s); they are kept and block staging and promotion", m.t.Branch, wt.Path, dirty[0])}
+		}
+	}
+	return nil
+}
+
+// unreserved refuses while direct work holds a member's checkout: staging
+// and promotion need every main unchanged until they are done.
+func (ws *Workspace) unreserved(ctx context.Context, env *Env) error {
+	for _, m := range ws.members {
+		_, res, err := m.reservation(ctx, env.Host)
+		if err != nil {
+			return err
+		}
+		if res == nil || res.Request == ws.ID {
+			continue
+		}
+		if held, why, err := held(ctx, env, res.Root, res.Request); err != nil {
+			return err
+		} else if held {
+			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("its checkout is reserved by direct request %s (%s); staging and promotion wait for it", res.Request, why)}
 		}
 	}
 	return nil

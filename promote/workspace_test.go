@@ -37,8 +37,9 @@ func (r *request) git(dir string, args ...string) string {
 }
 
 func (r *request) penv(fault func(string)) *promote.Env {
-	return &promote.Env{Runner: &git.Runner{Env: r.env}, Now: time.Now, Fault: fault, CallerEnv: r.env,
-		Pane: "print", Print: io.Discard, ConfirmWindow: time.Hour, Interval: 5 * time.Millisecond}
+	return &promote.Env{Runner: &git.Runner{Env: r.env}, Host: "h", Now: time.Now, Fault: fault, CallerEnv: r.env,
+		Pane: "print", Print: io.Discard, ConfirmWindow: time.Hour, Interval: 5 * time.Millisecond,
+		Program: func(string, string) (agent.Program, error) { return testProgram, nil }}
 }
 
 var testProgram = agent.Program{Name: "t", Format: agent.FormatClaude, Transcript: "{home}/t/{session_id}.jsonl"}
@@ -48,16 +49,8 @@ var testProgram = agent.Program{Name: "t", Format: agent.FormatClaude, Transcrip
 // then the turn ends. The request is checked when it returns.
 func newRequest(t testing.TB, n int) *request {
 	t.Helper()
-	base := t.TempDir()
-	root := filepath.Join(base, "ws")
-	home := filepath.Join(base, "home")
-	os.MkdirAll(home, 0o755)
-	os.MkdirAll(root, 0o755)
-	r := &request{t: t, root: root, id: reqID, env: []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
-		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
-	}}
+	r := newRoot(t, reqID)
+	root, home := r.root, filepath.Join(filepath.Dir(r.root), "home")
 	repos := map[string]string{}
 	var checks []promote.Check
 	for i := range n {
@@ -104,6 +97,21 @@ func newRequest(t testing.TB, n int) *request {
 		t.Fatalf("after the worker: %s (%+v)", st.Phase, st.Members)
 	}
 	return r
+}
+
+// newRoot makes an empty workspace root and a home beside it, for request
+// id with a hermetic git environment.
+func newRoot(t testing.TB, id string) *request {
+	base := t.TempDir()
+	root := filepath.Join(base, "ws")
+	home := filepath.Join(base, "home")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(root, 0o755)
+	return &request{t: t, root: root, id: id, env: []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
+	}}
 }
 
 // writeTranscript writes a Claude Code transcript with one prompt and a

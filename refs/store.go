@@ -27,9 +27,10 @@ const (
 // DefaultSchemas are the record kinds this build knows and the newest schema
 // of each. A record of a newer schema is reported and never overwritten (R5).
 var DefaultSchemas = map[string]int{
-	"place":     1,
-	"claim":     1,
-	"workspace": 1, // a member's promotion record (promote/)
+	"place":       1,
+	"claim":       1,
+	"workspace":   1, // a member's promotion record (promote/)
+	"reservation": 1, // a checkout reserved by direct work (promote/)
 }
 
 // Validator checks a record of one kind beyond its header: ref is the

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-flume/git-flume/agent"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -242,21 +243,13 @@ func commissionChange(ctx context.Context, store *refs.Store, child *Place) (ref
 	return refs.Change{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("delegate %s: to %s", p.ID, child.ID)}, nil
 }
 
-// StandingOrders close every stage's prompt, shipped, declared or a
-// role's (issue 27): the unfolding notes' shared preamble, which every
-// role carries so that no role file can leave it out, and seed 000's
-// order to commit as one goes.
-const StandingOrders = "Standing orders: do the work this stage asks for. Never work around a failing tool, test or check " +
-	"(by using a tool for what it is not for, weakening a test, or skipping a step): stop, and say what blocks you in a line " +
-	"starting with NEEDS:. Commit each completed unit of work as you go."
-
 // promptNotes are what a stage's prompt says after its own text: the
 // standing orders; how to delegate, when its role delegates; how a
 // delegated place ends its turn; and what the stage's last run, the last
 // round or its commissioner left for this run.
 func promptNotes(p *Place, st *StageRecord, role *Role) string {
 	var b strings.Builder
-	b.WriteString("\n\n" + StandingOrders)
+	b.WriteString("\n\n" + agent.StandingOrders)
 	if role != nil && len(role.DelegatesTo) > 0 {
 		fmt.Fprintf(&b, "\n\nYou may delegate part of this work to a place of its own, of kind %s: run "+
 			"`git flume launch --kind KIND --brief 'WHAT IT IS TO DO'` from your place. One delegation is open at a time. "+

@@ -78,8 +78,12 @@ func fakeClaude() {
 	var plan []string
 	if p := os.Getenv("FAKE_PLAN"); p != "" {
 		// A stage may have a plan of its own, $FAKE_PLAN.<stage>, and each
-		// run of it one too, $FAKE_PLAN.<stage>.<run>.
+		// run of it one too, $FAKE_PLAN.<stage>.<run>; so may a direct
+		// request's task, $FAKE_PLAN.<task>.
 		stage := os.Getenv("FLUME_STAGE")
+		if stage == "" {
+			stage = os.Getenv("FLUME_TASK")
+		}
 		counter := filepath.Join(os.Getenv("HOME"), ".fake-runs-"+os.Getenv("FLUME_PLACE")+"-"+stage)
 		runs, _ := os.ReadFile(counter)
 		run := len(runs) + 1

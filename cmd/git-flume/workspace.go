@@ -29,7 +29,24 @@ func (a *app) promoteEnv() *promote.Env {
 		Runner: a.runner, Host: a.host(), Now: a.now, Clock: clockHook, Fault: faultHook, CallerEnv: a.env.list,
 		Pane: pane, Panes: a.paneHost(pane), Print: a.io.Out, Out: a.io.Err,
 		ConfirmWindow: o.ConfirmWindow, Interval: a.watchInterval(), StartObserver: a.startObserver,
+		Program: func(root, name string) (agent.Program, error) {
+			return a.workspaceProgram(context.Background(), root, name)
+		},
 	}
+}
+
+// workspaceProgram resolves a worker's program by name, from the built-in
+// ones and those the user's and the workspace's .flume/config declare.
+func (a *app) workspaceProgram(ctx context.Context, root, name string) (agent.Program, error) {
+	cfg, err := stage.LoadFiles(ctx, a.runner, a.userConfig(), filepath.Join(root, ".flume", "config"))
+	if err != nil {
+		return agent.Program{}, err
+	}
+	prog, err := agent.ResolveProgram(name, cfg.Agents)
+	if err != nil {
+		return agent.Program{}, usageError{err}
+	}
+	return prog, nil
 }
 
 // workspaceRoot is the workspace root: --root, else the working directory.
@@ -71,10 +88,12 @@ func (a *app) readExpected(c *cli.Context) (promote.Expected, error) {
 func workspaceCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:  "workspace",
-		Usage: "change several repositories with one worker, check, stage, validate and promote them serially",
+		Usage: "change several repositories with one worker, check, stage, validate and promote them serially; or work in them directly",
 		Description: "Run from a workspace root: a folder, not a repository, whose direct children are the repositories " +
 			"a request selects. Promotion is serial and not atomic: each repository's intent is saved before it moves and " +
-			"its receipt before the next one moves; after an interruption run reconcile, then promote again.",
+			"its receipt before the next one moves; after an interruption run reconcile, then promote again. " +
+			"A request of mode \"direct\" runs its tasks one after another in the checkouts themselves, reserving the workspace " +
+			"and every selected checkout while it writes; it ends with a change report (or a stale-read warning) per repository.",
 		Subcommands: []*cli.Command{
 			workspaceStartCommand(a),
 			workspaceStatusCommand(a),
@@ -119,10 +138,6 @@ func workspaceStartCommand(a *app) *cli.Command {
 			if err != nil {
 				return usagef("request: %v", err)
 			}
-			cfg, err := stage.LoadFiles(c.Context, a.runner, a.userConfig(), filepath.Join(root, ".flume", "config"))
-			if err != nil {
-				return err
-			}
 			name := c.String("agent")
 			if name == "" {
 				name = a.env.vars["FLUME_AGENT"]
@@ -130,9 +145,9 @@ func workspaceStartCommand(a *app) *cli.Command {
 			if name == "" {
 				name = "claude"
 			}
-			prog, err := agent.ResolveProgram(name, cfg.Agents)
+			prog, err := a.workspaceProgram(c.Context, root, name)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			limits := promote.Limits{MaxMs: c.Duration("max").Milliseconds(), IdleMs: c.Duration("idle").Milliseconds()}
 			ws, err := promote.Launch(c.Context, a.promoteEnv(), root, data, promote.StartOptions{Program: prog, Limits: limits, Detach: c.Bool("detach")})

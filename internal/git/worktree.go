@@ -278,6 +278,39 @@ func (repo *Repo) History(ctx context.Context, ref string, n int) ([]Move, error
 	return moves, nil
 }
 
+// Subjects returns the newest n commits reachable from to and not from
+// from, newest first, each as its abbreviated id and subject.
+func (repo *Repo) Subjects(ctx context.Context, from, to string, n int) ([]string, error) {
+	out, err := repo.read(ctx, nil, "log", "-n", strconv.Itoa(n), "--format=%h %s", "--end-of-options", from+".."+to, "--")
+	if err != nil {
+		return nil, err
+	}
+	return lines(out), nil
+}
+
+// ChangedPaths returns the paths that differ between two commits, each
+// with its status letter as `git diff --name-status` gives it ("M a.txt").
+func (repo *Repo) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
+	out, err := repo.read(ctx, nil, "diff", "--name-status", "--no-renames", "-z", "--end-of-options", from, to, "--")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	fields := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		paths = append(paths, fields[i]+" "+fields[i+1])
+	}
+	return paths, nil
+}
+
+func lines(out []byte) []string {
+	s := strings.TrimSuffix(string(out), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
 // MergeBase returns the best common ancestor of a and b.
 func (repo *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
 	out, err := repo.read(ctx, nil, "merge-base", "--end-of-options", a, b)
