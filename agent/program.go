@@ -77,6 +77,9 @@ type Vars struct {
 	// Extension is a pi extension file flume wrote for this run (its
 	// guard, run on every tool call): pi gets it with -e.
 	Extension string
+	// CodexHook is the config override that gives Codex flume's guard as
+	// its PreToolUse hook for this run (CodexHook): Codex gets it with -c.
+	CodexHook string
 }
 
 func (v Vars) expand(s string) string {
@@ -123,10 +126,11 @@ func (p Program) Argv(v Vars) []string { return p.argv(p.Command, v) }
 // Guarded reports whether the program runs flume's guard before every tool
 // use (A9): Claude Code as shipped, which gets it in a settings file with
 // --settings; pi as shipped, which gets it as an extension (-e) that asks
-// the guard on every tool call; or a declared command that names
-// {settings}.
+// the guard on every tool call; Codex as shipped, which gets it as a
+// PreToolUse hook of the run (-c), trusted through its own app-server; or
+// a declared command that names {settings}.
 func (p Program) Guarded() bool {
-	if p.Shipped() && (p.Name == "claude" || p.Name == "pi") {
+	if p.Shipped() && (p.Name == "claude" || p.Name == "pi" || p.Name == "codex") {
 		return true
 	}
 	for _, w := range p.Command {
@@ -170,6 +174,9 @@ func (p Program) argv(template []string, v Vars) []string {
 			}
 			if p.Name == "pi" && v.Extension != "" {
 				argv = append(argv, "-e", v.Extension)
+			}
+			if p.Name == "codex" && v.CodexHook != "" {
+				argv = append(argv, "-c", v.CodexHook)
 			}
 		}
 		argv = append(argv, v.expand(w))

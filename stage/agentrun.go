@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-flume/git-flume/internal/proc"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,19 @@ func writeGuardExtension(path string, argv []string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(fmt.Sprintf(guardExtension, data)), 0o644)
+}
+
+// trustCodexHook has Codex trust the guard hook override before a run
+// that needs it; a Codex not on PATH is left to the launch's own check.
+func trustCodexHook(ctx context.Context, env *Env, dir, override string) error {
+	path, err := proc.LookPath("codex", env.CallerEnv)
+	if err != nil {
+		return nil
+	}
+	if err := agent.TrustCodexHook(ctx, path, override, dir, env.CallerEnv); err != nil {
+		return fmt.Errorf("codex would not run flume's guard: %w", err)
+	}
+	return nil
 }
 
 // panes is the pane host agent a runs in: the one it recorded, or the
@@ -202,7 +216,7 @@ func unenforced(role *Role, prog agent.Program, guard string) string {
 	if guard != "" && prog.Guarded() {
 		return ""
 	}
-	return fmt.Sprintf("role %s limits its tools or paths, and %s cannot be held to them (flume's guard runs in Claude Code, in pi, or in a declared command that names {settings}); nothing was started rather than the limits silently not enforced", role.Name, prog.Name)
+	return fmt.Sprintf("role %s limits its tools or paths, and %s cannot be held to them (flume's guard runs in Claude Code, Codex and pi as shipped, or in a declared command that names {settings}); nothing was started rather than the limits silently not enforced", role.Name, prog.Name)
 }
 
 // resumePrompt is what a resumed agent is told: it has the stage's prompt
@@ -290,6 +304,14 @@ func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *Sta
 			return err
 		}
 		vars.Settings = settings
+		if r.prog.Name == "codex" && r.prog.Shipped() {
+			// Codex runs the guard as the run's own PreToolUse hook, once
+			// Codex trusts that exact hook (issue 27, point 2).
+			vars.CodexHook = agent.CodexHook(env.Engine.Guard + " --codex")
+			if err := trustCodexHook(ctx, env, p.Path, vars.CodexHook); err != nil {
+				return err
+			}
+		}
 		if r.prog.Name == "pi" && r.prog.Shipped() {
 			ext := strings.TrimSuffix(a.PromptFile, ".prompt") + ".guard.ts"
 			if err := writeGuardExtension(ext, append(strings.Fields(env.Engine.Guard), "--place", p.ID)); err != nil {

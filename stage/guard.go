@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -15,6 +16,36 @@ type GuardInput struct {
 	ToolName  string         `json:"tool_name"`
 	ToolInput map[string]any `json:"tool_input"`
 	Cwd       string         `json:"cwd"`
+}
+
+// patchFile is a file an apply_patch patch adds, updates, deletes or
+// moves to.
+var patchFile = regexp.MustCompile(`(?m)^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$`)
+
+// FromCodex is a Codex PreToolUse payload as the guard judges it (issue
+// 27, point 2): Codex names its shell tool Bash, as Claude Code does, and
+// its file edits apply_patch, whose files are named inside the patch. An
+// apply_patch is judged as an Edit of each file it names, so a role's
+// tools (Edit) and path rules hold for Codex as for Claude Code.
+func (in GuardInput) FromCodex() []GuardInput {
+	if in.ToolName != "apply_patch" {
+		return []GuardInput{in}
+	}
+	var patch string
+	for _, v := range in.ToolInput {
+		if s, ok := v.(string); ok {
+			patch += s + "\n"
+		}
+	}
+	files := patchFile.FindAllStringSubmatch(patch, -1)
+	if len(files) == 0 {
+		return []GuardInput{{ToolName: "Edit", ToolInput: map[string]any{}, Cwd: in.Cwd}}
+	}
+	out := make([]GuardInput, 0, len(files))
+	for _, f := range files {
+		out = append(out, GuardInput{ToolName: "Edit", ToolInput: map[string]any{"file_path": strings.TrimSpace(f[1])}, Cwd: in.Cwd})
+	}
+	return out
 }
 
 // GuardRefusal is a tool use the guard refused, with the rule (A9).

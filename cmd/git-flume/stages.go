@@ -510,8 +510,9 @@ func guardCommand(a *app) *cli.Command {
 		Usage:  "judge one tool use of a place's agent (Claude Code PreToolUse hook): exit 2 refuses it",
 		Description: "Reads the hook's JSON on standard input. A tool outside the stage role's tools, a write outside " +
 			"the place, or a path a role's restriction denies is refused with the rule named on standard error.",
-		UsageText: "git flume guard [--place PLACE]",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "place", Usage: "the place (default: $FLUME_PLACE)"}},
+		UsageText: "git flume guard [--place PLACE] [--codex]",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "place", Usage: "the place (default: $FLUME_PLACE)"},
+			&cli.BoolFlag{Name: "codex", Usage: "the payload is Codex's (apply_patch is judged as an Edit of each file it names)"}},
 		Action: func(c *cli.Context) error {
 			id := c.String("place")
 			if id == "" {
@@ -519,12 +520,19 @@ func guardCommand(a *app) *cli.Command {
 			}
 			var in stage.GuardInput
 			err := json.NewDecoder(a.io.In).Decode(&in)
-			if err == nil {
-				dir := in.Cwd
+			uses := []stage.GuardInput{in}
+			if err == nil && c.Bool("codex") {
+				uses = in.FromCodex()
+			}
+			for _, use := range uses {
+				if err != nil {
+					break
+				}
+				dir := use.Cwd
 				if dir == "" {
 					dir = "."
 				}
-				err = stage.Guard(c.Context, a.stageEnv(), dir, id, in)
+				err = stage.Guard(c.Context, a.stageEnv(), dir, id, use)
 			}
 			if err != nil {
 				// Fail closed: a tool use the guard cannot judge is
