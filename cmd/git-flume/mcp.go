@@ -26,7 +26,7 @@ type mcpLaunchIn struct {
 	Name  string `json:"name,omitempty" jsonschema:"the place's name; default: made from the brief's first words"`
 	Brief string `json:"brief" jsonschema:"the brief, stored byte for byte"`
 	Agent string `json:"agent,omitempty" jsonschema:"the agent program; default $FLUME_AGENT, else claude"`
-	Pane  string `json:"pane,omitempty" jsonschema:"where the agent runs: tmux, herdr, print or none; default $FLUME_PANE, else tmux"`
+	Pane  string `json:"pane,omitempty" jsonschema:"where the agent runs: tmux, herdr, print or none; default $FLUME_PANE, else herdr when run inside herdr, else tmux"`
 }
 
 type mcpTellIn struct {

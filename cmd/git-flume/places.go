@@ -173,7 +173,7 @@ func launchCommand(a *app) *cli.Command {
 			&cli.StringFlag{Name: "from", Usage: "the revision the branch starts from (default: the target's tip)"},
 			&cli.StringFlag{Name: "target", Usage: "the branch the work lands on (default: the branch the main checkout is on)"},
 			&cli.StringFlag{Name: "agent", Usage: "the agent program for the stages: claude, codex, pi, or one declared in .flume/config (default $FLUME_AGENT, else claude)"},
-			&cli.StringFlag{Name: "pane", Usage: "where the agent runs: tmux, herdr, print (flume prints the command to run), none (start no agent yet) (default $FLUME_PANE, else tmux)"},
+			&cli.StringFlag{Name: "pane", Usage: "where the agent runs: tmux, herdr, print (flume prints the command to run), none (start no agent yet) (default $FLUME_PANE, else herdr when run inside herdr, else tmux)"},
 			jsonFlag(),
 		},
 		Action: func(c *cli.Context) error {

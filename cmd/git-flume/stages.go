@@ -19,12 +19,14 @@ import (
 )
 
 // engineOptions reads the engine's settings from the environment:
-// FLUME_PANE (tmux|print), FLUME_TMUX_SOCKET, FLUME_AGENT,
+// FLUME_PANE (tmux|herdr|print|none; herdr by default inside herdr),
+// FLUME_TMUX_SOCKET, FLUME_AGENT,
 // FLUME_CONFIRM_WINDOW and FLUME_STUCK_AFTER (Go durations).
 func (a *app) engineOptions() stage.EngineOptions {
+	pane := a.defaultPane()
 	o := stage.EngineOptions{
-		Pane:  a.env.vars["FLUME_PANE"],
-		Panes: a.paneHost(a.env.vars["FLUME_PANE"]),
+		Pane:  pane,
+		Panes: a.paneHost(pane),
 		Hosts: a.paneHost,
 		Agent: a.env.vars["FLUME_AGENT"],
 		Print: a.io.Out,
@@ -578,6 +580,21 @@ const agentExec = "agent-exec"
 // exitLaunch is the launcher's exit status when it could not start the
 // agent: what a shell says of a command found but not runnable.
 const exitLaunch = 126
+
+// defaultPane is where agents run unless a command says otherwise:
+// $FLUME_PANE; else herdr when flume runs inside a herdr pane (herdr gives
+// every process it starts HERDR_ENV=1 and its socket), so that the agents
+// of a user who works in herdr appear beside them there (issue 27, point
+// 9); else "" (tmux).
+func (a *app) defaultPane() string {
+	if p, ok := a.env.vars["FLUME_PANE"]; ok && p != "" {
+		return p
+	}
+	if a.env.vars["HERDR_ENV"] == "1" && a.env.vars["HERDR_SOCKET_PATH"] != "" {
+		return "herdr"
+	}
+	return ""
+}
 
 // paneHost is where agents run: herdr panes for FLUME_PANE=herdr (its
 // socket: $HERDR_SOCKET_PATH, else ~/.config/herdr/herdr.sock), else tmux.
