@@ -239,10 +239,3 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}

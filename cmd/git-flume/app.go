@@ -155,6 +155,7 @@ func newApp(a *app) *cli.App {
 		Commands: []*cli.Command{
 			a.withAutoSync(launchCommand(a)),
 			statusCommand(a),
+			boardCommand(a),
 			explainCommand(a),
 			a.withAutoSync(useCommand(a)),
 			a.withAutoSync(releaseCommand(a)),
@@ -182,6 +183,7 @@ func newApp(a *app) *cli.App {
 			mcpCommand(a),
 			completeCommand(a),
 			workspaceCommand(a),
+			herdrPluginCommand(a),
 			fsckCommand(a),
 			doctorCommand(a),
 			versionCommand(a),

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/stage"
+)
+
+func boardCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "board",
+		Usage:     "every place on this host as a numbered list, with keys to open, tell, stop, retry and launch (the herdr plugin's pane)",
+		UsageText: "git flume board [--interval DURATION]",
+		Description: "Reads the host's index as status --host does, and redraws every --interval. Type a key, a row " +
+			"number and its words, then Enter: " + stage.BoardKeys + ". Each runs the git flume command of the same name " +
+			"in the row's repository. A row that starts to need a person (waiting, blocked, stuck, never-started, cut) " +
+			"sounds the terminal's bell once and is marked !. Inside herdr, open opens the agent's pane beside the board.",
+		Flags: []cli.Flag{&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "how often the board is read again"}},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			return a.runBoard(c.Context, c.Duration("interval"))
+		},
+	}
+}
+
+// runBoard draws the board until q, the end of its input, or a signal.
+// Lines are read only when asked for, so a command that takes over the
+// terminal (open) has it to itself.
+func (a *app) runBoard(ctx context.Context, interval time.Duration) error {
+	want, lines := make(chan struct{}), make(chan string)
+	go func() {
+		in := bufio.NewReader(a.io.In)
+		for range want {
+			line, err := in.ReadString('\n')
+			if err != nil && line == "" {
+				close(lines)
+				return
+			}
+			lines <- line
+		}
+	}()
+	defer close(want)
+	tty := isTerminal(a.io.RawOut)
+	var prev []stage.BoardRow
+	said := ""
+	asked := false
+	for {
+		hs, err := stage.ReadHostStatus(ctx, a.stageEnv(), false)
+		if err != nil {
+			return err
+		}
+		rows := stage.BoardRows(hs)
+		if tty {
+			fmt.Fprint(a.io.RawOut, "\x1b[H\x1b[2J")
+		}
+		if len(stage.Sounding(prev, rows)) > 0 {
+			fmt.Fprint(a.io.RawOut, "\a") // a row starts to need a person
+		}
+		stage.WriteBoard(a.io.Out, rows, said)
+		prev = rows
+		if !asked {
+			want <- struct{}{}
+			asked = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+			continue
+		case line, ok := <-lines:
+			asked = false
+			if !ok {
+				return nil
+			}
+			cmd, err := stage.ParseBoardCommand(line, rows)
+			switch {
+			case err != nil:
+				said = err.Error()
+			case cmd.Quit:
+				return nil
+			default:
+				said = a.boardDo(ctx, cmd)
+			}
+		}
+	}
+}
+
+// boardDo runs a board command through git flume itself and says how it
+// went: its output's last line, or its error.
+func (a *app) boardDo(ctx context.Context, cmd stage.BoardCommand) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return err.Error()
+	}
+	if cmd.Attach && cmd.Row.PaneHost == "herdr" {
+		return fmt.Sprintf("%s runs in herdr pane %s: open it in herdr's sidebar", cmd.Row.Place, cmd.Row.Pane)
+	}
+	if bin := a.env.vars["HERDR_BIN_PATH"]; cmd.Attach && bin != "" {
+		// Inside herdr: the agent's tmux pane opens in a pane of its own
+		// beside the board (the plugin's attach pane).
+		c := proc.Cmd{Path: bin, Args: []string{"plugin", "pane", "open", "--plugin", herdrPluginID, "--entrypoint", "attach",
+			"--placement", "split", "--focus", "--env", "FLUME_BOARD_REPO=" + cmd.Row.Repo, "--env", "FLUME_BOARD_PLACE=" + cmd.Row.Place},
+			Env: a.env.list}
+		if _, err := proc.Output(ctx, c); err != nil {
+			return fmt.Sprintf("open %s: %v", cmd.Row.Place, err)
+		}
+		return "opened " + cmd.Row.Place + " beside the board"
+	}
+	c := proc.Cmd{Path: exe, Args: cmd.Args, Dir: cmd.Row.Repo, Env: a.env.list}
+	if cmd.Attach {
+		c.Stdin, c.Stdout, c.Stderr = a.io.In, a.io.RawOut, a.io.RawErr
+		if err := proc.Run(ctx, c); err != nil {
+			return fmt.Sprintf("open %s: %v", cmd.Row.Place, err)
+		}
+		return "back from " + cmd.Row.Place
+	}
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	err = proc.Run(ctx, c)
+	// What a launch made is its first line; any other command's outcome
+	// its last.
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	what, line := cmd.Args[0]+" "+cmd.Row.Place, lines[len(lines)-1]
+	if cmd.Args[0] == "launch" {
+		what, line = "launch in "+filepath.Base(cmd.Row.Repo), lines[0]
+	}
+	if err != nil && line == "" {
+		line = err.Error()
+	}
+	return what + ": " + line
+}
+
+// isTerminal reports whether w is a terminal (the board then redraws in
+// place).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// herdrPluginID is the id of flume's herdr plugin.
+const herdrPluginID = "git-flume"
+
+// herdrManifest is flume's herdr plugin (herdr 0.7 or later): the board as
+// a pane, an action that opens it beside the focused pane, and a pane that
+// attaches to a place's agent, which the board opens for "o N".
+const herdrManifest = `# git flume's herdr plugin, written by git flume herdr-plugin.
+id = "git-flume"
+name = "git-flume"
+version = %q
+description = "git flume's board: every place on this host; keys to open, tell, stop, retry and launch; rows that sound"
+min_herdr_version = "0.7.0"
+platforms = ["linux", "macos"]
+
+[[panes]]
+id = "board"
+title = "flume"
+placement = "split"
+command = ["git-flume", "board"]
+
+[[panes]]
+id = "attach"
+title = "flume attach"
+placement = "split"
+command = ["sh", "-c", "exec git-flume attach --repo \"$FLUME_BOARD_REPO\" \"$FLUME_BOARD_PLACE\""]
+
+[[actions]]
+id = "board"
+title = "git flume board"
+description = "Open git flume's board beside the focused pane."
+command = ["sh", "-c", "exec \"$HERDR_BIN_PATH\" plugin pane open --plugin git-flume --entrypoint board --placement split --focus"]
+`
+
+// herdrKeys is the binding a user adds to herdr's config.toml: herdr 0.7
+// binds no key from a plugin's manifest.
+const herdrKeys = `[[keys.command]]
+key = "prefix+f"
+type = "plugin_action"
+command = "git-flume.board"
+description = "git flume board"
+`
+
+func herdrPluginCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "herdr-plugin",
+		Usage:     "write git flume's herdr plugin (its board in a herdr pane) to a folder, and say how to link it",
+		UsageText: "git flume herdr-plugin [--dir DIR]",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "dir", TakesFile: true,
+			Usage: "where to write it (default: $XDG_DATA_HOME/flume/herdr-plugin)"}},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			dir := c.String("dir")
+			if dir == "" {
+				data := a.env.vars["XDG_DATA_HOME"]
+				if data == "" {
+					data = filepath.Join(a.env.vars["HOME"], ".local", "share")
+				}
+				dir = filepath.Join(data, "flume", "herdr-plugin")
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			manifest := filepath.Join(dir, "herdr-plugin.toml")
+			if err := os.WriteFile(manifest, []byte(fmt.Sprintf(herdrManifest, "0.1.0")), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "wrote %s\nlink it:  herdr plugin link %s\nthen bind a key in herdr's config.toml and run herdr server reload-config:\n%s",
+				manifest, dir, herdrKeys)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,188 @@
+package stage
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The board is the host-wide status as one numbered list a person acts on
+// with a key and a row number (issue 27, point 9): open, tell, stop, retry,
+// launch. It is what the herdr plugin shows in its pane, and it runs in
+// any terminal. A row that newly needs a person sounds (the terminal's
+// bell) once, when it starts to. The functions here are pure: the command
+// layer reads the status, runs each command through git flume itself,
+// and prints.
+
+// BoardRow is one place on the board.
+type BoardRow struct {
+	N        int    // its number on the board, from 1
+	Repo     string // the repository's path
+	Place    string
+	Stage    string
+	State    string
+	Note     string // what it needs, or why it stopped
+	PaneHost string // tmux, herdr, or "" (no agent up)
+	Pane     string
+}
+
+// Attention reports whether a row's state asks for a person: an open
+// question, a dialog or error, an agent that never started or stopped
+// short, or one that looks stuck.
+func (r BoardRow) Attention() bool {
+	switch r.State {
+	case "waiting", "blocked", "stuck", "never-started", "cut", "unknown":
+		return true
+	}
+	return false
+}
+
+// BoardRows are the open places of a host status, in the index's order,
+// numbered from 1; a repository that could not be read is a row of its
+// own, with no place.
+func BoardRows(hs *HostStatus) []BoardRow {
+	var rows []BoardRow
+	for _, rs := range hs.Repositories {
+		if rs.Status == nil {
+			rows = append(rows, BoardRow{N: len(rows) + 1, Repo: rs.Repo, State: "unreadable", Note: rs.Error})
+			continue
+		}
+		for _, p := range rs.Status.Places {
+			if p.Dropped {
+				continue
+			}
+			row := BoardRow{N: len(rows) + 1, Repo: rs.Repo, Place: p.Place, Stage: p.Stage.Name, State: p.Stage.State, Note: p.Stage.Need}
+			if row.Note == "" {
+				row.Note = p.Stage.Reason
+			}
+			if a := p.Agent; a != nil && a.State == "up" {
+				row.PaneHost, row.Pane = a.PaneHost, a.Pane
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// Sounding are the rows of cur that need a person and did not in prev (a
+// place keeps its identity by repository and place, whatever its number).
+func Sounding(prev, cur []BoardRow) []int {
+	before := map[string]bool{}
+	for _, r := range prev {
+		before[r.Repo+"\x00"+r.Place] = r.Attention()
+	}
+	var out []int
+	for _, r := range cur {
+		if r.Attention() && !before[r.Repo+"\x00"+r.Place] {
+			out = append(out, r.N)
+		}
+	}
+	return out
+}
+
+// BoardKeys is the board's help line.
+const BoardKeys = "o N open · t N TEXT tell · s N stop · r N retry · l N KIND BRIEF launch beside row N · q quit"
+
+// WriteBoard prints the board: one line per row, marked "!" when it needs a
+// person, then the keys and the last command's outcome. Every string from
+// a record is printed through the caller's escaping writer, so the bell of
+// the rows that sound (Sounding) is the caller's to ring on the terminal
+// itself.
+func WriteBoard(w io.Writer, rows []BoardRow, said string) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no places on this host (git flume launch makes one)")
+	}
+	for _, r := range rows {
+		mark := " "
+		if r.Attention() {
+			mark = "!"
+		}
+		if r.Place == "" {
+			fmt.Fprintf(w, "%s%3d  %s: %s\n", mark, r.N, r.Repo, r.Note)
+			continue
+		}
+		line := fmt.Sprintf("%s%3d  %-12s %-24s %-8s %-13s", mark, r.N, filepath.Base(r.Repo), r.Place, r.Stage, r.State)
+		if r.Note != "" {
+			line += " " + clip(oneLine(r.Note), 60)
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintln(w, BoardKeys)
+	if said != "" {
+		fmt.Fprintln(w, said)
+	}
+}
+
+// clip cuts s to n bytes at most, marking the cut, never inside a
+// character.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// BoardCommand is a line typed on the board, resolved against its rows:
+// the git flume command that carries it out, run in the row's repository.
+type BoardCommand struct {
+	Quit bool
+	Row  BoardRow
+	// Args are git flume's arguments; Attach marks a command that takes
+	// over the terminal until it ends (open).
+	Args   []string
+	Attach bool
+}
+
+// ParseBoardCommand reads one typed line: a key, a row number, and the
+// words the key takes. An unknown key, a row not on the board or a missing
+// word is an error that says what was expected.
+func ParseBoardCommand(line string, rows []BoardRow) (BoardCommand, error) {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return BoardCommand{}, fmt.Errorf("type a key: %s", BoardKeys)
+	}
+	if f[0] == "q" {
+		return BoardCommand{Quit: true}, nil
+	}
+	if len(f) < 2 {
+		return BoardCommand{}, fmt.Errorf("%q needs a row number: %s", f[0], BoardKeys)
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil || n < 1 || n > len(rows) {
+		return BoardCommand{}, fmt.Errorf("%q is not a row of the board (1 to %d)", f[1], len(rows))
+	}
+	row := rows[n-1]
+	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), f[0])), f[1]))
+	if row.Place == "" && f[0] != "l" {
+		return BoardCommand{}, fmt.Errorf("row %d is a repository that could not be read, not a place", n)
+	}
+	c := BoardCommand{Row: row}
+	switch f[0] {
+	case "o":
+		c.Args, c.Attach = []string{"attach", "--repo", row.Repo, row.Place}, true
+	case "t":
+		if rest == "" {
+			return BoardCommand{}, fmt.Errorf("t %d needs the text to tell", n)
+		}
+		c.Args = []string{"tell", "--repo", row.Repo, row.Place, rest}
+	case "s":
+		c.Args = []string{"stop", "--force", "--repo", row.Repo, row.Place}
+	case "r":
+		c.Args = []string{"retry", "--force", "--repo", row.Repo, row.Place}
+	case "l":
+		kind, brief, _ := strings.Cut(rest, " ")
+		if kind == "" || strings.TrimSpace(brief) == "" {
+			return BoardCommand{}, fmt.Errorf("l %d needs a kind and a brief: l %d KIND BRIEF", n, n)
+		}
+		c.Args = []string{"launch", "--repo", row.Repo, "--kind", kind, "--brief", strings.TrimSpace(brief)}
+	default:
+		return BoardCommand{}, fmt.Errorf("%q is not a key: %s", f[0], BoardKeys)
+	}
+	return c, nil
+}

@@ -1,0 +1,66 @@
+package stage
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestBoardSoundsOnceAndParsesKeys: a row sounds when it starts to need a
+// person, not again while it still does, and again after it did not; each
+// key becomes the git flume command of its name in the row's repository;
+// a wrong key, row or missing word says what was expected.
+func TestBoardSoundsOnceAndParsesKeys(t *testing.T) {
+	row := func(n int, place, state string) BoardRow {
+		return BoardRow{N: n, Repo: "/r", Place: place, State: state}
+	}
+	first := []BoardRow{row(1, "fix--a", "waiting"), row(2, "fix--b", "working")}
+	if got := Sounding(nil, first); !slices.Equal(got, []int{1}) {
+		t.Fatalf("first look sounds %v", got)
+	}
+	// fix--b moves to row 1 (a place was tidied) and starts waiting; fix--a
+	// still waits: only fix--b sounds.
+	second := []BoardRow{row(1, "fix--b", "blocked"), row(2, "fix--a", "waiting")}
+	if got := Sounding(first, second); !slices.Equal(got, []int{1}) {
+		t.Fatalf("second look sounds %v", got)
+	}
+	if got := Sounding(second, second); len(got) != 0 {
+		t.Fatalf("nothing new sounds %v", got)
+	}
+
+	rows := []BoardRow{row(1, "fix--a", "waiting"), {N: 2, Repo: "/gone", State: "unreadable"}}
+	for _, c := range []struct {
+		line string
+		args string
+		err  string
+	}{
+		{"t 1 it is hunter2", "tell --repo /r fix--a it is hunter2", ""},
+		{"s 1", "stop --force --repo /r fix--a", ""},
+		{"r 1", "retry --force --repo /r fix--a", ""},
+		{"o 1", "attach --repo /r fix--a", ""},
+		{"l 1 fix the login page", "launch --repo /r --kind fix --brief the login page", ""},
+		{"t 1", "", "needs the text to tell"},
+		{"l 1 fix", "", "needs a kind and a brief"},
+		{"s 3", "", `"3" is not a row of the board (1 to 2)`},
+		{"s", "", "needs a row number"},
+		{"x 1", "", `"x" is not a key`},
+		{"s 2", "", "could not be read, not a place"},
+		{"", "", "type a key"},
+	} {
+		cmd, err := ParseBoardCommand(c.line, rows)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: error %v, want %q", c.line, err, c.err)
+		case c.err == "" && err != nil:
+			t.Errorf("%q: %v", c.line, err)
+		case c.err == "" && strings.Join(cmd.Args, " ") != c.args:
+			t.Errorf("%q: args %q, want %q", c.line, strings.Join(cmd.Args, " "), c.args)
+		}
+	}
+	if cmd, _ := ParseBoardCommand("q", rows); !cmd.Quit {
+		t.Error("q does not quit")
+	}
+	if cmd, _ := ParseBoardCommand("o 1", rows); !cmd.Attach {
+		t.Error("o does not take the terminal")
+	}
+}
