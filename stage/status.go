@@ -522,7 +522,7 @@ func nextStep(p *Place, a *AgentStatus) string {
 		case BlockPlace:
 			return recoverPlace(p)
 		case BlockRole:
-			return fmt.Sprintf("launch the work again with --agent claude, or drop the role's tools and path-restrictions; then %s", retry)
+			return fmt.Sprintf("launch the work again with --agent claude, codex or pi, or drop the role's tools and path-restrictions; then %s", retry)
 		}
 		if up && st.BlockedBy() != BlockDialog {
 			return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
