@@ -15,14 +15,24 @@ type RetryPolicy struct {
 	// Base and Max bound the jittered back-off between attempts: the n-th
 	// wait is uniform in [0, min(Max, Base·2ⁿ)).
 	Base, Max time.Duration
+	// Again reports whether an error is worth another attempt; nil means
+	// a lost compare-and-swap race (*ConflictError) only.
+	Again func(error) bool
+}
+
+// lostRace is a lost compare-and-swap race: the default reason to try
+// again.
+func lostRace(err error) bool {
+	var conflict *ConflictError
+	return errors.As(err, &conflict)
 }
 
 // DefaultRetry suits a handful of processes contending for one record.
 var DefaultRetry = RetryPolicy{Attempts: 200, Base: 2 * time.Millisecond, Max: 100 * time.Millisecond}
 
-// Retry runs step until it returns nil or an error that is not a lost race
-// (*ConflictError), or until the policy's attempts run out; then it returns
-// the last error. A held lock is not retried here: the write already waited
+// Retry runs step until it returns nil or an error not worth another
+// attempt (Again; by default anything but a lost race, *ConflictError), or
+// until the policy's attempts run out; then it returns the last error. A held lock is not retried here: the write already waited
 // for it as long as it looked live, and one left behind is the operator's
 // to remove (issue 25).
 func (p RetryPolicy) Retry(ctx context.Context, step func(context.Context) error) error {
@@ -40,8 +50,11 @@ func (p RetryPolicy) Retry(ctx context.Context, step func(context.Context) error
 			}
 		}
 		err = step(ctx)
-		var conflict *ConflictError
-		if err == nil || !errors.As(err, &conflict) {
+		again := p.Again
+		if again == nil {
+			again = lostRace
+		}
+		if err == nil || !again(err) {
 			return err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -128,27 +127,32 @@ func hostOf(data []byte) string {
 // record, so records never need merging; a record whose copies diverged is
 // kept here as it is and reported, as is every record refused.
 func (s *Store) Sync(ctx context.Context, remote, host string) (*SyncReport, error) {
-	var last error
-	for attempt := 1; attempt <= SyncAttempts; attempt++ {
-		rep, err := s.syncOnce(ctx, remote, host)
+	var rep *SyncReport
+	attempt := 0
+	err := SyncRetry.Retry(ctx, func(ctx context.Context) error {
+		attempt++
+		var err error
+		rep, err = s.syncOnce(ctx, remote, host)
 		if rep != nil {
 			rep.Attempts = attempt
 		}
-		var rejected *git.PushRejectedError
-		var conflict *ConflictError
-		if !errors.As(err, &rejected) && !errors.As(err, &conflict) {
-			return rep, err
-		}
-		last = err
-		// Another host pushed first: wait a jittered moment, then fetch
-		// and decide again.
-		select {
-		case <-time.After(rand.N(time.Duration(10<<min(attempt, 6)) * time.Millisecond)):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		return err
+	})
+	if err != nil && refusedPush(err) {
+		// Every attempt was refused: say so once, with the last refusal.
+		return nil, fmt.Errorf("sync with %s: still refused after %d attempts: %w", remote, attempt, errors.Unwrap(err))
 	}
-	return nil, fmt.Errorf("sync with %s: still refused after %d attempts: %w", remote, SyncAttempts, last)
+	return rep, err
+}
+
+// SyncRetry is how sync tries again when another host pushed first (its
+// push refused, or a record moved here meanwhile): fetch and decide again
+// after a jittered wait, SyncAttempts times at most.
+var SyncRetry = RetryPolicy{Attempts: SyncAttempts, Base: 20 * time.Millisecond, Max: 640 * time.Millisecond, Again: refusedPush}
+
+func refusedPush(err error) bool {
+	var rejected *git.PushRejectedError
+	return errors.As(err, &rejected) || lostRace(err)
 }
 
 func (s *Store) refMap(ctx context.Context, prefix string) (map[string]string, error) {

@@ -172,33 +172,41 @@ func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 	if err != nil {
 		return nil, err
 	}
-	for n := range 16 {
-		rec, p, err := readPlace(ctx, store, id)
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 && p.Host == env.Host {
-			if err := checkHome(ctx, env, repo, p); err != nil {
-				return p, err
+	var p *Place
+	for n := range maxMoves {
+		moved := false
+		// A move lost to another process is read and decided again, on
+		// the one retry policy.
+		err := refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+			rec, cur, err := readPlace(ctx, store, id)
+			if err != nil {
+				return err
 			}
-			// W4: the live log gets the tool calls the transcripts show
-			// (startStage catches up again before it replaces an agent).
-			// The record, not the log, is the truth: a log that cannot
-			// be written stops nothing.
-			logTools(ctx, repo.CommonDir, p)
-		}
-		moved, err := step(ctx, env, repo, store, rec, p)
-		var conflict *refs.ConflictError
-		if errors.As(err, &conflict) {
-			continue // someone else moved it: read again
-		}
+			p = cur
+			if n == 0 && p.Host == env.Host {
+				if err := checkHome(ctx, env, repo, p); err != nil {
+					return err
+				}
+				// W4: the live log gets the tool calls the transcripts
+				// show (startStage catches up again before it replaces an
+				// agent). The record, not the log, is the truth: a log
+				// that cannot be written stops nothing.
+				logTools(ctx, repo.CommonDir, p)
+			}
+			moved, err = step(ctx, env, repo, store, rec, p)
+			return err
+		})
 		if err != nil || !moved {
 			return p, err
 		}
 	}
-	_, p, err := readPlace(ctx, store, id)
+	_, p, err = readPlace(ctx, store, id)
 	return p, err
 }
+
+// maxMoves bounds the moves one Advance makes; a watcher's next tick goes
+// on from there.
+const maxMoves = 16
 
 // step makes at most one move and reports whether it did: a pending stage
 // is started; an active one is observed (observe), decided (decide, pure)
