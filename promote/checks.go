@@ -176,8 +176,10 @@ func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, check
 		if err != nil {
 			return results, err
 		}
-		os.WriteFile(r.Log, out, 0o600)
-		r.Exit, r.Tail = exit, lastLines(out, 20)
+		if err := os.WriteFile(r.Log, out, 0o600); err != nil {
+			return results, fmt.Errorf("check log: %w", err)
+		}
+		r.Exit, r.Tail = exit, lastLines(out, proc.TailLines)
 		env.progress("%s check %d/%d in %s: %s: exit %d", kind, i+1, len(checks), c.Repository, commandLine(c), exit)
 		inspected = ws.inspect(ctx, tree, want)
 		if err := inspected; err != nil {
@@ -201,16 +203,12 @@ func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, check
 // with the maps. A program not found exits 127, as in a shell.
 func runCheck(ctx context.Context, env *Env, dir string, c Check, repos, inputs string) ([]byte, int, error) {
 	var out bytes.Buffer
-	err := proc.Run(ctx, proc.Cmd{Path: c.Command, Args: c.Args, Dir: dir, Stdout: &out, Stderr: &out,
+	code, err := proc.RunStep(ctx, proc.Cmd{Path: c.Command, Args: c.Args, Dir: dir, Stdout: &out, Stderr: &out,
 		Env: proc.StepEnv(env.CallerEnv, "FLUME_REPOSITORIES="+repos, "FLUME_INPUTS="+inputs)})
-	switch code := proc.ExitCode(err); {
-	case code >= 0:
-		return out.Bytes(), code, nil
-	case errors.Is(err, proc.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		fmt.Fprintf(&out, "%v\n", err)
-		return out.Bytes(), 127, nil
+	if err != nil {
+		return out.Bytes(), code, fmt.Errorf("check %s in %s: %w", commandLine(c), dir, err)
 	}
-	return out.Bytes(), -1, fmt.Errorf("check %s in %s: %w", commandLine(c), dir, err)
+	return out.Bytes(), code, nil
 }
 
 func commandLine(c Check) string {

@@ -13,9 +13,6 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
-// tailLines is how much of a failing step's output is kept with the place.
-const tailLines = 40
-
 // StepEnv is the whole environment of a repository step (L2, X4): the
 // step policy of internal/proc, with the place's FLUME_* variables.
 func StepEnv(caller []string, p *Place) []string {
@@ -33,7 +30,7 @@ func StepEnv(caller []string, p *Place) []string {
 // StepFailure is a repository step that did not succeed.
 type StepFailure struct {
 	Step string
-	Exit int // -1 when it could not start
+	Exit int // proc.NotFound when it could not start, -1 when it was killed
 	Tail string
 }
 
@@ -44,22 +41,21 @@ func (e *StepFailure) Error() string {
 // runSteps runs steps in order in dir, streaming each line of output to out
 // with the step's name and appending everything to the log. It stops at the
 // first failure and returns it as a *StepFailure.
-func runSteps(steps []Step, dir string, env []string, what string, out io.Writer, log io.Writer) error {
+func runSteps(ctx context.Context, steps []Step, dir string, env []string, what string, out io.Writer, log io.Writer) error {
 	for i, st := range steps {
 		fmt.Fprintf(out, "%s %d/%d: %s\n", what, i+1, len(steps), st.Command)
 		fmt.Fprintf(log, "== %s %d/%d: %s\n", what, i+1, len(steps), st.Command)
 		argv, err := st.Argv()
 		if err != nil {
-			return &StepFailure{Step: st.Command, Exit: -1, Tail: err.Error()}
+			return &StepFailure{Step: st.Command, Exit: proc.NotFound, Tail: err.Error()}
 		}
 		tail := &tailWriter{prefix: "  " + what + ": ", out: out, log: log}
-		err = proc.Run(context.Background(), proc.Cmd{Path: argv[0], Args: argv[1:], Dir: dir, Env: env, Stdout: tail, Stderr: tail})
+		code, err := proc.RunStep(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: dir, Env: env, Stdout: tail, Stderr: tail})
 		tail.flush()
 		if err != nil {
-			code := proc.ExitCode(err)
-			if code < 0 {
-				tail.add(err.Error())
-			}
+			tail.add(err.Error())
+		}
+		if code != 0 {
 			fmt.Fprintf(log, "== exit %d\n", code)
 			return &StepFailure{Step: st.Command, Exit: code, Tail: tail.String()}
 		}
@@ -67,7 +63,7 @@ func runSteps(steps []Step, dir string, env []string, what string, out io.Writer
 	return nil
 }
 
-// tailWriter streams lines with a prefix and keeps the last tailLines.
+// tailWriter streams lines with a prefix and keeps the last proc.TailLines.
 type tailWriter struct {
 	mu      sync.Mutex
 	prefix  string
@@ -100,8 +96,8 @@ func (t *tailWriter) emit(line string) {
 
 func (t *tailWriter) add(line string) {
 	t.lines = append(t.lines, line)
-	if len(t.lines) > tailLines {
-		t.lines = t.lines[len(t.lines)-tailLines:]
+	if len(t.lines) > proc.TailLines {
+		t.lines = t.lines[len(t.lines)-proc.TailLines:]
 	}
 }
 

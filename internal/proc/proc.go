@@ -89,6 +89,35 @@ func Output(ctx context.Context, c Cmd) (string, error) {
 	return out.String(), nil
 }
 
+// TailLines is how much of a step's output its record keeps: the last
+// lines, for a person to see why it failed without opening its log.
+const TailLines = 40
+
+// NotFound is the exit status RunStep gives a program it cannot find or
+// start, as a shell does.
+const NotFound = 127
+
+// RunStep runs a repository step (SPEC X4): c, never through a shell, in
+// the environment the caller made with StepEnv, its output to c.Stdout and
+// c.Stderr. It returns the step's exit status; a program that cannot be
+// found or started exits NotFound, its reason written to c.Stderr, as in a
+// shell. err is set only when the step did not run to an exit of its own
+// (killed, or ctx cancelled). Readying, removal steps and workspace checks
+// all run through it.
+func RunStep(ctx context.Context, c Cmd) (int, error) {
+	err := Run(ctx, c)
+	switch code := ExitCode(err); {
+	case code >= 0:
+		return code, nil
+	case errors.Is(err, ErrNotFound), errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		if c.Stderr != nil {
+			fmt.Fprintf(c.Stderr, "%v\n", err)
+		}
+		return NotFound, nil
+	}
+	return -1, err
+}
+
 // Detach starts git-flume itself with args in a session of its own, in
 // dir, with env, and does not wait: background work (a watcher, the hook's
 // advance, a workspace observer) must outlive the command, and the end of

@@ -177,3 +177,23 @@ func TestParentAndGetenv(t *testing.T) {
 		t.Errorf("WithEnv = %v, want [%d]", pids, pid)
 	}
 }
+
+// TestRunStepExitsAsAShellWould_X4: a step's exit status is its own; a
+// program that cannot be found exits 127 with the reason in its output, as
+// in a shell; only a step that did not exit by itself (cancelled) is an
+// error.
+func TestRunStepExitsAsAShellWould_X4(t *testing.T) {
+	var out strings.Builder
+	ctx := context.Background()
+	if code, err := proc.RunStep(ctx, proc.Cmd{Path: "sh", Args: []string{"-c", "exit 3"}, Env: os.Environ()}); code != 3 || err != nil {
+		t.Fatalf("exit 3: %d %v", code, err)
+	}
+	if code, err := proc.RunStep(ctx, proc.Cmd{Path: "no-such-program-here", Env: os.Environ(), Stderr: &out}); code != proc.NotFound || err != nil || !strings.Contains(out.String(), "no-such-program-here") {
+		t.Fatalf("not found: %d %v %q", code, err, out.String())
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if code, err := proc.RunStep(cancelled, proc.Cmd{Path: "sleep", Args: []string{"5"}, Env: os.Environ()}); code != -1 || err == nil {
+		t.Fatalf("cancelled: %d %v", code, err)
+	}
+}
