@@ -369,9 +369,9 @@ func (ws *Workspace) startTask(ctx context.Context, env *Env, i int, prog agent.
 	if err != nil {
 		return err
 	}
-	tasks := ws.members[0].r.Tasks
-	file := filepath.Join(Dir(ws.Root, ws.ID), "task-"+ws.members[0].r.Request.Tasks[i].ID+".prompt")
-	return startWorker(ctx, env, ws, prog, prompt, file, func(m *member) { m.r.Task, m.r.Tasks = i, tasks })
+	tasks, id := ws.members[0].r.Tasks, ws.members[0].r.Request.Tasks[i].ID
+	file := filepath.Join(Dir(ws.Root, ws.ID), "task-"+id+".prompt")
+	return startWorker(ctx, env, ws, prog, prompt, file, paneName(ws, id), func(m *member) { m.r.Task, m.r.Tasks = i, tasks })
 }
 
 func (ws *Workspace) directPrompt(i int) (string, error) {

@@ -105,7 +105,7 @@ func Start(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 	if err != nil {
 		return ws, err
 	}
-	return ws, startWorker(ctx, env, ws, opts.Program, prompt, filepath.Join(dir, "worker.prompt"), nil)
+	return ws, startWorker(ctx, env, ws, opts.Program, prompt, filepath.Join(dir, "worker.prompt"), paneName(ws, ""), nil)
 }
 
 // limits are the worker's limits, the defaults where none is given.

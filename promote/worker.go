@@ -53,9 +53,15 @@ func (ws *Workspace) prompt() (string, error) {
 	return b.String() + "\n" + agent.StandingOrders + "\n", nil
 }
 
-// paneName is the worker's tmux session: one per request and root.
-func paneName(ws *Workspace) string {
-	return "flume-ws-" + strings.NewReplacer(".", "_", ":", "_").Replace(ws.ID)
+// paneName is the worker's tmux session: one per request and root, and
+// for direct work one per task (task, "" otherwise), so a new worker never
+// starts under the name of one still being ended.
+func paneName(ws *Workspace, task string) string {
+	name := "flume-ws-" + ws.ID
+	if task != "" {
+		name += "-" + task
+	}
+	return strings.NewReplacer(".", "_", ":", "_").Replace(name)
 }
 
 // startWorker records the worker in every member, then starts it (P3): the
@@ -63,14 +69,14 @@ func paneName(ws *Workspace) string {
 // started, never an agent no record knows. Its prompt is never replayed.
 // edit, if set, changes each member's record in the same write (direct
 // work records the task the worker takes and the one before it).
-func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Program, prompt, promptFile string, edit func(*member)) error {
+func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Program, prompt, promptFile, pane string, edit func(*member)) error {
 	if err := os.WriteFile(promptFile, []byte(prompt), 0o600); err != nil {
 		return err
 	}
 	now := env.clock()
 	w := &Worker{
 		Agent: run.Agent{Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(),
-			Pane: paneName(ws), PaneHost: env.Pane, Host: env.Host, PromptFile: promptFile, Started: now, SentAt: now, Sends: 1},
+			Pane: pane, PaneHost: env.Pane, Host: env.Host, PromptFile: promptFile, Started: now, SentAt: now, Sends: 1},
 		Home: agent.HomeOf(env.CallerEnv), Life: run.Life{State: run.StateStarting},
 	}
 	if env.Pane == "print" {
@@ -132,6 +138,7 @@ func Observe(ctx context.Context, env *Env, root, id string, once bool) (bool, e
 	if interval <= 0 {
 		interval = time.Second
 	}
+	failures := 0
 	for {
 		if ws.members[0].r.Phase != PhaseWorking {
 			return true, nil
@@ -141,8 +148,17 @@ func Observe(ctx context.Context, env *Env, root, id string, once bool) (bool, e
 		switch {
 		case errors.As(err, &conflict):
 			// Another command (abort) moved the records: read again.
-		case done || err != nil || once:
+		case done || once:
 			return done, err
+		case err != nil:
+			// A step that failed (a git or tmux call under load) is tried
+			// again at the next reading, as a place's watcher does: an
+			// observer that left would leave its worker unobserved.
+			if failures++; failures >= observeFailures {
+				return false, fmt.Errorf("observing request %s: %d steps failed in a row, the last: %w", ws.ID, failures, err)
+			}
+		default:
+			failures = 0
 		}
 		select {
 		case <-ctx.Done():
@@ -154,6 +170,9 @@ func Observe(ctx context.Context, env *Env, root, id string, once bool) (bool, e
 		}
 	}
 }
+
+// observeFailures is how many failed steps in a row end an observer.
+const observeFailures = 10
 
 func (env *Env) window() time.Duration {
 	if env.ConfirmWindow > 0 {
