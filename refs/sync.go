@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -186,24 +187,7 @@ func (s *Store) incoming(ctx context.Context, remote, ref string) (string, error
 }
 
 func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport, error) {
-	tracked, err := s.readTracking(ctx, remote)
-	if err != nil {
-		return nil, err
-	}
-	seen := tracked.ids // what this clone took from or pushed there
-	in := IncomingPrefix + remote + "/"
-	if err := s.repo.FetchRefs(ctx, remote, true, "+"+Prefix+"*:"+in+"*"); err != nil {
-		return nil, err
-	}
-	there, err := s.refMap(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	here, err := s.refMap(ctx, Prefix)
-	if err != nil {
-		return nil, err
-	}
-	owners, err := s.owners(ctx, here, there)
+	facts, tracked, there, err := s.observeSync(ctx, remote, host)
 	if err != nil {
 		return nil, err
 	}
@@ -213,98 +197,30 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 	// refused are the remote's records this clone does not take: their
 	// tracking refs stay as they were.
 	refused := map[string]bool{}
-	refuse := func(ref, why string) {
-		refused[ref] = true
-		rep.Kept[ref] = why
-	}
-	names := map[string]bool{}
-	for n := range there {
-		names[n] = true
-	}
-	for n := range here {
-		names[n] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, ref := range sorted {
-		if strings.HasPrefix(ref, SnapshotPrefix) {
-			continue
-		}
-		l, r := here[ref], there[ref]
-		if l == r {
-			continue
-		}
-		// Ours is what this clone holds under our name; theirs what the
-		// remote's copy says, once it validates.
-		owner, theirs := "", ""
-		if l != "" {
-			owner = owners[ref]
-		}
-		var invalid error
-		if r != "" {
-			theirs, invalid = s.incoming(ctx, remote, ref)
-		}
-		if l == "" {
-			owner = theirs
-		}
-		mine := owner == host
-		switch {
-		case l == "" && seen[ref] == r && r != "" && theirs == host:
-			// Removed here since this clone pushed it: remove it there.
-			push = append(push, git.PushUpdate{Ref: ref, Expect: r})
-			rep.Deleted = append(rep.Deleted, ref)
-		case l == "" && invalid != nil:
-			refuse(ref, "the remote's copy is not a valid record, not taken: "+invalid.Error())
-		case l == "" && theirs == host:
-			refuse(ref, fmt.Sprintf("the remote's copy names this host (%s) but was not made in this clone; a host's records are never taken from a remote", host))
-		case r != "" && invalid == nil && theirs != host && claimOnOurs(owners, ref, host):
-			refuse(ref, fmt.Sprintf("host %s's claim on a place of this host is not taken here: gates on this host judge this host's sessions (R8); a shared claim stays held at the remote", theirs))
-		case l == "":
-			local = append(local, git.RefUpdate{Op: git.Create, Name: ref, New: r})
-			rep.Fetched = append(rep.Fetched, ref)
-		case r == "" && !mine && seen[ref] == l:
-			// Its owner removed it there after we took it.
-			local = append(local, git.RefUpdate{Op: git.Delete, Name: ref, Old: l})
-			rep.Removed = append(rep.Removed, ref)
-		case r == "" && mine:
-			push = append(push, git.PushUpdate{Ref: ref, Local: l, Expect: ""})
-			rep.Pushed = append(rep.Pushed, ref)
-		case r == "":
-			rep.Kept[ref] = "another host's record the remote does not have"
-		default:
-			ahead, err := s.repo.IsAncestor(ctx, r, l)
-			if err != nil {
-				return nil, err
+	for _, f := range facts {
+		mv := decideSync(f, host)
+		switch mv.Action {
+		case syncPushDelete:
+			push = append(push, git.PushUpdate{Ref: f.Ref, Expect: f.There})
+			rep.Deleted = append(rep.Deleted, f.Ref)
+		case syncPush:
+			push = append(push, git.PushUpdate{Ref: f.Ref, Local: f.Here, Expect: f.There})
+			rep.Pushed = append(rep.Pushed, f.Ref)
+		case syncFetch:
+			u := git.RefUpdate{Op: git.Update, Name: f.Ref, New: f.There, Old: f.Here}
+			if f.Here == "" {
+				u = git.RefUpdate{Op: git.Create, Name: f.Ref, New: f.There}
 			}
-			behind := false
-			if !ahead {
-				if behind, err = s.repo.IsAncestor(ctx, l, r); err != nil {
-					return nil, err
-				}
-			}
-			switch {
-			case ahead && mine:
-				push = append(push, git.PushUpdate{Ref: ref, Local: l, Expect: r})
-				rep.Pushed = append(rep.Pushed, ref)
-			case ahead:
-				rep.Kept[ref] = "the remote's copy is older"
-			case invalid != nil:
-				// Only a copy we would take is judged: an older copy of
-				// ours is replaced by the push above whatever it holds.
-				refuse(ref, "the remote's copy is not a valid record, not taken: "+invalid.Error())
-			case behind && mine:
-				refuse(ref, fmt.Sprintf("the remote's copy %.12s moved this host's record past ours; only this clone writes it", r))
-			case behind && theirs != owner:
-				refuse(ref, fmt.Sprintf("the remote's copy %.12s names host %q, ours %q; a record's owner never changes", r, theirs, owner))
-			case behind:
-				local = append(local, git.RefUpdate{Op: git.Update, Name: ref, New: r, Old: l})
-				rep.Fetched = append(rep.Fetched, ref)
-			default:
-				refuse(ref, fmt.Sprintf("diverged from the remote's copy %.12s; only its owner (%s) may write it", r, orUnknown(owner)))
-			}
+			local = append(local, u)
+			rep.Fetched = append(rep.Fetched, f.Ref)
+		case syncRemove:
+			local = append(local, git.RefUpdate{Op: git.Delete, Name: f.Ref, Old: f.Here})
+			rep.Removed = append(rep.Removed, f.Ref)
+		case syncRefuse:
+			refused[f.Ref] = true
+			rep.Kept[f.Ref] = mv.Why
+		case syncKeep:
+			rep.Kept[f.Ref] = mv.Why
 		}
 	}
 	if s.Fault != nil {
@@ -321,9 +237,182 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 	if s.Fault != nil {
 		s.Fault("pushed")
 	}
-	// Track what the remote now holds of the records this clone took or
-	// made: what was fetched, then what was pushed over it. Refused
-	// records keep the tracking ref they had.
+	if err := s.moveTracking(ctx, remote, tracked, trackedAfter(tracked, there, refused, push)); err != nil {
+		return rep, fmt.Errorf("synced, but the tracking list did not follow (the next sync fetches again): %w", err)
+	}
+	return rep, nil
+}
+
+// syncFact is what sync knows of one record that differs here and at the
+// remote, before it decides what to do with it.
+type syncFact struct {
+	Ref string
+	// Here and There are the record's commits in this clone and at the
+	// remote, "" where it is absent; Seen is what this clone last took
+	// from or pushed to the remote.
+	Here, There, Seen string
+	// Owner is the host our copy names (absent here: the remote's);
+	// Theirs the host the remote's copy names; Invalid why the remote's
+	// copy is not a record ("" when it is).
+	Owner, Theirs, Invalid string
+	// Ahead: ours descends from theirs; Behind: theirs from ours (read
+	// only when both are present).
+	Ahead, Behind bool
+	// ClaimOnOurs: the record is a claim on a place this host owns.
+	ClaimOnOurs bool
+}
+
+// syncAction is what sync does with one record.
+type syncAction int
+
+const (
+	syncKeep       syncAction = iota // leave it as it is here (Why says why)
+	syncRefuse                       // the remote's copy is not taken; its tracking ref stays
+	syncFetch                        // take the remote's copy
+	syncRemove                       // remove ours: its owner removed it there
+	syncPush                         // push ours over the remote's
+	syncPushDelete                   // remove the remote's: removed here since this clone pushed it
+)
+
+type syncMove struct {
+	Action syncAction
+	Why    string
+}
+
+// decideSync decides one record from its facts (R7): a host's own records
+// go out, only forward, leased; another host's come in, only forward and
+// only while their owner stays the same; a record naming this host is never
+// taken from a remote, nor another host's claim on one of this host's
+// places; anything invalid, diverged or moved by the wrong host is kept as
+// it is here and reported.
+func decideSync(f syncFact, host string) syncMove {
+	l, r := f.Here, f.There
+	mine := f.Owner == host
+	refuse := func(format string, args ...any) syncMove {
+		return syncMove{Action: syncRefuse, Why: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case l == "" && f.Seen == r && r != "" && f.Theirs == host:
+		return syncMove{Action: syncPushDelete}
+	case l == "" && f.Invalid != "":
+		return refuse("the remote's copy is not a valid record, not taken: %s", f.Invalid)
+	case l == "" && f.Theirs == host:
+		return refuse("the remote's copy names this host (%s) but was not made in this clone; a host's records are never taken from a remote", host)
+	case r != "" && f.Invalid == "" && f.Theirs != host && f.ClaimOnOurs:
+		return refuse("host %s's claim on a place of this host is not taken here: gates on this host judge this host's sessions (R8); a shared claim stays held at the remote", f.Theirs)
+	case l == "":
+		return syncMove{Action: syncFetch}
+	case r == "" && !mine && f.Seen == l:
+		return syncMove{Action: syncRemove}
+	case r == "" && mine:
+		return syncMove{Action: syncPush}
+	case r == "":
+		return syncMove{Action: syncKeep, Why: "another host's record the remote does not have"}
+	case f.Ahead && mine:
+		return syncMove{Action: syncPush}
+	case f.Ahead:
+		return syncMove{Action: syncKeep, Why: "the remote's copy is older"}
+	case f.Invalid != "":
+		// Only a copy we would take is judged: an older copy of ours is
+		// replaced by a push whatever it holds.
+		return refuse("the remote's copy is not a valid record, not taken: %s", f.Invalid)
+	case f.Behind && mine:
+		return refuse("the remote's copy %.12s moved this host's record past ours; only this clone writes it", r)
+	case f.Behind && f.Theirs != f.Owner:
+		return refuse("the remote's copy %.12s names host %q, ours %q; a record's owner never changes", r, f.Theirs, f.Owner)
+	case f.Behind:
+		return syncMove{Action: syncFetch}
+	}
+	return refuse("diverged from the remote's copy %.12s; only its owner (%s) may write it", r, orUnknown(f.Owner))
+}
+
+// observeSync fetches the remote's records into the incoming namespace and
+// reads the facts of every record that differs here and there, in ref
+// order (snapshots are never synced). It also returns the tracking list as
+// it was and the remote's records as fetched.
+func (s *Store) observeSync(ctx context.Context, remote, host string) ([]syncFact, map[string]string, map[string]string, error) {
+	tracked, err := s.readTracking(ctx, remote)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in := IncomingPrefix + remote + "/"
+	if err := s.repo.FetchRefs(ctx, remote, true, "+"+Prefix+"*:"+in+"*"); err != nil {
+		return nil, nil, nil, err
+	}
+	there, err := s.refMap(ctx, in)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	here, err := s.refMap(ctx, Prefix)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	owners, err := s.owners(ctx, here, there)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var facts []syncFact
+	for _, ref := range differing(here, there) {
+		f := syncFact{Ref: ref, Here: here[ref], There: there[ref], Seen: tracked.ids[ref], ClaimOnOurs: claimOnOurs(owners, ref, host)}
+		if err := s.readFact(ctx, remote, &f, owners); err != nil {
+			return nil, nil, nil, err
+		}
+		facts = append(facts, f)
+	}
+	return facts, tracked.ids, there, nil
+}
+
+// differing are the records, in ref order, whose commits differ here and
+// there; snapshots are never synced.
+func differing(here, there map[string]string) []string {
+	var refs []string
+	for n, id := range there {
+		if here[n] != id {
+			refs = append(refs, n)
+		}
+	}
+	for n := range here {
+		if _, ok := there[n]; !ok {
+			refs = append(refs, n)
+		}
+	}
+	refs = slices.DeleteFunc(refs, func(n string) bool { return strings.HasPrefix(n, SnapshotPrefix) })
+	sort.Strings(refs)
+	return refs
+}
+
+// readFact reads what decideSync needs beyond the two commits: who owns
+// the record, what the remote's copy names and whether it is a record,
+// and how the two copies are ordered.
+func (s *Store) readFact(ctx context.Context, remote string, f *syncFact, owners map[string]string) error {
+	if f.Here != "" {
+		f.Owner = owners[f.Ref]
+	}
+	if f.There != "" {
+		theirs, invalid := s.incoming(ctx, remote, f.Ref)
+		f.Theirs = theirs
+		if invalid != nil {
+			f.Invalid = invalid.Error()
+		}
+	}
+	if f.Here == "" {
+		f.Owner = f.Theirs
+	}
+	if f.Here == "" || f.There == "" {
+		return nil
+	}
+	var err error
+	if f.Ahead, err = s.repo.IsAncestor(ctx, f.There, f.Here); err != nil || f.Ahead {
+		return err
+	}
+	f.Behind, err = s.repo.IsAncestor(ctx, f.Here, f.There)
+	return err
+}
+
+// trackedAfter is what the remote holds, after a sync, of the records this
+// clone took or made: what was fetched, then what was pushed over it;
+// refused records keep the tracking ref they had.
+func trackedAfter(seen, there map[string]string, refused map[string]bool, push []git.PushUpdate) map[string]string {
 	want := map[string]string{}
 	for ref, id := range there {
 		if !refused[ref] {
@@ -342,10 +431,7 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 			want[p.Ref] = p.Local
 		}
 	}
-	if err := s.moveTracking(ctx, remote, seen, want); err != nil {
-		return rep, fmt.Errorf("synced, but the tracking list did not follow (the next sync fetches again): %w", err)
-	}
-	return rep, nil
+	return want
 }
 
 func orUnknown(s string) string {
