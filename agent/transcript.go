@@ -227,33 +227,38 @@ func short(raw json.RawMessage) string {
 	return s
 }
 
-// Claude Code: ~/.claude/projects/<slug>/<session-id>.jsonl.
+// claudeLine is one line of a Claude Code transcript, as far as flume
+// reads it.
+type claudeLine struct {
+	Type        string `json:"type"`
+	IsSidechain bool   `json:"isSidechain"`
+	Operation   string `json:"operation"`
+	Content     string `json:"content"`
+	Subtype     string `json:"subtype"`
+	Attachment  struct {
+		Type   string `json:"type"`
+		Prompt string `json:"prompt"`
+	} `json:"attachment"`
+	Message struct {
+		ID         string          `json:"id"`
+		Model      string          `json:"model"`
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		StopReason *string         `json:"stop_reason"`
+		Usage      struct {
+			Input      int `json:"input_tokens"`
+			Output     int `json:"output_tokens"`
+			CacheRead  int `json:"cache_read_input_tokens"`
+			CacheWrite int `json:"cache_creation_input_tokens"`
+		} `json:"usage"`
+	} `json:"message"`
+	IsAPIErrorMessage bool `json:"isApiErrorMessage"`
+}
+
+// Claude Code: ~/.claude/projects/<slug>/<session-id>.jsonl. A subagent's
+// lines (sidechain) are not the agent's own.
 func readClaudeLine(t *Transcript, line []byte) {
-	var l struct {
-		Type        string `json:"type"`
-		IsSidechain bool   `json:"isSidechain"`
-		Operation   string `json:"operation"`
-		Content     string `json:"content"`
-		Subtype     string `json:"subtype"`
-		Attachment  struct {
-			Type   string `json:"type"`
-			Prompt string `json:"prompt"`
-		} `json:"attachment"`
-		Message struct {
-			ID         string          `json:"id"`
-			Model      string          `json:"model"`
-			Role       string          `json:"role"`
-			Content    json.RawMessage `json:"content"`
-			StopReason *string         `json:"stop_reason"`
-			Usage      struct {
-				Input      int `json:"input_tokens"`
-				Output     int `json:"output_tokens"`
-				CacheRead  int `json:"cache_read_input_tokens"`
-				CacheWrite int `json:"cache_creation_input_tokens"`
-			} `json:"usage"`
-		} `json:"message"`
-		IsAPIErrorMessage bool `json:"isApiErrorMessage"`
-	}
+	var l claudeLine
 	if json.Unmarshal(line, &l) != nil || l.IsSidechain {
 		return
 	}
@@ -268,77 +273,90 @@ func readClaudeLine(t *Transcript, line []byte) {
 			t.Prompts = append(t.Prompts, l.Attachment.Prompt)
 		}
 	case "user":
-		var blocks []struct {
-			Type      string `json:"type"`
-			ToolUseID string `json:"tool_use_id"`
-		}
-		if json.Unmarshal(l.Message.Content, &blocks) == nil {
-			for _, b := range blocks {
-				if b.Type == "tool_result" {
-					if b.ToolUseID == t.questionID() {
-						t.Question = ""
-					}
-					t.Turn = TurnRunning
-					return
-				}
-			}
-		}
-		if s := text(l.Message.Content); s != "" {
-			t.Prompts = append(t.Prompts, s)
-			t.Question = ""
-			t.Turn = TurnRunning
-		}
+		t.readClaudeUser(l)
 	case "assistant":
-		u := l.Message.Usage
-		tokens := Tokens{u.Input, u.Output, u.CacheRead, u.CacheWrite}
-		if id := l.Message.ID; id != "" {
-			if t.claudeUsage == nil {
-				t.claudeUsage = map[string]Tokens{}
-			}
-			// The message's last line has its final counts.
-			counted := t.claudeUsage[id]
-			t.claudeUsage[id] = tokens
-			tokens = tokens.minus(counted)
-		}
-		t.Usage.add(l.Message.Model, tokens)
-		var blocks []struct {
-			Type  string          `json:"type"`
-			Text  string          `json:"text"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}
-		json.Unmarshal(l.Message.Content, &blocks)
-		for _, b := range blocks {
-			switch b.Type {
-			case "text":
-				t.LastAssistant = b.Text
-			case "tool_use":
-				t.Tools = append(t.Tools, ToolCall{Name: b.Name, Input: short(b.Input)})
-				if b.Name == "AskUserQuestion" {
-					t.Question = questionText(b.Input)
-					t.claudeQuestionID = b.ID
-				}
-			}
-		}
-		stop := ""
-		if l.Message.StopReason != nil {
-			stop = *l.Message.StopReason
-		}
-		switch {
-		case l.IsAPIErrorMessage:
-			t.Turn, t.ErrorText = TurnError, t.LastAssistant
-		case stop == "end_turn" || stop == "stop_sequence":
-			t.Turn = TurnDone
-		case stop == "max_tokens":
-			t.Turn = TurnLength
-		default:
-			t.Turn = TurnRunning
-		}
+		t.readClaudeAssistant(l)
 	case "system":
 		if l.Subtype == "turn_duration" && t.Turn == TurnRunning && t.Question == "" {
 			t.Turn = TurnDone
 		}
+	}
+}
+
+// readClaudeUser reads a user line: a tool's result (which answers an open
+// question when it is that question's) or a prompt; either way the agent
+// is at work again.
+func (t *Transcript) readClaudeUser(l claudeLine) {
+	var blocks []struct {
+		Type      string `json:"type"`
+		ToolUseID string `json:"tool_use_id"`
+	}
+	if json.Unmarshal(l.Message.Content, &blocks) == nil {
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				if b.ToolUseID == t.questionID() {
+					t.Question = ""
+				}
+				t.Turn = TurnRunning
+				return
+			}
+		}
+	}
+	if s := text(l.Message.Content); s != "" {
+		t.Prompts = append(t.Prompts, s)
+		t.Question = ""
+		t.Turn = TurnRunning
+	}
+}
+
+// readClaudeAssistant reads an assistant line: its usage (a message's
+// lines repeat its counts; its last has the final ones), its text and tool
+// calls (AskUserQuestion opens a question), and how its turn stands.
+func (t *Transcript) readClaudeAssistant(l claudeLine) {
+	u := l.Message.Usage
+	tokens := Tokens{u.Input, u.Output, u.CacheRead, u.CacheWrite}
+	if id := l.Message.ID; id != "" {
+		if t.claudeUsage == nil {
+			t.claudeUsage = map[string]Tokens{}
+		}
+		counted := t.claudeUsage[id]
+		t.claudeUsage[id] = tokens
+		tokens = tokens.minus(counted)
+	}
+	t.Usage.add(l.Message.Model, tokens)
+	var blocks []struct {
+		Type  string          `json:"type"`
+		Text  string          `json:"text"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	}
+	json.Unmarshal(l.Message.Content, &blocks)
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			t.LastAssistant = b.Text
+		case "tool_use":
+			t.Tools = append(t.Tools, ToolCall{Name: b.Name, Input: short(b.Input)})
+			if b.Name == "AskUserQuestion" {
+				t.Question = questionText(b.Input)
+				t.claudeQuestionID = b.ID
+			}
+		}
+	}
+	stop := ""
+	if l.Message.StopReason != nil {
+		stop = *l.Message.StopReason
+	}
+	switch {
+	case l.IsAPIErrorMessage:
+		t.Turn, t.ErrorText = TurnError, t.LastAssistant
+	case stop == "end_turn" || stop == "stop_sequence":
+		t.Turn = TurnDone
+	case stop == "max_tokens":
+		t.Turn = TurnLength
+	default:
+		t.Turn = TurnRunning
 	}
 }
 
@@ -361,60 +379,74 @@ func (t *Transcript) questionID() string {
 	return t.claudeQuestionID
 }
 
+// codexPayload is the payload of one line of a Codex CLI rollout file, as
+// far as flume reads it.
+type codexPayload struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Message   string          `json:"message"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	CallID    string          `json:"call_id"`
+	Reason    string          `json:"reason"`
+	Model     string          `json:"model"`
+	LastAgent string          `json:"last_agent_message"`
+	Info      struct {
+		Total struct {
+			Input     int `json:"input_tokens"`
+			CachedIn  int `json:"cached_input_tokens"`
+			Output    int `json:"output_tokens"`
+			Reasoning int `json:"reasoning_output_tokens"`
+		} `json:"total_token_usage"`
+	} `json:"info"`
+	Item struct {
+		Type    string          `json:"type"`
+		Content json.RawMessage `json:"content"`
+	} `json:"item"`
+}
+
 // Codex CLI rollout files: $CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl.
 func readCodexLine(t *Transcript, line []byte) {
 	var l struct {
-		Type    string `json:"type"`
-		Payload struct {
-			Type      string          `json:"type"`
-			Role      string          `json:"role"`
-			Content   json.RawMessage `json:"content"`
-			Message   string          `json:"message"`
-			Name      string          `json:"name"`
-			Arguments string          `json:"arguments"`
-			CallID    string          `json:"call_id"`
-			Reason    string          `json:"reason"`
-			Model     string          `json:"model"`
-			LastAgent string          `json:"last_agent_message"`
-			Info      struct {
-				Total struct {
-					Input     int `json:"input_tokens"`
-					CachedIn  int `json:"cached_input_tokens"`
-					Output    int `json:"output_tokens"`
-					Reasoning int `json:"reasoning_output_tokens"`
-				} `json:"total_token_usage"`
-			} `json:"info"`
-			Item struct {
-				Type    string          `json:"type"`
-				Content json.RawMessage `json:"content"`
-			} `json:"item"`
-		} `json:"payload"`
+		Type    string       `json:"type"`
+		Payload codexPayload `json:"payload"`
 	}
 	if json.Unmarshal(line, &l) != nil {
 		return
 	}
-	p := l.Payload
+	switch l.Type {
+	case "event_msg":
+		t.readCodexEvent(l.Payload)
+	case "response_item":
+		t.readCodexItem(l.Payload)
+	case "turn_context":
+		t.codexModel = l.Payload.Model
+	}
+}
+
+// readCodexEvent reads an event: a prompt, a turn starting, ending or
+// aborted, the token totals, the agent's message.
+func (t *Transcript) readCodexEvent(p codexPayload) {
 	switch {
-	case l.Type == "event_msg" && p.Type == "user_message":
+	case p.Type == "user_message":
 		t.Prompts = append(t.Prompts, p.Message)
 		t.Turn = TurnRunning
-	case l.Type == "event_msg" && p.Type == "item_completed" && p.Item.Type == "UserMessage":
+	case p.Type == "item_completed" && p.Item.Type == "UserMessage":
 		t.Prompts = append(t.Prompts, text(p.Item.Content))
 		t.Turn = TurnRunning
-	case l.Type == "event_msg" && (p.Type == "task_started" || p.Type == "turn_started"):
+	case p.Type == "task_started" || p.Type == "turn_started":
 		t.Turn = TurnRunning
-	case l.Type == "event_msg" && (p.Type == "task_complete" || p.Type == "turn_complete"):
+	case p.Type == "task_complete" || p.Type == "turn_complete":
 		if p.LastAgent != "" {
 			t.LastAssistant = p.LastAgent
 		}
 		if t.Question == "" {
 			t.Turn = TurnDone
 		}
-	case l.Type == "event_msg" && p.Type == "turn_aborted":
+	case p.Type == "turn_aborted":
 		t.Turn, t.ErrorText = TurnError, "turn aborted: "+p.Reason
-	case l.Type == "turn_context":
-		t.codexModel = p.Model
-	case l.Type == "event_msg" && p.Type == "token_count":
+	case p.Type == "token_count":
 		// Cumulative totals, in OpenAI's terms: cached input is part of
 		// input_tokens, reasoning part of output_tokens.
 		tot := p.Info.Total
@@ -424,17 +456,25 @@ func readCodexLine(t *Transcript, line []byte) {
 		tokens := Tokens{Input: tot.Input - tot.CachedIn, Output: tot.Output, CacheRead: tot.CachedIn}
 		t.Usage = Usage{}
 		t.Usage.add(t.codexModel, tokens)
-	case l.Type == "event_msg" && p.Type == "agent_message":
+	case p.Type == "agent_message":
 		t.LastAssistant = p.Message
-	case l.Type == "response_item" && p.Type == "message" && p.Role == "assistant":
+	}
+}
+
+// readCodexItem reads a response item: the assistant's message, a tool
+// call (request_user_input opens a question) or a tool's output (which
+// answers it).
+func (t *Transcript) readCodexItem(p codexPayload) {
+	switch {
+	case p.Type == "message" && p.Role == "assistant":
 		t.LastAssistant = text(p.Content)
-	case l.Type == "response_item" && p.Type == "function_call":
+	case p.Type == "function_call":
 		t.Tools = append(t.Tools, ToolCall{Name: p.Name, Input: short(json.RawMessage(p.Arguments))})
 		if p.Name == "request_user_input" {
 			t.Question = questionText(json.RawMessage(p.Arguments))
 			t.codexCallID = p.CallID
 		}
-	case l.Type == "response_item" && p.Type == "function_call_output":
+	case p.Type == "function_call_output":
 		if p.CallID == t.codexCallID {
 			t.Question = ""
 		}
@@ -444,24 +484,9 @@ func readCodexLine(t *Transcript, line []byte) {
 // pi: ~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl (session format 3).
 func readPiLine(t *Transcript, line []byte) {
 	var l struct {
-		Type    string `json:"type"`
-		ModelID string `json:"modelId"`
-		Message struct {
-			Model        string          `json:"model"`
-			Role         string          `json:"role"`
-			Content      json.RawMessage `json:"content"`
-			StopReason   string          `json:"stopReason"`
-			ErrorMessage string          `json:"errorMessage"`
-			Usage        struct {
-				Input      int `json:"input"`
-				Output     int `json:"output"`
-				CacheRead  int `json:"cacheRead"`
-				CacheWrite int `json:"cacheWrite"`
-				Cost       *struct {
-					Total float64 `json:"total"`
-				} `json:"cost"`
-			} `json:"usage"`
-		} `json:"message"`
+		Type    string    `json:"type"`
+		ModelID string    `json:"modelId"`
+		Message piMessage `json:"message"`
 	}
 	if json.Unmarshal(line, &l) != nil {
 		return
@@ -473,44 +498,67 @@ func readPiLine(t *Transcript, line []byte) {
 	if l.Type != "message" {
 		return
 	}
-	m := l.Message
-	switch m.Role {
+	switch m := l.Message; m.Role {
 	case "user":
 		t.Prompts = append(t.Prompts, text(m.Content))
 		t.Turn = TurnRunning
 	case "assistant":
-		t.Usage.add(cmp.Or(m.Model, t.piModel), Tokens{m.Usage.Input, m.Usage.Output, m.Usage.CacheRead, m.Usage.CacheWrite})
-		if m.Usage.Cost != nil {
-			t.Usage.Cost += m.Usage.Cost.Total
-			t.Usage.Priced = true
+		t.readPiAssistant(m)
+	}
+}
+
+// piMessage is a pi session message, as far as flume reads it.
+type piMessage struct {
+	Model        string          `json:"model"`
+	Role         string          `json:"role"`
+	Content      json.RawMessage `json:"content"`
+	StopReason   string          `json:"stopReason"`
+	ErrorMessage string          `json:"errorMessage"`
+	Usage        struct {
+		Input      int `json:"input"`
+		Output     int `json:"output"`
+		CacheRead  int `json:"cacheRead"`
+		CacheWrite int `json:"cacheWrite"`
+		Cost       *struct {
+			Total float64 `json:"total"`
+		} `json:"cost"`
+	} `json:"usage"`
+}
+
+// readPiAssistant reads an assistant message: its usage and cost, its text
+// and tool calls, and how its turn stands.
+func (t *Transcript) readPiAssistant(m piMessage) {
+	t.Usage.add(cmp.Or(m.Model, t.piModel), Tokens{m.Usage.Input, m.Usage.Output, m.Usage.CacheRead, m.Usage.CacheWrite})
+	if m.Usage.Cost != nil {
+		t.Usage.Cost += m.Usage.Cost.Total
+		t.Usage.Priced = true
+	}
+	var blocks []struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	json.Unmarshal(m.Content, &blocks)
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			t.LastAssistant = b.Text
+		case "toolCall":
+			t.Tools = append(t.Tools, ToolCall{Name: b.Name, Input: short(b.Arguments)})
 		}
-		var blocks []struct {
-			Type      string          `json:"type"`
-			Text      string          `json:"text"`
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
+	}
+	switch m.StopReason {
+	case "stop":
+		t.Turn = TurnDone
+	case "length":
+		t.Turn = TurnLength
+	case "error", "aborted":
+		t.Turn, t.ErrorText = TurnError, m.ErrorMessage
+		if t.ErrorText == "" {
+			t.ErrorText = "turn ended: " + m.StopReason
 		}
-		json.Unmarshal(m.Content, &blocks)
-		for _, b := range blocks {
-			switch b.Type {
-			case "text":
-				t.LastAssistant = b.Text
-			case "toolCall":
-				t.Tools = append(t.Tools, ToolCall{Name: b.Name, Input: short(b.Arguments)})
-			}
-		}
-		switch m.StopReason {
-		case "stop":
-			t.Turn = TurnDone
-		case "length":
-			t.Turn = TurnLength
-		case "error", "aborted":
-			t.Turn, t.ErrorText = TurnError, m.ErrorMessage
-			if t.ErrorText == "" {
-				t.ErrorText = "turn ended: " + m.StopReason
-			}
-		default:
-			t.Turn = TurnRunning
-		}
+	default:
+		t.Turn = TurnRunning
 	}
 }
