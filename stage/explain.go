@@ -130,105 +130,137 @@ func why(p *Place, st *StageRecord, seen stepSeen) string {
 // transcript and screen, the branch, the timers, the readying.
 func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord, seen stepSeen, local bool) []Evidence {
 	var ev []Evidence
-	add := func(source, format string, args ...any) {
-		ev = append(ev, Evidence{Source: source, Text: fmt.Sprintf(format, args...)})
+	add := func(source, text string) {
+		if text != "" {
+			ev = append(ev, Evidence{Source: source, Text: text})
+		}
 	}
 	if !local {
-		add("record", "a place of host %s: explained from its record alone; only its owner observes it", p.Host)
+		add("record", fmt.Sprintf("a place of host %s: explained from its record alone; only its owner observes it", p.Host))
 	}
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil {
-		add("readying", "step %q exited %d", r.Step, r.Exit)
+		add("readying", fmt.Sprintf("step %q exited %d", r.Step, r.Exit))
 	}
 	now := seen.Now
 	if now.IsZero() {
 		now = env.clock()
 	}
 	if a := st.Agent; a != nil {
-		state := "running"
-		switch {
-		case a.Exit != nil:
-			state = "ended by itself: " + a.Exit.String()
-		case a.Ended:
-			state = "ended"
-		case a.Printed():
-			state = "started by the operator from the printed command"
-		case local && seen.Exit != nil:
-			state = "ended by itself: " + seen.Exit.String()
-		case local && !seen.Up:
-			state = "its pane has exited"
-		}
-		sent := fmt.Sprintf("prompt sent %d time(s), last %s ago", a.Sends, since(now, a.SentAt))
-		if a.Printed() {
-			// Nothing was typed: the prompt is the printed command's
-			// argument, given by the operator.
-			sent = fmt.Sprintf("prompt printed for the operator %s ago", since(now, a.SentAt))
-		}
-		add("agent", "%s, session %s, pane %s: %s; %s", a.Program, a.Session, a.Pane, state, sent)
-		switch {
-		case a.Transcript == "" && seen.Found == "":
-			add("transcript", "none found yet (%s)", a.Pattern)
-		case local:
-			path := a.Transcript + seen.Found
-			text := fmt.Sprintf("%s: prompt shown: %s; last turn: %s; quiet for %s", path, yesNo(seen.Confirmed), cmp.Or(seen.Turn, "unknown"), seen.Quiet.Round(time.Second))
-			if seen.Need != "" {
-				text += "; NEEDS: " + seen.Need
-			}
-			if last := firstLine(strings.TrimSpace(seen.LastAssistant)); last != "" {
-				text += fmt.Sprintf("; last message: %q", clip(last, 160))
-			}
-			add("transcript", "%s", text)
-		}
-		if s := seen.Screen; s != nil {
-			what := "the agent's ready composer"
-			switch {
-			case s.Dialog:
-				what = "a dialog flume never types into"
-			case s.Busy:
-				what = "busy, a turn in progress"
-			case !s.Ready:
-				what = "not the agent's composer"
-			}
-			add("screen", "%s: %q", what, clip(s.Words, 200))
-		}
+		add("agent", agentEvidence(a, seen, local, now))
+		add("transcript", transcriptEvidence(a, seen, local))
+		add("screen", screenEvidence(seen.Screen))
 	}
 	if local && seen.PlaceGone != "" {
-		add("place", "%s", seen.PlaceGone)
+		add("place", seen.PlaceGone)
 	}
 	if local && seen.Head != "" {
-		text := fmt.Sprintf("%s at %.12s", p.Branch, seen.Head)
-		if st.Base != "" {
-			if n, err := repo.CountBetween(ctx, st.Base, seen.Head); err == nil {
-				text += fmt.Sprintf(", %d commit(s) since the stage began at %.12s", n, st.Base)
-			}
-		}
-		text += "; deliverable " + describeDeliverable(st.Deliverable) + ": "
-		if seen.Delivered {
-			text += "in git (" + seen.What + ")"
-		} else {
-			text += "not yet"
-		}
-		if t := seen.Tasks; t != nil {
-			text += fmt.Sprintf("; tasks %d/%d", t.Done, t.Total)
-		}
-		add("branch", "%s", text)
+		add("branch", branchEvidence(ctx, repo, p, st, seen))
 	}
 	if st.Started != nil {
-		text := fmt.Sprintf("started %s ago", since(now, *st.Started))
-		if st.BudgetMs > 0 {
-			text += fmt.Sprintf(", budget %s", time.Duration(st.BudgetMs)*time.Millisecond)
-		}
-		if st.StuckAfterMs > 0 {
-			text += fmt.Sprintf(", stuck after %s quiet", time.Duration(st.StuckAfterMs)*time.Millisecond)
-		}
-		if st.Reminded {
-			text += ", reminded once"
-		}
-		if st.Told {
-			text += ", told to finish at three quarters"
-		}
-		add("timers", "%s", text)
+		add("timers", timerEvidence(st, now))
 	}
 	return ev
+}
+
+// agentEvidence is how the stage's agent stands and how its prompt went.
+func agentEvidence(a *AgentRun, seen stepSeen, local bool, now time.Time) string {
+	state := "running"
+	switch {
+	case a.Exit != nil:
+		state = "ended by itself: " + a.Exit.String()
+	case a.Ended:
+		state = "ended"
+	case a.Printed():
+		state = "started by the operator from the printed command"
+	case local && seen.Exit != nil:
+		state = "ended by itself: " + seen.Exit.String()
+	case local && !seen.Up:
+		state = "its pane has exited"
+	}
+	sent := fmt.Sprintf("prompt sent %d time(s), last %s ago", a.Sends, since(now, a.SentAt))
+	if a.Printed() {
+		// Nothing was typed: the prompt is the printed command's
+		// argument, given by the operator.
+		sent = fmt.Sprintf("prompt printed for the operator %s ago", since(now, a.SentAt))
+	}
+	return fmt.Sprintf("%s, session %s, pane %s: %s; %s", a.Program, a.Session, a.Pane, state, sent)
+}
+
+// transcriptEvidence is what the agent's transcript showed; "" for
+// another host's place, whose transcript is not read here.
+func transcriptEvidence(a *AgentRun, seen stepSeen, local bool) string {
+	switch {
+	case a.Transcript == "" && seen.Found == "":
+		return fmt.Sprintf("none found yet (%s)", a.Pattern)
+	case !local:
+		return ""
+	}
+	text := fmt.Sprintf("%s: prompt shown: %s; last turn: %s; quiet for %s", a.Transcript+seen.Found, yesNo(seen.Confirmed), cmp.Or(seen.Turn, "unknown"), seen.Quiet.Round(time.Second))
+	if seen.Need != "" {
+		text += "; NEEDS: " + seen.Need
+	}
+	if last := firstLine(strings.TrimSpace(seen.LastAssistant)); last != "" {
+		text += fmt.Sprintf("; last message: %q", clip(last, 160))
+	}
+	return text
+}
+
+// screenEvidence is what the agent's screen showed, "" when it was not
+// read.
+func screenEvidence(s *agent.Screen) string {
+	if s == nil {
+		return ""
+	}
+	what := "the agent's ready composer"
+	switch {
+	case s.Dialog:
+		what = "a dialog flume never types into"
+	case s.Busy:
+		what = "busy, a turn in progress"
+	case !s.Ready:
+		what = "not the agent's composer"
+	}
+	return fmt.Sprintf("%s: %q", what, clip(s.Words, 200))
+}
+
+// branchEvidence is where the place's branch stands against the stage's
+// deliverable.
+func branchEvidence(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, seen stepSeen) string {
+	text := fmt.Sprintf("%s at %.12s", p.Branch, seen.Head)
+	if st.Base != "" {
+		if n, err := repo.CountBetween(ctx, st.Base, seen.Head); err == nil {
+			text += fmt.Sprintf(", %d commit(s) since the stage began at %.12s", n, st.Base)
+		}
+	}
+	text += "; deliverable " + describeDeliverable(st.Deliverable) + ": "
+	if seen.Delivered {
+		text += "in git (" + seen.What + ")"
+	} else {
+		text += "not yet"
+	}
+	if t := seen.Tasks; t != nil {
+		text += fmt.Sprintf("; tasks %d/%d", t.Done, t.Total)
+	}
+	return text
+}
+
+// timerEvidence is the stage's clock: since it started, its budget, when
+// it counts as stuck, and the nudges it had.
+func timerEvidence(st *StageRecord, now time.Time) string {
+	text := fmt.Sprintf("started %s ago", since(now, *st.Started))
+	if st.BudgetMs > 0 {
+		text += fmt.Sprintf(", budget %s", time.Duration(st.BudgetMs)*time.Millisecond)
+	}
+	if st.StuckAfterMs > 0 {
+		text += fmt.Sprintf(", stuck after %s quiet", time.Duration(st.StuckAfterMs)*time.Millisecond)
+	}
+	if st.Reminded {
+		text += ", reminded once"
+	}
+	if st.Told {
+		text += ", told to finish at three quarters"
+	}
+	return text
 }
 
 func since(now, t time.Time) time.Duration { return max(now.Sub(t), 0).Round(time.Second) }
