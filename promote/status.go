@@ -85,32 +85,57 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 		}
 	}
 	cands, tips := Expected{}, Expected{}
+	for _, m := range ws.members {
+		ms, err := memberStatus(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		st.Members[m.t.Name] = ms
+		if m.r.Candidate != nil {
+			cands[m.t.Name] = *m.r.Candidate
+		}
+		if m.r.Staged != nil {
+			tips[m.t.Name] = *m.r.Staged
+		}
+	}
+	if n := len(ws.members); len(st.Missing) == 0 {
+		if len(cands) == n {
+			st.Candidates = cands
+		}
+		if len(tips) == n {
+			st.Tips = tips
+		}
+	}
+	st.Phase = requestPhase(ws.members, len(st.Missing) > 0)
+	return st, nil
+}
+
+// memberStatus is one member as status shows it; for direct work, whether
+// this host's reservation of its checkout is the request's.
+func memberStatus(ctx context.Context, m *member) (MemberStatus, error) {
+	r := m.r
+	ms := MemberStatus{
+		Repository: r.Repository, Branch: r.Branch, Base: r.Base, Tip: r.Tip, Phase: r.Phase, Reason: r.Reason,
+		Promotion: r.State, Receipt: r.Receipt, Manual: r.Manual, WorkerTree: r.WorkerTree, IntegrationTree: r.IntegrationTree,
+		Candidate: r.Candidate, Staged: r.Staged, Report: r.Report,
+	}
+	if r.Request.Direct() {
+		_, res, err := m.reservation(ctx, r.Host)
+		if err != nil {
+			return ms, err
+		}
+		ms.Reserved = res != nil && res.Request == r.ID
+	}
+	return ms, nil
+}
+
+// requestPhase is the request's phase from its members': see Status.Phase.
+func requestPhase(members []*member, missing bool) string {
 	phases := map[string]int{}
 	promoted, intent, manual := 0, 0, 0
-	for _, m := range ws.members {
-		r := m.r
-		st.Members[m.t.Name] = MemberStatus{
-			Repository: r.Repository, Branch: r.Branch, Base: r.Base, Tip: r.Tip, Phase: r.Phase, Reason: r.Reason,
-			Promotion: r.State, Receipt: r.Receipt, Manual: r.Manual, WorkerTree: r.WorkerTree, IntegrationTree: r.IntegrationTree,
-			Candidate: r.Candidate, Staged: r.Staged, Report: r.Report,
-		}
-		if r.Request.Direct() {
-			_, res, err := m.reservation(ctx, r.Host)
-			if err != nil {
-				return nil, err
-			}
-			ms := st.Members[m.t.Name]
-			ms.Reserved = res != nil && res.Request == id
-			st.Members[m.t.Name] = ms
-		}
-		if r.Candidate != nil {
-			cands[m.t.Name] = *r.Candidate
-		}
-		if r.Staged != nil {
-			tips[m.t.Name] = *r.Staged
-		}
-		phases[r.Phase]++
-		switch r.State {
+	for _, m := range members {
+		phases[m.r.Phase]++
+		switch m.r.State {
 		case Promoted:
 			promoted++
 		case Intent:
@@ -119,34 +144,24 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 			manual++
 		}
 	}
-	n := len(ws.members)
-	if len(st.Missing) == 0 {
-		if len(cands) == n {
-			st.Candidates = cands
-		}
-		if len(tips) == n {
-			st.Tips = tips
-		}
-	}
+	n := len(members)
 	switch {
 	case manual > 0 || phases[PhaseManual] > 0:
-		st.Phase = "manual"
+		return "manual"
 	case intent > 0 || phases[PhaseStaging] > 0:
-		st.Phase = "interrupted"
+		return "interrupted"
 	case phases[PhaseCleaned] == n:
-		st.Phase = PhaseCleaned
+		return PhaseCleaned
 	case promoted == n:
-		st.Phase = Promoted
+		return Promoted
 	case promoted > 0:
-		st.Phase = "promoting"
-	case len(st.Missing) > 0:
-		st.Phase = PhaseAllocating
+		return "promoting"
+	case missing:
+		return PhaseAllocating
 	case len(phases) == 1:
-		st.Phase = first.Phase
-	default:
-		st.Phase = "mixed"
+		return members[0].r.Phase
 	}
-	return st, nil
+	return "mixed"
 }
 
 // WriteStatus prints a status for people.
