@@ -4,6 +4,7 @@
 #   make install PREFIX=~/.local
 #   make test               the whole suite, hermetic (what CI runs)
 #   make bench              benchmarks against the raw git floor, with ratios
+#   make lint               golangci-lint (.golangci.yml) and deadcode, both clean
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -29,7 +30,7 @@ ifneq ($(CI),)
 export FLUME_FULL_MATRIX := 1
 endif
 
-.PHONY: all build install uninstall test test-agents bench clean FORCE
+.PHONY: all build install uninstall test test-agents bench lint clean FORCE
 
 all: build
 
@@ -65,6 +66,14 @@ test-agents:
 	./scripts/install-agents >/dev/null
 	PATH="$(FLUME_TOOLS)/node_modules/.bin:$$PATH" FLUME_REAL_AGENTS=1 \
 		$(GO) test -count=1 -timeout 20m -parallel 3 -run TestRealAgents -v ./cmd/git-flume
+
+# golangci-lint's default linters as .golangci.yml tunes them (each
+# exception says why), and deadcode with the tests as roots: both clean.
+GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+DEADCODE ?= golang.org/x/tools/cmd/deadcode@v0.48.0
+lint:
+	$(GO) run $(GOLANGCI_LINT) run ./...
+	test -z "$$($(GO) run $(DEADCODE) -test ./...)"
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./...

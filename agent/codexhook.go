@@ -98,18 +98,18 @@ func TrustCodexHook(ctx context.Context, program, override, dir string, environ 
 type codexServer struct {
 	in   io.WriteCloser
 	out  *bufio.Reader
-	done chan error
+	done chan struct{} // closed once the server exited
 	id   int
 }
 
 func startCodexServer(ctx context.Context, program, override, dir string, environ []string) (*codexServer, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &codexServer{in: inW, out: bufio.NewReader(outR), done: make(chan error, 1)}
+	s := &codexServer{in: inW, out: bufio.NewReader(outR), done: make(chan struct{})}
 	go func() {
 		err := proc.Run(ctx, proc.Cmd{Path: program, Args: []string{"-c", override, "app-server"}, Dir: dir, Env: environ, Stdin: inR, Stdout: outW})
-		outW.CloseWithError(fmt.Errorf("codex app-server ended: %v", err))
-		s.done <- err
+		outW.CloseWithError(fmt.Errorf("codex app-server ended: %v", err)) // what a call reading on is told
+		close(s.done)
 	}()
 	if err := s.call("initialize", map[string]any{"clientInfo": map[string]string{"name": "git-flume", "version": "1"}}, nil); err != nil {
 		s.close()
@@ -123,7 +123,7 @@ func startCodexServer(ctx context.Context, program, override, dir string, enviro
 }
 
 func (s *codexServer) close() {
-	s.in.Close()
+	_ = s.in.Close() // the server reads its end and exits
 	<-s.done
 }
 

@@ -182,7 +182,9 @@ func (h *Herdr) Start(ctx context.Context, name, dir string, env, argv []string)
 	var info struct {
 		PID int `json:"shell_pid"`
 	}
-	h.Call(ctx, "pane.process_info", map[string]any{"pane_id": p.Pane}, &info)
+	if err := h.Call(ctx, "pane.process_info", map[string]any{"pane_id": p.Pane}, &info); err != nil {
+		return 0, nil // the agent runs; its pid is unknown, and the pane is what flume watches
+	}
 	return info.PID, nil
 }
 

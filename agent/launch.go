@@ -134,7 +134,7 @@ func markEnding(session string) {
 	if err != nil || session == "" {
 		return
 	}
-	os.WriteFile(filepath.Join(dir, "ending-"+session), nil, 0o600)
+	_ = os.WriteFile(filepath.Join(dir, "ending-"+session), nil, 0o600) // best effort, as said
 	// Marks of long-ended sessions go.
 	if old, err := filepath.Glob(filepath.Join(dir, "ending-*")); err == nil {
 		for _, f := range old {

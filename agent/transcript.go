@@ -331,7 +331,7 @@ func (t *Transcript) readClaudeAssistant(l claudeLine) {
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
 	}
-	json.Unmarshal(l.Message.Content, &blocks)
+	_ = json.Unmarshal(l.Message.Content, &blocks) // a plain string holds no blocks
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
@@ -539,7 +539,7 @@ func (t *Transcript) readPiAssistant(m piMessage) {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	json.Unmarshal(m.Content, &blocks)
+	_ = json.Unmarshal(m.Content, &blocks) // a plain string holds no blocks
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":

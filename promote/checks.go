@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,7 @@ func copyInputs(root, id string, inputs map[string]string) (map[string]Input, er
 			return nil, invalid("tasks[0].inputs."+name, "%s is %d bytes; at most %d", src, len(data), MaxInputSize)
 		}
 		cp := filepath.Join(dir, name)
-		os.Chmod(cp, 0o600) // a copy left by an interrupted start is replaced
+		_ = os.Chmod(cp, 0o600) // a copy left by an interrupted start is replaced; if it cannot be, WriteFile says so
 		if err := os.WriteFile(cp, data, 0o400); err != nil {
 			return nil, fmt.Errorf("copy input %s: %w", name, err)
 		}
@@ -221,4 +222,16 @@ func lastLines(b []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// writable makes every folder under dir writable again, so that the
+// read-only input copies in them can be removed. A folder it cannot change
+// makes the removal that follows fail, and that error is reported.
+func writable(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
 }

@@ -595,12 +595,7 @@ func (ws *Workspace) cleanupDirect(ctx context.Context, env *Env) error {
 		return err
 	}
 	dir := filepath.Join(Dir(ws.Root, ws.ID), "inputs")
-	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && info.IsDir() {
-			os.Chmod(p, 0o700) // input copies are read-only
-		}
-		return nil
-	})
+	writable(dir)
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package promote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -311,7 +312,9 @@ func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) erro
 func promoteOne(ctx context.Context, env *Env, id string, ms []*member, i int, ready chan error) (chan error, error) {
 	m := ms[i]
 	session := m.repo.OpenRefSession("flume promote "+id, true)
-	defer session.Close()
+	// Every update through the session returned its own error; closing
+	// it after them ends a git process with nothing left to say.
+	defer func() { _ = session.Close() }()
 	m.steps = m.store.InSession(session)
 	defer func() { m.steps = nil }()
 	// P6: every target's position again, between moves.
@@ -362,7 +365,9 @@ func promoteOne(ctx context.Context, env *Env, id string, ms []*member, i int, r
 	}
 	if err := m.saveReceipt(ctx, receipt.r, receipt.p); err != nil {
 		if next != nil {
-			<-next
+			// The next member's readying is waited for, not used: the
+			// receipt's error is what stops the promotion.
+			err = errors.Join(err, <-next)
 		}
 		return nil, err
 	}

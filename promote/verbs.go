@@ -550,12 +550,7 @@ func Cleanup(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error
 		env.progress("%s: cleaned", m.t.Name)
 	}
 	dir := Dir(root, id)
-	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && info.IsDir() {
-			os.Chmod(p, 0o700) // input copies are read-only
-		}
-		return nil
-	})
+	writable(dir)
 	for _, sub := range []string{"inputs", "logs", "worker", "integration"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return ws, err

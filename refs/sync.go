@@ -371,9 +371,9 @@ func differing(here, there map[string]string) []string {
 			refs = append(refs, n)
 		}
 	}
-	for n := range here {
-		if _, ok := there[n]; !ok {
-			refs = append(refs, n)
+	for n, id := range here {
+		if _, ok := there[n]; !ok && id != "" {
+			refs = append(refs, n) // a ref that holds no object id is fsck's to name, not sync's
 		}
 	}
 	refs = slices.DeleteFunc(refs, func(n string) bool { return strings.HasPrefix(n, SnapshotPrefix) })

@@ -41,3 +41,16 @@ func TestDecideSync_R7(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferingSkipsWhatSyncLeaves: sync looks only at records whose
+// commits differ here and there, never at snapshots, and never at a ref
+// here that holds no object id (fsck names it; sync carries on).
+func TestDifferingSkipsWhatSyncLeaves(t *testing.T) {
+	here := map[string]string{"refs/flume/places/a": "1", "refs/flume/places/same": "2", "refs/flume/places/garbled": "",
+		SnapshotPrefix + "x": "3", "refs/flume/places/mine": "4"}
+	there := map[string]string{"refs/flume/places/a": "9", "refs/flume/places/same": "2", "refs/flume/places/theirs": "5"}
+	got := strings.Join(differing(here, there), " ")
+	if want := "refs/flume/places/a refs/flume/places/mine refs/flume/places/theirs"; got != want {
+		t.Fatalf("differing: %q, want %q", got, want)
+	}
+}

@@ -268,7 +268,7 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 	if err := os.WriteFile(promptFile, []byte(r.prompt), 0o644); err != nil {
 		return nil, err
 	}
-	logTools(ctx, repo.CommonDir, p)
+	_ = logTools(ctx, repo.CommonDir, p) // the log is evidence beside the record (W4)
 	now := env.clock()
 	r.agent = &AgentRun{
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,
@@ -337,7 +337,7 @@ func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *Sta
 		return err
 	}
 	if env.Engine.Print != nil {
-		env.Engine.Print.Write(line.Bytes())
+		fmt.Fprint(env.Engine.Print, line.String())
 	}
 	if log, err := openLog(commonDir, p.ID); err == nil {
 		fmt.Fprintf(log, "%s/%d start the agent yourself: %s", st.Name, st.Runs, line.Bytes())

@@ -132,7 +132,10 @@ func Tell(ctx context.Context, env *Env, o TellOptions) error {
 		if p2, err := Advance(ctx, env, repoDir, id); err == nil {
 			if a2 := p2.Stages[p.Current].Agent; a2 != nil && a2.Transcript != "" {
 				if tr, err := agent.ReadTranscriptFile(a2.Transcript, a2.Format); err == nil && tr.Received(text) {
-					Advance(ctx, env, repoDir, id)
+					// The tell was received; moving the record on is the
+					// watcher's too, and a step that fails here is taken
+					// again by the next.
+					_, _ = Advance(ctx, env, repoDir, id)
 					return nil
 				}
 			}
@@ -246,7 +249,7 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 	// may not move is refused by the gate below.
 	look := *env
 	look.Engine.NoStart = true
-	Advance(ctx, &look, repoDir, id)
+	_, _ = Advance(ctx, &look, repoDir, id) // a look first; the gate below reads the record as it is
 	// The place's watcher moves the record too (most of all while the
 	// agent it watches is being ended): a lost race is read again and
 	// decided again, never reported as the caller's failure. Ending an

@@ -87,7 +87,9 @@ func verbed(verb string) string {
 // through the session gate (R8) and refuses a caller who is neither its
 // commissioner nor a person.
 func readDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, verb string) (*Place, error) {
-	Advance(ctx, env, o.Repo, o.Place)
+	// Bring the record up to what its agent did; the gate reads it as it
+	// is either way, and a step that fails is taken again by the next.
+	_, _ = Advance(ctx, env, o.Repo, o.Place)
 	_, p, err := gate(ctx, env, store, o.Place, o.Gate)
 	if err != nil {
 		return nil, err
@@ -260,7 +262,7 @@ func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 		if o.Text == "" {
 			return nil, &RefusedError{Place: p.ID, Reason: "its agent waits for an answer: give it with --with"}
 		}
-		if err := Tell(ctx, env, TellOptions{PlaceOptions: o.PlaceOptions, Text: o.Text}); err != nil {
+		if err := Tell(ctx, env, TellOptions(o)); err != nil { // unblock tells its answer
 			return nil, err
 		}
 		_, p, err := readPlace(ctx, store, o.Place)
@@ -347,7 +349,7 @@ func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOp
 	}
 	env.fault("rollback:recorded")
 	if p.Phase == PhaseMade && p.Dropped == nil {
-		if p, err = Drop(ctx, env, PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
+		if _, err = Drop(ctx, env, PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
 			return err
 		}
 	}

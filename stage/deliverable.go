@@ -44,7 +44,9 @@ func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
 	} else if st.Reason != "" {
 		msg += ": " + st.Reason
 	}
-	r.Report(ctx, st.Agent.Pane, state, msg)
+	// herdr's sidebar row is a view of the record, best effort: the
+	// record moved whatever herdr says.
+	_ = r.Report(ctx, st.Agent.Pane, state, msg)
 }
 
 // deliverable checks the stage's deliverable at head (K6) and, for a

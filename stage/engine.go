@@ -191,7 +191,7 @@ func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 				// show (startStage catches up again before it replaces an
 				// agent). The record, not the log, is the truth: a log
 				// that cannot be written stops nothing.
-				logTools(ctx, repo.CommonDir, p)
+				_ = logTools(ctx, repo.CommonDir, p)
 			}
 			moved, err = step(ctx, env, repo, store, rec, p)
 			return err

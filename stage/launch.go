@@ -61,7 +61,9 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	// started now so that its start-up overlaps the checks below (see
 	// makePlace).
 	session := repo.OpenRefSession("launch "+opts.Kind+"--"+opts.Name, false)
-	defer session.Close()
+	// Every update through the session returned its own error; closing
+	// it after them ends a git process with nothing left to say.
+	defer func() { _ = session.Close() }()
 	c, err := checkDelegation(ctx, env, repo, store, opts.Kind)
 	if err != nil {
 		return nil, err
@@ -404,8 +406,7 @@ func excludePlaces(commonDir string) error {
 // stays.
 func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, steps []Step) (*refs.Record, error) {
 	p.Ready = &ReadyResult{Steps: len(steps), Running: &Proc{PID: env.PID, Host: env.Host}}
-	rec, err := savePlace(ctx, store, rec, p, "ready "+p.ID+": running")
-	if err != nil {
+	if _, err := savePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
 		return nil, err
 	}
 	log, err := openLog(repo.CommonDir, p.ID)

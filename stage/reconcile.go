@@ -74,7 +74,9 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	}
 	os.Remove(p.Path)
 	if _, err := os.Lstat(p.Path); err != nil {
-		repo.PruneWorktrees(ctx)
+		if err := repo.PruneWorktrees(ctx); err != nil {
+			return false, err
+		}
 	}
 	head, err := repo.ResolveRef(ctx, p.branchRef())
 	var hold []string
@@ -202,7 +204,9 @@ func forgetHalfMade(ctx context.Context, repo *git.Repo, path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("interrupted launch left %s with files in it; remove it by hand: %w", path, err)
 	}
-	repo.UnlockWorktree(ctx, path)
+	// A worktree git never locked cannot be unlocked; prune says whether
+	// git forgot it.
+	_ = repo.UnlockWorktree(ctx, path)
 	return repo.PruneWorktrees(ctx)
 }
 

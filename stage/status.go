@@ -324,7 +324,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 			p = q
 		}
 	}
-	if rec, err = reconcileReady(ctx, env, r.store, rec, &p); err != nil {
+	if _, err = reconcileReady(ctx, env, r.store, rec, &p); err != nil {
 		return nil, "", err
 	}
 	if p.Phase == PhaseTidied && !r.all {

@@ -205,7 +205,7 @@ func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
 	}
 	c = usageCache{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Usage: tr.Usage}
 	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
-		replaceFile(path, data, 0o644) // best effort: a cache not written is read around
+		_ = replaceFile(path, data, 0o644) // best effort: a cache not written is read around
 	}
 	return ownUsage(a, tr.Usage), true
 }

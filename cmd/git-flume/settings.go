@@ -71,7 +71,9 @@ func (a *app) noteRepo(cmds []*cli.Command) {
 				a.repoDir = c.String("repo")
 			}
 			if takesRepo {
-				go a.runner.Open(c.Context, a.repoDir)
+				// Warms the runner's cache of the repository while the
+				// settings are read; the command's own Open reports.
+				go func() { _, _ = a.runner.Open(c.Context, a.repoDir) }()
 				go a.settings(c.Context)
 				// R5, R7: this host's name goes into every record it
 				// writes and is printed wherever one is read.

@@ -115,7 +115,9 @@ func waitCommand(a *app) *cli.Command {
 			o, err := stage.Wait(c.Context, a.stageEnv(), stage.WaitOptions{Repo: c.String("repo"), Place: id, Timeout: c.Duration("timeout")})
 			if o != nil {
 				if c.Bool("json") {
-					writeJSON(a.io.Out, map[string]any{"schema": 1, "outcome": o})
+					if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "outcome": o}); err != nil {
+						return err
+					}
 				} else {
 					line := fmt.Sprintf("%s: stage %s %s", o.Place, o.Stage, o.State)
 					switch {
@@ -490,7 +492,9 @@ func logCommand(a *app) *cli.Command {
 				if err != nil {
 					return err
 				}
-				a.io.Out.Write(data)
+				if _, err := a.io.Out.Write(data); err != nil {
+					return err // nobody reads on: --follow ends
+				}
 				offset = end
 				if !c.Bool("follow") {
 					return nil

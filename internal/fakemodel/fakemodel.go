@@ -99,7 +99,7 @@ func Start(s *Scenario, logPath string) (*Server, error) {
 		writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{"id": "fake-model", "object": "model", "type": "model", "display_name": "Fake"}}})
 	})
 	fs.srv = &http.Server{Handler: mux}
-	go fs.srv.Serve(ln)
+	go func() { _ = fs.srv.Serve(ln) }() // ends with ErrServerClosed at Close
 	return fs, nil
 }
 
@@ -108,7 +108,7 @@ func (s *Server) Close() error { return s.srv.Close() }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // a client that hung up reads no answer
 }
 
 // conversation is what the server needs of a request, whatever its API.
@@ -196,7 +196,7 @@ func (s *Server) log(l Logged) {
 	}
 	defer f.Close()
 	data, _ := json.Marshal(l)
-	f.Write(append(data, '\n'))
+	_, _ = f.Write(append(data, '\n')) // a test that reads the log fails on a line missing
 }
 
 // textOf joins the human text of a content that is a string or a list of
@@ -211,7 +211,7 @@ func textOf(raw json.RawMessage) (string, bool) {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	json.Unmarshal(raw, &blocks)
+	_ = json.Unmarshal(raw, &blocks) // a plain string holds no blocks
 	var parts []string
 	result := false
 	for _, b := range blocks {
@@ -251,5 +251,5 @@ func startSSE(w http.ResponseWriter) {
 func fail(w http.ResponseWriter, kind, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusInternalServerError)
-	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}})
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}}) // a client that hung up reads no answer
 }

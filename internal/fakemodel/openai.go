@@ -80,7 +80,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	sse(w, "", chunk(delta, nil, nil), a.slow)
 	sse(w, "", chunk(map[string]any{}, finish, nil), a.slow)
 	sse(w, "", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": req.Model, "choices": []any{}, "usage": usage}, a.slow)
-	w.Write([]byte("data: [DONE]\n\n"))
+	_, _ = w.Write([]byte("data: [DONE]\n\n")) // a client that hung up reads no answer
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -428,7 +428,7 @@ func (repo *Repo) ReadRefFile(ctx context.Context, ref, file string) (RefFile, e
 	if err != nil {
 		return RefFile{}, err
 	}
-	defer b.Close()
+	defer func() { _ = b.Close() }() // a batch that only read
 	return b.ReadFileAt(ref, file)
 }
 
@@ -481,7 +481,7 @@ func (repo *Repo) FilesAt(ctx context.Context, commits []string, file string) ([
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
+	defer func() { _ = b.Close() }() // a batch that only read
 	specs := make([]string, len(commits))
 	for i, id := range commits {
 		specs[i] = id + ":" + file

@@ -145,9 +145,12 @@ func (s *RefSession) transact(ctx context.Context, body []byte) error {
 	case <-ctx.Done():
 		// The transaction may or may not have committed: the caller reads
 		// the refs again, as after a killed one-shot update-ref.
-		s.cmd.Process.Kill()
-		<-answered
-		err = ctx.Err()
+		_ = s.cmd.Process.Kill() // gone already is as good
+		if werr := <-answered; werr != nil {
+			err = fmt.Errorf("%w (its git ended: %v)", ctx.Err(), werr)
+		} else {
+			err = ctx.Err()
+		}
 	}
 	if err == nil {
 		return nil
@@ -185,8 +188,8 @@ func (s *RefSession) Close() error {
 	if s.cmd == nil {
 		return nil
 	}
-	s.in.Close()
-	go s.cmd.Wait()
+	_ = s.in.Close()
+	go func(cmd *exec.Cmd) { _ = cmd.Wait() }(s.cmd) // reaped; its end was read as its answers
 	s.cmd = nil
 	return nil
 }

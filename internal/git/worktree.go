@@ -410,7 +410,9 @@ func (repo *Repo) Merge(ctx context.Context, dir, commit, message string) error 
 		return nil
 	}
 	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"rev-parse", "-q", "--verify", "MERGE_HEAD"}}); err == nil {
-		repo.r.run(ctx, call{dir: dir, args: []string{"merge", "--abort"}})
+		if _, aerr := repo.r.run(ctx, call{dir: dir, args: []string{"merge", "--abort"}}); aerr != nil {
+			return fmt.Errorf("merge %.12s in %s: %w; and merge --abort failed, the work tree is mid-merge: %v", commit, dir, err, aerr)
+		}
 	}
 	return fmt.Errorf("merge %.12s in %s: %w", commit, dir, err)
 }

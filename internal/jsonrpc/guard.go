@@ -61,8 +61,6 @@ func (g *guard) read(in io.Reader, server *io.PipeWriter) {
 	}
 }
 
-// errTooLong marks a line longer than MaxLine, read to its end and dropped.
-var errTooLong = errors.New("line too long")
 
 // readLine reads one line without its newline; a line past MaxLine is
 // returned as a marker and the rest of it skipped.
@@ -217,7 +215,7 @@ func (g *guard) answer(id *json.RawMessage, code int, text string) {
 	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": idText, "error": map[string]any{"code": code, "message": text}})
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.out.Write(append(data, '\n'))
+	_, _ = g.out.Write(append(data, '\n')) // a client that is gone reads no answer
 }
 
 // responses is the server's side of out: each response it writes ends its
