@@ -53,7 +53,7 @@ func textTask(id string, context ...string) promote.Task {
 // start starts request d (or another over the same root) as its own id.
 func (d *directWork) start(fault func(string)) error {
 	data, _ := json.Marshal(d.req)
-	_, err := promote.Start(context.Background(), d.penv(fault), d.root, data, promote.StartOptions{Program: testProgram})
+	_, err := promote.Begin(context.Background(), d.penv(fault), d.root, data, promote.StartOptions{Program: testProgram})
 	return err
 }
 

@@ -19,18 +19,18 @@ import (
 type StartOptions struct {
 	Program agent.Program
 	Limits  Limits
-	// Detach returns once the worker started (Launch).
+	// Detach returns once the worker started (StartRequest).
 	Detach bool
 }
 
 // DefaultLimits are the worker's limits when a request names none.
 var DefaultLimits = Limits{MaxMs: (45 * time.Minute).Milliseconds(), IdleMs: (15 * time.Minute).Milliseconds()}
 
-// Launch is workspace start's use case: Start, then follow the worker
+// StartRequest is workspace start's use case: Begin, then follow the worker
 // until it settles (Observe); with opts.Detach, following is left to a
 // background observer (env.StartObserver) once the worker started.
-func Launch(ctx context.Context, env *Env, root string, data []byte, opts StartOptions) (*Workspace, error) {
-	ws, err := Start(ctx, env, root, data, opts)
+func StartRequest(ctx context.Context, env *Env, root string, data []byte, opts StartOptions) (*Workspace, error) {
+	ws, err := Begin(ctx, env, root, data, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func Launch(ctx context.Context, env *Env, root string, data []byte, opts StartO
 	return ws, err
 }
 
-// Start validates a request (P1, P2) and allocates it: a record in every
+// Begin validates a request (P1, P2) and allocates it: a record in every
 // member (created only if none exists), private input copies, and a worker
 // worktree per member from its committed main (a dirty main does not
 // matter here); then it starts the worker agent (P3). The caller observes
@@ -52,7 +52,7 @@ func Launch(ctx context.Context, env *Env, root string, data []byte, opts StartO
 //
 // A crash during allocation grants nothing: members left "allocating" are
 // reported, never adopted; a new request is needed.
-func Start(ctx context.Context, env *Env, root string, data []byte, opts StartOptions) (*Workspace, error) {
+func Begin(ctx context.Context, env *Env, root string, data []byte, opts StartOptions) (*Workspace, error) {
 	req, err := ParseRequest(data, root, env.CallerEnv)
 	if err != nil {
 		return nil, err

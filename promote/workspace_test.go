@@ -75,7 +75,7 @@ func newRequest(t testing.TB, n int) *request {
 		FinalChecks: checks}
 	data, _ := json.Marshal(req)
 	ctx := context.Background()
-	if _, err := promote.Start(ctx, r.penv(nil), root, data, promote.StartOptions{Program: testProgram}); err != nil {
+	if _, err := promote.Begin(ctx, r.penv(nil), root, data, promote.StartOptions{Program: testProgram}); err != nil {
 		t.Fatal(err)
 	}
 	st := r.status()

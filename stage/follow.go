@@ -42,11 +42,11 @@ func EnsureWatcher(ctx context.Context, env *Env, repoDir, id string) {
 	}
 }
 
-// Start is launch's use case (L1): check that the first stage's agent can
+// LaunchPlace is launch's use case (L1): check that the first stage's agent can
 // start here (preflight), make the place, start its kind's first stage and
 // follow it. A place whose readying failed is returned with the
 // error, its stage not started: it is made, and the caller shows it.
-func Start(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
+func LaunchPlace(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 	p, err := launch(ctx, env, opts, true)
 	if p == nil || err != nil {
 		return p, err

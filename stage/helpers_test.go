@@ -64,7 +64,7 @@ func (f *fixture) launch(n int) {
 	f.t.Helper()
 	env := f.stageEnv(f.env)
 	for i := range n {
-		_, err := stage.Launch(context.Background(), env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: fmt.Sprintf("p%03d", i), Brief: "b"})
+		_, err := stage.MakePlace(context.Background(), env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: fmt.Sprintf("p%03d", i), Brief: "b"})
 		if err != nil {
 			f.t.Fatal(err)
 		}

@@ -60,7 +60,7 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
 	for _, name := range []string{"committed", "untracked", "changed", "empty"} {
-		if _, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
+		if _, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +108,7 @@ func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
-	if _, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
+	if _, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	interrupt(t, f, "fix--cut")
@@ -160,7 +160,7 @@ func TestParallelTidiesAllSucceed_T1_L2b(t *testing.T) {
 	env := f.stageEnv(f.env)
 	for i := range 6 {
 		name := fmt.Sprintf("p%d", i)
-		if _, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
+		if _, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := stage.Drop(ctx, env, stage.PlaceOptions{Repo: f.dir, Place: "fix--" + name}); err != nil {

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		// context.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
-		_, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: os.Getenv("FLUME_REPO"), Kind: "fix", Name: os.Getenv("FLUME_NAME"), Brief: "b"})
+		_, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: os.Getenv("FLUME_REPO"), Kind: "fix", Name: os.Getenv("FLUME_NAME"), Brief: "b"})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			stop()

@@ -29,7 +29,7 @@ func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 		for i := range n {
 			f.git("-C", f.dir, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("base %d", i))
 			id := fmt.Sprintf("fix--p%03d", i)
-			if _, err := stage.Launch(context.Background(), env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: id[5:], Brief: "b"}); err != nil {
+			if _, err := stage.MakePlace(context.Background(), env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: id[5:], Brief: "b"}); err != nil {
 				t.Fatal(err)
 			}
 			withTranscript(t, f, id)

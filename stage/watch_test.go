@@ -44,7 +44,7 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
-	if _, err := stage.Launch(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "one", Brief: "b"}); err != nil {
+	if _, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "one", Brief: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	logDir := t.TempDir()

@@ -150,7 +150,7 @@ func workspaceStartCommand(a *app) *cli.Command {
 				return err
 			}
 			limits := promote.Limits{MaxMs: c.Duration("max").Milliseconds(), IdleMs: c.Duration("idle").Milliseconds()}
-			ws, err := promote.Launch(c.Context, a.promoteEnv(), root, data, promote.StartOptions{Program: prog, Limits: limits, Detach: c.Bool("detach")})
+			ws, err := promote.StartRequest(c.Context, a.promoteEnv(), root, data, promote.StartOptions{Program: prog, Limits: limits, Detach: c.Bool("detach")})
 			if err != nil {
 				return err
 			}
