@@ -350,7 +350,7 @@ func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *Sta
 // them to the caller's cleaned environment, or prints them before the
 // command.
 func agentVars(p *Place, stage, session string) []string {
-	return []string{"FLUME_PLACE=" + p.ID, "FLUME_STAGE=" + stage, "FLUME_SESSION=" + session}
+	return append(RunVars(p), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
 }
 
 // endAgent ends a stage's agent and verifies it exited (X5).

@@ -58,6 +58,8 @@ type Config struct {
 	// Prices are [price "MODEL"] sections: what a model's tokens cost,
 	// for transcripts that record tokens but no cost (W6).
 	Prices map[string]Price
+	// Run is the [run] section: what makes a place runnable (issue 29).
+	Run RunDecl
 }
 
 // Price is a model's price in US dollars per million tokens of each kind.
@@ -165,6 +167,8 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 			remove = append(remove, e.Value)
 		case section == "remove" && name == "shell" && repoFile:
 			removeShell = isTrue(e.Value)
+		case section == "run" && repoFile:
+			err = c.Run.apply(name, e.Value)
 		case section == "submit" && name == "command" && repoFile:
 			c.Submit = e.Value
 		case section == "notify" && (name == "command" || name == "shell") && !(repoFile && c.notifyFromUser):

@@ -113,6 +113,11 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	if err != nil {
 		return nil, err
 	}
+	if run, err := setUpRun(ctx, env, repo, store, p, cfg.Run); err != nil {
+		return p, fmt.Errorf("launch %s: its place is made, but [run] could not be set up: %w", p.ID, err)
+	} else if run != nil {
+		rec = run
+	}
 	if len(cfg.Ready) == 0 {
 		return p, nil
 	}

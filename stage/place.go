@@ -64,6 +64,9 @@ type Place struct {
 	Current int           `json:"current"` // index into Stages
 
 	Ready *ReadyResult `json:"ready,omitempty"`
+	// Run is what the place was given to run (issue 29): its leased
+	// ports, its env files; nil when its repository declares none.
+	Run *RunSetup `json:"run,omitempty"`
 	// Watcher is the process that keeps the place's timers (A3 unknown
 	// starts, A7 stuck): its lease, good while it runs.
 	Watcher *Proc `json:"watcher,omitempty"`

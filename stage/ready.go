@@ -16,7 +16,7 @@ import (
 // StepEnv is the whole environment of a repository step (L2, X4): the
 // step policy of internal/proc, with the place's FLUME_* variables.
 func StepEnv(caller []string, p *Place) []string {
-	return proc.StepEnv(caller,
+	return proc.StepEnv(caller, append(RunVars(p),
 		"FLUME_PLACE="+p.ID,
 		"FLUME_KIND="+p.PlaceKind,
 		"FLUME_NAME="+p.Name,
@@ -24,7 +24,7 @@ func StepEnv(caller []string, p *Place) []string {
 		"FLUME_TARGET="+p.Target,
 		"FLUME_REPO="+p.Repo,
 		"FLUME_PATH="+p.Path,
-	)
+	)...)
 }
 
 // StepFailure is a repository step that did not succeed.

@@ -47,6 +47,9 @@ type PlaceStatus struct {
 	Created  time.Time   `json:"created"`
 	Phase    string      `json:"phase"`
 	Worktree string      `json:"worktree"` // present, missing, removed, elsewhere
+	// Run is what the place was given to run: its ports, its env files
+	// (issue 29); null when its repository declares no [run].
+	Run *RunSetup `json:"run"`
 	Stage    StageStatus `json:"stage"`
 	// Previous is the stage before the current one, once it ended: what
 	// it delivered and its STAGE REPORT, or report-missing (W2).
@@ -423,6 +426,7 @@ func placeStatus(p *Place) PlaceStatus {
 	if p.Parent != nil {
 		ps.Parent = p.Parent.Parent
 	}
+	ps.Run = p.Run
 	if n := len(p.Stages); n > 0 && p.Current < n {
 		s := p.Stages[p.Current]
 		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, Run: s.Runs, State: s.State,

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -79,6 +80,9 @@ func statusNotes(p *PlaceStatus) []string {
 	}
 	if p.Kept != nil {
 		notes = append(notes, "kept: "+*p.Kept)
+	}
+	if r := p.Run; r != nil {
+		notes = append(notes, runNote(r))
 	}
 	if t := p.Stage.Tasks; t != nil {
 		notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
@@ -217,4 +221,26 @@ func ownUsage(a *AgentRun, u agent.Usage) agent.Usage {
 		return u
 	}
 	return u.Minus(*a.UsageBefore)
+}
+
+// runNote says what a place was given to run: its ports and its env
+// files, those skipped with why.
+func runNote(r *RunSetup) string {
+	var parts []string
+	names := make([]string, 0, len(r.Ports))
+	for name := range r.Ports {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, r.Ports[name]))
+	}
+	for _, f := range r.Env {
+		if f.Skipped != "" {
+			parts = append(parts, f.Path+" not copied ("+f.Skipped+")")
+		} else {
+			parts = append(parts, f.Path+" copied")
+		}
+	}
+	return "run: " + strings.Join(parts, ", ")
 }

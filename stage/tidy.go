@@ -257,7 +257,13 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	if opts.DryRun {
 		return res, nil
 	}
-	return res, recordTidy(ctx, env, store, rec, p, j, cs, res)
+	if err := recordTidy(ctx, env, store, rec, p, j, cs, res); err != nil {
+		return res, err
+	}
+	// Its ports go back once the place is recorded tidied; a tidy killed
+	// in between leaves a lease of a tidied place, which the next lease
+	// takes over (leaseLive).
+	return res, releaseLease(ctx, store, p)
 }
 
 // recordLanding lets the engine record a landing it has not seen yet,

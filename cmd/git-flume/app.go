@@ -158,6 +158,7 @@ func newApp(a *app) *cli.App {
 			a.withAutoSync(launchCommand(a)),
 			statusCommand(a),
 			boardCommand(a),
+			envCommand(a),
 			explainCommand(a),
 			a.withAutoSync(useCommand(a)),
 			a.withAutoSync(releaseCommand(a)),

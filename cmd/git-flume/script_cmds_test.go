@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"image/png"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +48,42 @@ func init() {
 	scriptCmds["pngcolors"] = cmdPNGColors
 	scriptCmds["fakeherdr"] = cmdFakeHerdr
 	scriptCmds["clock"] = cmdClock
+	scriptCmds["listen"] = cmdListen
+}
+
+// listen FILE: read NAME=PORT lines from FILE (as git flume env prints
+// them) and bind every port at once, on every interface, as that many dev
+// servers would; it fails naming each port already in use, then lets them
+// all go.
+func cmdListen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: listen FILE")
+	}
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	var busy []string
+	n := 0
+	for line := range strings.SplitSeq(ts.ReadFile(args[0]), "\n") {
+		_, port, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || strings.HasPrefix(line, "COMPOSE") || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n++
+		ln, err := net.Listen("tcp", ":"+strings.Trim(port, "'"))
+		if err != nil {
+			busy = append(busy, fmt.Sprintf("%s: %v", port, err))
+			continue
+		}
+		lns = append(lns, ln)
+	}
+	if len(busy) > 0 {
+		ts.Fatalf("%d of %d ports in use: %s", len(busy), n, strings.Join(busy, "; "))
+	}
+	ts.Logf("listening on %d ports at once", n)
 }
 
 // clock D: move the clock that the engine's and the worker's timers read

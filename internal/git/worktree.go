@@ -630,3 +630,34 @@ func (r *Runner) AddGlobalConfig(ctx context.Context, key, value string) error {
 	}
 	return nil
 }
+
+// Ignored reports which of paths (relative to dir) git ignores in the
+// work tree at dir.
+func (repo *Repo) Ignored(ctx context.Context, dir string, paths []string) (map[string]bool, error) {
+	in := []byte(strings.Join(paths, "\x00") + "\x00")
+	out, err := repo.r.run(ctx, call{dir: dir, readOnly: true, stdin: in, args: []string{"check-ignore", "-z", "--stdin", "--no-index"}})
+	if err != nil && exitCode(err) != 1 { // 1: none of them is ignored
+		return nil, fmt.Errorf("check-ignore in %s: %w", dir, err)
+	}
+	return nulSet(out), nil
+}
+
+// Tracked reports which of paths (relative to dir) the index of the work
+// tree at dir tracks.
+func (repo *Repo) Tracked(ctx context.Context, dir string, paths []string) (map[string]bool, error) {
+	out, err := repo.r.run(ctx, call{dir: dir, readOnly: true, args: append([]string{"ls-files", "-z", "--"}, paths...)})
+	if err != nil {
+		return nil, fmt.Errorf("ls-files in %s: %w", dir, err)
+	}
+	return nulSet(out), nil
+}
+
+func nulSet(out []byte) map[string]bool {
+	set := map[string]bool{}
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f != "" {
+			set[f] = true
+		}
+	}
+	return set
+}

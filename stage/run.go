@@ -1,0 +1,533 @@
+package stage
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/refs"
+)
+
+// Places that can be run (issue 29): a repository's [run] section names
+// the ignored files each new place gets a copy of (its .env), the port
+// variables each place gets ports of its own for, and the variables given
+// a compose project name unique to the repository and place. A place's
+// ports are a block leased per host by a create-only compare-and-swap ref
+// under refs/flume/leases/<host>/, after a bind probe found them free;
+// tidy releases it. Every repository step, the agent and `git flume env`
+// get the variables.
+
+// RunDecl is a repository's [run] section.
+type RunDecl struct {
+	// Env are globs of ignored files, relative to the main checkout,
+	// copied into each new place (mode 0600).
+	Env []string
+	// Ports are the variables each place gets a port of its own for.
+	Ports []string
+	// PortsFrom is the first port blocks are leased from.
+	PortsFrom int
+	// Compose are variables given the place's compose project name,
+	// besides COMPOSE_PROJECT_NAME, which every place gets.
+	Compose []string
+}
+
+// DefaultPortsFrom is where port blocks start unless [run] portsFrom says.
+const DefaultPortsFrom = 20000
+
+// maxPort bounds the port blocks.
+const maxPort = 65000
+
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// apply takes one key of the [run] section.
+func (d *RunDecl) apply(name, value string) error {
+	switch name {
+	case "env":
+		if filepath.IsAbs(value) || strings.Contains(filepath.ToSlash(value), "..") {
+			return fmt.Errorf("run.env %q: a path inside the repository, relative to it", value)
+		}
+		d.Env = append(d.Env, value)
+	case "port", "compose":
+		if !varName.MatchString(value) {
+			return fmt.Errorf("run.%s %q: not an environment variable's name", name, value)
+		}
+		if name == "port" {
+			d.Ports = append(d.Ports, value)
+		} else {
+			d.Compose = append(d.Compose, value)
+		}
+	case "portsfrom":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1024 || n > maxPort {
+			return fmt.Errorf("run.portsFrom %q: a port from 1024 to %d", value, maxPort)
+		}
+		d.PortsFrom = n
+	}
+	return nil
+}
+
+// RunSetup is what a place was given to run (issue 29): its ports, the
+// lease that holds them, its env files as copied.
+type RunSetup struct {
+	Ports map[string]int `json:"ports,omitempty"`
+	Lease string         `json:"lease,omitempty"`
+	Env   []EnvFile      `json:"env,omitempty"`
+	// Compose are the variables given its compose project name.
+	Compose []string `json:"compose,omitempty"`
+}
+
+// EnvFile is an env file copied into a place: its path (relative), the
+// SHA-256 of what was copied, or why it was not.
+type EnvFile struct {
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// ComposeName is a place's compose project name: the repository's folder
+// name, the place, and a short hash of the repository's path, so that two
+// repositories with a place of the same name never share a project, its
+// containers or its volumes. Lowercase letters, digits, '-' and '_', as
+// compose requires.
+func ComposeName(p *Place) string {
+	sum := sha256.Sum256([]byte(p.Repo))
+	base := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '_'
+	}, filepath.Base(p.Repo)+"-"+p.ID)
+	return strings.TrimLeft(base, "-_") + "-" + hex.EncodeToString(sum[:3])
+}
+
+// RunVars are a place's run variables as NAME=value, for a place whose
+// repository declares [run]: its compose name under COMPOSE_PROJECT_NAME
+// and every other variable the repository names, then its ports, in a
+// stable order.
+func RunVars(p *Place) []string {
+	if p.Run == nil {
+		return nil // its repository declares no [run]
+	}
+	vars := []string{"COMPOSE_PROJECT_NAME=" + ComposeName(p)}
+	for _, name := range p.Run.Compose {
+		if name != "COMPOSE_PROJECT_NAME" {
+			vars = append(vars, name+"="+ComposeName(p))
+		}
+	}
+	names := make([]string, 0, len(p.Run.Ports))
+	for name := range p.Run.Ports {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		vars = append(vars, fmt.Sprintf("%s=%d", name, p.Run.Ports[name]))
+	}
+	return vars
+}
+
+// setUpRun gives a made place what [run] declares: a lease of its ports,
+// then copies of its env files, and records both with the place. It does
+// nothing for a repository that declares neither.
+func setUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place, d RunDecl) (*refs.Record, error) {
+	if len(d.Env) == 0 && len(d.Ports) == 0 && len(d.Compose) == 0 {
+		return nil, nil
+	}
+	files, err := copyEnvFiles(ctx, repo, p, d.Env)
+	if err != nil {
+		return nil, err
+	}
+	env.fault("run:copied")
+	setup := &RunSetup{Compose: d.Compose, Env: files}
+	if len(d.Ports) > 0 {
+		if setup.Lease, setup.Ports, err = leasePorts(ctx, env, repo, store, p, d); err != nil {
+			return nil, err
+		}
+		env.fault("run:leased")
+	}
+	rec, err := editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+		cur.Run = setup
+		*p = *cur
+		return fmt.Sprintf("launch %s: run set up (%d ports, %d env files)", p.ID, len(setup.Ports), len(setup.Env)), nil
+	})
+	if err != nil && setup.Lease != "" {
+		// The place does not name its lease: give the ports back now
+		// (were this process killed instead, the next lease would take
+		// them over, its launcher gone).
+		q := *p
+		q.Run = setup
+		err = errors.Join(err, releaseLease(ctx, store, &q))
+	}
+	return rec, err
+}
+
+// LeasePrefix holds each host's port leases: refs/flume/leases/<host>/<first port>.
+const LeasePrefix = refs.Prefix + "leases/"
+
+// Lease is a block of ports held for a place on a host (kind "lease").
+type Lease struct {
+	Schema int            `json:"schema"`
+	Kind   string         `json:"kind"`
+	Host   string         `json:"host"`
+	Repo   string         `json:"repo"`
+	Place  string         `json:"place"`
+	First  int            `json:"first"`
+	Count  int            `json:"count"`
+	Ports  map[string]int `json:"ports"`
+	PID    int            `json:"pid"`
+	At     time.Time      `json:"at"`
+}
+
+func init() {
+	refs.DefaultSchemas["lease"] = 1
+	refs.DefaultValidators["lease"] = validateLease
+}
+
+// validateLease checks a lease before anyone acts on it: its ref names its
+// host and first port, its ports lie in its block.
+func validateLease(ref string, data []byte) (any, error) {
+	var l Lease
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, err
+	}
+	if err := refs.ValidateHost(l.Host); err != nil {
+		return nil, fmt.Errorf("invalid lease: %w", err)
+	}
+	if ref != leaseRef(l.Host, l.First) || l.Count < 1 || l.First < 1024 || l.First+l.Count > maxPort+100 {
+		return nil, fmt.Errorf("invalid lease: %s holds ports %d+%d of host %q", ref, l.First, l.Count, l.Host)
+	}
+	for name, port := range l.Ports {
+		if !varName.MatchString(name) || port < l.First || port >= l.First+l.Count {
+			return nil, fmt.Errorf("invalid lease: %s=%d is outside its block", name, port)
+		}
+	}
+	return &l, nil
+}
+
+func leaseRef(host string, first int) string { return LeasePrefix + host + "/" + strconv.Itoa(first) }
+
+// leasePorts leases a block of ports for place p: under the host's lease
+// lock, the first block from PortsFrom that no live lease of any
+// repository on this host holds and whose every port a bind probe finds
+// free is taken by a create-only ref (or over this repository's stale
+// lease of it, by compare-and-swap).
+func leasePorts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place, d RunDecl) (string, map[string]int, error) {
+	dir := stateDir(env.CallerEnv)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	l, err := lockfile.Take(ctx, filepath.Join(dir, "leases.lock"))
+	if err != nil {
+		return "", nil, err
+	}
+	defer l.Unlock()
+	taken, stale, err := hostLeases(ctx, env, store)
+	if err != nil {
+		return "", nil, err
+	}
+	n := len(d.Ports)
+	from := cmp.Or(d.PortsFrom, DefaultPortsFrom)
+	for first := from; first+n <= maxPort; first += n {
+		if overlaps(taken, first, n) || !portsFree(first, n) {
+			continue
+		}
+		lease := Lease{Schema: 1, Kind: "lease", Host: env.Host, Repo: p.Repo, Place: p.ID, First: first, Count: n,
+			Ports: map[string]int{}, PID: env.PID, At: env.now()}
+		for i, name := range d.Ports {
+			lease.Ports[name] = first + i
+		}
+		ch := refs.Change{Ref: leaseRef(env.Host, first), Old: stale[first], State: lease, Message: "lease ports for " + p.ID}
+		if _, err := store.Write(ctx, []refs.Change{ch}); err != nil {
+			var conflict *refs.ConflictError
+			if errors.As(err, &conflict) {
+				continue
+			}
+			return "", nil, err
+		}
+		return ch.Ref, lease.Ports, nil
+	}
+	return "", nil, fmt.Errorf("no block of %d free ports from %d to %d on this host", n, from, maxPort)
+}
+
+// hostLeases are the port blocks leased on this host: this repository's
+// and those of every repository the host's index lists (leases are per
+// host; ports are the machine's). A lease of this repository whose place
+// is gone or tidied, or whose launch died before the place named it, is
+// stale: returned apart, to be taken over by compare-and-swap. Another
+// repository's leases are only read.
+func hostLeases(ctx context.Context, env *Env, store *refs.Store) (taken map[int]int, stale map[int]*refs.Record, err error) {
+	taken, stale = map[int]int{}, map[int]*refs.Record{}
+	mine, _, err := store.List(ctx, LeasePrefix+env.Host+"/")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, rec := range mine {
+		var l Lease
+		if rec.Decode(&l) != nil {
+			continue
+		}
+		if leaseLive(ctx, env, store, &l) {
+			taken[l.First] = l.Count
+		} else {
+			stale[l.First] = rec
+		}
+	}
+	repos, _ := env.Runner.GlobalConfigAll(ctx, RepositoryKey)
+	for _, dir := range repos {
+		r, err := env.Runner.Open(ctx, dir)
+		if err != nil || r.CommonDir == store.Repo().CommonDir {
+			continue
+		}
+		other := refs.New(r)
+		recs, _, err := other.List(ctx, LeasePrefix+env.Host+"/")
+		if err != nil {
+			continue
+		}
+		for _, rec := range recs {
+			var l Lease
+			if rec.Decode(&l) == nil && leaseLive(ctx, env, other, &l) {
+				taken[l.First] = l.Count
+			}
+		}
+	}
+	return taken, stale, nil
+}
+
+// leaseLive reports whether lease l still holds its ports: its place's
+// record names it and is not tidied, or the launch that took it still
+// runs (its place may not name it yet).
+func leaseLive(ctx context.Context, env *Env, store *refs.Store, l *Lease) bool {
+	_, p, err := readPlace(ctx, store, l.Place)
+	if err == nil && p.Phase != PhaseTidied && p.Run != nil && p.Run.Lease == leaseRef(l.Host, l.First) {
+		return true
+	}
+	return refs.ProcessAlive(l.Host, l.PID, env.Host) && l.PID != env.PID
+}
+
+func overlaps(taken map[int]int, first, n int) bool {
+	for f, c := range taken {
+		if first < f+c && f < first+n {
+			return true
+		}
+	}
+	return false
+}
+
+// portsFree probes each port of the block: bound on every interface and on
+// loopback, and let go at once.
+func portsFree(first, n int) bool {
+	for port := first; port < first+n; port++ {
+		for _, addr := range []string{fmt.Sprintf(":%d", port), fmt.Sprintf("127.0.0.1:%d", port)} {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return false
+			}
+			_ = ln.Close() // a probe: the port was free
+		}
+	}
+	return true
+}
+
+// releaseLease gives up a place's port lease, if it still holds it.
+func releaseLease(ctx context.Context, store *refs.Store, p *Place) error {
+	if p.Run == nil || p.Run.Lease == "" {
+		return nil
+	}
+	rec, err := store.Read(ctx, p.Run.Lease)
+	if errors.Is(err, refs.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var l Lease
+	if err := rec.Decode(&l); err != nil || l.Place != p.ID {
+		return err
+	}
+	_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, Delete: true, Message: "release ports of " + p.ID}})
+	return err
+}
+
+// stateDir is flume's per-user state folder: $XDG_STATE_HOME/flume, else
+// ~/.local/state/flume.
+func stateDir(environ []string) string {
+	var home, state string
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "XDG_STATE_HOME="); ok {
+			state = v
+		} else if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	if state == "" {
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "flume")
+}
+
+// copyEnvFiles copies the main checkout's files matching globs into the
+// place, mode 0600. A file git tracks is never copied (the place has its
+// own), nor one git does not ignore (a copy could be committed): each is
+// recorded with why it was skipped.
+func copyEnvFiles(ctx context.Context, repo *git.Repo, p *Place, globs []string) ([]EnvFile, error) {
+	var paths []string
+	for _, g := range globs {
+		matches, err := filepath.Glob(filepath.Join(p.Repo, g))
+		if err != nil {
+			return nil, fmt.Errorf("run.env %q: %w", g, err)
+		}
+		for _, m := range matches {
+			rel, err := filepath.Rel(p.Repo, m)
+			if err == nil && !strings.HasPrefix(rel, PlacesDir+string(filepath.Separator)) && !slices.Contains(paths, rel) {
+				paths = append(paths, rel)
+			}
+		}
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	sort.Strings(paths)
+	ignored, err := repo.Ignored(ctx, p.Repo, paths)
+	if err != nil {
+		return nil, err
+	}
+	tracked, err := repo.Tracked(ctx, p.Path, paths)
+	if err != nil {
+		return nil, err
+	}
+	var files []EnvFile
+	for _, rel := range paths {
+		f := EnvFile{Path: rel}
+		switch {
+		case tracked[rel]:
+			f.Skipped = "tracked in the place: it has its own"
+		case !ignored[rel]:
+			f.Skipped = "not ignored by git: a copy could be committed"
+		default:
+			sum, err := copyPrivate(filepath.Join(p.Repo, rel), filepath.Join(p.Path, rel), filepath.Join(repo.CommonDir, "flume", "tmp"))
+			if err != nil {
+				f.Skipped = err.Error()
+			}
+			f.SHA256 = sum
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// copyPrivate copies a regular file to dst, mode 0600, and returns the
+// SHA-256 of what it copied. The copy is written in tmp (the repository's
+// own folder, on the same file system) and renamed into place, so a copy
+// cut short never shows in the place.
+func copyPrivate(src, dst, tmpDir string) (string, error) {
+	info, err := os.Lstat(src)
+	if err != nil {
+		return "", err
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", src)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
+		return "", err
+	}
+	out, err := os.CreateTemp(tmpDir, "env-*")
+	if err != nil {
+		return "", err
+	}
+	tmp := out.Name()
+	if err := out.Chmod(0o600); err != nil {
+		out.Close()
+		os.Remove(tmp)
+		return "", err
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// EnvOptions name a place whose run variables `git flume env` prints, and
+// whether its env files are copied again first.
+type EnvOptions struct {
+	PlaceOptions
+	Refresh bool
+}
+
+// PlaceEnv is a place's run variables (RunVars) and its env files; with
+// Refresh, its env files are first copied again from the main checkout
+// (an original that changed reaches the place) and the record says so.
+func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile, error) {
+	repo, store, err := env.open(ctx, o.Repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, p, err := readPlace(ctx, store, o.Place)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.Run == nil {
+		return nil, nil, &RefusedError{Place: p.ID, Reason: "its repository declared no [run] section when it was launched; there is nothing to print"}
+	}
+	if !o.Refresh {
+		return RunVars(p), p.Run.Env, nil
+	}
+	if p.Host != env.Host {
+		return nil, nil, &RefusedError{Place: p.ID, Reason: "a place of host " + p.Host + ": only its own host copies its env files"}
+	}
+	var globs []string
+	for _, f := range p.Run.Env {
+		globs = append(globs, f.Path)
+	}
+	files, err := copyEnvFiles(ctx, repo, p, globs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+		if cur.Run == nil {
+			return "", refs.ErrNoChange
+		}
+		run := *cur.Run
+		run.Env = files
+		cur.Run = &run
+		*p = *cur
+		return fmt.Sprintf("env %s: %d env files copied again", p.ID, len(files)), nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	return RunVars(p), files, nil
+}

@@ -1,0 +1,165 @@
+package stage_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// TestKilledLaunchLeavesNoLease_L1 kills launches of a repository with a
+// [run] section (env file, two ports) at random points, as SIGKILL does:
+// every lease left is either named by its made place or stale (its
+// launcher gone), no two leases overlap, no copy cut short shows in a
+// place, and the next launch takes a stale lease over.
+func TestKilledLaunchLeavesNoLease_L1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills launches")
+	}
+	n := 8
+	if os.Getenv("FLUME_FULL_MATRIX") != "" {
+		n = 20
+	}
+	f := newFixture(t)
+	os.MkdirAll(filepath.Join(f.dir, ".flume"), 0o755)
+	os.WriteFile(filepath.Join(f.dir, ".flume", "config"), []byte("[run]\n\tenv = .env\n\tport = PORT\n\tport = API_PORT\n\tportsFrom = 41000\n[ready]\n\tstep = sleep 0.05\n"), 0o644)
+	os.WriteFile(filepath.Join(f.dir, ".gitignore"), []byte(".env\n"), 0o644)
+	f.git("-C", f.dir, "add", ".")
+	f.git("-C", f.dir, "commit", "-q", "-m", "run")
+	os.WriteFile(filepath.Join(f.dir, ".env"), []byte("SECRET=x\n"), 0o644)
+	ctx := context.Background()
+	env := f.stageEnv(f.env)
+	for trial := range n {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(append([]string{}, f.env...), "FLUME_STAGE_HELPER=launch", "FLUME_REPO="+f.dir, "FLUME_NAME="+fmt.Sprintf("k%02d", trial))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		checkLeases(t, f, env, trial)
+	}
+	stale := checkLeases(t, f, env, n)
+	leases := f.git("-C", f.dir, "for-each-ref", "refs/flume/leases/")
+	t.Logf("after %d killed launches: %d leases, %d stale", n, len(strings.Split(strings.TrimSpace(leases), "\n")), stale)
+	env.PID = os.Getpid()
+	p, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "after", Brief: "b"})
+	if err != nil {
+		t.Fatalf("a launch after the kills: %v", err)
+	}
+	if p.Run == nil || len(p.Run.Ports) != 2 {
+		t.Fatalf("the launch after the kills got no ports: %+v", p.Run)
+	}
+	if after := checkLeases(t, f, env, n+1); stale > 0 && after != stale-1 {
+		t.Fatalf("%d stale leases before the launch, %d after: it took none over", stale, after)
+	}
+}
+
+// checkLeases checks every lease of the fixture's repository and returns
+// how many are stale.
+func checkLeases(t *testing.T, f *fixture, env *stage.Env, trial int) int {
+	t.Helper()
+	st, err := stage.ReadStatus(context.Background(), env, stage.StatusOptions{Repo: f.dir, All: true})
+	if err != nil {
+		t.Fatalf("trial %d: status: %v", trial, err)
+	}
+	named := map[string]string{}
+	for _, ps := range st.Places {
+		if ps.Phase == stage.PhaseMade && ps.Run != nil && ps.Run.Lease != "" {
+			named[ps.Run.Lease] = ps.Place
+		}
+		if ps.Phase == stage.PhaseMade && ps.Worktree == "present" {
+			if out := f.git("-C", ps.Path, "status", "--porcelain"); out != "" {
+				t.Fatalf("trial %d: place %s is not clean: %q", trial, ps.Place, out)
+			}
+		}
+	}
+	refsOut := f.git("-C", f.dir, "for-each-ref", "--format=%(refname)", "refs/flume/leases/")
+	type block struct{ first, count int }
+	var blocks []block
+	stale := 0
+	for _, ref := range strings.Fields(refsOut) {
+		var l stage.Lease
+		if err := json.Unmarshal([]byte(f.git("-C", f.dir, "cat-file", "-p", ref+":state.json")), &l); err != nil {
+			t.Fatalf("trial %d: lease %s: %v", trial, ref, err)
+		}
+		for _, b := range blocks {
+			if l.First < b.first+b.count && b.first < l.First+l.Count {
+				t.Fatalf("trial %d: lease %s overlaps another at %d", trial, ref, b.first)
+			}
+		}
+		blocks = append(blocks, block{l.First, l.Count})
+		switch {
+		case named[ref] == l.Place:
+		case proc.Alive(l.PID) && l.PID != os.Getpid():
+			t.Fatalf("trial %d: lease %s of %s is named by no place while its launcher %d runs, after the kill", trial, ref, l.Place, l.PID)
+		default:
+			stale++
+		}
+	}
+	return stale
+}
+
+type crashed struct{}
+
+// TestLaunchCrashedAtEveryRunStep_L1 stops a launch at each step of its
+// [run] setup, as a kill would there: nothing it leased is left that the
+// next launch does not take over, and the place it made is whole.
+func TestLaunchCrashedAtEveryRunStep_L1(t *testing.T) {
+	for _, point := range []string{"run:copied", "run:leased"} {
+		t.Run(point, func(t *testing.T) {
+			f := newFixture(t)
+			os.MkdirAll(filepath.Join(f.dir, ".flume"), 0o755)
+			os.WriteFile(filepath.Join(f.dir, ".flume", "config"), []byte("[run]\n\tenv = .env\n\tport = PORT\n\tportsFrom = 42000\n"), 0o644)
+			os.WriteFile(filepath.Join(f.dir, ".gitignore"), []byte(".env\n"), 0o644)
+			f.git("-C", f.dir, "add", ".")
+			f.git("-C", f.dir, "commit", "-q", "-m", "run")
+			os.WriteFile(filepath.Join(f.dir, ".env"), []byte("SECRET=x\n"), 0o644)
+			ctx := context.Background()
+			env := f.stageEnv(f.env)
+			env.Fault = func(p string) {
+				if p == point {
+					panic(crashed{})
+				}
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						if _, ok := r.(crashed); !ok {
+							panic(r)
+						}
+					}
+				}()
+				stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"})
+				t.Fatalf("the launch was not stopped at %s", point)
+			}()
+			want := 0
+			if point == "run:leased" {
+				want = 1
+			}
+			if stale := checkLeases(t, f, env, 0); stale != want {
+				t.Fatalf("stopped at %s: %d stale leases, want %d", point, stale, want)
+			}
+			env.Fault = nil
+			p, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "next", Brief: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stale := checkLeases(t, f, env, 1); stale != 0 || p.Run.Ports["PORT"] != 42000 {
+				t.Fatalf("the next launch: %d stale leases left, PORT=%d (want the first block, taken over)", stale, p.Run.Ports["PORT"])
+			}
+		})
+	}
+}
