@@ -17,10 +17,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -530,4 +532,70 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 		return nil, nil, err
 	}
 	return RunVars(p), files, nil
+}
+
+// stopPlaceProcesses ends what a place started before tidy removes it
+// (issue 29, point 5): every process flume started for it (readying and
+// remove steps, and what they left running, carry its FLUME_PLACE and
+// FLUME_PATH; its agents are ended by their session) and every process
+// listening on its leased ports, each sent SIGTERM, then SIGKILL, and
+// verified gone. A process flume did not start that holds no leased port
+// but works inside the place (a person's shell, an editor) is never
+// signalled: the place is kept, naming it. The calling process, its
+// ancestors, and flume's and git's own processes are never touched. It returns why the place is kept, "" when
+// nothing runs in it any more.
+func stopPlaceProcesses(p *Place) string {
+	spare := map[int]bool{os.Getpid(): true}
+	for _, pid := range proc.Ancestors(os.Getpid()) {
+		spare[pid] = true
+	}
+	started := proc.WithEnvAll("FLUME_PLACE="+p.ID, "FLUME_PATH="+p.Path)
+	if p.Run != nil && len(p.Run.Ports) > 0 {
+		var ports []int
+		for _, port := range p.Run.Ports {
+			ports = append(ports, port)
+		}
+		started = append(started, proc.Listening(ports)...)
+	}
+	var stop []int
+	for _, pid := range started {
+		if !spare[pid] && !slices.Contains(stop, pid) {
+			stop = append(stop, pid)
+		}
+	}
+	// First what nobody may end: then nothing is ended for a place that
+	// stays anyway.
+	for _, pid := range proc.CwdUnder(p.Path) {
+		// flume's own background work (a hook's advance runs where its
+		// commit was made) and the git processes of a reading are not
+		// the place's; they never write in a removed worktree.
+		if name := comm(pid); !spare[pid] && !slices.Contains(stop, pid) && name != "git-flume" && name != "git" {
+			return fmt.Sprintf("process %d (%s) works inside it, and flume did not start it: tidy removes nothing from under a running process (end it, then tidy again)", pid, name)
+		}
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		for _, pid := range stop {
+			if proc.Alive(pid) {
+				_ = syscall.Kill(pid, sig) // checked below: gone, or named
+			}
+		}
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && anyAlive(stop); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, pid := range stop {
+		if proc.Alive(pid) {
+			return fmt.Sprintf("process %d (%s), which it started, did not exit", pid, comm(pid))
+		}
+	}
+	return ""
+}
+
+func anyAlive(pids []int) bool {
+	return slices.ContainsFunc(pids, proc.Alive)
+}
+
+func comm(pid int) string {
+	_, name, _ := proc.Parent(pid)
+	return name
 }

@@ -239,6 +239,14 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		*p = *decoded
 	}
 
+	if !opts.DryRun {
+		// Issue 29: what the place started goes before its worktree does;
+		// a place something still runs in is kept, with why.
+		if kept := stopPlaceProcesses(p); kept != "" {
+			res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
+			return res, keepPlace(ctx, store, rec, p, kept, cs, false)
+		}
+	}
 	kept, err := tidyWorktree(ctx, env, repo, p, wts, opts.DryRun, res)
 	if err != nil {
 		return nil, err

@@ -298,3 +298,109 @@ func WithEnv(kv string) []int {
 	}
 	return pids
 }
+
+// WithEnvAll returns the live processes (this one aside) whose environment
+// holds every assignment of kvs exactly.
+func WithEnvAll(kvs ...string) []int {
+	if len(kvs) == 0 {
+		return nil
+	}
+	var pids []int
+	for _, pid := range WithEnv(kvs[0]) {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		env = append([]byte{0}, append(env, 0)...)
+		all := true
+		for _, kv := range kvs[1:] {
+			all = all && bytes.Contains(env, []byte("\x00"+kv+"\x00"))
+		}
+		if all {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// CwdUnder returns the live processes (this one aside) whose working
+// directory is dir or inside it.
+func CwdUnder(dir string) []int {
+	return scan(func(pid int) bool {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		return err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/"))
+	})
+}
+
+// Listening returns the live processes (this one aside) with a TCP socket
+// listening on any of ports, on any address (IPv4 or IPv6).
+func Listening(ports []int) []int {
+	want := map[int]bool{}
+	for _, p := range ports {
+		want[p] = true
+	}
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			_, hexPort, ok := strings.Cut(f[1], ":")
+			port, err := strconv.ParseInt(hexPort, 16, 32)
+			if ok && err == nil && want[int(port)] {
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return nil
+	}
+	return scan(func(pid int) bool {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			return false
+		}
+		for _, fd := range fds {
+			if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[link] {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// scan returns the live processes (this one aside) that match.
+func scan(match func(pid int) bool) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && pid != self && match(pid) && Alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Ancestors returns the processes above pid, its parent first.
+func Ancestors(pid int) []int {
+	var out []int
+	for i := 0; i < 64; i++ {
+		ppid, _, ok := Parent(pid)
+		if !ok || ppid <= 1 {
+			return out
+		}
+		out = append(out, ppid)
+		pid = ppid
+	}
+	return out
+}
