@@ -25,6 +25,11 @@ type Doctor struct {
 	// flume's post-commit and post-merge hooks are installed there.
 	Repo  string `json:"repo"`
 	Hooks bool   `json:"hooks"`
+	// CopyOnWrite says whether the repository's file system clones files
+	// copy-on-write ([run] deps are cloned so, else copied in full), and
+	// CopyOnWriteProblem why not (issue 29); both empty outside one.
+	CopyOnWrite        bool   `json:"copyOnWrite"`
+	CopyOnWriteProblem string `json:"copyOnWriteProblem,omitempty"`
 	// PaneHost is the one launches use (FLUME_PANE, else tmux), and
 	// PaneHostProblem why it cannot open panes ("" when it can).
 	PaneHost        string `json:"paneHost"`
@@ -66,6 +71,9 @@ func Diagnose(ctx context.Context, env *Env, repoDir string) (*Doctor, error) {
 		if main, err := repo.MainCheckout(ctx); err == nil {
 			d.Repo, places = main, filepath.Join(main, PlacesDir)
 		}
+		// A probe's scratch files, removed at once, in the folder [run]
+		// deps templates live in.
+		d.CopyOnWrite, d.CopyOnWriteProblem = CloneProbe(filepath.Join(repo.CommonDir, "flume", "tmp"))
 		if dir, err := repo.HooksDir(ctx); err == nil {
 			d.Hooks = true
 			for _, h := range Hooks {

@@ -47,6 +47,12 @@ type RunDecl struct {
 	// Compose are variables given the place's compose project name,
 	// besides COMPOSE_PROJECT_NAME, which every place gets.
 	Compose []string
+	// Deps are ignored folders (node_modules, .venv, target) each place
+	// gets a clone of, from a template built once per key by DepsInstall
+	// (a shell line) and keyed also by the content of DepsKey's files.
+	Deps        []string
+	DepsKey     []string
+	DepsInstall string
 }
 
 // DefaultPortsFrom is where port blocks start unless [run] portsFrom says.
@@ -74,6 +80,17 @@ func (d *RunDecl) apply(name, value string) error {
 		} else {
 			d.Compose = append(d.Compose, value)
 		}
+	case "deps", "depskey":
+		if filepath.IsAbs(value) || strings.Contains(filepath.ToSlash(value), "..") || value == "" {
+			return fmt.Errorf("run.%s %q: a path inside the repository, relative to it", name, value)
+		}
+		if name == "deps" {
+			d.Deps = append(d.Deps, filepath.Clean(value))
+		} else {
+			d.DepsKey = append(d.DepsKey, value)
+		}
+	case "depsinstall":
+		d.DepsInstall = value
 	case "portsfrom":
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 1024 || n > maxPort {
@@ -90,6 +107,8 @@ type RunSetup struct {
 	Ports map[string]int `json:"ports,omitempty"`
 	Lease string         `json:"lease,omitempty"`
 	Env   []EnvFile      `json:"env,omitempty"`
+	// Deps is how it got its dependency folders, nil when it has none.
+	Deps *DepsSetup `json:"deps,omitempty"`
 	// Compose are the variables given its compose project name.
 	Compose []string `json:"compose,omitempty"`
 }
@@ -150,7 +169,7 @@ func RunVars(p *Place) []string {
 // then copies of its env files, and records both with the place. It does
 // nothing for a repository that declares neither.
 func setUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place, d RunDecl) (*refs.Record, error) {
-	if len(d.Env) == 0 && len(d.Ports) == 0 && len(d.Compose) == 0 {
+	if len(d.Env) == 0 && len(d.Ports) == 0 && len(d.Compose) == 0 && len(d.Deps) == 0 {
 		return nil, nil
 	}
 	files, err := copyEnvFiles(ctx, repo, p, d.Env)
@@ -158,7 +177,12 @@ func setUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, 
 		return nil, err
 	}
 	env.fault("run:copied")
-	setup := &RunSetup{Compose: d.Compose, Env: files}
+	deps, err := setUpDeps(ctx, env, repo, p, d)
+	if err != nil {
+		return nil, err
+	}
+	env.fault("run:deps")
+	setup := &RunSetup{Compose: d.Compose, Env: files, Deps: deps}
 	if len(d.Ports) > 0 {
 		if setup.Lease, setup.Ports, err = leasePorts(ctx, env, repo, store, p, d); err != nil {
 			return nil, err

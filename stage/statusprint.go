@@ -235,6 +235,9 @@ func runNote(r *RunSetup) string {
 	for _, name := range names {
 		parts = append(parts, fmt.Sprintf("%s=%d", name, r.Ports[name]))
 	}
+	if d := r.Deps; d != nil {
+		parts = append(parts, strings.Join(d.Folders, " ")+" by "+d.Method)
+	}
 	for _, f := range r.Env {
 		if f.Skipped != "" {
 			parts = append(parts, f.Path+" not copied ("+f.Skipped+")")

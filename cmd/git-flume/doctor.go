@@ -55,6 +55,13 @@ func writeDoctor(w io.Writer, d *stage.Doctor) {
 	default:
 		fmt.Fprintf(w, "hooks in %s: missing: run git flume install\n", d.Repo)
 	}
+	switch {
+	case d.Repo == "":
+	case d.CopyOnWrite:
+		fmt.Fprintf(w, "copy-on-write clones in %s: yes ([run] deps are cloned)\n", d.Repo)
+	default:
+		fmt.Fprintf(w, "copy-on-write clones in %s: no (%s): [run] deps are copied in full\n", d.Repo, d.CopyOnWriteProblem)
+	}
 	fmt.Fprintf(w, "agents (a launch uses %s unless --agent or FLUME_AGENT says otherwise):\n", d.Default)
 	for _, r := range d.Agents {
 		state := "cannot start here"
