@@ -141,6 +141,9 @@ func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Stage
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil {
 		add("readying", fmt.Sprintf("step %q exited %d", r.Step, r.Exit))
 	}
+	if r := p.Run; r != nil {
+		add("run", strings.TrimPrefix(runNote(r), "run: ")+"; compose project "+ComposeName(p))
+	}
 	now := seen.Now
 	if now.IsZero() {
 		now = env.clock()
