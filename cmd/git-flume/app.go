@@ -159,6 +159,8 @@ func newApp(a *app) *cli.App {
 			statusCommand(a),
 			boardCommand(a),
 			envCommand(a),
+			conflictsCommand(a),
+			landOrderCommand(a),
 			explainCommand(a),
 			a.withAutoSync(useCommand(a)),
 			a.withAutoSync(releaseCommand(a)),

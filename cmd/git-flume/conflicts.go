@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-flume/git-flume/stage"
+)
+
+func conflictsCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "conflicts",
+		Usage:     "which open places would conflict with each other, or with their target, if merged now (git merge-tree, exact)",
+		UsageText: "git flume conflicts [--repo DIR] [--json]",
+		Description: "Merges, in memory, each of this host's open places with work to land with its target's tip and with " +
+			"each other (git merge-tree --write-tree: no work tree or index is touched), cached by the commits. Committed " +
+			"work only; exits 1 when there is a conflict.",
+		Flags: []cli.Flag{repoFlag(), jsonFlag()},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			cs, err := stage.ReadConflicts(c.Context, a.stageEnv(), c.String("repo"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if cs == nil {
+					cs = []stage.Conflict{}
+				}
+				if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "conflicts": cs}); err != nil {
+					return err
+				}
+			} else {
+				if len(cs) == 0 {
+					fmt.Fprintln(a.io.Out, "no conflicts: every open place merges cleanly with its target and with the others")
+				}
+				for _, x := range cs {
+					fmt.Fprintf(a.io.Out, "%s conflicts with %s: %s\n", x.Place, x.With, strings.Join(x.Files, ", "))
+				}
+			}
+			if len(cs) > 0 {
+				return silentExit{exitError}
+			}
+			return nil
+		},
+	}
+}
+
+func landOrderCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "land-order",
+		Usage:     "an order to land the open places in that lands the independent ones first, each step explained",
+		UsageText: "git flume land-order [--repo DIR] [--json]",
+		Description: "Among this host's open places with work to land: first those that conflict with neither their target " +
+			"nor any place still to land, finished (last stage delivered) before unfinished, then the smaller overlaps.",
+		Flags: []cli.Flag{repoFlag(), jsonFlag()},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			steps, err := stage.LandOrder(c.Context, a.stageEnv(), c.String("repo"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if steps == nil {
+					steps = []stage.LandStep{}
+				}
+				return writeJSON(a.io.Out, map[string]any{"schema": 1, "order": steps})
+			}
+			if len(steps) == 0 {
+				fmt.Fprintln(a.io.Out, "nothing to land")
+			}
+			for i, s := range steps {
+				state := "finished"
+				if !s.Finished {
+					state = "not finished"
+				}
+				fmt.Fprintf(a.io.Out, "%d. %s (%s): %s\n", i+1, s.Place, state, s.Why)
+			}
+			return nil
+		},
+	}
+}
