@@ -195,3 +195,45 @@ func TestParallelTidiesAllSucceed_T1_L2b(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchKilledInsideCheckout_L1: a `git worktree add` killed in the
+// middle of its checkout leaves the place's files written in full or in
+// part and no index. That is git's, not anyone's work: the next status
+// cleans the launch up instead of keeping a torn place as made. A file
+// that is not a write of git's (work) keeps it, as before.
+func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write string
+		want  string
+	}{
+		{"a torn write", "const a = 1\n", stage.PhaseTidied},
+		{"someone's edit", "const a = 2 // mine\n", stage.PhaseMade},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			os.WriteFile(filepath.Join(f.dir, "a.js"), []byte("const a = 1\nconst b = 2\n"), 0o644)
+			f.git("-C", f.dir, "add", ".")
+			f.git("-C", f.dir, "commit", "-q", "-m", "code")
+			ctx := context.Background()
+			env := f.stageEnv(f.env)
+			if _, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
+				t.Fatal(err)
+			}
+			interrupt(t, f, "fix--cut")
+			path := filepath.Join(f.dir, "places", "fix--cut")
+			admin := filepath.Join(f.dir, ".git", "worktrees", "fix--cut")
+			// The checkout as a kill leaves it: no index, a file written
+			// in part.
+			os.Remove(filepath.Join(admin, "index"))
+			os.WriteFile(filepath.Join(path, "a.js"), []byte(c.write), 0o644)
+			st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ps := placeOf(t, st, "fix--cut"); ps.Phase != c.want {
+				t.Fatalf("phase %s, want %s", ps.Phase, c.want)
+			}
+		})
+	}
+}

@@ -146,6 +146,10 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 			if ps.Ready.Running {
 				t.Fatalf("trial %d: readying still shown running after its process died", trial)
 			}
+			// Whole: a checkout a kill cut short is never kept as made.
+			if out := f.git("-C", ps.Path, "status", "--porcelain"); out != "" {
+				t.Fatalf("trial %d: made place %s is not clean: %q", trial, id, out)
+			}
 			if ps.Ready.OK {
 				outcomes["made, ready"]++
 			} else {

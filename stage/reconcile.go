@@ -118,6 +118,12 @@ func holdsWork(ctx context.Context, repo *git.Repo, p *Place, wt git.Worktree) (
 		// was handed the worktree yet.
 		return "", nil
 	}
+	// git was cut short in the middle of the checkout: its index lacks
+	// files and what differs is git's own writes, whole or torn. Nobody
+	// was handed it; a torn file is not work.
+	if cut, err := repo.CheckoutCutShort(ctx, p.Path, p.Base); err != nil || cut {
+		return "", err
+	}
 	added, err := repo.FilesBeyond(ctx, p.Path, p.Base)
 	if err != nil || !added {
 		return "", err

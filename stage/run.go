@@ -283,7 +283,9 @@ func leasePorts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		ch := refs.Change{Ref: leaseRef(env.Host, first), Old: stale[first], State: lease, Message: "lease ports for " + p.ID}
 		if _, err := store.Write(ctx, []refs.Change{ch}); err != nil {
 			var conflict *refs.ConflictError
-			if errors.As(err, &conflict) {
+			if errors.As(err, &conflict) || errors.Is(err, git.ErrLocked) {
+				// Taken meanwhile, or its ref locked by a git a kill left
+				// (the lock is named by fsck and status): another block.
 				continue
 			}
 			return "", nil, err

@@ -81,14 +81,10 @@ func checkLeases(t *testing.T, f *fixture, env *stage.Env, trial int) int {
 			named[ps.Run.Lease] = ps.Place
 		}
 		if ps.Phase == stage.PhaseMade && ps.Worktree == "present" {
-			// What [run] copies shows whole or not at all. (A launch
-			// killed inside git worktree add's checkout can leave a made
-			// place with part of its files: git's, seen here, and left
-			// to its own issue.)
-			for _, line := range strings.Split(f.git("-C", ps.Path, "status", "--porcelain", "--ignored"), "\n") {
-				if strings.Contains(line, "flume-") || strings.Contains(line, "deps-") || strings.Contains(line, "env-") {
-					t.Fatalf("trial %d: place %s holds a copy cut short: %q", trial, ps.Place, line)
-				}
+			// A made place is whole: nothing a kill cut short shows in it,
+			// neither git's checkout nor what [run] copies.
+			if out := f.git("-C", ps.Path, "status", "--porcelain"); out != "" {
+				t.Fatalf("trial %d: place %s is not clean: %q", trial, ps.Place, out)
 			}
 		}
 	}

@@ -680,3 +680,33 @@ func (repo *Repo) MergeConflicts(ctx context.Context, a, b string) ([]string, er
 	}
 	return files, nil
 }
+
+// CheckoutCutShort reports whether the work tree at dir is what a checkout
+// of base cut short leaves, and nothing else: its index lacks some of
+// base's files, and every file that differs from base (untracked, or
+// changed) holds base's content or a beginning of it (a write cut short).
+// false means something in it is not git's.
+func (repo *Repo) CheckoutCutShort(ctx context.Context, dir, base string) (bool, error) {
+	missing, err := repo.r.run(ctx, call{dir: dir, readOnly: true, args: []string{"diff", "--cached", "--name-only", "-z", "--diff-filter=D", base}})
+	if err != nil || len(missing) == 0 {
+		return false, err
+	}
+	others, err := repo.r.run(ctx, call{dir: dir, readOnly: true, args: []string{"ls-files", "-z", "--others", "--modified", "--exclude-standard"}})
+	if err != nil {
+		return false, err
+	}
+	for _, f := range strings.Split(string(others), "\x00") {
+		if f == "" {
+			continue
+		}
+		have, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return false, nil // a folder, a link, a file gone: not a plain write of git's
+		}
+		want, err := repo.ReadFile(ctx, base, f)
+		if err != nil || !bytes.HasPrefix(want, have) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
