@@ -113,22 +113,27 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	if err != nil {
 		return nil, err
 	}
+	return p, prepare(ctx, env, repo, store, rec, p, cfg)
+}
+
+// prepare makes a made place ready to work in: what [run] declares (issue
+// 29), then the readying steps (L2). A fix whose readying failed still goes
+// on, its agent told of the failure, which stays recorded with the place.
+func prepare(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, cfg *Config) error {
 	if run, err := setUpRun(ctx, env, repo, store, p, cfg.Run); err != nil {
-		return p, fmt.Errorf("launch %s: its place is made, but [run] could not be set up: %w", p.ID, err)
+		return fmt.Errorf("launch %s: its place is made, but [run] could not be set up: %w", p.ID, err)
 	} else if run != nil {
 		rec = run
 	}
 	if len(cfg.Ready) == 0 {
-		return p, nil
+		return nil
 	}
-	_, err = Ready(ctx, env, repo, store, rec, p, cfg.Ready)
+	_, err := Ready(ctx, env, repo, store, rec, p, cfg.Ready)
 	var failure *StepFailure
 	if errors.As(err, &failure) && p.PlaceKind == "fix" {
-		// L2: a fix still goes on, its agent told of the failure; the
-		// failure stays recorded with the place.
-		return p, nil
+		return nil
 	}
-	return p, err
+	return err
 }
 
 // checkLaunch refuses, before anything is read, what no launch can make:

@@ -180,22 +180,9 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	if err != nil {
 		return nil, err
 	}
-	res := &TidyResult{Place: p.ID}
-	switch {
-	case p.Parent != nil && p.Parent.Outcome == OutcomeRolledBack && !p.Parent.Restored:
-		// Issue 17: a rollback under way restores this place's work tree
-		// and its commissioner's; it tidies the place itself once both
-		// are back, and a rollback cut short goes on from its record.
+	res := &TidyResult{Place: p.ID, Reason: tidyReason(p, j)}
+	if res.Reason == "" {
 		return nil, nil
-	case j.landed:
-		res.Reason = "landed"
-	case p.Dropped != nil:
-		res.Reason = "dropped"
-	case j.unknown:
-		// T1: when flume cannot tell, it removes nothing.
-		return nil, nil
-	default:
-		return nil, nil // work goes on
 	}
 	cs, err := store.ReadClaim(ctx, p.ID, env.Host)
 	if err != nil {
@@ -205,51 +192,15 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", "claimed by "+cs.Claim.Key
 		return res, err
 	}
-	// Issue 17: a commissioner is never tidied from under the delegation
-	// it still has open; the child's work would lose its way home.
-	if open, err := openChild(ctx, store, p); err != nil {
+	rec, kept, err := clearPlace(ctx, env, store, rec, p, j, opts.DryRun)
+	if err != nil {
 		return nil, err
-	} else if open != "" {
-		kept := "its delegated place " + open + " is still open"
-		res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
-		return res, keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
 	}
-	if st := &p.Stages[p.Current]; !opts.DryRun && j.landed && observed(st) {
-		if rec, err = recordLanding(ctx, env, store, rec, p); err != nil {
-			return nil, err
-		}
-	}
-	if a := p.Stages[p.Current].Agent; !opts.DryRun && a != nil && !a.Ended {
-		// X5: a place whose agent may still run is never removed under
-		// it; the agent is ended and verified gone, or the place stays.
-		if kept := endPlaceAgent(ctx, env, p); kept != "" {
-			res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
-			return res, keepPlace(ctx, store, rec, p, kept, cs, false)
-		}
-		// Its end is recorded at once, on its own: the place's watcher
-		// may record it too as it sees the pane go, and the tidy below
-		// then works from the record as it stands.
-		if rec, err = markAgentEnded(ctx, env, store, p.ID); err != nil {
-			return nil, err
-		}
-		decoded, err := decodePlace(rec)
+	if kept == "" {
+		kept, err = tidyWorktree(ctx, env, repo, p, wts, opts.DryRun, res)
 		if err != nil {
 			return nil, err
 		}
-		*p = *decoded
-	}
-
-	if !opts.DryRun {
-		// Issue 29: what the place started goes before its worktree does;
-		// a place something still runs in is kept, with why.
-		if kept := stopPlaceProcesses(p); kept != "" {
-			res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
-			return res, keepPlace(ctx, store, rec, p, kept, cs, false)
-		}
-	}
-	kept, err := tidyWorktree(ctx, env, repo, p, wts, opts.DryRun, res)
-	if err != nil {
-		return nil, err
 	}
 	if kept != "" {
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
@@ -272,6 +223,59 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	// in between leaves a lease of a tidied place, which the next lease
 	// takes over (leaseLive).
 	return res, releaseLease(ctx, store, p)
+}
+
+// tidyReason is why tidy may remove a place (T1): "landed" or "dropped";
+// "" when it may not: its work goes on, flume cannot tell whether it
+// landed (then it removes nothing), or a rollback under way restores it
+// (issue 17: the rollback tidies it once both work trees are back).
+func tidyReason(p *Place, j judgement) string {
+	switch {
+	case p.Parent != nil && p.Parent.Outcome == OutcomeRolledBack && !p.Parent.Restored:
+		return ""
+	case j.landed:
+		return "landed"
+	case p.Dropped != nil:
+		return "dropped"
+	}
+	return ""
+}
+
+// clearPlace makes sure nothing runs in or depends on a place tidy is
+// about to remove, or says why it stays: a delegation it still has open
+// (issue 17), its agent (ended and verified gone, X5, its end recorded at
+// once, since the place's watcher may record it too), and what the place
+// started (issue 29). A landing the engine has not seen yet is recorded
+// first. A dry run only reads. It returns the record as it then stands.
+func clearPlace(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place, j judgement, dryRun bool) (*refs.Record, string, error) {
+	if open, err := openChild(ctx, store, p); err != nil {
+		return rec, "", err
+	} else if open != "" {
+		return rec, "its delegated place " + open + " is still open", nil
+	}
+	if dryRun {
+		return rec, "", nil
+	}
+	var err error
+	if st := &p.Stages[p.Current]; j.landed && observed(st) {
+		if rec, err = recordLanding(ctx, env, store, rec, p); err != nil {
+			return rec, "", err
+		}
+	}
+	if a := p.Stages[p.Current].Agent; a != nil && !a.Ended {
+		if kept := endPlaceAgent(ctx, env, p); kept != "" {
+			return rec, kept, nil
+		}
+		if rec, err = markAgentEnded(ctx, env, store, p.ID); err != nil {
+			return rec, "", err
+		}
+		decoded, err := decodePlace(rec)
+		if err != nil {
+			return rec, "", err
+		}
+		*p = *decoded
+	}
+	return rec, stopPlaceProcesses(p), nil
 }
 
 // recordLanding lets the engine record a landing it has not seen yet,
