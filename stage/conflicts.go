@@ -140,6 +140,9 @@ func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace) ([]Con
 // flume folder. Losing it costs only the merges again.
 type mergeCache struct {
 	Pairs map[string][]string `json:"pairs"`
+	// Told are the conflicts the notifier was told of, by "place|with",
+	// until the pair merges cleanly again.
+	Told  map[string]bool `json:"told,omitempty"`
 	dirty bool
 }
 
@@ -147,12 +150,24 @@ func mergeCachePath(repo *git.Repo) string {
 	return filepath.Join(repo.CommonDir, "flume", "cache", "merges.json")
 }
 
+// hasMergeCache reports whether the radar ever wrote its cache here.
+func hasMergeCache(repo *git.Repo) bool {
+	_, err := os.Stat(mergeCachePath(repo))
+	return err == nil
+}
+
 func readMergeCache(repo *git.Repo) *mergeCache {
-	c := &mergeCache{Pairs: map[string][]string{}}
-	if data, err := os.ReadFile(mergeCachePath(repo)); err == nil && json.Unmarshal(data, c) == nil && c.Pairs != nil {
-		return c
+	c := &mergeCache{}
+	if data, err := os.ReadFile(mergeCachePath(repo)); err != nil || json.Unmarshal(data, c) != nil {
+		c = &mergeCache{}
 	}
-	return &mergeCache{Pairs: map[string][]string{}}
+	if c.Pairs == nil {
+		c.Pairs = map[string][]string{}
+	}
+	if c.Told == nil {
+		c.Told = map[string]bool{}
+	}
+	return c
 }
 
 func (c *mergeCache) write(repo *git.Repo) {
@@ -270,4 +285,102 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 		return "independent: conflicts with nothing still to land"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// knownConflicts annotates this host's open places in st with the
+// conflicts the radar's cache already holds for their heads as they are
+// now (and their targets' tips): exact answers for these very commits,
+// read without starting a process. records are every place record read,
+// so a place shown alone is still paired with the others. A pair not
+// computed yet is not shown: `git flume conflicts` computes every pair,
+// and a place's commit computes its own (RefreshConflicts).
+func knownConflicts(env *Env, repo *git.Repo, records []*refs.Record, st *Status) {
+	if len(st.Places) == 0 {
+		return
+	}
+	cache := readMergeCache(repo)
+	if len(cache.Pairs) == 0 {
+		return
+	}
+	ctx := context.Background()
+	type head struct{ id, head, tip, target string }
+	var open []head
+	for _, rec := range records {
+		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
+			continue
+		}
+		p, err := decodePlace(rec)
+		if err != nil || p.Phase != PhaseMade || p.Dropped != nil || p.Host != env.Host {
+			continue
+		}
+		h, err := repo.RefValue(ctx, p.branchRef())
+		if err != nil || h == "" {
+			continue
+		}
+		tip, _ := repo.RefValue(ctx, "refs/heads/"+p.Target)
+		open = append(open, head{p.ID, h, tip, p.Target})
+	}
+	lookup := func(a, b string) []string { return cache.Pairs[min(a, b)+":"+max(a, b)] }
+	for i := range st.Places {
+		ps := &st.Places[i]
+		k := slices.IndexFunc(open, func(h head) bool { return h.id == ps.Place })
+		if k < 0 {
+			continue
+		}
+		a := open[k]
+		if files := lookup(a.head, a.tip); a.tip != "" && len(files) > 0 {
+			ps.Conflicts = append(ps.Conflicts, Conflict{Place: a.id, With: "target " + a.target, Files: files, Exact: true})
+		}
+		for _, b := range open {
+			if b.id != a.id && a.head != b.head {
+				if files := lookup(a.head, b.head); len(files) > 0 {
+					ps.Conflicts = append(ps.Conflicts, Conflict{Place: a.id, With: b.id, Files: files, Exact: true})
+				}
+			}
+		}
+	}
+}
+
+// RefreshConflicts computes, after a commit in place id, its conflicts with
+// its target's tip and with the other open places of this host into the
+// radar's cache, and tells the notifier of each conflict that is new: one
+// not told of since the pair last merged cleanly.
+func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) error {
+	repo, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	places, err := openPlaces(ctx, env, repo, store)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(places, func(o openPlace) bool { return o.p.ID == id })
+	if i < 0 || places[i].toLand == 0 {
+		return nil
+	}
+	all, err := conflictsOf(ctx, repo, places)
+	if err != nil {
+		return err
+	}
+	cache := readMergeCache(repo)
+	now := map[string]Conflict{}
+	for _, c := range all {
+		if c.Place == id {
+			now[c.Place+"|"+c.With] = c
+		}
+	}
+	for key := range cache.Told {
+		if strings.HasPrefix(key, id+"|") && now[key].Place == "" {
+			delete(cache.Told, key) // merges cleanly again: a later conflict is new
+			cache.dirty = true
+		}
+	}
+	for key, c := range now {
+		if !cache.Told[key] {
+			notifyConflict(ctx, env, repo, places[i].p, c)
+			cache.Told[key], cache.dirty = true, true
+		}
+	}
+	cache.write(repo)
+	return nil
 }

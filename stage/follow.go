@@ -110,6 +110,14 @@ func AdvancePlaces(ctx context.Context, env *Env, o AdvanceOptions) (*Advanced, 
 		}
 		done.Places = append(done.Places, p)
 	}
+	if o.FromHook && o.Place != "" {
+		// Issue 30: a commit in a place is when its conflicts may change;
+		// the radar's answers for its new head are computed now, in this
+		// background run, and a new conflict is told to the notifier.
+		if err := RefreshConflicts(ctx, env, o.Repo, o.Place); err != nil {
+			fmt.Fprintf(env.Out, "conflicts of %s: %v\n", o.Place, err)
+		}
+	}
 	if o.Tidy {
 		// T1: flume tidies after a landing it observes; tidy itself
 		// judges what landed and keeps everything else.

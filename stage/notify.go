@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -42,6 +43,8 @@ type Event struct {
 	// Costs is the cost table of the place's tree (as `git flume cost`
 	// prints it) when this event ends its last stage (issue 27).
 	Costs string `json:"costs,omitempty"`
+	// Conflict is a new conflict of the place (event "conflict", issue 30).
+	Conflict *Conflict `json:"conflict,omitempty"`
 }
 
 // notifyTimeout bounds a notifier: the engine's step waits for it.
@@ -93,6 +96,30 @@ func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 		ev.Message += "; reply: " + ev.Reply
 	}
 	ev.Costs = costs
+	sendEvent(ctx, env, p, cfg, ev)
+}
+
+// notifyConflict tells the notifier of a new conflict of place p (issue
+// 30): event "conflict", with what it conflicts with and in which files.
+func notifyConflict(ctx context.Context, env *Env, repo *git.Repo, p *Place, c Conflict) {
+	if p.Parent != nil {
+		return // a delegated place answers to its commissioner, not a person
+	}
+	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	if err != nil || cfg.Notify.Command == "" {
+		return
+	}
+	ev := Event{Schema: 1, Event: "conflict", Place: p.ID, Repo: p.Repo, Branch: p.Branch, At: env.now(),
+		Message: fmt.Sprintf("%s now conflicts with %s in %s", p.ID, c.With, strings.Join(c.Files, ", ")),
+		Reply:   "git flume land-order", Conflict: &c}
+	ev.Message += "; see: " + ev.Reply
+	sendEvent(ctx, env, p, cfg, ev)
+}
+
+// sendEvent runs the declared notifier with ev on its standard input. A
+// notifier that fails is told to env.Out and changes nothing: the record
+// is the truth.
+func sendEvent(ctx context.Context, env *Env, p *Place, cfg *Config, ev Event) {
 	// A notifier shows the message to a person: what a record or a
 	// transcript put in it is escaped (R5).
 	ev.Message = term.Clean(ev.Message)

@@ -50,6 +50,9 @@ type PlaceStatus struct {
 	// Run is what the place was given to run: its ports, its env files
 	// (issue 29); null when its repository declares no [run].
 	Run *RunSetup `json:"run"`
+	// Conflicts are the conflicts the radar knows for its head as it is
+	// (issue 30): with its target's tip or another open place, exact.
+	Conflicts []Conflict `json:"conflicts,omitempty"`
 	Stage    StageStatus `json:"stage"`
 	// Previous is the stage before the current one, once it ended: what
 	// it delivered and its STAGE REPORT, or report-missing (W2).
@@ -206,6 +209,13 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
 	st.Places = treeOrder(st.Places)
+	if opts.Place != "" && len(st.Places) > 0 && hasMergeCache(repo) {
+		// One place shown: the radar pairs it with the others too.
+		if all, _, err := store.List(ctx, PlacePrefix); err == nil {
+			records = all
+		}
+	}
+	knownConflicts(env, repo, records, st)
 	return st, nil
 }
 

@@ -84,6 +84,9 @@ func statusNotes(p *PlaceStatus) []string {
 	if r := p.Run; r != nil {
 		notes = append(notes, runNote(r))
 	}
+	for _, c := range p.Conflicts {
+		notes = append(notes, "conflicts with "+c.With+" ("+strings.Join(c.Files, ", ")+")")
+	}
 	if t := p.Stage.Tasks; t != nil {
 		notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
 	}
