@@ -384,3 +384,18 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) error {
 	cache.write(repo)
 	return nil
 }
+
+// placeConflicts are the conflicts the radar's cache knows for place p's
+// head as it is (as status shows them), none when it never ran here.
+func placeConflicts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) []Conflict {
+	if !hasMergeCache(repo) {
+		return nil
+	}
+	records, _, err := store.List(ctx, PlacePrefix)
+	if err != nil {
+		return nil
+	}
+	st := &Status{Places: []PlaceStatus{{Place: p.ID}}}
+	knownConflicts(env, repo, records, st)
+	return st.Places[0].Conflicts
+}

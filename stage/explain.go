@@ -86,6 +86,9 @@ func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error
 		if c := openChildProgress(ctx, env, store, p); c != nil {
 			x.Evidence = append(x.Evidence, Evidence{Source: "delegated", Text: c.Text()})
 		}
+		for _, c := range placeConflicts(ctx, env, repo, store, p) {
+			x.Evidence = append(x.Evidence, Evidence{Source: "conflicts", Text: "with " + c.With + " in " + strings.Join(c.Files, ", ") + " (git merge-tree, exact)"})
+		}
 	}
 	a := agentStatus(ctx, env, p)
 	if local && p.Phase == PhaseMade {
