@@ -340,14 +340,15 @@ func hostLeases(ctx context.Context, env *Env, store *refs.Store) (taken map[int
 }
 
 // leaseLive reports whether lease l still holds its ports: its place's
-// record names it and is not tidied, or the launch that took it still
-// runs (its place may not name it yet).
+// record names it and is not tidied, or the process that took it still
+// runs (its place may not name it yet; that process may be this one,
+// making several places at once, as the MCP server does).
 func leaseLive(ctx context.Context, env *Env, store *refs.Store, l *Lease) bool {
 	_, p, err := readPlace(ctx, store, l.Place)
 	if err == nil && p.Phase != PhaseTidied && p.Run != nil && p.Run.Lease == leaseRef(l.Host, l.First) {
 		return true
 	}
-	return refs.ProcessAlive(l.Host, l.PID, env.Host) && l.PID != env.PID
+	return refs.ProcessAlive(l.Host, l.PID, env.Host)
 }
 
 func overlaps(taken map[int]int, first, n int) bool {

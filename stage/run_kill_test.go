@@ -105,7 +105,7 @@ func checkLeases(t *testing.T, f *fixture, env *stage.Env, trial int) int {
 		blocks = append(blocks, block{l.First, l.Count})
 		switch {
 		case named[ref] == l.Place:
-		case proc.Alive(l.PID) && l.PID != os.Getpid():
+		case proc.Alive(l.PID):
 			t.Fatalf("trial %d: lease %s of %s is named by no place while its launcher %d runs, after the kill", trial, ref, l.Place, l.PID)
 		default:
 			stale++
@@ -132,6 +132,7 @@ func TestLaunchCrashedAtEveryRunStep_L1(t *testing.T) {
 			os.WriteFile(filepath.Join(f.dir, ".env"), []byte("SECRET=x\n"), 0o644)
 			ctx := context.Background()
 			env := f.stageEnv(f.env)
+			env.PID = 999999 // the launch that is stopped: a process gone
 			env.Fault = func(p string) {
 				if p == point {
 					panic(crashed{})
@@ -155,7 +156,7 @@ func TestLaunchCrashedAtEveryRunStep_L1(t *testing.T) {
 			if stale := checkLeases(t, f, env, 0); stale != want {
 				t.Fatalf("stopped at %s: %d stale leases, want %d", point, stale, want)
 			}
-			env.Fault = nil
+			env.Fault, env.PID = nil, os.Getpid()
 			p, err := stage.MakePlace(ctx, env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "next", Brief: "b"})
 			if err != nil {
 				t.Fatal(err)
@@ -202,5 +203,45 @@ func TestCloneTreeCopiesNeverShares(t *testing.T) {
 	os.WriteFile(filepath.Join(dst, "pkg", "index.js"), []byte("changed"), 0o644)
 	if got, _ := os.ReadFile(filepath.Join(src, "pkg", "index.js")); string(got) != "v1" {
 		t.Fatalf("a change in the clone reached the template: %q", got)
+	}
+}
+
+// TestLeasesOfOneProcessNeverShare: 8 launches at once in one process (as
+// the MCP server makes places) never share a port: a lease its place does
+// not name yet is held while the process that took it runs, and that
+// process may be the one leasing again.
+func TestLeasesOfOneProcessNeverShare(t *testing.T) {
+	f := newFixture(t)
+	os.MkdirAll(filepath.Join(f.dir, ".flume"), 0o755)
+	os.WriteFile(filepath.Join(f.dir, ".flume", "config"), []byte("[run]\n\tport = PORT\n\tport = API_PORT\n\tportsFrom = 45000\n"), 0o644)
+	f.git("-C", f.dir, "add", ".")
+	f.git("-C", f.dir, "commit", "-q", "-m", "run")
+	env := f.stageEnv(f.env)
+	type result struct {
+		p   *stage.Place
+		err error
+	}
+	results := make(chan result, 8)
+	for i := range 8 {
+		go func() {
+			p, err := stage.MakePlace(context.Background(), env, stage.LaunchOptions{Repo: f.dir, Kind: "fix", Name: fmt.Sprintf("c%d", i), Brief: "b"})
+			results <- result{p, err}
+		}()
+	}
+	seen := map[int]string{}
+	for range 8 {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		for _, port := range r.p.Run.Ports {
+			if other, ok := seen[port]; ok {
+				t.Fatalf("port %d leased to %s and %s", port, other, r.p.ID)
+			}
+			seen[port] = r.p.ID
+		}
+	}
+	if len(seen) != 16 {
+		t.Fatalf("%d ports leased, want 16", len(seen))
 	}
 }
