@@ -57,14 +57,34 @@ func ReadConflicts(ctx context.Context, env *Env, repoDir string) ([]Conflict, e
 }
 
 // openPlaces are the made, not dropped places of this host whose branch
-// exists, with their heads and their targets' tips.
+// and target exist, with their heads, their targets' tips, and what each
+// has to land.
 func openPlaces(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store) ([]openPlace, error) {
 	recs, _, err := store.List(ctx, PlacePrefix)
 	if err != nil {
 		return nil, err
 	}
+	out := localHeads(ctx, env, repo, recs)
+	for i := range out {
+		o := &out[i]
+		if o.toLand, err = repo.CountBetween(ctx, o.target, o.head); err != nil {
+			return nil, err
+		}
+		last := o.p.Stages[len(o.p.Stages)-1].State
+		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == StateDelivered || last == StateLanded)
+	}
+	return out, nil
+}
+
+// localHeads are the made, not dropped places of this host among records
+// whose branch and target exist, with their heads and targets' tips, by
+// id: refs read in process, no git process.
+func localHeads(ctx context.Context, env *Env, repo *git.Repo, records []*refs.Record) []openPlace {
 	var out []openPlace
-	for _, rec := range recs {
+	for _, rec := range records {
+		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
+			continue
+		}
 		p, err := decodePlace(rec)
 		if err != nil || p.Phase != PhaseMade || p.Dropped != nil || p.Host != env.Host {
 			continue
@@ -77,16 +97,10 @@ func openPlaces(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		if err != nil || target == "" {
 			continue
 		}
-		n, err := repo.CountBetween(ctx, target, head)
-		if err != nil {
-			return nil, err
-		}
-		last := p.Stages[len(p.Stages)-1].State
-		out = append(out, openPlace{p: p, head: head, target: target, toLand: n,
-			finished: p.Current >= len(p.Stages)-1 && (last == StateDelivered || last == StateLanded)})
+		out = append(out, openPlace{p: p, head: head, target: target})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].p.ID < out[j].p.ID })
-	return out, nil
+	return out
 }
 
 // conflictsOf merges, in memory, each place with its target's tip and each
@@ -302,39 +316,22 @@ func knownConflicts(env *Env, repo *git.Repo, records []*refs.Record, st *Status
 	if len(cache.Pairs) == 0 {
 		return
 	}
-	ctx := context.Background()
-	type head struct{ id, head, tip, target string }
-	var open []head
-	for _, rec := range records {
-		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
-			continue
-		}
-		p, err := decodePlace(rec)
-		if err != nil || p.Phase != PhaseMade || p.Dropped != nil || p.Host != env.Host {
-			continue
-		}
-		h, err := repo.RefValue(ctx, p.branchRef())
-		if err != nil || h == "" {
-			continue
-		}
-		tip, _ := repo.RefValue(ctx, "refs/heads/"+p.Target)
-		open = append(open, head{p.ID, h, tip, p.Target})
-	}
+	open := localHeads(context.Background(), env, repo, records)
 	lookup := func(a, b string) []string { return cache.Pairs[min(a, b)+":"+max(a, b)] }
 	for i := range st.Places {
 		ps := &st.Places[i]
-		k := slices.IndexFunc(open, func(h head) bool { return h.id == ps.Place })
+		k := slices.IndexFunc(open, func(o openPlace) bool { return o.p.ID == ps.Place })
 		if k < 0 {
 			continue
 		}
 		a := open[k]
-		if files := lookup(a.head, a.tip); a.tip != "" && len(files) > 0 {
-			ps.Conflicts = append(ps.Conflicts, Conflict{Place: a.id, With: "target " + a.target, Files: files, Exact: true})
+		if files := lookup(a.head, a.target); len(files) > 0 {
+			ps.Conflicts = append(ps.Conflicts, Conflict{Place: a.p.ID, With: "target " + a.p.Target, Files: files, Exact: true})
 		}
 		for _, b := range open {
-			if b.id != a.id && a.head != b.head {
+			if b.p.ID != a.p.ID && a.head != b.head {
 				if files := lookup(a.head, b.head); len(files) > 0 {
-					ps.Conflicts = append(ps.Conflicts, Conflict{Place: a.id, With: b.id, Files: files, Exact: true})
+					ps.Conflicts = append(ps.Conflicts, Conflict{Place: a.p.ID, With: b.p.ID, Files: files, Exact: true})
 				}
 			}
 		}

@@ -43,17 +43,17 @@ type PlaceStatus struct {
 	Host   string `json:"host"`
 	// Foreign marks another host's place, fetched by sync: read-only
 	// here (R7).
-	Foreign  bool        `json:"foreign"`
-	Created  time.Time   `json:"created"`
-	Phase    string      `json:"phase"`
-	Worktree string      `json:"worktree"` // present, missing, removed, elsewhere
+	Foreign  bool      `json:"foreign"`
+	Created  time.Time `json:"created"`
+	Phase    string    `json:"phase"`
+	Worktree string    `json:"worktree"` // present, missing, removed, elsewhere
 	// Run is what the place was given to run: its ports, its env files
 	// (issue 29); null when its repository declares no [run].
 	Run *RunSetup `json:"run"`
 	// Conflicts are the conflicts the radar knows for its head as it is
 	// (issue 30): with its target's tip or another open place, exact.
-	Conflicts []Conflict `json:"conflicts,omitempty"`
-	Stage    StageStatus `json:"stage"`
+	Conflicts []Conflict  `json:"conflicts,omitempty"`
+	Stage     StageStatus `json:"stage"`
 	// Previous is the stage before the current one, once it ended: what
 	// it delivered and its STAGE REPORT, or report-missing (W2).
 	Previous *StageStatus `json:"previous"`

@@ -61,7 +61,6 @@ func (g *guard) read(in io.Reader, server *io.PipeWriter) {
 	}
 }
 
-
 // readLine reads one line without its newline; a line past MaxLine is
 // returned as a marker and the rest of it skipped.
 func readLine(r *bufio.Reader) ([]byte, error) {

@@ -277,26 +277,10 @@ func Getenv(pid int, name string) (string, bool) {
 // holds the variable assignment kv exactly.
 func WithEnv(kv string) []int {
 	want := []byte(kv + "\x00")
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	self := os.Getpid()
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		if bytes.Contains(append(env, 0), want) && Alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return scan(func(pid int) bool {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return err == nil && bytes.Contains(append(env, 0), want)
+	})
 }
 
 // WithEnvAll returns the live processes (this one aside) whose environment
