@@ -65,7 +65,7 @@ test:
 test-agents:
 	./scripts/install-agents >/dev/null
 	PATH="$(FLUME_TOOLS)/node_modules/.bin:$$PATH" FLUME_REAL_AGENTS=1 \
-		$(GO) test -count=1 -timeout 20m -parallel 3 -run TestRealAgents -v ./cmd/git-flume
+		$(GO) test -count=1 -timeout 20m -parallel 3 -run TestRealAgents ./cmd/git-flume
 
 # golangci-lint's default linters as .golangci.yml tunes them (each
 # exception says why), and deadcode with the tests as roots: both clean.

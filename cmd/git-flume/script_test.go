@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -83,9 +84,41 @@ func TestRealAgents(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                filepath.Join("..", "..", "testdata", "agents"),
 		RequireUniqueNames: true,
-		Setup:              hermetic,
-		Cmds:               scriptCmds,
+		Setup: func(e *testscript.Env) error {
+			err := hermetic(e)
+			// Deferred after hermetic's cleanup, so run before it.
+			e.Defer(func() { showScreensOnFailure(e) })
+			return err
+		},
+		Cmds: scriptCmds,
 	})
+}
+
+// showScreensOnFailure logs, for a real-agent script that failed, what the
+// script's log cannot show: every pane of its tmux server as it is now and
+// the end of the fake model's request log. A real program's screen is the
+// evidence of why it did not do what the script expected.
+func showScreensOnFailure(e *testscript.Env) {
+	t, ok := e.T().(interface {
+		Failed() bool
+		Log(...any)
+	})
+	if !ok || !t.Failed() {
+		return
+	}
+	sock := filepath.Join(e.WorkDir, ".tmux.sock")
+	panes, _ := exec.Command("tmux", "-S", sock, "list-panes", "-a", "-F", "#{session_name} #{pane_id} #{pane_dead} #{pane_pid}").Output()
+	for _, line := range strings.Split(strings.TrimSpace(string(panes)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		screen, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", fields[1]).Output()
+		t.Log("pane " + line + ":\n" + strings.TrimRight(string(screen), "\n"))
+	}
+	if model, err := os.ReadFile(filepath.Join(e.WorkDir, "model.log")); err == nil {
+		t.Log("the fake model's log, its end:\n" + string(model[max(0, len(model)-4000):]))
+	}
 }
 
 // hermetic gives every script its own HOME, XDG folders and git
