@@ -3,23 +3,31 @@ package stage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage/radar"
 )
 
-// The conflict radar, first part (issue 30): which open places of this
-// host would conflict with each other, or with their target's tip, if
-// merged now, computed exactly by `git merge-tree --write-tree` from both
-// heads (in memory: no work tree or index is touched), and cached by the
-// commits it was computed from. And an order to land them in that lands
-// the independent ones first.
+// The conflict radar (issue 30): which open places would conflict with
+// each other, or with their target's tip, if merged now. Between two
+// places of this host, and a place and its target, git merge-tree answers
+// exactly from both tips (in memory: no work tree or index is touched),
+// cached by the commits it was computed from; a place's tip is its
+// fingerprint's snapshot of uncommitted work when that was taken at its
+// head. A place of another host is known only by the fingerprint its
+// record carries (shared by sync): a pair with one is predicted from the
+// fingerprints, not exact. And an order to land them in that lands the
+// independent ones first.
 
 // Conflict is a predicted conflict of a place: with another open place,
 // or with its target's tip ("target <branch>").
@@ -27,26 +35,50 @@ type Conflict struct {
 	Place string   `json:"place"`
 	With  string   `json:"with"`
 	Files []string `json:"files"`
-	// Exact: computed from both heads by git merge-tree (this part of the
-	// radar computes no other kind).
+	// Exact: computed from both tips by git merge-tree; otherwise
+	// predicted from the two places' fingerprints (one is another host's).
 	Exact bool `json:"exact"`
 }
 
-// openPlace is an open place of this host as the radar reads it.
-type openPlace struct {
-	p        *Place
-	head     string
-	target   string // the target's tip
-	toLand   int    // commits on its branch the target lacks
-	finished bool   // its last stage delivered
+// How says how a conflict was found, for a person.
+func (c Conflict) How() string {
+	if c.Exact {
+		return "git merge-tree, exact"
+	}
+	return "from fingerprints, not exact"
 }
 
-// ReadConflicts computes the conflicts between this host's open places
-// and between each and its target's tip. It writes nothing but its cache
-// (and the merged trees' objects git writes).
+// openPlace is an open place as the radar reads it.
+type openPlace struct {
+	p *Place
+	// local: this host's, its branch and target here; head and target
+	// are their commits, tip what the radar merges.
+	local             bool
+	head, target, tip string
+	// fp is the place's fingerprint, when it validates.
+	fp       *radar.Fingerprint
+	toLand   int  // commits on its branch the target lacks (local only)
+	finished bool // its last stage delivered
+}
+
+// landing reports whether the place has work to land, as far as is known.
+func (o openPlace) landing() bool {
+	if o.local {
+		return o.toLand > 0 || o.tip != o.head
+	}
+	return len(o.fp.Files) > 0
+}
+
+// ReadConflicts is the conflicts command: it brings the fingerprints of
+// this host's open places up to date (their uncommitted work included),
+// then computes every place's conflicts. It writes those records, the
+// radar's cache and the objects git writes (merged trees, snapshots).
 func ReadConflicts(ctx context.Context, env *Env, repoDir string) ([]Conflict, error) {
 	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {
+		return nil, err
+	}
+	if err := RefreshFingerprints(ctx, env, repoDir, true); err != nil {
 		return nil, err
 	}
 	places, err := openPlaces(ctx, env, repo, store)
@@ -56,19 +88,20 @@ func ReadConflicts(ctx context.Context, env *Env, repoDir string) ([]Conflict, e
 	return conflictsOf(ctx, repo, places)
 }
 
-// openPlaces are the made, not dropped places of this host whose branch
-// and target exist, with their heads, their targets' tips, and what each
-// has to land.
+// openPlaces are the open places among the repository's records, with
+// what each of this host's has to land.
 func openPlaces(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store) ([]openPlace, error) {
 	recs, _, err := store.List(ctx, PlacePrefix)
 	if err != nil {
 		return nil, err
 	}
-	out := localHeads(ctx, env, repo, recs)
+	out := radarPlaces(ctx, env, repo, recs)
 	for i := range out {
 		o := &out[i]
-		if o.toLand, err = repo.CountBetween(ctx, o.target, o.head); err != nil {
-			return nil, err
+		if o.local {
+			if o.toLand, err = repo.CountBetween(ctx, o.target, o.head); err != nil {
+				return nil, err
+			}
 		}
 		last := o.p.Stages[len(o.p.Stages)-1].State
 		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == StateDelivered || last == StateLanded)
@@ -76,76 +109,118 @@ func openPlaces(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	return out, nil
 }
 
-// localHeads are the made, not dropped places of this host among records
-// whose branch and target exist, with their heads and targets' tips, by
-// id: refs read in process, no git process.
-func localHeads(ctx context.Context, env *Env, repo *git.Repo, records []*refs.Record) []openPlace {
+// radarPlaces are the made, not dropped places among records: this host's
+// whose branch and target exist, with their heads, targets' tips and tips
+// (refs read in process, no git process), and other hosts' that carry a
+// fingerprint that validates. By id.
+func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, records []*refs.Record) []openPlace {
 	var out []openPlace
 	for _, rec := range records {
 		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
 			continue
 		}
 		p, err := decodePlace(rec)
-		if err != nil || p.Phase != PhaseMade || p.Dropped != nil || p.Host != env.Host {
+		if err != nil || p.Phase != PhaseMade || p.Dropped != nil {
 			continue
 		}
-		head, err := repo.RefValue(ctx, p.branchRef())
-		if err != nil || head == "" {
+		o := openPlace{p: p, local: p.Host == env.Host}
+		if fp := p.Fingerprint; fp != nil && fp.Validate() == nil {
+			o.fp = fp
+		}
+		if !o.local {
+			if o.fp != nil {
+				out = append(out, o)
+			}
 			continue
 		}
-		target, err := repo.RefValue(ctx, "refs/heads/"+p.Target)
-		if err != nil || target == "" {
+		if o.head, err = repo.RefValue(ctx, p.branchRef()); err != nil || o.head == "" {
 			continue
 		}
-		out = append(out, openPlace{p: p, head: head, target: target})
+		if o.target, err = repo.RefValue(ctx, "refs/heads/"+p.Target); err != nil || o.target == "" {
+			continue
+		}
+		o.tip = o.head
+		if o.fp != nil && o.fp.Head == o.head {
+			o.tip = o.fp.Tip() // uncommitted work as last seen
+		}
+		out = append(out, o)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].p.ID < out[j].p.ID })
 	return out
 }
 
-// conflictsOf merges, in memory, each place with its target's tip and each
-// pair of places with work to land, through the cache.
-func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace) ([]Conflict, error) {
-	cache := readMergeCache(repo)
-	merge := func(a, b string) ([]string, error) {
-		key := min(a, b) + ":" + max(a, b)
-		if files, ok := cache.Pairs[key]; ok {
-			return files, nil
-		}
-		files, err := repo.MergeConflicts(ctx, a, b)
-		if err == nil {
-			cache.Pairs[key], cache.dirty = files, true
-		}
-		return files, err
-	}
+// pairConflicts lists the conflicts of each place with work to land: with
+// its target's tip and with each other such place. exact answers a pair
+// of commits of this host (known false: not known, nothing shown); a pair
+// with another host's place is answered by the fingerprints.
+func pairConflicts(places []openPlace, exact func(a, b string) (files []string, known bool, err error)) ([]Conflict, error) {
 	var out []Conflict
 	for i, a := range places {
-		if a.toLand == 0 {
+		if !a.landing() {
 			continue
 		}
-		files, err := merge(a.head, a.target)
-		if err != nil {
-			return nil, err
-		}
-		if len(files) > 0 {
-			out = append(out, Conflict{Place: a.p.ID, With: "target " + a.p.Target, Files: files, Exact: true})
-		}
-		for _, b := range places[i+1:] {
-			if b.toLand == 0 {
-				continue
-			}
-			files, err := merge(a.head, b.head)
+		if a.local {
+			files, _, err := exact(a.tip, a.target)
 			if err != nil {
 				return nil, err
 			}
 			if len(files) > 0 {
-				out = append(out, Conflict{Place: a.p.ID, With: b.p.ID, Files: files, Exact: true},
-					Conflict{Place: b.p.ID, With: a.p.ID, Files: files, Exact: true})
+				out = append(out, Conflict{Place: a.p.ID, With: "target " + a.p.Target, Files: files, Exact: true})
+			}
+		}
+		for _, b := range places[i+1:] {
+			if !b.landing() {
+				continue
+			}
+			var files []string
+			isExact := a.local && b.local
+			if isExact {
+				var err error
+				if files, _, err = exact(a.tip, b.tip); err != nil {
+					return nil, err
+				}
+			} else {
+				files = radar.Overlap(a.fp, b.fp)
+			}
+			if len(files) > 0 {
+				out = append(out, Conflict{Place: a.p.ID, With: b.p.ID, Files: files, Exact: isExact},
+					Conflict{Place: b.p.ID, With: a.p.ID, Files: files, Exact: isExact})
 			}
 		}
 	}
-	cache.write(repo)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Place < out[j].Place })
+	return out, nil
+}
+
+// conflictsOf computes every place's conflicts, merging in memory through
+// the cache, which keeps only the pairs of tips it was asked for.
+func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace) ([]Conflict, error) {
+	cache := readMergeCache(repo)
+	used := map[string][]string{}
+	out, err := pairConflicts(places, func(a, b string) ([]string, bool, error) {
+		if a == b {
+			return nil, true, nil
+		}
+		key := min(a, b) + ":" + max(a, b)
+		files, ok := cache.Pairs[key]
+		if !ok {
+			var err error
+			if files, err = repo.MergeConflicts(ctx, a, b); err != nil {
+				return nil, false, err
+			}
+		}
+		used[key] = files
+		return files, true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !maps.EqualFunc(used, cache.Pairs, slices.Equal) {
+		// Pairs of tips no longer open go: the cache stays the size of
+		// what is open.
+		cache.Pairs, cache.dirty = used, true
+	}
+	cache.write(repo)
 	return out, nil
 }
 
@@ -156,18 +231,16 @@ type mergeCache struct {
 	Pairs map[string][]string `json:"pairs"`
 	// Told are the conflicts the notifier was told of, by "place|with",
 	// until the pair merges cleanly again.
-	Told  map[string]bool `json:"told,omitempty"`
-	dirty bool
+	Told map[string]bool `json:"told,omitempty"`
+	// Agents are the conflicts with their target a place's running agent
+	// was told of (a tell confirmed in its transcript), by
+	// "place|target <branch>", until the pair merges cleanly again.
+	Agents map[string]bool `json:"agents,omitempty"`
+	dirty  bool
 }
 
 func mergeCachePath(repo *git.Repo) string {
 	return filepath.Join(repo.CommonDir, "flume", "cache", "merges.json")
-}
-
-// hasMergeCache reports whether the radar ever wrote its cache here.
-func hasMergeCache(repo *git.Repo) bool {
-	_, err := os.Stat(mergeCachePath(repo))
-	return err == nil
 }
 
 func readMergeCache(repo *git.Repo) *mergeCache {
@@ -180,6 +253,9 @@ func readMergeCache(repo *git.Repo) *mergeCache {
 	}
 	if c.Told == nil {
 		c.Told = map[string]bool{}
+	}
+	if c.Agents == nil {
+		c.Agents = map[string]bool{}
 	}
 	return c
 }
@@ -301,75 +377,95 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 	return strings.Join(parts, "; ")
 }
 
-// knownConflicts annotates this host's open places in st with the
-// conflicts the radar's cache already holds for their heads as they are
-// now (and their targets' tips): exact answers for these very commits,
-// read without starting a process. records are every place record read,
-// so a place shown alone is still paired with the others. A pair not
-// computed yet is not shown: `git flume conflicts` computes every pair,
-// and a place's commit computes its own (RefreshConflicts).
+// knownConflicts annotates the places in st with their conflicts as far
+// as known without starting a process: the radar's cached exact answers
+// for this host's tips as they are now (a pair not computed yet is not
+// shown: `git flume conflicts` computes every pair, a place's commit its
+// own), and the fingerprints' predictions for pairs with another host's
+// place. records are every place record read, so a place shown alone is
+// still paired with the others. A place of this host that conflicts with
+// its target and has no agent running is told, as its next step, to
+// bring its branch up to date.
 func knownConflicts(env *Env, repo *git.Repo, records []*refs.Record, st *Status) {
 	if len(st.Places) == 0 {
 		return
 	}
 	cache := readMergeCache(repo)
-	if len(cache.Pairs) == 0 {
-		return
+	open := radarPlaces(context.Background(), env, repo, records)
+	for i := range open {
+		if open[i].local {
+			open[i].toLand = 1 // not counted here: a pair with nothing to land merges cleanly anyway
+		}
 	}
-	open := localHeads(context.Background(), env, repo, records)
-	lookup := func(a, b string) []string { return cache.Pairs[min(a, b)+":"+max(a, b)] }
+	all, _ := pairConflicts(open, func(a, b string) ([]string, bool, error) {
+		files, ok := cache.Pairs[min(a, b)+":"+max(a, b)]
+		return files, ok, nil
+	})
 	for i := range st.Places {
 		ps := &st.Places[i]
-		k := slices.IndexFunc(open, func(o openPlace) bool { return o.p.ID == ps.Place })
-		if k < 0 {
-			continue
-		}
-		a := open[k]
-		if files := lookup(a.head, a.target); len(files) > 0 {
-			ps.Conflicts = append(ps.Conflicts, Conflict{Place: a.p.ID, With: "target " + a.p.Target, Files: files, Exact: true})
-		}
-		for _, b := range open {
-			if b.p.ID != a.p.ID && a.head != b.head {
-				if files := lookup(a.head, b.head); len(files) > 0 {
-					ps.Conflicts = append(ps.Conflicts, Conflict{Place: a.p.ID, With: b.p.ID, Files: files, Exact: true})
-				}
+		for _, c := range all {
+			if c.Place == ps.Place {
+				ps.Conflicts = append(ps.Conflicts, c)
 			}
+		}
+		if !ps.Foreign && ps.Stage.Next == "" && (ps.Agent == nil || ps.Agent.State != "up") {
+			ps.Stage.Next = catchUpStep(ps.Branch, ps.Path, ps.Conflicts)
 		}
 	}
 }
 
-// RefreshConflicts computes, after a commit in place id, its conflicts with
-// its target's tip and with the other open places of this host into the
-// radar's cache, and tells the notifier of each conflict that is new: one
-// not told of since the pair last merged cleanly.
-func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) error {
+// catchUpStep is the next step of a place that conflicts with its target
+// and has no agent to tell (issue 30); "" when it does not conflict.
+func catchUpStep(branch, path string, conflicts []Conflict) string {
+	for _, c := range conflicts {
+		if target, ok := strings.CutPrefix(c.With, "target "); ok {
+			return fmt.Sprintf("bring %s up to date with %s (git -C %s merge %s) and resolve %s",
+				branch, target, agent.ShellQuote(path), agent.ShellQuote(target), strings.Join(c.Files, ", "))
+		}
+	}
+	return ""
+}
+
+// RefreshConflicts computes, after a commit in place id (or its target
+// moved, or its agent worked on), its fingerprint and its conflicts with
+// its target's tip and with the other open places into the radar's cache,
+// and tells the notifier of each conflict that is new: one not told of
+// since the pair last merged cleanly. It returns the place's conflicts.
+func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conflict, error) {
 	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if err := refreshFingerprint(ctx, env, repo, store, id, false); err != nil {
+		return nil, err
 	}
 	places, err := openPlaces(ctx, env, repo, store)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	i := slices.IndexFunc(places, func(o openPlace) bool { return o.p.ID == id })
-	if i < 0 || places[i].toLand == 0 {
-		return nil
+	if i < 0 || !places[i].local || !places[i].landing() {
+		return nil, nil
 	}
 	all, err := conflictsOf(ctx, repo, places)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cache := readMergeCache(repo)
 	now := map[string]Conflict{}
+	var mine []Conflict
 	for _, c := range all {
 		if c.Place == id {
 			now[c.Place+"|"+c.With] = c
+			mine = append(mine, c)
 		}
 	}
-	for key := range cache.Told {
-		if strings.HasPrefix(key, id+"|") && now[key].Place == "" {
-			delete(cache.Told, key) // merges cleanly again: a later conflict is new
-			cache.dirty = true
+	for _, told := range []map[string]bool{cache.Told, cache.Agents} {
+		for key := range told {
+			if strings.HasPrefix(key, id+"|") && now[key].Place == "" {
+				delete(told, key) // merges cleanly again: a later conflict is new
+				cache.dirty = true
+			}
 		}
 	}
 	for key, c := range now {
@@ -379,20 +475,95 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) error {
 		}
 	}
 	cache.write(repo)
+	return mine, nil
+}
+
+// RefreshFingerprints takes again the fingerprint of each of this host's
+// open places whose head moved since its record's was taken (or since
+// launch, with none), or, with all, of every one (uncommitted work may
+// have moved under any).
+func RefreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool) error {
+	repo, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	recs, _, err := store.List(ctx, PlacePrefix)
+	if err != nil {
+		return err
+	}
+	for _, o := range radarPlaces(ctx, env, repo, recs) {
+		if o.local {
+			if err := refreshFingerprint(ctx, env, repo, store, o.p.ID, !all); err != nil {
+				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)
+			}
+		}
+	}
 	return nil
 }
 
-// placeConflicts are the conflicts the radar's cache knows for place p's
-// head as it is (as status shows them), none when it never ran here.
-func placeConflicts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) []Conflict {
-	if !hasMergeCache(repo) {
+// refreshFingerprint takes place id's fingerprint (its uncommitted work
+// included, when its worktree is there) and writes it to its record when
+// it changed; with staleOnly, only when its head moved since the record's
+// was taken (or, with none, since launch). Another host's place, or one not open, is left alone.
+func refreshFingerprint(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, id string, staleOnly bool) error {
+	_, p, err := readPlace(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	if p.Host != env.Host || p.Phase != PhaseMade || p.Dropped != nil {
 		return nil
 	}
+	head, err := repo.RefValue(ctx, p.branchRef())
+	if err != nil || head == "" {
+		return nil // no branch: nothing to fingerprint
+	}
+	target, err := repo.RefValue(ctx, "refs/heads/"+p.Target)
+	if err != nil || target == "" {
+		return nil
+	}
+	if staleOnly {
+		known := p.Base // no fingerprint yet: the head it was launched at
+		if p.Fingerprint != nil {
+			known = p.Fingerprint.Head
+		}
+		if head == known {
+			return nil
+		}
+	}
+	dir := p.Path
+	if _, err := os.Stat(dir); err != nil {
+		dir = "" // its worktree is gone: its commits only
+	}
+	fp, err := radar.Take(ctx, repo, dir, head, target)
+	if err != nil {
+		return err
+	}
+	if radar.Same(p.Fingerprint, fp) || (p.Fingerprint == nil && len(fp.Files) == 0 && fp.Snapshot == "") {
+		return nil // nothing new, or nothing yet to tell of
+	}
+	_, err = editPlace(ctx, store, id, func(p *Place) (string, error) {
+		if err := owned(env, p); err != nil {
+			return "", err // R7
+		}
+		if radar.Same(p.Fingerprint, fp) {
+			return "", refs.ErrNoChange
+		}
+		p.Fingerprint = fp
+		return "radar " + id + ": fingerprint", nil
+	})
+	if errors.Is(err, refs.ErrNoChange) {
+		return nil
+	}
+	return err
+}
+
+// placeConflicts are the conflicts known for place p as status shows them.
+func placeConflicts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) []Conflict {
 	records, _, err := store.List(ctx, PlacePrefix)
 	if err != nil {
 		return nil
 	}
-	st := &Status{Places: []PlaceStatus{{Place: p.ID}}}
+	st := &Status{Places: []PlaceStatus{{Place: p.ID, Foreign: true}}}
 	knownConflicts(env, repo, records, st)
 	return st.Places[0].Conflicts
 }

@@ -103,6 +103,16 @@ type EngineOptions struct {
 	// NoGrace ends a stage whose deliverable is in git at once, with no
 	// report grace: for tidy, which ends the agent anyway.
 	NoGrace bool
+	// RadarEvery is how often at most a place's watcher takes its
+	// fingerprint again while its agent works (issue 30).
+	RadarEvery time.Duration
+}
+
+func (o EngineOptions) radarEvery() time.Duration {
+	if o.RadarEvery > 0 {
+		return o.RadarEvery
+	}
+	return 30 * time.Second
 }
 
 func (o EngineOptions) reportGrace() time.Duration {

@@ -86,13 +86,17 @@ func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error
 		if c := openChildProgress(ctx, env, store, p); c != nil {
 			x.Evidence = append(x.Evidence, Evidence{Source: "delegated", Text: c.Text()})
 		}
-		for _, c := range placeConflicts(ctx, env, repo, store, p) {
-			x.Evidence = append(x.Evidence, Evidence{Source: "conflicts", Text: "with " + c.With + " in " + strings.Join(c.Files, ", ") + " (git merge-tree, exact)"})
-		}
+	}
+	conflicts := placeConflicts(ctx, env, repo, store, p)
+	for _, c := range conflicts {
+		x.Evidence = append(x.Evidence, Evidence{Source: "conflicts", Text: "with " + c.With + " in " + strings.Join(c.Files, ", ") + " (" + c.How() + ")"})
 	}
 	a := agentStatus(ctx, env, p)
 	if local && p.Phase == PhaseMade {
 		x.Next = nextStep(p, a)
+		if x.Next == "" && (a == nil || a.State != "up") {
+			x.Next = catchUpStep(p.Branch, p.Path, conflicts)
+		}
 	}
 	return x, nil
 }

@@ -114,7 +114,7 @@ func AdvancePlaces(ctx context.Context, env *Env, o AdvanceOptions) (*Advanced, 
 		// Issue 30: a commit in a place is when its conflicts may change;
 		// the radar's answers for its new head are computed now, in this
 		// background run, and a new conflict is told to the notifier.
-		if err := RefreshConflicts(ctx, env, o.Repo, o.Place); err != nil {
+		if _, err := RefreshConflicts(ctx, env, o.Repo, o.Place); err != nil {
 			fmt.Fprintf(env.Out, "conflicts of %s: %v\n", o.Place, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage/radar"
 )
 
 // PlacePrefix holds one record per place.
@@ -84,6 +85,12 @@ type Place struct {
 	// transaction.
 	Parent   *Delegation `json:"parent,omitempty"`
 	Children []string    `json:"children,omitempty"`
+
+	// Fingerprint is what the conflict radar knows of the place's change
+	// (issue 30): the files and base lines it touches, its commits and
+	// its uncommitted work, taken on this host and shared by sync. It is
+	// untrusted like the rest: the radar uses it only when it validates.
+	Fingerprint *radar.Fingerprint `json:"fingerprint,omitempty"`
 }
 
 // Proc is a process on a host.

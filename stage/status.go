@@ -209,7 +209,7 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
 	st.Places = treeOrder(st.Places)
-	if opts.Place != "" && len(st.Places) > 0 && hasMergeCache(repo) {
+	if opts.Place != "" && len(st.Places) > 0 {
 		// One place shown: the radar pairs it with the others too.
 		if all, _, err := store.List(ctx, PlacePrefix); err == nil {
 			records = all

@@ -85,7 +85,11 @@ func statusNotes(p *PlaceStatus) []string {
 		notes = append(notes, runNote(r))
 	}
 	for _, c := range p.Conflicts {
-		notes = append(notes, "conflicts with "+c.With+" ("+strings.Join(c.Files, ", ")+")")
+		note := "conflicts with " + c.With + " (" + strings.Join(c.Files, ", ") + ")"
+		if !c.Exact {
+			note += ", not exact"
+		}
+		notes = append(notes, note)
 	}
 	if t := p.Stage.Tasks; t != nil {
 		notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))

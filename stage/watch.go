@@ -51,7 +51,7 @@ const watchErrors = 10
 // every interval while it has something to watch. It never ends an agent
 // on its own account (A7); it only runs the engine's steps.
 func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime time.Duration) error {
-	_, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {
 		return err
 	}
@@ -75,6 +75,7 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 	}
 	deadline := time.Now().Add(lifetime)
 	failed := 0
+	var rw radarWatch
 	for time.Now().Before(deadline) {
 		p, err := Advance(ctx, env, repoDir, id)
 		if err != nil {
@@ -103,6 +104,7 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 		if !watchable(ctx, env, p) || p.Watcher == nil || *p.Watcher != *me {
 			return nil
 		}
+		rw.tick(ctx, env, repo, repoDir, p)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -12,11 +12,13 @@ import (
 func conflictsCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "conflicts",
-		Usage:     "which open places would conflict with each other, or with their target, if merged now (git merge-tree, exact)",
+		Usage:     "which open places would conflict with each other, or with their target, if merged now",
 		UsageText: "git flume conflicts [--repo DIR] [--json]",
-		Description: "Merges, in memory, each of this host's open places with work to land with its target's tip and with " +
-			"each other (git merge-tree --write-tree: no work tree or index is touched), cached by the commits. Committed " +
-			"work only; exits 1 when there is a conflict.",
+		Description: "Brings this host's places' fingerprints up to date (their uncommitted work included, snapshot through " +
+			"a throwaway index), then merges, in memory, each of this host's open places with work to land with its target's " +
+			"tip and with each other (git merge-tree --write-tree: no work tree or index is touched; exact), cached by the " +
+			"commits. A place of another host (shared by sync) is compared by fingerprint: the files and lines each change " +
+			"touches; not exact. Exits 1 when there is a conflict.",
 		Flags: []cli.Flag{repoFlag(), jsonFlag()},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -38,7 +40,7 @@ func conflictsCommand(a *app) *cli.Command {
 					fmt.Fprintln(a.io.Out, "no conflicts: every open place merges cleanly with its target and with the others")
 				}
 				for _, x := range cs {
-					fmt.Fprintf(a.io.Out, "%s conflicts with %s: %s\n", x.Place, x.With, strings.Join(x.Files, ", "))
+					fmt.Fprintf(a.io.Out, "%s conflicts with %s: %s%s\n", x.Place, x.With, strings.Join(x.Files, ", "), notExact(x))
 				}
 			}
 			if len(cs) > 0 {
@@ -84,4 +86,12 @@ func landOrderCommand(a *app) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// notExact marks a conflict predicted from fingerprints.
+func notExact(c stage.Conflict) string {
+	if c.Exact {
+		return ""
+	}
+	return " (" + c.How() + ")"
 }

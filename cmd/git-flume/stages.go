@@ -21,7 +21,8 @@ import (
 // engineOptions reads the engine's settings from the environment:
 // FLUME_PANE (tmux|herdr|print|none; herdr by default inside herdr),
 // FLUME_TMUX_SOCKET, FLUME_AGENT,
-// FLUME_CONFIRM_WINDOW and FLUME_STUCK_AFTER (Go durations).
+// FLUME_CONFIRM_WINDOW, FLUME_STUCK_AFTER and FLUME_RADAR_INTERVAL (Go
+// durations).
 func (a *app) engineOptions() stage.EngineOptions {
 	pane := a.defaultPane()
 	o := stage.EngineOptions{
@@ -48,6 +49,9 @@ func (a *app) engineOptions() stage.EngineOptions {
 	}
 	if d, err := time.ParseDuration(a.env.vars["FLUME_STUCK_AFTER"]); err == nil {
 		o.StuckAfter = d
+	}
+	if d, err := time.ParseDuration(a.env.vars["FLUME_RADAR_INTERVAL"]); err == nil {
+		o.RadarEvery = d
 	}
 	return o
 }

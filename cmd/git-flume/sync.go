@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 )
 
 func syncCommand(a *app) *cli.Command {
@@ -21,6 +22,7 @@ func syncCommand(a *app) *cli.Command {
 			"untrusted input: an invalid one, or one naming this host, is never taken. Takes other hosts' valid records " +
 			"only forward (tracked in refs/flume-tracked/<remote>), and pushes this host's own records atomically, each leased on what the remote had; a push " +
 			"refused because another host pushed first is fetched and decided again. Branches are never touched. " +
+			"Before pushing, the conflict radar's fingerprint of each of this host's places whose head moved is taken again. " +
 			"REMOTE defaults to flume.remote, else origin once this clone synced with it: the first sync with a remote is named " +
 			"(or set in flume.remote), since it shares this host's records (briefs, paths, branch and host names).",
 		Flags: []cli.Flag{repoFlag(), jsonFlag()},
@@ -40,7 +42,7 @@ func syncCommand(a *app) *cli.Command {
 				fmt.Fprintf(a.io.Err, "git-flume: first sync with %s: sharing this host's records under refs/flume/ "+
 					"(briefs, place paths, branch and host names, claims, workspace requests); branches are never pushed\n", remote)
 			}
-			rep, err := store.Sync(c.Context, remote, a.host())
+			rep, err := stage.Share(c.Context, a.stageEnv(), c.String("repo"), remote)
 			if err != nil {
 				return err
 			}
@@ -111,13 +113,12 @@ func (a *app) autoSync(ctx context.Context, errOut io.Writer) {
 	if !a.settings(ctx).AutoSync {
 		return
 	}
-	store, err := a.store(ctx, a.repoDir)
-	if err != nil {
-		return
+	if _, err := a.store(ctx, a.repoDir); err != nil {
+		return // not in a repository
 	}
 	remote, err := a.remote(ctx, "")
 	if err == nil {
-		_, err = store.Sync(ctx, remote, a.host())
+		_, err = stage.Share(ctx, a.stageEnv(), a.repoDir, remote)
 	}
 	if err != nil {
 		fmt.Fprintf(errOut, "git-flume: auto-sync with %s failed (the local change stands; run git flume sync): %v\n", remote, err)

@@ -57,14 +57,25 @@ func (repo *Repo) addedTree(ctx context.Context, dir, start, mode string) (strin
 // CommitTreeWith makes a commit of tree with parents and message, with
 // git-flume's fixed identity.
 func (repo *Repo) CommitTreeWith(ctx context.Context, tree, message string, parents ...string) (string, error) {
+	return repo.treeCommit(ctx, tree, message, nil, parents)
+}
+
+// StableCommit is CommitTreeWith at a fixed date: the same tree, message
+// and parents make the same commit, so a commit made of unchanged work
+// again has the id it had.
+func (repo *Repo) StableCommit(ctx context.Context, tree, message string, parents ...string) (string, error) {
+	return repo.treeCommit(ctx, tree, message, []string{"GIT_AUTHOR_DATE=@0 +0000", "GIT_COMMITTER_DATE=@0 +0000"}, parents)
+}
+
+func (repo *Repo) treeCommit(ctx context.Context, tree, message string, env, parents []string) (string, error) {
 	args := []string{"commit-tree", tree, "-m", message}
 	for _, p := range parents {
 		args = append(args, "-p", p)
 	}
-	out, err := repo.r.run(ctx, call{dir: repo.Dir, args: args, env: []string{
+	out, err := repo.r.run(ctx, call{dir: repo.Dir, args: args, env: append([]string{
 		"GIT_AUTHOR_NAME=git-flume", "GIT_AUTHOR_EMAIL=git-flume@localhost",
 		"GIT_COMMITTER_NAME=git-flume", "GIT_COMMITTER_EMAIL=git-flume@localhost",
-	}})
+	}, env...)})
 	if err != nil {
 		return "", fmt.Errorf("commit snapshot: %w", err)
 	}

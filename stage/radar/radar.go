@@ -1,11 +1,3 @@
-// Package radar predicts which pieces of work would conflict if merged
-// (issue 30). Where both commits are at hand, git merge-tree answers
-// exactly; where one is only known from a record (a place of another host,
-// shared by sync), a fingerprint of each change — the paths it touches and
-// the lines of its base it replaces, over its commits and its uncommitted
-// work — answers without the code: two changes of one base that touch the
-// same or adjacent lines of a file are predicted to conflict; of different
-// bases, two that touch one file.
 package radar
 
 import (
@@ -65,7 +57,7 @@ func Same(a, b *Fingerprint) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Base == b.Base && a.Head == b.Head && a.Cut == b.Cut && slices.EqualFunc(a.Files, b.Files, func(x, y File) bool {
+	return a.Base == b.Base && a.Head == b.Head && a.Snapshot == b.Snapshot && a.Cut == b.Cut && slices.EqualFunc(a.Files, b.Files, func(x, y File) bool {
 		return x.Path == y.Path && slices.Equal(x.Spans, y.Spans)
 	})
 }
@@ -73,7 +65,8 @@ func Same(a, b *Fingerprint) bool {
 // Take fingerprints the work of branch head against target: its commits,
 // and, when dir is its work tree, its uncommitted work too (a snapshot
 // through a throwaway index: HEAD, the branch and the real index are not
-// touched; the snapshot's commit is written, no ref names it).
+// touched; the snapshot's commit is written, no ref names it, and the same
+// work makes the same commit again).
 func Take(ctx context.Context, repo *git.Repo, dir, head, target string) (*Fingerprint, error) {
 	base, err := repo.MergeBase(ctx, head, target)
 	if err != nil {
@@ -90,7 +83,7 @@ func Take(ctx context.Context, repo *git.Repo, dir, head, target string) (*Finge
 			return nil, err
 		}
 		if tree != headTree {
-			if fp.Snapshot, err = repo.CommitTreeWith(ctx, tree, "flume radar: uncommitted work", head); err != nil {
+			if fp.Snapshot, err = repo.StableCommit(ctx, tree, "flume radar: uncommitted work", head); err != nil {
 				return nil, err
 			}
 		}
