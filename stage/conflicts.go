@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/radar"
 )
@@ -218,9 +219,11 @@ func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace) ([]Con
 	if !maps.EqualFunc(used, cache.Pairs, slices.Equal) {
 		// Pairs of tips no longer open go: the cache stays the size of
 		// what is open.
-		cache.Pairs, cache.dirty = used, true
+		editMergeCache(ctx, repo, func(c *mergeCache) bool {
+			c.Pairs = used
+			return true
+		})
 	}
-	cache.write(repo)
 	return out, nil
 }
 
@@ -236,7 +239,6 @@ type mergeCache struct {
 	// was told of (a tell confirmed in its transcript), by
 	// "place|target <branch>", until the pair merges cleanly again.
 	Agents map[string]bool `json:"agents,omitempty"`
-	dirty  bool
 }
 
 func mergeCachePath(repo *git.Repo) string {
@@ -261,14 +263,32 @@ func readMergeCache(repo *git.Repo) *mergeCache {
 }
 
 func (c *mergeCache) write(repo *git.Repo) {
-	if !c.dirty {
-		return
-	}
 	data, err := json.Marshal(c)
-	if err != nil || os.MkdirAll(filepath.Dir(mergeCachePath(repo)), 0o755) != nil {
+	if err != nil {
 		return
 	}
 	_ = replaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
+}
+
+// editMergeCache changes the radar's cache under its lock: the hook's
+// advance, a watcher and a command may each read, change and write it at
+// once, and an answer or a "told" one of them wrote must not be lost to
+// another's older copy (a conflict told twice). edit reports whether it
+// changed anything. Without the lock (a folder not writable), nothing is
+// written.
+func editMergeCache(ctx context.Context, repo *git.Repo, edit func(c *mergeCache) bool) {
+	if os.MkdirAll(filepath.Dir(mergeCachePath(repo)), 0o755) != nil {
+		return
+	}
+	lock, err := lockfile.Take(ctx, mergeCachePath(repo)+".lock")
+	if err != nil {
+		return
+	}
+	defer lock.Unlock()
+	c := readMergeCache(repo)
+	if edit(c) {
+		c.write(repo)
+	}
 }
 
 // LandStep is one step of a landing order: the place, whether it is
@@ -451,7 +471,6 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conf
 	if err != nil {
 		return nil, err
 	}
-	cache := readMergeCache(repo)
 	now := map[string]Conflict{}
 	var mine []Conflict
 	for _, c := range all {
@@ -460,21 +479,29 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conf
 			mine = append(mine, c)
 		}
 	}
-	for _, told := range []map[string]bool{cache.Told, cache.Agents} {
-		for key := range told {
-			if strings.HasPrefix(key, id+"|") && now[key].Place == "" {
-				delete(told, key) // merges cleanly again: a later conflict is new
-				cache.dirty = true
+	var tell []Conflict
+	editMergeCache(ctx, repo, func(cache *mergeCache) bool {
+		changed := false
+		for _, told := range []map[string]bool{cache.Told, cache.Agents} {
+			for key := range told {
+				if strings.HasPrefix(key, id+"|") && now[key].Place == "" {
+					delete(told, key) // merges cleanly again: a later conflict is new
+					changed = true
+				}
 			}
 		}
-	}
-	for key, c := range now {
-		if !cache.Told[key] {
-			notifyConflict(ctx, env, repo, places[i].p, c)
-			cache.Told[key], cache.dirty = true, true
+		for key, c := range now {
+			if !cache.Told[key] {
+				tell = append(tell, c)
+				cache.Told[key], changed = true, true
+			}
 		}
+		return changed
+	})
+	// Told outside the lock: a notifier may take its time.
+	for _, c := range tell {
+		notifyConflict(ctx, env, repo, places[i].p, c)
 	}
-	cache.write(repo)
 	return mine, nil
 }
 

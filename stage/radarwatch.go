@@ -79,7 +79,8 @@ func tellTargetConflict(ctx context.Context, env *Env, repo *git.Repo, repoDir s
 		fmt.Fprintf(env.Out, "tell %s of its conflict with %s: %v\n", p.ID, target, err)
 		return
 	}
-	cache := readMergeCache(repo)
-	cache.Agents[key], cache.dirty = true, true
-	cache.write(repo)
+	editMergeCache(ctx, repo, func(c *mergeCache) bool {
+		c.Agents[key] = true
+		return true
+	})
 }
