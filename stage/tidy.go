@@ -216,6 +216,7 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	if opts.DryRun {
 		return res, nil
 	}
+	env.fault("tidy:removed")
 	if err := recordTidy(ctx, env, store, rec, p, j, cs, res); err != nil {
 		return res, err
 	}
@@ -391,27 +392,62 @@ func tidyBranch(ctx context.Context, repo *git.Repo, p *Place, j judgement, dryR
 // transaction; a deleted branch's head is held by the record (X2).
 func recordTidy(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place, j judgement, cs refs.ClaimState, res *TidyResult) error {
 	res.Tidied = true
-	p.Phase, p.Kept = PhaseTidied, ""
-	p.Tidied = &TidyRecord{At: env.now(), Reason: res.Reason, BranchHead: j.head}
-	// A stage still under way ends with its place: status never shows a
-	// tidied place starting, its clock ticking.
-	endStage(&p.Stages[p.Current], StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.clock())
-	changes := []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("tidy %s: %s", p.ID, res.Reason)}}
-	if res.Branch == "deleted" {
-		// X2: the deleted branch's commits stay reachable from the record,
-		// its base too: a base nothing else holds (a record's base is
-		// input) is not lost with the branch.
-		changes[0].Hold = []string{j.head}
-		changes[0].Message += fmt.Sprintf("; branch %s was at %s, held as second parent", p.Branch, j.head)
+	first := true
+	// The worktree and branch are gone by now: what is left is to record
+	// it. A record another process moved meanwhile (a watcher, a hook's
+	// advance, the radar taking a fingerprint) is read again and the tidy
+	// recorded over it, not reported as this tidy's failure.
+	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		if !first {
+			var err error
+			if rec, p, err = readPlace(ctx, store, p.ID); err != nil {
+				return err
+			}
+			if p.Phase == PhaseTidied {
+				return nil // recorded by another tidy
+			}
+			now, err := store.ReadClaim(ctx, p.ID, env.Host)
+			if err != nil {
+				return err
+			}
+			if claimCommit(now) != claimCommit(cs) {
+				// A claim taken or let go meanwhile was not what this tidy
+				// was gated on: nothing of it is overwritten.
+				return fmt.Errorf("%s: its claim changed while it was tidied; run git flume tidy again", p.ID)
+			}
+			cs = now
+		}
+		first = false
+		p.Phase, p.Kept = PhaseTidied, ""
+		p.Tidied = &TidyRecord{At: env.now(), Reason: res.Reason, BranchHead: j.head}
+		// A stage still under way ends with its place: status never shows
+		// a tidied place starting, its clock ticking.
+		endStage(&p.Stages[p.Current], StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.clock())
+		changes := []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("tidy %s: %s", p.ID, res.Reason)}}
+		if res.Branch == "deleted" {
+			// X2: the deleted branch's commits stay reachable from the
+			// record, its base too: a base nothing else holds (a record's
+			// base is input) is not lost with the branch.
+			changes[0].Hold = []string{j.head}
+			changes[0].Message += fmt.Sprintf("; branch %s was at %s, held as second parent", p.Branch, j.head)
+		}
+		extra := []git.RefUpdate{}
+		if cs.Record != nil {
+			changes = append(changes, refs.Change{Ref: cs.Record.Ref, Old: cs.Record, Delete: true})
+		} else {
+			extra = append(extra, cs.Verify(p.ID))
+		}
+		_, err := store.Write(ctx, changes, extra...)
+		return err
+	})
+}
+
+// claimCommit names the claim record cs read, "" for none.
+func claimCommit(cs refs.ClaimState) string {
+	if cs.Record == nil {
+		return ""
 	}
-	extra := []git.RefUpdate{}
-	if cs.Record != nil {
-		changes = append(changes, refs.Change{Ref: cs.Record.Ref, Old: cs.Record, Delete: true})
-	} else {
-		extra = append(extra, cs.Verify(p.ID))
-	}
-	_, err := store.Write(ctx, changes, extra...)
-	return err
+	return cs.Record.Commit
 }
 
 // removeWorktree runs the repository's remove steps (T3), then

@@ -1,0 +1,56 @@
+package stage_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// TestTidyRecordsOverARecordMovedMeanwhile (T1, issue 30): a place's record
+// moved by another process after tidy judged it and removed its worktree
+// and branch (a watcher, a hook's advance, the radar taking a fingerprint)
+// is read again and the tidy recorded over it; tidy does not fail.
+func TestTidyRecordsOverARecordMovedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(1)
+	f.git("-C", f.dir+"/places/fix--p000", "commit", "-q", "--allow-empty", "-m", "the fix")
+	f.git("-C", f.dir, "merge", "-q", "--ff-only", "fix/p000")
+	env := f.stageEnv(f.env)
+	moved := false
+	env.Fault = func(point string) {
+		if point != "tidy:removed" || moved {
+			return
+		}
+		moved = true
+		repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := refs.New(repo)
+		rec, err := store.Read(ctx, stage.PlaceRef("fix--p000"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another process's write: the same state, a new commit.
+		if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: json.RawMessage(rec.Data), Message: "meanwhile"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := stage.Tidy(ctx, env, stage.TidyOptions{Repo: f.dir})
+	if err != nil {
+		t.Fatalf("tidy failed over a record moved meanwhile: %v", err)
+	}
+	if !moved || len(res) != 1 || !res[0].Tidied {
+		t.Fatalf("moved %v, results %+v", moved, res)
+	}
+	log := f.git("-C", f.dir, "log", "--format=%s", "refs/flume/places/fix--p000")
+	if !strings.HasPrefix(log, "tidy fix--p000: landed") || !strings.Contains(log, "meanwhile") {
+		t.Errorf("the record's history:\n%s", log)
+	}
+}
