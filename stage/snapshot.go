@@ -2,9 +2,11 @@ package stage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
@@ -121,12 +123,33 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 	if err != nil {
 		return nil, nil, err
 	}
-	if kept != nil {
-		st.Snapshots = append(st.Snapshots, *kept)
+	// The work tree is reset by now: what is left is to record it, over
+	// whatever another process wrote meanwhile (a watcher seeing the
+	// agent go, the radar taking a fingerprint), not failing on it.
+	record := func(cur *Place) {
+		st := &cur.Stages[p.Current]
+		if kept != nil && !slices.Contains(st.Snapshots, *kept) {
+			st.Snapshots = append(st.Snapshots, *kept)
+		}
+		st.Blocked(BlockRollback, "rolled back to the stage's start; retry starts it again")
 	}
-	st.Blocked(BlockRollback, "rolled back to the stage's start; retry starts it again")
-	if _, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: rolled back to %.12s", st.Name, id, st.Base)); err != nil {
-		return nil, nil, err
+	record(p)
+	msg := fmt.Sprintf("%s %s: rolled back to %.12s", st.Name, id, st.Base)
+	if _, err := savePlace(ctx, store, rec, p, msg); err != nil {
+		var conflict *refs.ConflictError
+		if !errors.As(err, &conflict) {
+			return nil, nil, err
+		}
+		if _, err := editPlace(ctx, store, id, func(cur *Place) (string, error) {
+			if cur.Current != p.Current {
+				return "", fmt.Errorf("%s: its stage moved on while it was rolled back", id)
+			}
+			record(cur)
+			*p = *cur
+			return msg, nil
+		}); err != nil {
+			return nil, nil, err
+		}
 	}
 	return p, kept, nil
 }
