@@ -96,7 +96,7 @@ func openPlaces(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return nil, err
 	}
-	out := radarPlaces(ctx, env, repo, recs)
+	out := radarPlaces(ctx, env, repo, decodePlaces(recs))
 	for i := range out {
 		o := &out[i]
 		if o.local {
@@ -110,18 +110,37 @@ func openPlaces(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	return out, nil
 }
 
-// radarPlaces are the made, not dropped places among records: this host's
+// decodePlaces are the place records among records that decode.
+func decodePlaces(records []*refs.Record) []*Place {
+	var out []*Place
+	for _, rec := range records {
+		if strings.HasPrefix(rec.Ref, PlacePrefix) {
+			if p, err := decodePlace(rec); err == nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// radarPlaces are the made, not dropped places among places: this host's
 // whose branch and target exist, with their heads, targets' tips and tips
 // (refs read in process, no git process), and other hosts' that carry a
 // fingerprint that validates. By id.
-func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, records []*refs.Record) []openPlace {
-	var out []openPlace
-	for _, rec := range records {
-		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
-			continue
+func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, places []*Place) []openPlace {
+	var names []string
+	for _, p := range places {
+		if p.Host == env.Host {
+			names = append(names, p.branchRef(), "refs/heads/"+p.Target)
 		}
-		p, err := decodePlace(rec)
-		if err != nil || p.Phase != PhaseMade || p.Dropped != nil {
+	}
+	tips, err := repo.RefValues(ctx, names) // the packed refs read once for all
+	if err != nil {
+		tips = map[string]string{}
+	}
+	var out []openPlace
+	for _, p := range places {
+		if p.Phase != PhaseMade || p.Dropped != nil {
 			continue
 		}
 		o := openPlace{p: p, local: p.Host == env.Host}
@@ -134,10 +153,8 @@ func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, records []*refs.
 			}
 			continue
 		}
-		if o.head, err = repo.RefValue(ctx, p.branchRef()); err != nil || o.head == "" {
-			continue
-		}
-		if o.target, err = repo.RefValue(ctx, "refs/heads/"+p.Target); err != nil || o.target == "" {
+		o.head, o.target = tips[p.branchRef()], tips["refs/heads/"+p.Target]
+		if o.head == "" || o.target == "" {
 			continue
 		}
 		o.tip = o.head
@@ -151,7 +168,7 @@ func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, records []*refs.
 }
 
 // pairConflicts lists the conflicts of each place with work to land: with
-// its target's tip and with each other such place. exact answers a pair
+// its target's tip and with each other such place, in pair order. exact answers a pair
 // of commits of this host (known false: not known, nothing shown); a pair
 // with another host's place is answered by the fingerprints.
 func pairConflicts(places []openPlace, exact func(a, b string) (files []string, known bool, err error)) ([]Conflict, error) {
@@ -189,7 +206,6 @@ func pairConflicts(places []openPlace, exact func(a, b string) (files []string, 
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Place < out[j].Place })
 	return out, nil
 }
 
@@ -216,6 +232,7 @@ func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace) ([]Con
 	if err != nil {
 		return nil, err
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Place < out[j].Place })
 	if !maps.EqualFunc(used, cache.Pairs, slices.Equal) {
 		// Pairs of tips no longer open go: the cache stays the size of
 		// what is open.
@@ -267,7 +284,32 @@ func (c *mergeCache) write(repo *git.Repo) {
 	if err != nil {
 		return
 	}
+	// What status reads is beside it: the conflicting pairs alone, a
+	// small file whatever the number of clean pairs (n² of them).
+	known := map[string][]string{}
+	for key, files := range c.Pairs {
+		if len(files) > 0 {
+			known[key] = files
+		}
+	}
+	if conflicting, err := json.Marshal(known); err == nil {
+		_ = replaceFile(knownConflictsPath(repo), conflicting, 0o644)
+	}
 	_ = replaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
+}
+
+func knownConflictsPath(repo *git.Repo) string {
+	return filepath.Join(repo.CommonDir, "flume", "cache", "conflicts.json")
+}
+
+// readKnownConflicts reads the conflicting pairs of the radar's cache by
+// their two tips; a pair not there merged cleanly or was never computed.
+func readKnownConflicts(repo *git.Repo) map[string][]string {
+	known := map[string][]string{}
+	if data, err := os.ReadFile(knownConflictsPath(repo)); err == nil {
+		_ = json.Unmarshal(data, &known) // unreadable: nothing known
+	}
+	return known
 }
 
 // editMergeCache changes the radar's cache under its lock: the hook's
@@ -402,32 +444,32 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 // for this host's tips as they are now (a pair not computed yet is not
 // shown: `git flume conflicts` computes every pair, a place's commit its
 // own), and the fingerprints' predictions for pairs with another host's
-// place. records are every place record read, so a place shown alone is
-// still paired with the others. A place of this host that conflicts with
+// place. places are every place read, so a place shown alone is still
+// paired with the others. A place of this host that conflicts with
 // its target and has no agent running is told, as its next step, to
 // bring its branch up to date.
-func knownConflicts(env *Env, repo *git.Repo, records []*refs.Record, st *Status) {
+func knownConflicts(env *Env, repo *git.Repo, places []*Place, st *Status) {
 	if len(st.Places) == 0 {
 		return
 	}
-	cache := readMergeCache(repo)
-	open := radarPlaces(context.Background(), env, repo, records)
+	known := readKnownConflicts(repo)
+	open := radarPlaces(context.Background(), env, repo, places)
 	for i := range open {
 		if open[i].local {
 			open[i].toLand = 1 // not counted here: a pair with nothing to land merges cleanly anyway
 		}
 	}
 	all, _ := pairConflicts(open, func(a, b string) ([]string, bool, error) {
-		files, ok := cache.Pairs[min(a, b)+":"+max(a, b)]
+		files, ok := known[min(a, b)+":"+max(a, b)]
 		return files, ok, nil
 	})
+	byPlace := map[string][]Conflict{}
+	for _, c := range all {
+		byPlace[c.Place] = append(byPlace[c.Place], c)
+	}
 	for i := range st.Places {
 		ps := &st.Places[i]
-		for _, c := range all {
-			if c.Place == ps.Place {
-				ps.Conflicts = append(ps.Conflicts, c)
-			}
-		}
+		ps.Conflicts = append(ps.Conflicts, byPlace[ps.Place]...)
 		if !ps.Foreign && ps.Stage.Next == "" && (ps.Agent == nil || ps.Agent.State != "up") {
 			ps.Stage.Next = catchUpStep(ps.Branch, ps.Path, ps.Conflicts)
 		}
@@ -518,7 +560,7 @@ func RefreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool
 	if err != nil {
 		return err
 	}
-	for _, o := range radarPlaces(ctx, env, repo, recs) {
+	for _, o := range radarPlaces(ctx, env, repo, decodePlaces(recs)) {
 		if o.local {
 			if err := refreshFingerprint(ctx, env, repo, store, o.p.ID, !all); err != nil {
 				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)
@@ -591,6 +633,6 @@ func placeConflicts(ctx context.Context, env *Env, repo *git.Repo, store *refs.S
 		return nil
 	}
 	st := &Status{Places: []PlaceStatus{{Place: p.ID, Foreign: true}}}
-	knownConflicts(env, repo, records, st)
+	knownConflicts(env, repo, decodePlaces(records), st)
 	return st.Places[0].Conflicts
 }

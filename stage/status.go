@@ -209,13 +209,14 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
 	st.Places = treeOrder(st.Places)
+	places := r.decoded
 	if opts.Place != "" && len(st.Places) > 0 {
 		// One place shown: the radar pairs it with the others too.
 		if all, _, err := store.List(ctx, PlacePrefix); err == nil {
-			records = all
+			places = decodePlaces(all)
 		}
 	}
-	knownConflicts(env, repo, records, st)
+	knownConflicts(env, repo, places, st)
 	return st, nil
 }
 
@@ -305,6 +306,9 @@ type statusReader struct {
 	book    *priceBook
 	present func(*Place) bool
 	all     bool // tidied places too
+	// decoded are the place records read, as decoded: the radar pairs
+	// them without decoding them again.
+	decoded []*Place
 }
 
 // place is the status of the place record rec (with its claim record, if
@@ -317,6 +321,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	if err != nil {
 		return nil, err.Error(), nil
 	}
+	r.decoded = append(r.decoded, decoded)
 	p := *decoded
 	if p.Host == env.Host {
 		// A record of ours that does not live here is shown as a

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -81,6 +82,41 @@ func (repo *Repo) refInProcess(name string) (id string, ok bool) {
 		return "", false
 	}
 	return ids[name], true
+}
+
+// RefValues reads refs as RefValue reads each, the packed-refs file once
+// for all of them: each name's id, "" for one that does not exist.
+func (repo *Repo) RefValues(ctx context.Context, names []string) (map[string]string, error) {
+	out := make(map[string]string, len(names))
+	if ids, ok := repo.refsInProcess(names); ok {
+		for _, n := range names {
+			out[n] = ids[n]
+		}
+		return out, nil
+	}
+	for _, n := range names {
+		id, err := repo.RefValue(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out[n] = id
+	}
+	return out, nil
+}
+
+// refsInProcess reads refs as refInProcess reads one. ok is false when
+// git must answer.
+func (repo *Repo) refsInProcess(names []string) (map[string]string, bool) {
+	if !repo.inProcess() || repo.reftable() {
+		return nil, false
+	}
+	ids := map[string]string{}
+	for _, n := range names {
+		if !strings.HasPrefix(n, "refs/") || !repo.looseRefs(n, ids) {
+			return nil, false
+		}
+	}
+	return ids, repo.packedRefs(names, ids)
 }
 
 // looseRefs adds the loose refs at or under name (a ref, or a folder of

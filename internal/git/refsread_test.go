@@ -135,6 +135,23 @@ func TestRefsReadInProcessAgreeWithGit_R4(t *testing.T) {
 	if got, err := repo.RefValue(ctx, "refs/flume/places/absent"); err != nil || got != "" {
 		t.Errorf("RefValue of an absent ref = %q, %v", got, err)
 	}
+	refValues := func(state string) {
+		t.Helper()
+		names := []string{"refs/flume/places/fix--p0", "refs/flume/places/fix--p1", "refs/heads/main", "refs/flume/places/absent"}
+		got, err := repo.RefValues(ctx, names)
+		if err != nil {
+			t.Fatalf("RefValues (%s): %v (not read in process)", state, err)
+		}
+		for _, name := range names[:3] {
+			if want := mustGit(t, env, "-C", dir, "rev-parse", name); got[name] != want {
+				t.Errorf("RefValues (%s) %s = %q; git %s", state, name, got[name], want)
+			}
+		}
+		if id, ok := got["refs/flume/places/absent"]; !ok || id != "" || len(got) != len(names) {
+			t.Errorf("RefValues (%s): %v", state, got)
+		}
+	}
+	refValues("loose")
 	if _, err := repo.ReadRefFile(ctx, "refs/flume/places/absent", "state.json"); !errors.Is(err, git.ErrNotExist) {
 		t.Errorf("ReadRefFile of an absent ref: %v", err)
 	}
@@ -154,6 +171,7 @@ func TestRefsReadInProcessAgreeWithGit_R4(t *testing.T) {
 	if want := forEachRef(t, env, dir, "refs/flume/"); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("packed refs: %v, %v; git %v", got, err, want)
 	}
+	refValues("packed")
 }
 
 // TestRefsReadGoToGitForWhatIsNotPlain_R2: a symbolic ref and a glob
