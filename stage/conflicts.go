@@ -452,28 +452,81 @@ func knownConflicts(env *Env, repo *git.Repo, places []*Place, st *Status) {
 	if len(st.Places) == 0 {
 		return
 	}
-	known := readKnownConflicts(repo)
 	open := radarPlaces(context.Background(), env, repo, places)
 	for i := range open {
 		if open[i].local {
 			open[i].toLand = 1 // not counted here: a pair with nothing to land merges cleanly anyway
 		}
 	}
-	all, _ := pairConflicts(open, func(a, b string) ([]string, bool, error) {
-		files, ok := known[min(a, b)+":"+max(a, b)]
-		return files, ok, nil
-	})
-	byPlace := map[string][]Conflict{}
-	for _, c := range all {
-		byPlace[c.Place] = append(byPlace[c.Place], c)
+	byPlace := cachedConflicts(open, readKnownConflicts(repo))
+	// Pairs with another host's place, from the fingerprints.
+	for i, a := range open {
+		for _, b := range open[i+1:] {
+			if a.local && b.local || !a.landing() || !b.landing() {
+				continue
+			}
+			if files := radar.Overlap(a.fp, b.fp); len(files) > 0 {
+				byPlace[a.p.ID] = append(byPlace[a.p.ID], Conflict{Place: a.p.ID, With: b.p.ID, Files: files})
+				byPlace[b.p.ID] = append(byPlace[b.p.ID], Conflict{Place: b.p.ID, With: a.p.ID, Files: files})
+			}
+		}
 	}
 	for i := range st.Places {
 		ps := &st.Places[i]
-		ps.Conflicts = append(ps.Conflicts, byPlace[ps.Place]...)
+		cs := byPlace[ps.Place]
+		// Its target first, then the others by name.
+		slices.SortStableFunc(cs, func(x, y Conflict) int {
+			xt, yt := strings.HasPrefix(x.With, "target "), strings.HasPrefix(y.With, "target ")
+			if xt != yt {
+				if xt {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(x.With, y.With)
+		})
+		ps.Conflicts = append(ps.Conflicts, cs...)
 		if !ps.Foreign && ps.Stage.Next == "" && (ps.Agent == nil || ps.Agent.State != "up") {
 			ps.Stage.Next = catchUpStep(ps.Branch, ps.Path, ps.Conflicts)
 		}
 	}
+}
+
+// cachedConflicts are the exact conflicts of this host's open places that
+// the cache's conflicting pairs name, by place: each pair of tips is
+// matched to the places at those tips (and a place's tip and its target's
+// to its conflict with its target), so the work grows with the conflicts
+// known, not with the square of the places.
+func cachedConflicts(open []openPlace, known map[string][]string) map[string][]Conflict {
+	byTip := map[string][]int{}
+	for i, o := range open {
+		if o.local {
+			byTip[o.tip] = append(byTip[o.tip], i)
+		}
+	}
+	out := map[string][]Conflict{}
+	add := func(a, b string, files []string) {
+		for _, i := range byTip[a] {
+			x := open[i]
+			if x.target == b {
+				out[x.p.ID] = append(out[x.p.ID], Conflict{Place: x.p.ID, With: "target " + x.p.Target, Files: files, Exact: true})
+			}
+			for _, j := range byTip[b] {
+				if y := open[j]; j != i {
+					out[x.p.ID] = append(out[x.p.ID], Conflict{Place: x.p.ID, With: y.p.ID, Files: files, Exact: true})
+				}
+			}
+		}
+	}
+	for key, files := range known {
+		a, b, ok := strings.Cut(key, ":")
+		if !ok || len(files) == 0 {
+			continue
+		}
+		add(a, b, files)
+		add(b, a, files)
+	}
+	return out
 }
 
 // catchUpStep is the next step of a place that conflicts with its target

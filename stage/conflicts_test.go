@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,51 @@ func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
 	steps := landOrder(places, conflicts)
 	if !strings.Contains(steps[0].Why, "conflicts with c (y, z)") || !strings.Contains(steps[3].Why, "conflicts with its target main in w") {
 		t.Fatalf("why: %q / %q", steps[0].Why, steps[3].Why)
+	}
+}
+
+// TestCachedConflictsAgreeWithEveryPair (issue 30): status matches the
+// cache's conflicting pairs to places by their tips instead of trying
+// every pair; it finds exactly what trying every pair against the same
+// cache finds, places at one tip and a place whose tip is another's
+// target included.
+func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
+	place := func(id, tip, target string) openPlace {
+		return openPlace{p: &Place{ID: id, Target: "main"}, local: true, head: tip, tip: tip, target: target, toLand: 1}
+	}
+	open := []openPlace{
+		place("a", "t1", "m"), place("b", "t2", "m"), place("c", "t2", "m"), place("d", "t3", "m"),
+		place("e", "t4", "t1"), place("f", "m", "m"),
+	}
+	known := map[string][]string{
+		"t1:t2": {"x"}, "m:t3": {"y"}, "t1:t4": {"z"}, "t2:t3": nil, "t3:t4": {"w"},
+	}
+	want := map[string][]Conflict{}
+	all, err := pairConflicts(open, func(a, b string) ([]string, bool, error) {
+		files, ok := known[min(a, b)+":"+max(a, b)]
+		return files, ok, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all {
+		want[c.Place] = append(want[c.Place], c)
+	}
+	got := cachedConflicts(open, known)
+	norm := func(m map[string][]Conflict) string {
+		var lines []string
+		for _, cs := range m {
+			for _, c := range cs {
+				lines = append(lines, c.Place+">"+c.With+":"+strings.Join(c.Files, ","))
+			}
+		}
+		slices.Sort(lines)
+		return strings.Join(lines, "\n")
+	}
+	if norm(got) != norm(want) {
+		t.Errorf("by tips:\n%s\nevery pair:\n%s", norm(got), norm(want))
+	}
+	if norm(want) == "" {
+		t.Fatal("the case finds no conflict at all")
 	}
 }

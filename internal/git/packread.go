@@ -97,6 +97,26 @@ func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error)
 	return packTypeNames[typ], data, nil
 }
 
+// inKnownPack reports whether an object is in one of the packs known
+// (the folder scanned once, at the first read), without scanning again.
+func (ps *packSet) inKnownPack(commonDir, id string) bool {
+	raw, err := hex.DecodeString(id)
+	if err != nil || len(raw) != 20 {
+		return false
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.scanned && ps.scan(commonDir) != nil {
+		return false
+	}
+	for _, p := range ps.packs {
+		if _, ok := p.lookup(raw); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // find returns the pack and offset of an object, scanning the pack folder
 // again once when the packs known do not have it.
 func (ps *packSet) find(commonDir string, id []byte) (*pack, int, error) {

@@ -362,6 +362,11 @@ func (repo *Repo) readObject(id string, headerOnly bool) (typ string, data []byt
 	if data, ok := repo.objects.take(id); ok {
 		return "commit", data, nil
 	}
+	// A pack known is looked in first: after gc nearly every object is
+	// there, and a loose file tried first is a failed open for each.
+	if len(id) == 40 && repo.objects.packs.inKnownPack(repo.CommonDir, id) {
+		return repo.readPacked(id, headerOnly)
+	}
 	f, err := os.Open(filepath.Join(repo.CommonDir, "objects", id[:2], id[2:]))
 	if errors.Is(err, fs.ErrNotExist) {
 		return repo.readPacked(id, headerOnly)
