@@ -56,21 +56,7 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 		return err
 	}
 	me := &Proc{PID: env.PID, Host: env.Host}
-	errHeld := errors.New("held")
-	_, err = editPlace(ctx, store, id, func(p *Place) (string, error) {
-		if err := owned(env, p); err != nil {
-			return "", err // R7: another host's record is never written here
-		}
-		if w := p.Watcher; w != nil && *w != *me && refs.ProcessAlive(w.Host, w.PID, env.Host) {
-			return "", errHeld
-		}
-		p.Watcher = me
-		return "watch " + id, nil
-	})
-	if errors.Is(err, errHeld) {
-		return nil
-	}
-	if err != nil {
+	if held, err := takeWatch(ctx, env, store, id, me); held || err != nil {
 		return err
 	}
 	deadline := time.Now().Add(lifetime)
@@ -112,4 +98,24 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 		}
 	}
 	return nil
+}
+
+// takeWatch takes place id's watcher lease for me; held: a live watcher
+// holds it (then there is nothing for me to do).
+func takeWatch(ctx context.Context, env *Env, store *refs.Store, id string, me *Proc) (held bool, err error) {
+	errHeld := errors.New("held")
+	_, err = editPlace(ctx, store, id, func(p *Place) (string, error) {
+		if err := owned(env, p); err != nil {
+			return "", err // R7: another host's record is never written here
+		}
+		if w := p.Watcher; w != nil && *w != *me && refs.ProcessAlive(w.Host, w.PID, env.Host) {
+			return "", errHeld
+		}
+		p.Watcher = me
+		return "watch " + id, nil
+	})
+	if errors.Is(err, errHeld) {
+		return true, nil
+	}
+	return false, err
 }
