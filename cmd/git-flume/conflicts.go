@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -40,7 +41,9 @@ func conflictsCommand(a *app) *cli.Command {
 					fmt.Fprintln(a.io.Out, "no conflicts: every open place merges cleanly with its target and with the others")
 				}
 				for _, x := range cs {
-					fmt.Fprintf(a.io.Out, "%s conflicts with %s: %s%s\n", x.Place, x.With, strings.Join(x.Files, ", "), notExact(x))
+					// Paths and names may come from another host's record.
+					fmt.Fprintf(a.io.Out, "%s conflicts with %s: %s%s\n", term.Clean(x.Place), term.Clean(x.With),
+						term.Clean(strings.Join(x.Files, ", ")), notExact(x))
 				}
 			}
 			if len(cs) > 0 {
@@ -81,7 +84,7 @@ func landOrderCommand(a *app) *cli.Command {
 				if !s.Finished {
 					state = "not finished"
 				}
-				fmt.Fprintf(a.io.Out, "%d. %s (%s): %s\n", i+1, s.Place, state, s.Why)
+				fmt.Fprintf(a.io.Out, "%d. %s (%s): %s\n", i+1, term.Clean(s.Place), state, term.Clean(s.Why))
 			}
 			return nil
 		},
