@@ -111,12 +111,17 @@ func (repo *Repo) refsInProcess(names []string) (map[string]string, bool) {
 		return nil, false
 	}
 	ids := map[string]string{}
+	want := make(map[string]bool, len(names))
 	for _, n := range names {
+		if want[n] {
+			continue // many places name one target
+		}
+		want[n] = true
 		if !strings.HasPrefix(n, "refs/") || !repo.looseRefs(n, ids) {
 			return nil, false
 		}
 	}
-	return ids, repo.packedRefs(names, ids)
+	return ids, repo.packedRefsMatching(func(name string) bool { return want[name] }, ids)
 }
 
 // looseRefs adds the loose refs at or under name (a ref, or a folder of
@@ -187,6 +192,12 @@ func (repo *Repo) looseRef(name, path string, ids map[string]string) bool {
 // packedRefs adds the refs of the packed-refs file that the patterns
 // match and no loose ref shadows.
 func (repo *Repo) packedRefs(patterns []string, ids map[string]string) bool {
+	return repo.packedRefsMatching(func(name string) bool { return matchesAny(name, patterns) }, ids)
+}
+
+// packedRefsMatching adds the refs of the packed-refs file that match
+// reports and no loose ref shadows.
+func (repo *Repo) packedRefsMatching(match func(name string) bool, ids map[string]string) bool {
 	f, err := os.Open(filepath.Join(repo.CommonDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
@@ -216,7 +227,7 @@ func (repo *Repo) packedRefs(patterns []string, ids map[string]string) bool {
 				if !found || !isAnyHash(id) {
 					return false
 				}
-				if matchesAny(name, patterns) {
+				if match(name) {
 					if _, loose := ids[name]; !loose {
 						ids[name] = id
 					}
