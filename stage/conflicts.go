@@ -56,6 +56,10 @@ type openPlace struct {
 	// are their commits, tip what the radar merges.
 	local             bool
 	head, target, tip string
+	// here: its tip's commit is in this repository, so merge-tree can
+	// answer for it: every place of this host, and another host's whose
+	// committed head was fetched (its branch pushed and fetched).
+	here bool
 	// fp is the place's fingerprint, when it validates.
 	fp       *radar.Fingerprint
 	toLand   int  // commits on its branch the target lacks (local only)
@@ -149,6 +153,11 @@ func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, places []*Place)
 		}
 		if !o.local {
 			if o.fp != nil {
+				// Issue 30: its head, when fetched here and it had no
+				// uncommitted work, is merged exactly like ours.
+				if o.fp.Snapshot == "" && repo.HasCommit(o.fp.Head) {
+					o.tip, o.here = o.fp.Head, true
+				}
 				out = append(out, o)
 			}
 			continue
@@ -157,7 +166,7 @@ func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, places []*Place)
 		if o.head == "" || o.target == "" {
 			continue
 		}
-		o.tip = o.head
+		o.tip, o.here = o.head, true
 		if o.fp != nil && o.fp.Head == o.head {
 			o.tip = o.fp.Tip() // uncommitted work as last seen
 		}
@@ -191,7 +200,7 @@ func pairConflicts(places []openPlace, exact func(a, b string) (files []string, 
 				continue
 			}
 			var files []string
-			isExact := a.local && b.local
+			isExact := a.here && b.here
 			if isExact {
 				var err error
 				if files, _, err = exact(a.tip, b.tip); err != nil {
@@ -462,8 +471,8 @@ func knownConflicts(env *Env, repo *git.Repo, places []*Place, st *Status) {
 	// Pairs with another host's place, from the fingerprints.
 	for i, a := range open {
 		for _, b := range open[i+1:] {
-			if a.local && b.local || !a.landing() || !b.landing() {
-				continue
+			if a.here && b.here || !a.landing() || !b.landing() {
+				continue // both here: the cache answers, exactly
 			}
 			if files := radar.Overlap(a.fp, b.fp); len(files) > 0 {
 				byPlace[a.p.ID] = append(byPlace[a.p.ID], Conflict{Place: a.p.ID, With: b.p.ID, Files: files})
@@ -500,7 +509,7 @@ func knownConflicts(env *Env, repo *git.Repo, places []*Place, st *Status) {
 func cachedConflicts(open []openPlace, known map[string][]string) map[string][]Conflict {
 	byTip := map[string][]int{}
 	for i, o := range open {
-		if o.local {
+		if o.here {
 			byTip[o.tip] = append(byTip[o.tip], i)
 		}
 	}
@@ -508,7 +517,7 @@ func cachedConflicts(open []openPlace, known map[string][]string) map[string][]C
 	add := func(a, b string, files []string) {
 		for _, i := range byTip[a] {
 			x := open[i]
-			if x.target == b {
+			if x.local && x.target == b {
 				out[x.p.ID] = append(out[x.p.ID], Conflict{Place: x.p.ID, With: "target " + x.p.Target, Files: files, Exact: true})
 			}
 			for _, j := range byTip[b] {

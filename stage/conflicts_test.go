@@ -42,7 +42,7 @@ func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
 // target included.
 func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 	place := func(id, tip, target string) openPlace {
-		return openPlace{p: &Place{ID: id, Target: "main"}, local: true, head: tip, tip: tip, target: target, toLand: 1}
+		return openPlace{p: &Place{ID: id, Target: "main"}, local: true, here: true, head: tip, tip: tip, target: target, toLand: 1}
 	}
 	open := []openPlace{
 		place("a", "t1", "m"), place("b", "t2", "m"), place("c", "t2", "m"), place("d", "t3", "m"),

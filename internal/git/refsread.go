@@ -299,6 +299,16 @@ func (repo *Repo) fileAt(id, file string, obj *Object) bool {
 
 // commitTree returns the tree a commit names, read in process; false when
 // git must answer.
+// HasCommit reports whether commit id is in this repository, read in
+// process; false too where only git could tell (it starts no process).
+func (repo *Repo) HasCommit(id string) bool {
+	if !repo.inProcess() {
+		return false
+	}
+	typ, _, err := repo.readObject(id, true)
+	return err == nil && typ == "commit"
+}
+
 func (repo *Repo) commitTree(id string) (string, bool) {
 	typ, data, err := repo.readObject(id, false)
 	if err != nil || typ != "commit" {
