@@ -342,8 +342,14 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 			p = q
 		}
 	}
-	if _, err = reconcileReady(ctx, env, r.store, rec, &p); err != nil {
-		return nil, "", err
+	// The same for a readying whose process died: a record git will not
+	// let us write yet (a ref lock a killed launch's git left) is shown
+	// as read, with the problem, and the next reading tries again.
+	q := p
+	if _, err := reconcileReady(ctx, env, r.store, rec, &q); err != nil {
+		problem = strings.TrimPrefix(problem+"; ", "; ") + fmt.Sprintf("interrupted readying of %s not recorded yet: %v", p.ID, err)
+	} else {
+		p = q
 	}
 	if p.Phase == PhaseTidied && !r.all {
 		return nil, problem, nil

@@ -3,6 +3,8 @@ package stage_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,5 +54,50 @@ func TestTidyRecordsOverARecordMovedMeanwhile(t *testing.T) {
 	log := f.git("-C", f.dir, "log", "--format=%s", "refs/flume/places/fix--p000")
 	if !strings.HasPrefix(log, "tidy fix--p000: landed") || !strings.Contains(log, "meanwhile") {
 		t.Errorf("the record's history:\n%s", log)
+	}
+}
+
+// TestStatusShowsAReadyingItCannotRecordYet (L1): a launch killed while
+// it readied, its git killed in the middle of writing the place's record,
+// leaves a ref lock (git's, kept five minutes). Status then shows the
+// place as read with the problem named, instead of failing; once the
+// lock is gone the interrupted readying is recorded.
+func TestStatusShowsAReadyingItCannotRecordYet(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(1)
+	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := refs.New(repo)
+	rec, err := store.Read(ctx, stage.PlaceRef("fix--p000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(rec.Data, &p); err != nil {
+		t.Fatal(err)
+	}
+	p["ready"] = map[string]any{"ok": false, "steps": 1, "running": map[string]any{"pid": 999999, "host": "testhost"}}
+	if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "ready fix--p000: running"}}); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(f.dir, ".git", "refs", "flume", "places", "fix--p000.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := f.stageEnv(f.env)
+	st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir})
+	if err != nil {
+		t.Fatalf("status failed on a lock a killed git left: %v", err)
+	}
+	if len(st.Places) != 1 || len(st.Problems) != 1 || !strings.Contains(st.Problems[0].Error, "interrupted readying of fix--p000 not recorded yet") {
+		t.Fatalf("places %d, problems %+v", len(st.Places), st.Problems)
+	}
+	os.Remove(lock)
+	st, err = stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir})
+	if err != nil || len(st.Problems) != 0 || st.Places[0].Ready.Step != "(interrupted)" {
+		t.Fatalf("after the lock went: %v, %+v", err, st)
 	}
 }
