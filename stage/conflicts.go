@@ -90,7 +90,7 @@ func ReadConflicts(ctx context.Context, env *Env, repoDir string) ([]Conflict, e
 	if err != nil {
 		return nil, err
 	}
-	return conflictsOf(ctx, repo, places)
+	return conflictsOf(ctx, repo, places, "")
 }
 
 // openPlaces are the open places among the repository's records, with
@@ -177,16 +177,17 @@ func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, places []*Place)
 }
 
 // pairConflicts lists the conflicts of each place with work to land: with
-// its target's tip and with each other such place, in pair order. exact answers a pair
-// of commits of this host (known false: not known, nothing shown); a pair
-// with another host's place is answered by the fingerprints.
-func pairConflicts(places []openPlace, exact func(a, b string) (files []string, known bool, err error)) ([]Conflict, error) {
+// its target's tip and with each other such place, in pair order; with
+// involve, only the pairs place involve is in. exact answers a pair of
+// commits that are here (known false: not known, nothing shown); a pair
+// with another host's place not here is answered by the fingerprints.
+func pairConflicts(places []openPlace, involve string, exact func(a, b string) (files []string, known bool, err error)) ([]Conflict, error) {
 	var out []Conflict
 	for i, a := range places {
 		if !a.landing() {
 			continue
 		}
-		if a.local {
+		if a.local && (involve == "" || a.p.ID == involve) {
 			files, _, err := exact(a.tip, a.target)
 			if err != nil {
 				return nil, err
@@ -196,7 +197,7 @@ func pairConflicts(places []openPlace, exact func(a, b string) (files []string, 
 			}
 		}
 		for _, b := range places[i+1:] {
-			if !b.landing() {
+			if !b.landing() || involve != "" && a.p.ID != involve && b.p.ID != involve {
 				continue
 			}
 			var files []string
@@ -218,12 +219,14 @@ func pairConflicts(places []openPlace, exact func(a, b string) (files []string, 
 	return out, nil
 }
 
-// conflictsOf computes every place's conflicts, merging in memory through
-// the cache, which keeps only the pairs of tips it was asked for.
-func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace) ([]Conflict, error) {
+// conflictsOf computes the places' conflicts (with involve, only place
+// involve's), merging in memory through the cache. A run over every pair
+// leaves the cache holding only the pairs of tips it was asked for; a run
+// for one place adds its pairs to it.
+func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace, involve string) ([]Conflict, error) {
 	cache := readMergeCache(repo)
 	used := map[string][]string{}
-	out, err := pairConflicts(places, func(a, b string) ([]string, bool, error) {
+	out, err := pairConflicts(places, involve, func(a, b string) ([]string, bool, error) {
 		if a == b {
 			return nil, true, nil
 		}
@@ -242,15 +245,36 @@ func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace) ([]Con
 		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Place < out[j].Place })
-	if !maps.EqualFunc(used, cache.Pairs, slices.Equal) {
+	switch {
+	case involve == "" && !maps.EqualFunc(used, cache.Pairs, slices.Equal):
 		// Pairs of tips no longer open go: the cache stays the size of
 		// what is open.
 		editMergeCache(ctx, repo, func(c *mergeCache) bool {
 			c.Pairs = used
 			return true
 		})
+	case involve != "" && !subset(used, cache.Pairs):
+		editMergeCache(ctx, repo, func(c *mergeCache) bool {
+			changed := false
+			for key, files := range used {
+				if _, ok := c.Pairs[key]; !ok {
+					c.Pairs[key], changed = files, true
+				}
+			}
+			return changed
+		})
 	}
 	return out, nil
+}
+
+// subset reports whether every key of a is in b.
+func subset(a, b map[string][]string) bool {
+	for key := range a {
+		if _, ok := b[key]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeCache keeps merge-tree's answers by the two commits they came from
@@ -365,7 +389,7 @@ func LandOrder(ctx context.Context, env *Env, repoDir string) ([]LandStep, error
 	if err != nil {
 		return nil, err
 	}
-	conflicts, err := conflictsOf(ctx, repo, places)
+	conflicts, err := conflictsOf(ctx, repo, places, "")
 	if err != nil {
 		return nil, err
 	}
@@ -571,7 +595,7 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conf
 	if i < 0 || !places[i].local || !places[i].landing() {
 		return nil, nil
 	}
-	all, err := conflictsOf(ctx, repo, places)
+	all, err := conflictsOf(ctx, repo, places, id)
 	if err != nil {
 		return nil, err
 	}

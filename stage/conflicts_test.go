@@ -52,7 +52,7 @@ func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 		"t1:t2": {"x"}, "m:t3": {"y"}, "t1:t4": {"z"}, "t2:t3": nil, "t3:t4": {"w"},
 	}
 	want := map[string][]Conflict{}
-	all, err := pairConflicts(open, func(a, b string) ([]string, bool, error) {
+	all, err := pairConflicts(open, "", func(a, b string) ([]string, bool, error) {
 		files, ok := known[min(a, b)+":"+max(a, b)]
 		return files, ok, nil
 	})

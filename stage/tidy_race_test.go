@@ -3,7 +3,9 @@ package stage_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,5 +101,41 @@ func TestStatusShowsAReadyingItCannotRecordYet(t *testing.T) {
 	st, err = stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir})
 	if err != nil || len(st.Problems) != 0 || st.Places[0].Ready.Step != "(interrupted)" {
 		t.Fatalf("after the lock went: %v, %+v", err, st)
+	}
+}
+
+// TestRefreshMergesOnlyThePlacesPairs (issue 30): a commit in one place
+// merges that place's pairs (its target and each other open place), not
+// every pair of places, even with nothing cached: at 1,000 places a cold
+// cache would otherwise cost half a million merges in a hook.
+func TestRefreshMergesOnlyThePlacesPairs(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(4)
+	for i := range 4 {
+		dir := filepath.Join(f.dir, "places", fmt.Sprintf("fix--p%03d", i))
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644)
+		f.git("-C", dir, "add", ".")
+		f.git("-C", dir, "commit", "-q", "-m", "work")
+	}
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "calls")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %q\nexec %q \"$@\"\n", log, real)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := f.stageEnv(f.env)
+	env.Runner.Path = filepath.Join(bin, "git")
+	if _, err := stage.RefreshConflicts(ctx, env, f.dir, "fix--p000"); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := os.ReadFile(log)
+	// Its target, and the three other places: four merges, not ten.
+	if n := strings.Count(string(calls), "merge-tree"); n != 4 {
+		t.Errorf("%d merges for one place's commit among four places, want 4:\n%s", n, calls)
 	}
 }
