@@ -32,15 +32,7 @@ func TestTidyRecordsOverARecordMovedMeanwhile(t *testing.T) {
 			return
 		}
 		moved = true
-		repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := refs.New(repo)
-		rec, err := store.Read(ctx, stage.PlaceRef("fix--p000"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		store, rec := readPlaceRecord(t, f, "fix--p000")
 		// Another process's write: the same state, a new commit.
 		if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: json.RawMessage(rec.Data), Message: "meanwhile"}}); err != nil {
 			t.Fatal(err)
@@ -68,15 +60,7 @@ func TestStatusShowsAReadyingItCannotRecordYet(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	f.launch(1)
-	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := refs.New(repo)
-	rec, err := store.Read(ctx, stage.PlaceRef("fix--p000"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, rec := readPlaceRecord(t, f, "fix--p000")
 	var p map[string]any
 	if err := json.Unmarshal(rec.Data, &p); err != nil {
 		t.Fatal(err)
@@ -138,4 +122,21 @@ func TestRefreshMergesOnlyThePlacesPairs(t *testing.T) {
 	if n := strings.Count(string(calls), "merge-tree"); n != 4 {
 		t.Errorf("%d merges for one place's commit among four places, want 4:\n%s", n, calls)
 	}
+}
+
+// readPlaceRecord reads place id's record as another process would, with
+// a store of its own.
+func readPlaceRecord(t *testing.T, f *fixture, id string) (*refs.Store, *refs.Record) {
+	t.Helper()
+	ctx := context.Background()
+	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := refs.New(repo)
+	rec, err := store.Read(ctx, stage.PlaceRef(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, rec
 }
