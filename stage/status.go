@@ -330,27 +330,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 			return nil, err.Error(), nil
 		}
 	}
-	var problem string
-	if p.Phase == PhaseMaking {
-		// A cleanup git refuses (a ref lock a killed git left) must not
-		// hide the other places: it is reported with its ref, the place
-		// shown as it is, and the next reading tries again.
-		q := p
-		if _, err := reconcileMaking(ctx, env, r.repo, r.store, rec, &q, true); err != nil {
-			problem = fmt.Sprintf("interrupted launch of %s not cleaned up yet: %v", p.ID, err)
-		} else {
-			p = q
-		}
-	}
-	// The same for a readying whose process died: a record git will not
-	// let us write yet (a ref lock a killed launch's git left) is shown
-	// as read, with the problem, and the next reading tries again.
-	q := p
-	if _, err := reconcileReady(ctx, env, r.store, rec, &q); err != nil {
-		problem = strings.TrimPrefix(problem+"; ", "; ") + fmt.Sprintf("interrupted readying of %s not recorded yet: %v", p.ID, err)
-	} else {
-		p = q
-	}
+	p, problem := r.repair(ctx, rec, p)
 	if p.Phase == PhaseTidied && !r.all {
 		return nil, problem, nil
 	}
@@ -370,16 +350,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	if p.Host == env.Host && p.Phase == PhaseMade {
 		ps.Stage.Next = nextStep(&p, ps.Agent)
 	}
-	switch {
-	case p.Host != env.Host:
-		ps.Worktree, ps.Foreign = "elsewhere", true
-	case r.present(&p):
-		ps.Worktree = "present"
-	case p.Phase == PhaseTidied:
-		ps.Worktree = "removed"
-	default:
-		ps.Worktree = "missing"
-	}
+	ps.Worktree, ps.Foreign = r.worktree(&p)
 	if claim != nil {
 		cs, err := r.store.ReadClaimRecord(ctx, claim, env.Host)
 		if err != nil {
@@ -391,6 +362,43 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 		}
 	}
 	return &ps, problem, nil
+}
+
+// repair settles what a dead process of ours left in place p, as read
+// from rec: a launch or a readying that died. A repair git refuses (a ref
+// lock a killed git left) must not hide the other places: the place is
+// shown as read with the problem named, and the next reading tries again.
+func (r *statusReader) repair(ctx context.Context, rec *refs.Record, p Place) (Place, string) {
+	var problems []string
+	if p.Phase == PhaseMaking {
+		q := p
+		if _, err := reconcileMaking(ctx, r.env, r.repo, r.store, rec, &q, true); err != nil {
+			problems = append(problems, fmt.Sprintf("interrupted launch of %s not cleaned up yet: %v", p.ID, err))
+		} else {
+			p = q
+		}
+	}
+	q := p
+	if _, err := reconcileReady(ctx, r.env, r.store, rec, &q); err != nil {
+		problems = append(problems, fmt.Sprintf("interrupted readying of %s not recorded yet: %v", p.ID, err))
+	} else {
+		p = q
+	}
+	return p, strings.Join(problems, "; ")
+}
+
+// worktree says where place p's worktree stands, and whether the place is
+// another host's.
+func (r *statusReader) worktree(p *Place) (state string, foreign bool) {
+	switch {
+	case p.Host != r.env.Host:
+		return "elsewhere", true
+	case r.present(p):
+		return "present", false
+	case p.Phase == PhaseTidied:
+		return "removed", false
+	}
+	return "missing", false
 }
 
 // agentStatus is the current stage's agent as status shows it: up, ended

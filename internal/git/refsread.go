@@ -74,14 +74,8 @@ func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
 // refInProcess reads one ref as listRefsInProcess reads many: its id, ""
 // when it does not exist. ok is false when git must answer.
 func (repo *Repo) refInProcess(name string) (id string, ok bool) {
-	if !repo.inProcess() || repo.reftable() || !strings.HasPrefix(name, "refs/") {
-		return "", false
-	}
-	ids := map[string]string{}
-	if !repo.looseRefs(name, ids) || !repo.packedRefs([]string{name}, ids) {
-		return "", false
-	}
-	return ids[name], true
+	ids, ok := repo.refsInProcess([]string{name})
+	return ids[name], ok
 }
 
 // RefValues reads refs as RefValue reads each, the packed-refs file once
