@@ -33,10 +33,14 @@ type Delegation struct {
 	At    time.Time `json:"at"`
 	// Outcome is "" while the delegation is open, then accepted or
 	// rolled-back, at Closed. Restored records that a rollback put the
-	// commissioner's branch and work tree back.
+	// commissioner's branch and work tree back. Settled records that the
+	// verb which closed it ran to its end, its tidy included, though that
+	// tidy kept the place: a verb run after it was done says so, where a
+	// rerun after a crash goes on.
 	Outcome  string     `json:"outcome,omitempty"`
 	Closed   *time.Time `json:"closed,omitempty"`
 	Restored bool       `json:"restored,omitempty"`
+	Settled  bool       `json:"settled,omitempty"`
 }
 
 // Outcomes of a delegation.

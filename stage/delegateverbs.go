@@ -117,8 +117,8 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 	switch state := DelegationState(p); {
 	case state == DelegationRolledBack:
 		return nil, &LostError{Place: p.ID, Verb: "accept", Outcome: OutcomeRolledBack}
-	case state == DelegationAccepted && p.Phase == PhaseTidied:
-		return nil, &RefusedError{Place: p.ID, Reason: "it was already accepted: its work is on " + p.Target}
+	case state == DelegationAccepted && closedBefore(p):
+		return nil, &RefusedError{Place: p.ID, Reason: "it was already accepted: its work is on " + p.Target + keptNote(p)}
 	case state == DelegationFinished, state == DelegationAccepted:
 	default:
 		return nil, &RefusedError{Place: p.ID, Reason: "it is " + state + ", not finished: only a finished delegation is accepted"}
@@ -151,6 +151,26 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 	}
 	env.fault("accept:recorded")
 	return tidyDelegated(ctx, env, store, o)
+}
+
+// closedBefore reports whether the verb that closed p's delegation ran to
+// its end: p is tidied, or that verb's tidy kept it and it settled. A
+// delegation closed but not settled is a verb cut short, which a rerun
+// finishes.
+func closedBefore(p *Place) bool {
+	return p.Phase == PhaseTidied || p.Parent.Settled
+}
+
+// keptNote says why a closed delegation's place is still there.
+func keptNote(p *Place) string {
+	if p.Phase == PhaseTidied {
+		return ""
+	}
+	kept := "its tidy kept it"
+	if p.Kept != "" {
+		kept += ": " + p.Kept
+	}
+	return "; " + kept + " (git flume tidy removes it once that is resolved)"
 }
 
 // mergeIntoCommissioner merges p's branch head into its commissioner's
@@ -193,14 +213,30 @@ func mergeIntoCommissioner(ctx context.Context, env *Env, repo *git.Repo, store 
 	return nil
 }
 
-// tidyDelegated tidies delegated place o.Place alone and returns it as it
-// then stands. What tidy keeps it names (a dirty work tree, say).
+// tidyDelegated tidies delegated place o.Place alone, the last step of the
+// verb that closed its delegation, and returns it as it then stands. What
+// tidy keeps it names (a dirty work tree, say), and the delegation is
+// recorded settled: the verb ran to its end, and one run after it says the
+// delegation was already closed instead of doing it again.
 func tidyDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions) (*Place, error) {
 	if _, err := Tidy(ctx, env, TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
 		return nil, err
 	}
 	_, p, err := readPlace(ctx, store, o.Place)
-	return p, err
+	if err != nil || p.Phase == PhaseTidied {
+		return p, err
+	}
+	rec, err := editPlace(ctx, store, o.Place, func(cur *Place) (string, error) {
+		if cur.Parent == nil || cur.Parent.Outcome == "" || cur.Parent.Settled {
+			return "", refs.ErrNoChange
+		}
+		cur.Parent.Settled = true
+		return "settle " + cur.ID + ": its delegation is " + cur.Parent.Outcome + "; tidy kept the place", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodePlace(rec)
 }
 
 // Reopen sends a finished delegated place back (issue 17): a fresh agent
@@ -296,8 +332,8 @@ func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, 
 	switch state := DelegationState(p); {
 	case state == DelegationAccepted:
 		return nil, &LostError{Place: p.ID, Verb: "roll back", Outcome: OutcomeAccepted}
-	case state == DelegationRolledBack && p.Parent.Restored && p.Phase == PhaseTidied:
-		return nil, &RefusedError{Place: p.ID, Reason: "it was already rolled back"}
+	case state == DelegationRolledBack && p.Parent.Restored && closedBefore(p):
+		return nil, &RefusedError{Place: p.ID, Reason: "it was already rolled back" + keptNote(p)}
 	case p.Parent != nil && p.Parent.Outcome == OutcomeRolledBack:
 		// A rollback cut short: it goes on from where it stopped.
 	case !delegationOpen(p):

@@ -35,11 +35,16 @@ func acceptCommand(a *app) *cli.Command {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s: accepted; its work is on %s\n", id, p.Target)
-			if p.Phase != stage.PhaseTidied && p.Kept != "" {
-				fmt.Fprintf(a.io.Out, "%s: kept: %s\n", id, term.Clean(p.Kept))
-			}
+			printKept(a, p)
 			return nil
 		},
+	}
+}
+
+// printKept says what the tidy that closed a delegation kept, if it did.
+func printKept(a *app, p *stage.Place) {
+	if p.Phase != stage.PhaseTidied && p.Kept != "" {
+		fmt.Fprintf(a.io.Out, "%s: kept: %s\n", p.ID, term.Clean(p.Kept))
 	}
 }
 
