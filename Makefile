@@ -39,11 +39,15 @@ build: build/git-flume build/git-flume.1
 # Static (no cgo): git starts git-flume for every command, and the dynamic
 # loader alone was ~0.8 ms of a 5 ms start (issue 14). Nothing here needs
 # cgo: DNS is never resolved and os/user falls back to /etc/passwd.
+# Without urfave/cli's man and markdown generator, whose packages' init
+# cost every start ~0.4 ms (issue 26): the man page is made by a build
+# that has it.
+BUILDFLAGS := -tags urfave_cli_no_docs -ldflags "-X main.version=$(VERSION)"
 build/git-flume: FORCE
-	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/git-flume
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o $@ ./cmd/git-flume
 
 build/git-flume.1: build/git-flume
-	./build/git-flume man > $@
+	$(GO) run ./cmd/git-flume man > $@
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)

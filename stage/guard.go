@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/git-flume/git-flume/refs"
 )
@@ -20,7 +21,9 @@ type GuardInput struct {
 
 // patchFile is a file an apply_patch patch adds, updates, deletes or
 // moves to.
-var patchFile = regexp.MustCompile(`(?m)^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$`)
+var patchFile = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$`)
+})
 
 // FromCodex is a Codex PreToolUse payload as the guard judges it (issue
 // 27, point 2): Codex names its shell tool Bash, as Claude Code does, and
@@ -37,7 +40,7 @@ func (in GuardInput) FromCodex() []GuardInput {
 			patch += s + "\n"
 		}
 	}
-	files := patchFile.FindAllStringSubmatch(patch, -1)
+	files := patchFile().FindAllStringSubmatch(patch, -1)
 	if len(files) == 0 {
 		return []GuardInput{{ToolName: "Edit", ToolInput: map[string]any{}, Cwd: in.Cwd}}
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -220,7 +221,9 @@ func (r *Role) AllowsTool(tool string) bool {
 // pathRuleLine is a path restriction written as the unfolding notes write
 // them, `- read deny: docs/adr/** # why`, whose glob YAML would read as an
 // alias when it starts with *.
-var pathRuleLine = regexp.MustCompile(`^(\s*-\s*)((?:(?:read|write|edit|rw)\s+)?(?:allow|deny)):\s*([^'"\s][^\s]*)(\s+#.*)?\s*$`)
+var pathRuleLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\s*-\s*)((?:(?:read|write|edit|rw)\s+)?(?:allow|deny)):\s*([^'"\s][^\s]*)(\s+#.*)?\s*$`)
+})
 
 // quoteGlobs quotes the glob of every path restriction written plainly, so
 // a role file copied from the notes reads unchanged (issue 27); a quoted
@@ -228,7 +231,7 @@ var pathRuleLine = regexp.MustCompile(`^(\s*-\s*)((?:(?:read|write|edit|rw)\s+)?
 func quoteGlobs(front []byte) []byte {
 	lines := strings.Split(string(front), "\n")
 	for i, line := range lines {
-		if m := pathRuleLine.FindStringSubmatch(line); m != nil {
+		if m := pathRuleLine().FindStringSubmatch(line); m != nil {
 			lines[i] = m[1] + m[2] + ": '" + strings.ReplaceAll(m[3], "'", "''") + "'"
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -61,7 +60,16 @@ const DefaultPortsFrom = 20000
 // maxPort bounds the port blocks.
 const maxPort = 65000
 
-var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// isVarName reports a name a shell takes for an environment variable:
+// a letter or _, then letters, digits and _.
+func isVarName(s string) bool {
+	for i, c := range []byte(s) {
+		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // apply takes one key of the [run] section.
 func (d *RunDecl) apply(name, value string) error {
@@ -72,7 +80,7 @@ func (d *RunDecl) apply(name, value string) error {
 		}
 		d.Env = append(d.Env, value)
 	case "port", "compose":
-		if !varName.MatchString(value) {
+		if !isVarName(value) {
 			return fmt.Errorf("run.%s %q: not an environment variable's name", name, value)
 		}
 		if name == "port" {
@@ -241,7 +249,7 @@ func validateLease(ref string, data []byte) (any, error) {
 		return nil, fmt.Errorf("invalid lease: %s holds ports %d+%d of host %q", ref, l.First, l.Count, l.Host)
 	}
 	for name, port := range l.Ports {
-		if !varName.MatchString(name) || port < l.First || port >= l.First+l.Count {
+		if !isVarName(name) || port < l.First || port >= l.First+l.Count {
 			return nil, fmt.Errorf("invalid lease: %s=%d is outside its block", name, port)
 		}
 	}

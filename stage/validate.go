@@ -89,7 +89,7 @@ func ValidatePlace(id string, p *Place) error {
 	default:
 		return bad("phase %q", p.Phase)
 	}
-	if !isObjectID(p.Base) {
+	if !git.IsObjectID(p.Base) {
 		return bad("base %q is not a full object id", p.Base)
 	}
 	if err := git.CheckRefName("refs/heads/" + p.Target); err != nil || p.Target == "" {
@@ -109,7 +109,7 @@ func ValidatePlace(id string, p *Place) error {
 	if p.Ready != nil && p.Ready.Running != nil && p.Ready.Running.PID < 0 {
 		return bad("process id %d", p.Ready.Running.PID)
 	}
-	if p.Tidied != nil && p.Tidied.BranchHead != "" && !isObjectID(p.Tidied.BranchHead) {
+	if p.Tidied != nil && p.Tidied.BranchHead != "" && !git.IsObjectID(p.Tidied.BranchHead) {
 		return bad("tidied branch head %q", p.Tidied.BranchHead)
 	}
 	for i := range p.Stages {
@@ -158,7 +158,7 @@ func validateDelegation(p *Place) error {
 	default:
 		return fmt.Errorf("delegation outcome %q", d.Outcome)
 	}
-	if s := d.Start; s != nil && (!strings.HasPrefix(s.Ref, refs.SnapshotPrefix+d.Parent+"/") || !isObjectID(s.Commit) || !isObjectID(s.Tree)) {
+	if s := d.Start; s != nil && (!strings.HasPrefix(s.Ref, refs.SnapshotPrefix+d.Parent+"/") || !git.IsObjectID(s.Commit) || !git.IsObjectID(s.Tree)) {
 		return fmt.Errorf("delegation snapshot %q at %q is not one of its parent's", s.Ref, s.Commit)
 	}
 	return nil
@@ -178,7 +178,7 @@ func validateStage(p *Place, st *StageRecord) error {
 		return fmt.Errorf("starter process id %d", st.Starter.PID)
 	}
 	for _, id := range []string{st.Base, st.At} {
-		if id != "" && !isObjectID(id) {
+		if id != "" && !git.IsObjectID(id) {
 			return fmt.Errorf("commit %q is not a full object id", id)
 		}
 	}
@@ -187,7 +187,7 @@ func validateStage(p *Place, st *StageRecord) error {
 		return fmt.Errorf("%d accepted heads, want at most %d", len(st.Accepted), maxChildren)
 	}
 	for _, id := range st.Accepted {
-		if !isObjectID(id) {
+		if !git.IsObjectID(id) {
 			return fmt.Errorf("accepted head %q is not a full object id", id)
 		}
 	}
@@ -211,29 +211,15 @@ func validateStage(p *Place, st *StageRecord) error {
 		snaps = append([]Snapshot{*st.Start}, snaps...)
 	}
 	for _, s := range snaps {
-		if !strings.HasPrefix(s.Ref, refs.SnapshotPrefix+p.ID+"/") || !isObjectID(s.Commit) {
+		if !strings.HasPrefix(s.Ref, refs.SnapshotPrefix+p.ID+"/") || !git.IsObjectID(s.Commit) {
 			return fmt.Errorf("snapshot %q at %q is not one of this place's", s.Ref, s.Commit)
 		}
 	}
 	return nil
 }
 
-// isObjectID reports whether s is a full SHA-1 or SHA-256 object id in
-// lowercase hex.
 // isContentID reports a hex SHA-256 (contentID).
-func isContentID(s string) bool { return len(s) == 64 && isObjectID(s) }
-
-func isObjectID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isContentID(s string) bool { return len(s) == 64 && git.IsObjectID(s) }
 
 // HomeError refuses to act on a place whose record does not live here: it
 // names another repository's checkout, or its places/ folder or worktree

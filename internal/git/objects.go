@@ -180,7 +180,7 @@ func (c CommitSpec) normal() CommitSpec {
 // message.
 func encodeCommit(c CommitSpec) (*looseObject, error) {
 	for _, id := range append([]string{c.Tree}, c.Parents...) {
-		if !isObjectID(id) {
+		if !isSHA1ID(id) {
 			return nil, fmt.Errorf("commit: %q is not an object id", id)
 		}
 	}
@@ -197,9 +197,10 @@ func encodeCommit(c CommitSpec) (*looseObject, error) {
 	return newObject("commit", buf.Bytes()), nil
 }
 
-// isObjectID reports a SHA-1 object id in git's lowercase hex.
-func isObjectID(s string) bool {
-	if len(s) != 40 {
+// IsObjectID reports whether s is a full SHA-1 or SHA-256 object id in
+// git's lowercase hex: what a record, a remote or a file may name.
+func IsObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
 		return false
 	}
 	for i := range len(s) {
@@ -209,6 +210,10 @@ func isObjectID(s string) bool {
 	}
 	return true
 }
+
+// isSHA1ID reports a SHA-1 object id in git's lowercase hex: the only
+// kind the in-process reader and writer handle.
+func isSHA1ID(s string) bool { return len(s) == 40 && IsObjectID(s) }
 
 // WriteState stores a state: file as the one file of a tree, and a commit
 // of that tree (c.Tree is set here); it returns the commit's id and moves

@@ -3,7 +3,6 @@ package radar
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -153,12 +152,10 @@ func touch(a, b [][2]int) bool {
 	return false
 }
 
-var objectID = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
-
 // Validate checks a fingerprint read from a record (untrusted: another
 // host's, or a remote's) before the radar uses it.
 func (f *Fingerprint) Validate() error {
-	if !objectID.MatchString(f.Base) || !objectID.MatchString(f.Head) || (f.Snapshot != "" && !objectID.MatchString(f.Snapshot)) {
+	if !git.IsObjectID(f.Base) || !git.IsObjectID(f.Head) || (f.Snapshot != "" && !git.IsObjectID(f.Snapshot)) {
 		return fmt.Errorf("fingerprint: base, head and snapshot must be object ids")
 	}
 	if len(f.Files) > MaxFiles {

@@ -1,0 +1,79 @@
+package jsonfmt
+
+import "bytes"
+
+// Indent appends to dst the compact JSON value src laid out as
+// json.Indent(dst, src, "", indent) lays it out: a member or element on a
+// line of its own, indented once per level; "key": value; empty objects
+// and arrays kept as {} and []. src must be compact and valid, as
+// json.Marshal (and an Encoder) writes it: Indent does not check it.
+func Indent(dst, src []byte, indent string) []byte {
+	// nl is a newline and the indent of the deepest level seen so far:
+	// a line's start is one append of a prefix of it.
+	nl := []byte{'\n'}
+	depth := 0
+	newline := func() {
+		for len(nl) < 1+depth*len(indent) {
+			nl = append(nl, indent...)
+		}
+		dst = append(dst, nl[:1+depth*len(indent)]...)
+	}
+	if dst == nil {
+		dst = make([]byte, 0, 2*len(src))
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch c {
+		case '"':
+			end := stringEnd(src, i+1)
+			dst = append(dst, src[i:end]...)
+			i = end - 1
+		case '{', '[':
+			dst = append(dst, c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				dst = append(dst, src[i+1])
+				i++
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, ':', ' ')
+		default: // a number, true, false or null: up to what follows it
+			j := i + 1
+			for j < len(src) && !structural[src[j]] {
+				j++
+			}
+			dst = append(dst, src[i:j]...)
+			i = j - 1
+		}
+	}
+	return dst
+}
+
+// structural are the bytes that end a literal in compact JSON.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true, ',': true, ':': true}
+
+// stringEnd is the index just past the quote that closes the string whose
+// first byte after its opening quote is at from.
+func stringEnd(src []byte, from int) int {
+	for i := from; i < len(src); {
+		j := bytes.IndexAny(src[i:], `"\`)
+		if j < 0 {
+			return len(src)
+		}
+		i += j
+		if src[i] == '"' {
+			return i + 1
+		}
+		i += 2 // a backslash and the byte it escapes
+	}
+	return len(src)
+}
