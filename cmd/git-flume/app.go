@@ -91,9 +91,11 @@ func (e silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // app holds what every command shares.
 type app struct {
-	io     *streams
-	env    env
-	log    *log.Logger
+	io  *streams
+	env env
+	// warn logs a warning to Err; its logger is made at the first (its
+	// styles cost a command that warns of nothing a third of its start).
+	warn   func(msg string, keyvals ...any)
 	runner *git.Runner
 	// unknown is set when the command line named no known command.
 	unknown bool
@@ -260,11 +262,11 @@ func run(ctx context.Context, args []string, io *streams, environ []string) int 
 	}
 	defer io.escaped()()
 	e := newEnv(environ)
-	logger := log.NewWithOptions(io.Err, log.Options{Prefix: "git-flume", ReportTimestamp: false})
-	if e.vars["FLUME_DEBUG"] != "" {
-		logger.SetLevel(log.DebugLevel)
-	}
-	a := &app{io: io, env: e, log: logger, repoDir: ".", runner: &git.Runner{Env: environ, OpenOnce: true}}
+	logger := sync.OnceValue(func() *log.Logger {
+		return log.NewWithOptions(io.Err, log.Options{Prefix: "git-flume", ReportTimestamp: false})
+	})
+	warn := func(msg string, keyvals ...any) { logger().Warn(msg, keyvals...) }
+	a := &app{io: io, env: e, warn: warn, repoDir: ".", runner: &git.Runner{Env: environ, OpenOnce: true}}
 	cliApp := newApp(a)
 	err := cliApp.RunContext(ctx, flagsFirst(cliApp.Commands, args))
 	if a.unknown {

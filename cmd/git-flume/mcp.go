@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/internal/jsonrpc"
+	"github.com/git-flume/git-flume/internal/mcpserver"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -17,34 +18,41 @@ import (
 // `git flume … --json` prints (O2).
 
 type mcpStatusIn struct {
-	Place string `json:"place,omitempty" jsonschema:"one place, <kind>--<name>; all places when empty"`
-	All   bool   `json:"all,omitempty" jsonschema:"include tidied places"`
+	Place string `json:"place"`
+	All   bool   `json:"all"`
 }
 
 type mcpLaunchIn struct {
-	Kind  string `json:"kind" jsonschema:"the kind: fix, change, question or one declared in .flume/config"`
-	Name  string `json:"name,omitempty" jsonschema:"the place's name; default: made from the brief's first words"`
-	Brief string `json:"brief" jsonschema:"the brief, stored byte for byte"`
-	Agent string `json:"agent,omitempty" jsonschema:"the agent program; default $FLUME_AGENT, else claude"`
-	Pane  string `json:"pane,omitempty" jsonschema:"where the agent runs: tmux, herdr, print or none; default $FLUME_PANE, else herdr when run inside herdr, else tmux"`
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+	Brief string `json:"brief"`
+	Agent string `json:"agent"`
+	Pane  string `json:"pane"`
 }
 
 type mcpTellIn struct {
-	Place string `json:"place" jsonschema:"the place, <kind>--<name>"`
-	Text  string `json:"text" jsonschema:"the message, confirmed in the agent's transcript"`
+	Place string `json:"place"`
+	Text  string `json:"text"`
 }
 
-// mcpResult runs a tool's work, which prints to out; a failure ends the
-// text as the command line reports it.
-func (a *app) mcpResult(work func(out, errOut io.Writer) error) (*mcp.CallToolResult, any, error) {
-	var out, errOut bytes.Buffer
-	err := work(&out, &errOut)
-	text := out.String()
-	if err != nil {
-		exitCode(&errOut, err)
-		text += errOut.String()
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: err != nil}, nil, nil
+// mcpTool is a tool whose arguments decode into In (checked against its
+// parameters first) and whose work prints to out: the result's text is
+// what it printed, and on failure what the command line prints for it.
+func mcpTool[In any](name, description string, params []mcpserver.Param, work func(ctx context.Context, in In, out, errOut io.Writer) error) mcpserver.Tool {
+	return mcpserver.Tool{Name: name, Description: description, Params: params,
+		Call: func(ctx context.Context, args json.RawMessage) (string, bool) {
+			var in In
+			var out, errOut bytes.Buffer
+			err := json.Unmarshal(args, &in)
+			if err == nil {
+				err = work(ctx, in, &out, &errOut)
+			}
+			if err != nil {
+				exitCode(&errOut, err)
+				return out.String() + errOut.String(), true
+			}
+			return out.String(), false
+		}}
 }
 
 func mcpCommand(a *app) *cli.Command {
@@ -57,10 +65,13 @@ func mcpCommand(a *app) *cli.Command {
 		Flags:     []cli.Flag{repoFlag()},
 		Action: func(c *cli.Context) error {
 			repo := c.String("repo")
-			s := mcp.NewServer(&mcp.Implementation{Name: "git-flume", Version: buildVersion()}, nil)
-			mcp.AddTool(s, &mcp.Tool{Name: "status", Description: "git flume status --json: every place's stage, state, agent, claim and what tidying kept"},
-				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpStatusIn) (*mcp.CallToolResult, any, error) {
-					return a.mcpResult(func(out, _ io.Writer) error {
+			s := &mcpserver.Server{Name: "git-flume", Version: buildVersion(), Tools: []mcpserver.Tool{
+				mcpTool("status", "git flume status --json: every place's stage, state, agent, claim and what tidying kept",
+					[]mcpserver.Param{
+						{Name: "place", Type: "string", Description: "one place, <kind>--<name>; all places when empty"},
+						{Name: "all", Type: "boolean", Description: "include tidied places"},
+					},
+					func(ctx context.Context, in mcpStatusIn, out, _ io.Writer) error {
 						opts := stage.StatusOptions{Repo: repo, All: in.All}
 						if in.Place != "" {
 							id, err := stage.PlaceID(in.Place)
@@ -74,33 +85,40 @@ func mcpCommand(a *app) *cli.Command {
 							return err
 						}
 						return writeJSON(out, st)
-					})
-				})
-			mcp.AddTool(s, &mcp.Tool{Name: "launch", Description: "git flume launch: make a place for a piece of work and start its kind's first stage"},
-				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpLaunchIn) (*mcp.CallToolResult, any, error) {
-					return a.mcpResult(func(out, errOut io.Writer) error {
+					}),
+				mcpTool("launch", "git flume launch: make a place for a piece of work and start its kind's first stage",
+					[]mcpserver.Param{
+						{Name: "kind", Type: "string", Required: true, Description: "the kind: fix, change, question or one declared in .flume/config"},
+						{Name: "name", Type: "string", Description: "the place's name; default: made from the brief's first words"},
+						{Name: "brief", Type: "string", Required: true, Description: "the brief, stored byte for byte"},
+						{Name: "agent", Type: "string", Description: "the agent program; default $FLUME_AGENT, else claude"},
+						{Name: "pane", Type: "string", Description: "where the agent runs: tmux, herdr, print or none; default $FLUME_PANE, else herdr when run inside herdr, else tmux"},
+					},
+					func(ctx context.Context, in mcpLaunchIn, out, errOut io.Writer) error {
 						err := a.launch(ctx, launchInput{Repo: repo, Kind: in.Kind, Name: in.Name, Brief: in.Brief, Agent: in.Agent, Pane: in.Pane, JSON: true}, out, errOut)
 						if err == nil {
 							a.autoSync(ctx, errOut)
 						}
 						return err
-					})
-				})
-			mcp.AddTool(s, &mcp.Tool{Name: "tell", Description: "git flume tell: send a place's agent a message, confirmed in its transcript"},
-				func(ctx context.Context, _ *mcp.CallToolRequest, in mcpTellIn) (*mcp.CallToolResult, any, error) {
-					return a.mcpResult(func(out, errOut io.Writer) error {
+					}),
+				mcpTool("tell", "git flume tell: send a place's agent a message, confirmed in its transcript",
+					[]mcpserver.Param{
+						{Name: "place", Type: "string", Required: true, Description: "the place, <kind>--<name>"},
+						{Name: "text", Type: "string", Required: true, Description: "the message, confirmed in the agent's transcript"},
+					},
+					func(ctx context.Context, in mcpTellIn, out, errOut io.Writer) error {
 						o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: repo, Place: in.Place, Gate: stage.GateOptions{Session: a.callerSession()}}, Text: in.Text}
 						if err := a.tell(ctx, o, out); err != nil {
 							return err
 						}
 						a.autoSync(ctx, errOut)
 						return nil
-					})
-				})
-			// What the SDK would die on never reaches it: the guard
-			// answers it with JSON-RPC's error and the server goes on.
+					}),
+			}}
+			// What would end or wedge the server never reaches it: the
+			// guard answers it with JSON-RPC's error and the server goes on.
 			in, out := jsonrpc.Guard(a.io.In, a.io.RawOut)
-			return s.Run(c.Context, &mcp.IOTransport{Reader: in, Writer: out})
+			return s.Serve(c.Context, in, out)
 		},
 	}
 }

@@ -235,7 +235,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 	// The host's index of repositories (status --host) learns this one
 	// the first time a place is launched in it.
 	if ierr := stage.IndexRepository(ctx, a.runner, p.Repo, a.settings(ctx).Repositories); ierr != nil {
-		a.log.Warn("could not add the repository to this host's index; status --host will not list it", "repo", p.Repo, "err", ierr)
+		a.warn("could not add the repository to this host's index; status --host will not list it", "repo", p.Repo, "err", ierr)
 	}
 	// A place whose readying failed is still made: show it, then report
 	// the failure.
@@ -255,7 +255,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 		if p.PlaceKind != "fix" {
 			what = "its stage waits until the place is ready"
 		}
-		a.log.Warn("readying failed; "+what, "place", p.ID, "step", r.Step, "exit", r.Exit)
+		a.warn("readying failed; "+what, "place", p.ID, "step", r.Step, "exit", r.Exit)
 	}
 	return err
 }

@@ -375,7 +375,7 @@ func (a *app) startWatcher(repoDir, id string) {
 		return
 	}
 	if err := proc.Detach([]string{"watch", "--repo", abs, id}, abs, a.backgroundEnv()); err != nil {
-		a.log.Warn("could not start the place's watcher; any git flume command starts one", "place", id, "err", err)
+		a.warn("could not start the place's watcher; any git flume command starts one", "place", id, "err", err)
 	}
 }
 
