@@ -584,7 +584,15 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conf
 	if err != nil {
 		return nil, err
 	}
-	if err := refreshFingerprint(ctx, env, repo, store, id, false); err != nil {
+	_, p, err := readPlace(ctx, store, id)
+	if err != nil {
+		return nil, err
+	}
+	tips, err := repo.RefValues(ctx, []string{p.branchRef(), "refs/heads/" + p.Target})
+	if err != nil {
+		return nil, err
+	}
+	if err := refreshFingerprint(ctx, env, repo, store, p, tips[p.branchRef()], tips["refs/heads/"+p.Target], false); err != nil {
 		return nil, err
 	}
 	places, err := openPlaces(ctx, env, repo, store)
@@ -648,7 +656,7 @@ func RefreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool
 	}
 	for _, o := range radarPlaces(ctx, env, repo, decodePlaces(recs)) {
 		if o.local {
-			if err := refreshFingerprint(ctx, env, repo, store, o.p.ID, !all); err != nil {
+			if err := refreshFingerprint(ctx, env, repo, store, o.p, o.head, o.target, !all); err != nil {
 				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)
 			}
 		}
@@ -656,26 +664,18 @@ func RefreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool
 	return nil
 }
 
-// refreshFingerprint takes place id's fingerprint (its uncommitted work
-// included, when its worktree is there) and writes it to its record when
-// it changed; with staleOnly, only when its head moved since the record's
-// was taken (or, with none, since launch). Another host's place, or one not open, is left alone.
-func refreshFingerprint(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, id string, staleOnly bool) error {
-	_, p, err := readPlace(ctx, store, id)
-	if err != nil {
-		return err
-	}
-	if p.Host != env.Host || p.Phase != PhaseMade || p.Dropped != nil {
+// refreshFingerprint takes place p's fingerprint at its branch's head
+// and its target's tip (its uncommitted work included, when its worktree
+// is there) and writes it to its record when it changed; with staleOnly,
+// only when its head moved since the record's was taken (or, with none,
+// since launch): a sync with nothing moved reads nothing more than the
+// records it was given. Another host's place, one not open, or one whose
+// branch or target is gone ("" head or target) is left alone.
+func refreshFingerprint(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place, head, target string, staleOnly bool) error {
+	if p.Host != env.Host || p.Phase != PhaseMade || p.Dropped != nil || head == "" || target == "" {
 		return nil
 	}
-	head, err := repo.RefValue(ctx, p.branchRef())
-	if err != nil || head == "" {
-		return nil // no branch: nothing to fingerprint
-	}
-	target, err := repo.RefValue(ctx, "refs/heads/"+p.Target)
-	if err != nil || target == "" {
-		return nil
-	}
+	id := p.ID
 	if staleOnly {
 		known := p.Base // no fingerprint yet: the head it was launched at
 		if p.Fingerprint != nil {

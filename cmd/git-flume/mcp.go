@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"reflect"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -39,6 +42,17 @@ type mcpTellIn struct {
 // parameters first) and whose work prints to out: the result's text is
 // what it printed, and on failure what the command line prints for it.
 func mcpTool[In any](name, description string, params []mcpserver.Param, work func(ctx context.Context, in In, out, errOut io.Writer) error) mcpserver.Tool {
+	fields := map[string]bool{}
+	for f := range reflect.TypeFor[In]().Fields() {
+		fields[strings.Split(f.Tag.Get("json"), ",")[0]] = true
+	}
+	for _, p := range params {
+		if !fields[p.Name] {
+			// A parameter the decoding would drop: a programming error,
+			// met by every test that starts the server.
+			panic(fmt.Sprintf("mcp tool %s: parameter %q is no field of %T", name, p.Name, *new(In)))
+		}
+	}
 	return mcpserver.Tool{Name: name, Description: description, Params: params,
 		Call: func(ctx context.Context, args json.RawMessage) (string, bool) {
 			var in In
