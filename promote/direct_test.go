@@ -461,3 +461,36 @@ func execGit(env []string, dir string, args ...string) (string, error) {
 	out, err := cmd.Output()
 	return strings.TrimSpace(string(out)), err
 }
+
+// TestDirectNeverShownEndedWhileItHoldsACheckout: direct work cut short
+// after it recorded its end but before it let its checkouts go is
+// "releasing", not done: a new write request would still be refused for
+// it. Reconcile lets the checkouts go, and then it is done.
+func TestDirectNeverShownEndedWhileItHoldsACheckout(t *testing.T) {
+	d := newDirect(t, "req", changeTask("first"))
+	crashed, err := run(func() error {
+		if err := d.start(nil); err != nil {
+			return err
+		}
+		d.play("done")
+		return d.observeWith(crashNth("direct:reported:1", 1))
+	})
+	if !crashed || err != nil {
+		t.Fatalf("crashed=%v err=%v", crashed, err)
+	}
+	st := d.status()
+	for name, m := range st.Members {
+		if m.Phase != promote.PhaseDone || !m.Reserved {
+			t.Fatalf("%s after the cut: phase %s, reserved %v; want done and still reserved", name, m.Phase, m.Reserved)
+		}
+	}
+	if st.Phase != promote.PhaseReleasing {
+		t.Fatalf("the request after the cut is %q; want %q while it holds its checkouts", st.Phase, promote.PhaseReleasing)
+	}
+	if _, err := promote.ReconcileWorkspace(context.Background(), d.penv(nil), promote.RequestOptions{Root: d.root, ID: d.id}); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.status(); st.Phase != promote.PhaseDone {
+		t.Fatalf("after reconcile the request is %q; want done", st.Phase)
+	}
+}

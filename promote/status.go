@@ -19,7 +19,8 @@ type Status struct {
 	Root   string `json:"root"`
 	// Phase is the request's: the members' common phase; "promoting",
 	// "promoted", "interrupted" (reconcile first), "manual"; or "mixed"
-	// when a verb stopped between two members (run it again).
+	// when a verb stopped between two members (run it again); direct
+	// work that ended but still holds a checkout is "releasing".
 	Phase string `json:"phase"`
 	// Mode is the request's: "isolated" (checked) or "direct".
 	Mode    string                  `json:"mode"`
@@ -85,12 +86,14 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 		}
 	}
 	cands, tips := Expected{}, Expected{}
+	held := false // a checkout still reserved for the request
 	for _, m := range ws.members {
 		ms, err := memberStatus(ctx, m)
 		if err != nil {
 			return nil, err
 		}
 		st.Members[m.t.Name] = ms
+		held = held || ms.Reserved
 		if m.r.Candidate != nil {
 			cands[m.t.Name] = *m.r.Candidate
 		}
@@ -107,8 +110,19 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 		}
 	}
 	st.Phase = requestPhase(ws.members, len(st.Missing) > 0)
+	if st.Mode == ModeDirect && held && st.Phase != PhaseWorking && st.Phase != PhaseAllocating {
+		// Direct work records its ending (each member's report and phase)
+		// before it lets its checkouts go: until then it is not done, and
+		// a request started meanwhile is refused.
+		st.Phase = PhaseReleasing
+	}
 	return st, nil
 }
+
+// PhaseReleasing is direct work whose members recorded their ending and
+// whose reservations are not all released yet: it is over, but still
+// holds a checkout (a crash there is settled by reconcile).
+const PhaseReleasing = "releasing"
 
 // memberStatus is one member as status shows it; for direct work, whether
 // this host's reservation of its checkout is the request's.

@@ -32,13 +32,18 @@ func Follow(ctx context.Context, env *Env, repoDir, id string) (*Place, error) {
 	return p, err
 }
 
-// EnsureWatcher starts place id's watcher if it needs one.
+// EnsureWatcher starts place id's watcher if it needs one: its record
+// alone says so (a launch used to read every place's status here).
 func EnsureWatcher(ctx context.Context, env *Env, repoDir, id string) {
 	if env.StartWatcher == nil {
 		return
 	}
-	if st, err := ReadStatus(ctx, env, StatusOptions{Repo: repoDir, Place: id}); err == nil {
-		EnsureWatchers(env, repoDir, st)
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return
+	}
+	if _, p, err := readPlace(ctx, store, id); err == nil && NeedsWatcher(ctx, env, p) {
+		env.StartWatcher(repoDir, id)
 	}
 }
 

@@ -311,8 +311,12 @@ func (repo *Repo) storeLoose(obj *looseObject) (string, error) {
 }
 
 // zlibWriters keeps deflaters for reuse: each holds several hundred
-// kilobytes of state, too much to allocate per object.
-var zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
+// kilobytes of state, too much to allocate per object. They deflate at
+// level 1, as git writes loose objects (core.looseCompression's default).
+var zlibWriters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed) // a valid level: no error
+	return zw
+}}
 
 // Object is one object read through a Batch.
 type Object struct {
