@@ -226,6 +226,9 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if p.Phase != PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false, nil
 	}
+	if moved, err := reconcileReady(ctx, env, store, rec, p); moved || err != nil {
+		return moved, err // a readying whose process died
+	}
 	st := &p.Stages[p.Current]
 	if st.State == StagePending {
 		if env.Engine.Pane == "none" || env.Engine.NoStart || startedByAnother(env, st) {

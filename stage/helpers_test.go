@@ -89,3 +89,35 @@ func (f *fixture) countingGit() (*stage.Env, string) {
 	env.Runner.Path = filepath.Join(bin, "git")
 	return env, log
 }
+
+// settle is how the next commands find what a killed launch left: status
+// shows it and writes nothing (a read never writes: every ref and the
+// worktree list as they were), then tidy settles it.
+func settle(t *testing.T, f *fixture, env *stage.Env) {
+	t.Helper()
+	ctx := context.Background()
+	refsBefore := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)")
+	filesBefore := listPlaces(f)
+	if _, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true}); err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	if after := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)"); after != refsBefore {
+		t.Fatalf("status moved refs:\n%s\nwere\n%s", after, refsBefore)
+	}
+	if after := listPlaces(f); after != filesBefore {
+		t.Fatalf("status changed places/: %s, was %s", after, filesBefore)
+	}
+	if _, err := stage.Tidy(ctx, env, stage.TidyOptions{Repo: f.dir}); err != nil {
+		t.Fatalf("tidy: %v", err)
+	}
+}
+
+// listPlaces names what is in the fixture's places/ folder.
+func listPlaces(f *fixture) string {
+	entries, _ := os.ReadDir(filepath.Join(f.dir, "places"))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}

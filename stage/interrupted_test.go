@@ -52,8 +52,9 @@ func placeOf(t *testing.T, st *stage.Status, id string) *stage.PlaceStatus {
 
 // TestInterruptedLaunchKeepsWork_L1_X2: a launch cut short (SIGHUP, SIGKILL)
 // after its worktree was made leaves a place someone may already work in.
-// The next reader never removes a worktree holding a commit or a file
-// beyond its base: it finishes the place as made. One holding nothing is
+// What settles it (tidy; status only shows it) never removes a worktree
+// holding a commit or a file beyond its base: it finishes the place as
+// made. One holding nothing is
 // cleaned up as before.
 func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 	f := newFixture(t)
@@ -75,6 +76,7 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 		interrupt(t, f, "fix--"+name)
 	}
 
+	settle(t, f, env)
 	st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +104,8 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 // TestLaunchKilledInsideWorktreeAdd_L1: a `git worktree add` killed after it
 // wrote its administrative folder's gitdir file but before it wrote
 // commondir leaves git failing every `worktree list` (and never pruning the folder,
-// locked "initializing"). The next status repairs exactly that folder and
-// cleans the launch up.
+// locked "initializing"). Status shows it and touches nothing; the next
+// tidy repairs exactly that folder and cleans the launch up.
 func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -129,6 +131,7 @@ func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 		t.Fatalf("the planted state should make git fail, got %s", out)
 	}
 
+	settle(t, f, env)
 	st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +201,7 @@ func TestParallelTidiesAllSucceed_T1_L2b(t *testing.T) {
 
 // TestLaunchKilledInsideCheckout_L1: a `git worktree add` killed in the
 // middle of its checkout leaves the place's files written in full or in
-// part and no index. That is git's, not anyone's work: the next status
+// part and no index. That is git's, not anyone's work: the next tidy
 // cleans the launch up instead of keeping a torn place as made. A file
 // that is not a write of git's (work) keeps it, as before.
 func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
@@ -227,6 +230,7 @@ func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
 			// in part.
 			os.Remove(filepath.Join(admin, "index"))
 			os.WriteFile(filepath.Join(path, "a.js"), []byte(c.write), 0o644)
+			settle(t, f, env)
 			st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
 			if err != nil {
 				t.Fatal(err)

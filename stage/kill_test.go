@@ -90,15 +90,22 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 		syscall.Kill(-cmd.Process.Pid, sig)
 		cmd.Wait()
 
-		st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
-		if errors.Is(err, git.ErrLocked) || err == nil && len(st.Problems) > 0 {
-			// A SIGKILL inside `git update-ref` leaves git's lock file,
-			// as it would index.lock: on the place's record (status
-			// fails, naming it) or on its branch (status reports the
-			// launch it could not clean up, naming the lock, and shows
-			// the rest). Remove it as an operator would, and read again.
-			if err == nil && !strings.Contains(st.Problems[0].Error, ".lock exists (made ") && !strings.Contains(st.Problems[0].Error, ".lock': File exists") {
-				t.Fatalf("trial %d: status problems: %+v", trial, st.Problems)
+		// Status shows what the kill left and writes nothing; tidy settles
+		// it. A SIGKILL inside `git update-ref` leaves git's lock file, as
+		// it would index.lock: on the place's record (status and tidy
+		// fail, naming it) or on its branch (tidy cannot clean the launch
+		// up and names the lock). Remove it as an operator would, and tidy
+		// again.
+		refsBefore := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)")
+		if _, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true}); err != nil && !errors.Is(err, git.ErrLocked) {
+			t.Fatalf("trial %d: status: %v", trial, err)
+		}
+		if after := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)"); after != refsBefore {
+			t.Fatalf("trial %d: status moved refs:\n%s\nwere\n%s", trial, after, refsBefore)
+		}
+		if _, err := stage.Tidy(ctx, env, stage.TidyOptions{Repo: f.dir}); err != nil {
+			if !strings.Contains(err.Error(), ".lock") {
+				t.Fatalf("trial %d: tidy: %v", trial, err)
 			}
 			var locks []string
 			for _, glob := range []string{"refs/flume/*/*.lock", "refs/heads/fix/*.lock"} {
@@ -109,8 +116,11 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 				os.Remove(l)
 			}
 			outcomes["stale ref lock removed"] += len(locks)
-			st, err = stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+			if _, err := stage.Tidy(ctx, env, stage.TidyOptions{Repo: f.dir}); err != nil {
+				t.Fatalf("trial %d: tidy after the locks went: %v", trial, err)
+			}
 		}
+		st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
 		if err != nil {
 			t.Fatalf("trial %d: status: %v", trial, err)
 		}

@@ -216,12 +216,25 @@ func forgetHalfMade(ctx context.Context, repo *git.Repo, path string) error {
 	return repo.PruneWorktrees(ctx)
 }
 
-// reconcileReady marks a readying whose process died as interrupted.
-func reconcileReady(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place) (*refs.Record, error) {
-	r := p.Ready
-	if p.Host != env.Host || r == nil || r.Running == nil || refs.ProcessAlive(r.Running.Host, r.Running.PID, env.Host) {
-		return rec, nil
+// interruptedReady is place p's readying as it stands when the process
+// running it died: interrupted. ok is false while it runs, or when it is
+// not this host's to tell.
+func interruptedReady(env *Env, p *Place) (r *ReadyResult, ok bool) {
+	cur := p.Ready
+	if p.Host != env.Host || cur == nil || cur.Running == nil || refs.ProcessAlive(cur.Running.Host, cur.Running.PID, env.Host) {
+		return nil, false
 	}
-	p.Ready = &ReadyResult{Steps: r.Steps, Exit: -1, Step: "(interrupted)", Tail: "readying was interrupted before it finished"}
-	return savePlace(ctx, store, rec, p, "ready "+p.ID+": interrupted")
+	return &ReadyResult{Steps: cur.Steps, Exit: -1, Step: "(interrupted)", Tail: "readying was interrupted before it finished"}, true
+}
+
+// reconcileReady records a readying whose process died as interrupted: the
+// engine's first move on a place (status only shows it).
+func reconcileReady(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place) (moved bool, err error) {
+	r, ok := interruptedReady(env, p)
+	if !ok {
+		return false, nil
+	}
+	p.Ready = r
+	_, err = savePlace(ctx, store, rec, p, "ready "+p.ID+": interrupted")
+	return err == nil, err
 }

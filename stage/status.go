@@ -313,8 +313,9 @@ type statusReader struct {
 
 // place is the status of the place record rec (with its claim record, if
 // any): nil for a tidied place unless all are shown, and a problem for a
-// record that cannot be shown or acted on (R5). On the way it settles an
-// interrupted launch or readying of ours.
+// record that cannot be shown or acted on (R5). It writes nothing (a
+// read never writes): an interrupted launch or readying of ours is shown
+// as it stands, with what settles it.
 func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*PlaceStatus, string, error) {
 	env := r.env
 	decoded, err := decodePlace(rec)
@@ -330,7 +331,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 			return nil, err.Error(), nil
 		}
 	}
-	p, problem := r.repair(ctx, rec, p)
+	p, problem := r.interrupted(p)
 	if p.Phase == PhaseTidied && !r.all {
 		return nil, problem, nil
 	}
@@ -364,27 +365,22 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	return &ps, problem, nil
 }
 
-// repair settles what a dead process of ours left in place p, as read
-// from rec: a launch or a readying that died. A repair git refuses (a ref
-// lock a killed git left) must not hide the other places: the place is
-// shown as read with the problem named, and the next reading tries again.
-func (r *statusReader) repair(ctx context.Context, rec *refs.Record, p Place) (Place, string) {
-	var problems []string
-	if p.Phase == PhaseMaking {
-		q := p
-		if _, err := reconcileMaking(ctx, r.env, r.repo, r.store, rec, &q, true); err != nil {
-			problems = append(problems, fmt.Sprintf("interrupted launch of %s not cleaned up yet: %v", p.ID, err))
-		} else {
-			p = q
-		}
+// interrupted shows what a process of ours that died left of place p,
+// without settling it: a launch cut short while making the place (tidy, or
+// a launch of the same place, finishes it or removes what it made) and a
+// readying cut short, shown as the interruption the engine's next step
+// records.
+func (r *statusReader) interrupted(p Place) (Place, string) {
+	if p.Host != r.env.Host {
+		return p, ""
 	}
-	q := p
-	if _, err := reconcileReady(ctx, r.env, r.store, rec, &q); err != nil {
-		problems = append(problems, fmt.Sprintf("interrupted readying of %s not recorded yet: %v", p.ID, err))
-	} else {
-		p = q
+	if l := p.Launcher; p.Phase == PhaseMaking && (l == nil || !refs.ProcessAlive(l.Host, l.PID, r.env.Host)) {
+		return p, fmt.Sprintf("the launch of %s was interrupted: git flume tidy finishes the place or removes what it made", p.ID)
 	}
-	return p, strings.Join(problems, "; ")
+	if ready, ok := interruptedReady(r.env, &p); ok {
+		p.Ready = ready
+	}
+	return p, ""
 }
 
 // worktree says where place p's worktree stands, and whether the place is
