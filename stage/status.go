@@ -335,7 +335,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	if p.Phase == PhaseTidied && !r.all {
 		return nil, problem, nil
 	}
-	ps := placeStatus(&p)
+	ps := placeStatus(&p, env.clock())
 	if p.Host == env.Host {
 		spent(ctx, r.book, r.repo.CommonDir, &p, p.Current, &ps.Stage)
 		if ps.Previous != nil {
@@ -441,7 +441,7 @@ func readOne(ctx context.Context, store *refs.Store, names ...string) ([]*refs.R
 	return records, problems, nil
 }
 
-func placeStatus(p *Place) PlaceStatus {
+func placeStatus(p *Place, now time.Time) PlaceStatus {
 	ps := PlaceStatus{
 		Place: p.ID, Repo: p.Repo, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch,
 		Path: p.Path, Target: p.Target, Base: p.Base, Brief: p.Brief, Host: p.Host,
@@ -458,7 +458,7 @@ func placeStatus(p *Place) PlaceStatus {
 			Need: s.Need, Reason: s.Reason, Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started,
 			BudgetMs: s.BudgetMs, Snapshots: append([]Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
 		if s.Started != nil {
-			end := time.Now()
+			end := now // the timers' clock (Env.Clock), as the engine reads it
 			if s.Ended != nil {
 				end = *s.Ended
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/refs"
@@ -36,7 +37,7 @@ func FuzzPlaceRecord_R5(f *testing.F) {
 			t.Fatalf("the store accepted a place the validator refuses: %v", err)
 		}
 		_ = p.Stages[p.Current]
-		ps := placeStatus(&p)
+		ps := placeStatus(&p, time.Now())
 		currentRun(&p)
 		WriteStatusTable(io.Discard, &Status{Schema: 1, Places: []PlaceStatus{ps}})
 	})
