@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"os"
@@ -11,6 +12,15 @@ import (
 	"sync"
 	"time"
 )
+
+// DefaultProgram is the agent program a launch or a workspace worker runs
+// when neither its flag nor $FLUME_AGENT names one.
+const DefaultProgram = "claude"
+
+// ProgramName is the program to run: the one named, else the one
+// $FLUME_AGENT names (fromEnv), else DefaultProgram. The one rule, for
+// places and workspace workers alike.
+func ProgramName(named, fromEnv string) string { return cmp.Or(named, fromEnv, DefaultProgram) }
 
 // Program is an agent program flume can start (A1): how to start it in a
 // place with a pinned session id and its first prompt, where its transcript

@@ -1,12 +1,12 @@
 package stage
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -74,7 +74,7 @@ func (e *Env) now() time.Time { return e.Now().UTC() }
 
 // agentName is the agent program a place uses: the one it names, else the
 // engine's default (FLUME_AGENT), else claude.
-func (e *Env) agentName(named string) string { return cmp.Or(named, e.Engine.Agent, "claude") }
+func (e *Env) agentName(named string) string { return agent.ProgramName(named, e.Engine.Agent) }
 
 // clock is the timers' time, in UTC.
 func (e *Env) clock() time.Time {

@@ -9,9 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-multierror"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
@@ -134,6 +138,30 @@ func prepare(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, r
 		return nil
 	}
 	return err
+}
+
+// NameFromBrief makes a place name from a brief's first words: lowercase
+// letters and digits, words joined by '-', at most 4 words and 32
+// characters (R6 holds for it). "Fix the login crash!" is
+// "fix-the-login-crash"; "" when the brief has no such word.
+func NameFromBrief(brief string) string {
+	// Letters with marks keep their letter (é → e, ß stays a break):
+	// "très spécial" is tres-special, not tr-s-sp-cial.
+	if folded, _, err := transform.String(transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC), brief); err == nil {
+		brief = folded
+	}
+	var words []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(brief), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) {
+		if len(strings.Join(append(words, w), "-")) > 32 {
+			break
+		}
+		if words = append(words, w); len(words) == 4 {
+			break
+		}
+	}
+	return strings.Join(words, "-")
 }
 
 // checkLaunch refuses, before anything is read, what no launch can make:

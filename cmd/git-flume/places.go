@@ -9,12 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/text/runes"
-	"golang.org/x/text/transform"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
@@ -217,7 +213,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 	}
 	name := in.Name
 	if name == "" {
-		if name = nameFromBrief(in.Brief); name == "" {
+		if name = stage.NameFromBrief(in.Brief); name == "" {
 			return usagef("launch: --name is needed: the brief has no word to make one from")
 		}
 	}
@@ -556,29 +552,6 @@ func tidyCommand(a *app) *cli.Command {
 			return err
 		},
 	}
-}
-
-// nameFromBrief makes a place name from a brief's first words: lowercase
-// letters and digits, words joined by '-', at most 4 words and 32
-// characters. "Fix the login crash!" is "fix-the-login-crash".
-func nameFromBrief(brief string) string {
-	// Letters with marks keep their letter (é → e, ß stays a break):
-	// "très spécial" is tres-special, not tr-s-sp-cial.
-	if folded, _, err := transform.String(transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC), brief); err == nil {
-		brief = folded
-	}
-	var words []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(brief), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	}) {
-		if len(strings.Join(append(words, w), "-")) > 32 {
-			break
-		}
-		if words = append(words, w); len(words) == 4 {
-			break
-		}
-	}
-	return strings.Join(words, "-")
 }
 
 // watchStatus redraws the status table every watch interval until

@@ -138,13 +138,7 @@ func workspaceStartCommand(a *app) *cli.Command {
 			if err != nil {
 				return usagef("request: %v", err)
 			}
-			name := c.String("agent")
-			if name == "" {
-				name = a.env.vars["FLUME_AGENT"]
-			}
-			if name == "" {
-				name = "claude"
-			}
+			name := agent.ProgramName(c.String("agent"), a.env.vars["FLUME_AGENT"])
 			prog, err := a.workspaceProgram(c.Context, root, name)
 			if err != nil {
 				return err
