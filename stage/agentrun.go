@@ -390,3 +390,44 @@ func paneName(p *Place, run int) string {
 	id := strings.NewReplacer(".", "_", ":", "_").Replace(p.ID)
 	return fmt.Sprintf("flume-%x-%s-%d-%d", sum[:3], id, p.Current+1, run)
 }
+
+// currentRun is the current stage's agent, if any.
+func currentRun(p *Place) *AgentRun {
+	if p.Current >= len(p.Stages) {
+		return nil
+	}
+	return p.Stages[p.Current].Agent
+}
+
+// agentPaneHost names the pane host of a, reading a record older than the
+// field as tmux.
+func agentPaneHost(a *AgentRun) string {
+	switch {
+	case a.Pane == "print":
+		return ""
+	case a.PaneHost == "":
+		return "tmux"
+	}
+	return a.PaneHost
+}
+
+// agentState is where the current stage's agent of p stands: "up",
+// "operator" (started by a person from a printed command), "exited" (by
+// itself, as its record says, or found gone), "ended" (by flume); "" when
+// the stage has none.
+func agentState(ctx context.Context, env *Env, p *Place) string {
+	a := currentRun(p)
+	switch {
+	case a == nil:
+		return ""
+	case a.Exit != nil:
+		return "exited" // by itself, as its record says (A10)
+	case a.Ended:
+		return "ended"
+	case a.Pane == "print":
+		return "operator"
+	case p.Host == env.Host && env.Engine.up(ctx, a):
+		return "up"
+	}
+	return "exited"
+}

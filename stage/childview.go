@@ -2,12 +2,10 @@ package stage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -28,9 +26,6 @@ type ChildProgress struct {
 	ElapsedMs int64    `json:"elapsedMs"`
 	LastTools []string `json:"lastTools"`
 }
-
-// childTools is how many of a child's last tool calls are shown.
-const childTools = 3
 
 // openChildProgress is the progress of p's open delegated place, nil when
 // it has none. Only this host's child is read (R5), and only its record
@@ -55,25 +50,6 @@ func openChildProgress(ctx context.Context, env *Env, store *refs.Store, p *Plac
 	}
 	cp.LastTools = lastTools(&st, childTools)
 	return cp
-}
-
-// lastTools are the last n tool calls of a stage's current agent, read
-// from its transcript, each as "Name: what it named"; none when there is
-// no transcript here.
-func lastTools(st *StageRecord, n int) []string {
-	tools := []string{}
-	a := st.Agent
-	if a == nil || a.Transcript == "" {
-		return tools
-	}
-	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
-	if err != nil {
-		return tools
-	}
-	for _, t := range tr.Tools[max(0, len(tr.Tools)-n):] {
-		tools = append(tools, t.Name+": "+toolSummary(t.Input))
-	}
-	return tools
 }
 
 // Text is the child's progress in one line, for explain.
@@ -104,23 +80,4 @@ func roleAsks(role string) string {
 		return "it asks"
 	}
 	return "its " + role + " asks"
-}
-
-// toolSummary is a tool call's input as a person reads it: the command, the
-// path or the pattern it names, else its input on one line, cut short.
-func toolSummary(input string) string {
-	var fields map[string]any
-	if json.Unmarshal([]byte(input), &fields) == nil {
-		for _, k := range []string{"command", "cmd", "file_path", "path", "pattern", "url"} {
-			if v, ok := fields[k].(string); ok && v != "" {
-				input = v
-				break
-			}
-		}
-	}
-	line := oneLine(input)
-	if r := []rune(line); len(r) > 120 {
-		line = string(r[:119]) + "…"
-	}
-	return line
 }

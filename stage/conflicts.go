@@ -472,19 +472,15 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 	return strings.Join(parts, "; ")
 }
 
-// knownConflicts annotates the places in st with their conflicts as far
-// as known without starting a process: the radar's cached exact answers
-// for this host's tips as they are now (a pair not computed yet is not
-// shown: `git flume conflicts` computes every pair, a place's commit its
-// own), and the fingerprints' predictions for pairs with another host's
-// place. places are every place read, so a place shown alone is still
-// paired with the others. A place of this host that conflicts with
-// its target and has no agent running is told, as its next step, to
-// bring its branch up to date.
-func knownConflicts(env *Env, repo *git.Repo, places []*Place, st *Status) {
-	if len(st.Places) == 0 {
-		return
-	}
+// knownConflicts are the conflicts of the places among places, by place,
+// as far as known without starting a process: the radar's cached exact
+// answers for this host's tips as they are now (a pair not computed yet
+// is not shown: `git flume conflicts` computes every pair, a place's
+// commit its own), and the fingerprints' predictions for pairs with
+// another host's place. places are every place read, so a place shown
+// alone is still paired with the others. Each place's list names its
+// target first, then the others by name.
+func knownConflicts(env *Env, repo *git.Repo, places []*Place) map[string][]Conflict {
 	open := radarPlaces(context.Background(), env, repo, places)
 	for i := range open {
 		if open[i].local {
@@ -504,10 +500,7 @@ func knownConflicts(env *Env, repo *git.Repo, places []*Place, st *Status) {
 			}
 		}
 	}
-	for i := range st.Places {
-		ps := &st.Places[i]
-		cs := byPlace[ps.Place]
-		// Its target first, then the others by name.
+	for _, cs := range byPlace {
 		slices.SortStableFunc(cs, func(x, y Conflict) int {
 			xt, yt := strings.HasPrefix(x.With, "target "), strings.HasPrefix(y.With, "target ")
 			if xt != yt {
@@ -518,11 +511,8 @@ func knownConflicts(env *Env, repo *git.Repo, places []*Place, st *Status) {
 			}
 			return strings.Compare(x.With, y.With)
 		})
-		ps.Conflicts = append(ps.Conflicts, cs...)
-		if !ps.Foreign && ps.Stage.Next == "" && (ps.Agent == nil || ps.Agent.State != "up") {
-			ps.Stage.Next = catchUpStep(ps.Branch, ps.Path, ps.Conflicts)
-		}
 	}
+	return byPlace
 }
 
 // cachedConflicts are the exact conflicts of this host's open places that
@@ -710,15 +700,4 @@ func refreshFingerprint(ctx context.Context, env *Env, repo *git.Repo, store *re
 		return nil
 	}
 	return err
-}
-
-// placeConflicts are the conflicts known for place p as status shows them.
-func placeConflicts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) []Conflict {
-	records, _, err := store.List(ctx, PlacePrefix)
-	if err != nil {
-		return nil
-	}
-	st := &Status{Places: []PlaceStatus{{Place: p.ID, Foreign: true}}}
-	knownConflicts(env, repo, decodePlaces(records), st)
-	return st.Places[0].Conflicts
 }

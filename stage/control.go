@@ -421,3 +421,12 @@ func Attach(ctx context.Context, env *Env, o PlaceOptions, term agent.Terminal) 
 	}
 	return at.Attach(ctx, a.Pane, term)
 }
+
+// recoverPlace is what moves on a place whose worktree went away (A10):
+// its branch keeps every commit, so drop it and let tidy remove what is
+// left, or bring the worktree back on its branch and start the stage
+// again.
+func recoverPlace(p *Place) string {
+	return fmt.Sprintf("its worktree is gone: git flume drop %s (its branch keeps its commits; tidy removes the rest), or git worktree add -f %s %s, then git flume retry --force %s",
+		p.ID, p.Path, p.Branch, p.ID)
+}

@@ -457,3 +457,12 @@ func priceHint(models []string) string {
 	}
 	return strings.Join(hints, "; ")
 }
+
+// ownUsage is what agent a spent of the usage u its transcript shows: all
+// of it, unless a resumed an earlier run's session (W6).
+func ownUsage(a *AgentRun, u agent.Usage) agent.Usage {
+	if a.UsageBefore == nil {
+		return u
+	}
+	return u.Minus(*a.UsageBefore)
+}

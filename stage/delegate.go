@@ -286,3 +286,8 @@ func commissioned(env *Env, p *Place, verb string) error {
 	}
 	return nil
 }
+
+// MaxTreeDepth bounds how deep status draws a tree of delegated places;
+// a place deeper than that (no real delegation goes there; a hostile
+// remote's chain of records may) starts a tree of its own.
+const MaxTreeDepth = 8

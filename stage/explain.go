@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
 )
 
 // Explanation is the `explain --json` document, schema 1.
@@ -93,7 +94,7 @@ func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error
 	}
 	a := agentStatus(ctx, env, p)
 	if local && p.Phase == PhaseMade {
-		x.Next = nextStep(p, a)
+		x.Next = nextStep(p, agentStateOf(a))
 		if x.Next == "" && (a == nil || a.State != "up") {
 			x.Next = catchUpStep(p.Branch, p.Path, conflicts)
 		}
@@ -280,4 +281,13 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// placeConflicts are the conflicts known for place p as status shows them.
+func placeConflicts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) []Conflict {
+	records, _, err := store.List(ctx, PlacePrefix)
+	if err != nil {
+		return nil
+	}
+	return knownConflicts(env, repo, decodePlaces(records))[p.ID]
 }

@@ -7,21 +7,8 @@ package stage
 import (
 	"context"
 	"fmt"
+	"slices"
 )
-
-// EnsureWatchers starts a watcher for each place of st that needs one (a
-// stage that runs, no live watcher): env.StartWatcher runs it detached.
-// With no StartWatcher none is started.
-func EnsureWatchers(env *Env, repoDir string, st *Status) {
-	if env.StartWatcher == nil || st == nil {
-		return
-	}
-	for _, p := range st.Places {
-		if p.NeedsWatcher {
-			env.StartWatcher(repoDir, p.Place)
-		}
-	}
-}
 
 // Follow follows place id's stage that just started until its prompt is
 // confirmed or it resolves otherwise (Confirm), then makes sure a watcher
@@ -92,13 +79,9 @@ type Advanced struct {
 func AdvancePlaces(ctx context.Context, env *Env, o AdvanceOptions) (*Advanced, error) {
 	ids := []string{o.Place}
 	if o.Place == "" {
-		st, err := ReadStatus(ctx, env, StatusOptions{Repo: o.Repo})
-		if err != nil {
+		var err error
+		if ids, err = openPlaceIDs(ctx, env, o.Repo); err != nil {
 			return nil, err
-		}
-		ids = ids[:0]
-		for _, p := range st.Places {
-			ids = append(ids, p.Place)
 		}
 	}
 	follow, fenv := Follow, env
@@ -131,4 +114,26 @@ func AdvancePlaces(ctx context.Context, env *Env, o AdvanceOptions) (*Advanced, 
 		return done, err
 	}
 	return done, nil
+}
+
+// openPlaceIDs are this host's places not tidied, in id order: those the
+// engine may move (another host's it never moves, R7). A record that
+// cannot be read is status's to show.
+func openPlaceIDs(ctx context.Context, env *Env, repoDir string) ([]string, error) {
+	_, store, err := env.open(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	records, _, err := store.List(ctx, PlacePrefix)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, p := range decodePlaces(records) {
+		if p.Phase != PhaseTidied && p.Host == env.Host {
+			ids = append(ids, p.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -216,14 +215,24 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			places = decodePlaces(all)
 		}
 	}
-	knownConflicts(env, repo, places, st)
+	if len(st.Places) > 0 {
+		attachConflicts(st, knownConflicts(env, repo, places))
+	}
 	return st, nil
 }
 
-// MaxTreeDepth bounds how deep status draws a tree of delegated places;
-// a place deeper than that (no real delegation goes there; a hostile
-// remote's chain of records may) starts a tree of its own.
-const MaxTreeDepth = 8
+// attachConflicts gives each place shown its known conflicts; a place of
+// this host that conflicts and has no agent running is told, as its next
+// step, to bring its branch up to date.
+func attachConflicts(st *Status, byPlace map[string][]Conflict) {
+	for i := range st.Places {
+		ps := &st.Places[i]
+		ps.Conflicts = append(ps.Conflicts, byPlace[ps.Place]...)
+		if !ps.Foreign && ps.Stage.Next == "" && (ps.Agent == nil || ps.Agent.State != "up") {
+			ps.Stage.Next = catchUpStep(ps.Branch, ps.Path, ps.Conflicts)
+		}
+	}
+}
 
 // treeOrder puts each delegated place right after its commissioner, in
 // the order it was delegated, and sets its depth (issue 17); top-level
@@ -349,7 +358,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
 	ps.Agent = agentStatus(ctx, env, &p)
 	if p.Host == env.Host && p.Phase == PhaseMade {
-		ps.Stage.Next = nextStep(&p, ps.Agent)
+		ps.Stage.Next = nextStep(&p, agentStateOf(ps.Agent))
 	}
 	ps.Worktree, ps.Foreign = r.worktree(&p)
 	if claim != nil {
@@ -397,26 +406,22 @@ func (r *statusReader) worktree(p *Place) (state string, foreign bool) {
 	return "missing", false
 }
 
-// agentStatus is the current stage's agent as status shows it: up, ended
-// by flume, exited by itself, or the operator's (print).
+// agentStateOf is a's state; "" when there is no agent.
+func agentStateOf(a *AgentStatus) string {
+	if a == nil {
+		return ""
+	}
+	return a.State
+}
+
+// agentStatus is the current stage's agent as status shows it.
 func agentStatus(ctx context.Context, env *Env, p *Place) *AgentStatus {
 	a := currentRun(p)
 	if a == nil {
 		return nil
 	}
-	as := &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: agentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, State: "ended"}
-	switch {
-	case a.Exit != nil:
-		as.State = "exited" // by itself, as its record says (A10)
-	case a.Ended:
-	case a.Pane == "print":
-		as.State = "operator"
-	case p.Host == env.Host && env.Engine.up(ctx, a):
-		as.State = "up"
-	default:
-		as.State = "exited"
-	}
-	return as
+	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: agentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends,
+		State: agentState(ctx, env, p)}
 }
 
 // readOne reads the named records (one place's and its claim) as List
@@ -484,15 +489,6 @@ func placeStatus(p *Place, now time.Time) PlaceStatus {
 	return ps
 }
 
-// recoverPlace is what moves on a place whose worktree went away (A10):
-// its branch keeps every commit, so drop it and let tidy remove what is
-// left, or bring the worktree back on its branch and start the stage
-// again.
-func recoverPlace(p *Place) string {
-	return fmt.Sprintf("its worktree is gone: git flume drop %s (its branch keeps its commits; tidy removes the rest), or git worktree add -f %s %s, then git flume retry --force %s",
-		p.ID, p.Path, p.Branch, p.ID)
-}
-
 // usageCache is the usage an agent's transcript showed when it had this
 // size and modification time.
 type usageCache struct {
@@ -501,72 +497,16 @@ type usageCache struct {
 	Usage   agent.Usage `json:"usage"`
 }
 
-// nextStep is the command that moves p's current stage on when it waits
-// for someone, given its agent as status shows it; "" when the stage moves
-// on by itself or has ended.
-func nextStep(p *Place, a *AgentStatus) string {
-	st := p.Stages[p.Current]
-	if p.Dropped != nil {
-		// Issue 28: a dropped place's work is over; nothing restarts it.
-		return "git flume tidy (the place was dropped; tidy removes it once nothing in it would be lost)"
+// EnsureWatchers starts a watcher for each place of st that needs one (a
+// stage that runs, no live watcher): env.StartWatcher runs it detached.
+// With no StartWatcher none is started.
+func EnsureWatchers(env *Env, repoDir string, st *Status) {
+	if env.StartWatcher == nil || st == nil {
+		return
 	}
-	// Issue 17: a delegated place is moved on by its commissioner.
-	switch DelegationState(p) {
-	case DelegationFinished:
-		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID)
-	case DelegationBlocked:
-		switch {
-		case st.BlockedBy() == BlockDialog && a != nil && a.State == "up":
-			// A10: a dialog is answered in the pane, never told.
-			return fmt.Sprintf("git flume attach %s and answer it there (it goes on by itself), or git flume rollback --delegation %s", p.ID, p.ID)
-		case st.BlockedBy() == BlockPlace:
-			return fmt.Sprintf("git flume rollback --delegation %s (its worktree is gone; its branch keeps its commits)", p.ID)
-		}
-		return fmt.Sprintf("git flume unblock %s --with 'TEXT', or git flume rollback --delegation %s", p.ID, p.ID)
-	}
-	up := a != nil && a.State == "up"
-	retry := "git flume retry " + p.ID
-	if up {
-		retry = "git flume retry --force " + p.ID
-	}
-	if _, err := os.Stat(p.Path); errors.Is(err, os.ErrNotExist) && p.Phase == PhaseMade {
-		// A10: nothing starts anywhere but the place's own worktree.
-		return recoverPlace(p)
-	}
-	switch st.State {
-	case StateWaiting:
-		return fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
-	case StateStuck:
-		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
-	case StateBlocked:
-		switch st.BlockedBy() {
-		case BlockDialog:
-			// A10: a dialog is answered by a person in the pane, never
-			// told.
-			if up {
-				return fmt.Sprintf("git flume attach %s and answer it there (the stage goes on by itself), or %s", p.ID, retry)
-			}
-		case BlockReady:
-			return fmt.Sprintf("fix the readying step, then %s", retry)
-		case BlockPlace:
-			return recoverPlace(p)
-		case BlockRole:
-			return fmt.Sprintf("launch the work again with --agent claude, codex or pi, or drop the role's tools and path-restrictions; then %s", retry)
-		}
-		if up && st.BlockedBy() != BlockDialog {
-			return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
-		}
-		return retry
-	case StateNeverStarted, StateCut:
-		return retry
-	case StateParked:
-		if st.ParkedUntil != nil {
-			return fmt.Sprintf("nothing: it resumes by itself after %s; git flume tell %s 'TEXT' goes on sooner", st.ParkedUntil.UTC().Format("2006-01-02 15:04 UTC"), p.ID)
-		}
-	case StateStarting, StateUnknown:
-		if a != nil && a.State == "operator" {
-			return "run the command git flume log " + p.ID + " shows"
+	for _, p := range st.Places {
+		if p.NeedsWatcher {
+			env.StartWatcher(repoDir, p.Place)
 		}
 	}
-	return ""
 }

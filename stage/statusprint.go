@@ -138,40 +138,11 @@ func statusNotes(p *PlaceStatus) []string {
 	return notes
 }
 
-// treeName is a place's name in a table, indented under its commissioner
-// by its depth (issue 17).
-func treeName(id string, depth int) string {
-	if depth == 0 {
-		return id
-	}
-	return strings.Repeat("  ", depth-1) + "└ " + id
-}
-
 func agentHostNote(a *AgentStatus) string {
 	if a.PaneHost == "herdr" {
 		return " (herdr)"
 	}
 	return ""
-}
-
-// currentRun is the current stage's agent, if any.
-func currentRun(p *Place) *AgentRun {
-	if p.Current >= len(p.Stages) {
-		return nil
-	}
-	return p.Stages[p.Current].Agent
-}
-
-// agentPaneHost names the pane host of a, reading a record older than the
-// field as tmux.
-func agentPaneHost(a *AgentRun) string {
-	switch {
-	case a.Pane == "print":
-		return ""
-	case a.PaneHost == "":
-		return "tmux"
-	}
-	return a.PaneHost
 }
 
 // spent fills in the tokens and cost of stage i of p from its agent's
@@ -219,15 +190,6 @@ func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
 		_ = replaceFile(path, data, 0o644) // best effort: a cache not written is read around
 	}
 	return ownUsage(a, tr.Usage), true
-}
-
-// ownUsage is what agent a spent of the usage u its transcript shows: all
-// of it, unless a resumed an earlier run's session (W6).
-func ownUsage(a *AgentRun, u agent.Usage) agent.Usage {
-	if a.UsageBefore == nil {
-		return u
-	}
-	return u.Minus(*a.UsageBefore)
 }
 
 // runNote says what a place was given to run: its ports and its env

@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -149,4 +150,45 @@ func ReadLog(ctx context.Context, env *Env, repoDir, id string, offset int64) ([
 	}
 	data, err := io.ReadAll(f)
 	return data, offset + int64(len(data)), err
+}
+
+// childTools is how many of a child's last tool calls are shown.
+const childTools = 3
+
+// lastTools are the last n tool calls of a stage's current agent, read
+// from its transcript, each as "Name: what it named"; none when there is
+// no transcript here.
+func lastTools(st *StageRecord, n int) []string {
+	tools := []string{}
+	a := st.Agent
+	if a == nil || a.Transcript == "" {
+		return tools
+	}
+	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
+	if err != nil {
+		return tools
+	}
+	for _, t := range tr.Tools[max(0, len(tr.Tools)-n):] {
+		tools = append(tools, t.Name+": "+toolSummary(t.Input))
+	}
+	return tools
+}
+
+// toolSummary is a tool call's input as a person reads it: the command, the
+// path or the pattern it names, else its input on one line, cut short.
+func toolSummary(input string) string {
+	var fields map[string]any
+	if json.Unmarshal([]byte(input), &fields) == nil {
+		for _, k := range []string{"command", "cmd", "file_path", "path", "pattern", "url"} {
+			if v, ok := fields[k].(string); ok && v != "" {
+				input = v
+				break
+			}
+		}
+	}
+	line := oneLine(input)
+	if r := []rune(line); len(r) > 120 {
+		line = string(r[:119]) + "…"
+	}
+	return line
 }
