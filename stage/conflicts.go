@@ -574,15 +574,7 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conf
 	if err != nil {
 		return nil, err
 	}
-	_, p, err := readPlace(ctx, store, id)
-	if err != nil {
-		return nil, err
-	}
-	tips, err := repo.RefValues(ctx, []string{p.branchRef(), "refs/heads/" + p.Target})
-	if err != nil {
-		return nil, err
-	}
-	if err := refreshFingerprint(ctx, env, repo, store, p, tips[p.branchRef()], tips["refs/heads/"+p.Target], false); err != nil {
+	if err := refreshPlaceFingerprint(ctx, env, repo, store, id); err != nil {
 		return nil, err
 	}
 	places, err := openPlaces(ctx, env, repo, store)
@@ -652,6 +644,20 @@ func RefreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool
 		}
 	}
 	return nil
+}
+
+// refreshPlaceFingerprint takes place id's fingerprint at its branch's
+// head and its target's tip as they are now.
+func refreshPlaceFingerprint(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, id string) error {
+	_, p, err := readPlace(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	tips, err := repo.RefValues(ctx, []string{p.branchRef(), "refs/heads/" + p.Target})
+	if err != nil {
+		return err
+	}
+	return refreshFingerprint(ctx, env, repo, store, p, tips[p.branchRef()], tips["refs/heads/"+p.Target], false)
 }
 
 // refreshFingerprint takes place p's fingerprint at its branch's head

@@ -35,9 +35,23 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 		return false, nil // only its own host can tell
 	}
 	repairHalfMadeAdmin(repo, p)
+	work, err := removeHalfMade(ctx, repo, p)
+	switch {
+	case err != nil:
+		return false, err
+	case work != "":
+		return finishMade(ctx, env, store, rec, p, work)
+	}
+	return undoLaunch(ctx, env, repo, store, rec, p)
+}
+
+// removeHalfMade removes what an interrupted launch of p made of its
+// worktree, unless it holds work: then it removes nothing and says what
+// work (the place is made after all).
+func removeHalfMade(ctx context.Context, repo *git.Repo, p *Place) (work string, err error) {
 	wts, err := repo.Worktrees(ctx)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	listed := false
 	for _, wt := range wts {
@@ -48,16 +62,16 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 		if wt.Path == p.Path && !wt.Main && (wt.Branch == p.branchRef() || wt.Branch == "") {
 			work, err := holdsWork(ctx, repo, p, wt)
 			if err != nil {
-				return false, fmt.Errorf("cannot tell whether the interrupted launch's worktree %s holds work, so it stays: %w", p.Path, err)
+				return "", fmt.Errorf("cannot tell whether the interrupted launch's worktree %s holds work, so it stays: %w", p.Path, err)
 			}
 			if work != "" {
-				return finishMade(ctx, env, store, rec, p, work)
+				return work, nil
 			}
 			// Nothing in it is anyone's work: the force only passes git's
 			// "initializing" lock and a checkout cut short.
 			if err := repo.RemoveWorktree(ctx, p.Path, true); err != nil {
 				if err := forgetHalfMade(ctx, repo, p.Path); err != nil {
-					return false, err
+					return "", err
 				}
 			}
 		}
@@ -74,10 +88,16 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	}
 	os.Remove(p.Path)
 	if _, err := os.Lstat(p.Path); err != nil {
-		if err := repo.PruneWorktrees(ctx); err != nil {
-			return false, err
-		}
+		return "", repo.PruneWorktrees(ctx)
 	}
+	return "", nil
+}
+
+// undoLaunch ends an interrupted launch whose worktree is gone: its branch
+// is deleted if it never moved from the base (which the record then holds,
+// X2), and the record says tidied. A record moved meanwhile was settled by
+// another.
+func undoLaunch(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
 	head, err := repo.ResolveRef(ctx, p.branchRef())
 	var hold []string
 	switch {
