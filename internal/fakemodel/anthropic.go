@@ -40,6 +40,9 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 			// A message with a new prompt beside a tool's result asks
 			// for the prompt.
 			c.toolResult = result && m.Role == "user" && text == ""
+			if c.toolResult {
+				c.result = resultText(m.Content)
+			}
 			last = false
 		}
 		if m.Role == "user" && text != "" {

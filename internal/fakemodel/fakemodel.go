@@ -25,6 +25,10 @@ type Rule struct {
 	Then  string `json:"then,omitempty"`
 	// Ask makes Claude's AskUserQuestion call with this question.
 	Ask string `json:"ask,omitempty"`
+	// Tool calls the offered tool of this name (an MCP server's, say)
+	// with Input; when its result comes back, Then is the reply.
+	Tool  string         `json:"tool,omitempty"`
+	Input map[string]any `json:"input,omitempty"`
 	// Error answers with an HTTP 500 carrying this message.
 	Error string `json:"error,omitempty"`
 	// Slow sleeps this long before each streamed event.
@@ -56,10 +60,12 @@ type Logged struct {
 	LastPrompt string `json:"lastPrompt"`
 	// Prompts counts the human prompts in the request: more than one is a
 	// conversation that goes on (a resumed session), one is a fresh one.
-	Prompts    int      `json:"prompts"`
-	ToolResult bool     `json:"toolResult"`
-	Tools      []string `json:"tools"`
-	Reply      string   `json:"reply"`
+	Prompts    int  `json:"prompts"`
+	ToolResult bool `json:"toolResult"`
+	// Result is the text of that tool result, where the API carries one.
+	Result string   `json:"result,omitempty"`
+	Tools  []string `json:"tools"`
+	Reply  string   `json:"reply"`
 }
 
 // Server is a running fake model server.
@@ -117,6 +123,7 @@ type conversation struct {
 	lastPrompt string // the newest human text
 	prompts    int    // how many human texts the request holds
 	toolResult bool   // the newest message is a tool's result
+	result     string // that result's text
 	tools      []string
 	stream     bool
 }
@@ -156,6 +163,15 @@ func (s *Server) decide(c conversation, path string) answer {
 			a.text, a.toolName = "", "AskUserQuestion"
 			a.toolArgs = map[string]any{"questions": []any{map[string]any{"question": rule.Ask, "header": "Question", "multiSelect": false,
 				"options": []any{map[string]any{"label": "Yes", "description": "yes"}, map[string]any{"label": "No", "description": "no"}}}}}
+		case rule.Tool != "":
+			if contains(c.tools, rule.Tool) {
+				a.text, a.toolName, a.toolArgs = "", rule.Tool, rule.Input
+				if a.toolArgs == nil {
+					a.toolArgs = map[string]any{}
+				}
+			} else {
+				a.text = "FAKE: tool " + rule.Tool + " was not offered."
+			}
 		case rule.Shell != "":
 			for _, t := range c.tools {
 				if key, ok := shellTools[t]; ok {
@@ -170,7 +186,7 @@ func (s *Server) decide(c conversation, path string) answer {
 			a.text = rule.Text
 		}
 	}
-	s.log(Logged{Path: path, Model: c.model, LastPrompt: c.lastPrompt, Prompts: c.prompts, ToolResult: c.toolResult, Tools: c.tools, Reply: a.text + a.toolName + a.err})
+	s.log(Logged{Path: path, Model: c.model, LastPrompt: c.lastPrompt, Prompts: c.prompts, ToolResult: c.toolResult, Result: c.result, Tools: c.tools, Reply: a.text + a.toolName + a.err})
 	return a
 }
 
@@ -252,4 +268,33 @@ func fail(w http.ResponseWriter, kind, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusInternalServerError)
 	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}}) // a client that hung up reads no answer
+}
+
+// resultText is the text of the tool results among Anthropic content
+// blocks: a result's content is a string or text blocks.
+func resultText(raw json.RawMessage) string {
+	var blocks []struct {
+		Type    string          `json:"type"`
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &blocks) // a plain string holds no blocks
+	var parts []string
+	for _, b := range blocks {
+		if b.Type != "tool_result" {
+			continue
+		}
+		var text string
+		if json.Unmarshal(b.Content, &text) == nil {
+			parts = append(parts, text)
+			continue
+		}
+		var inner []struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(b.Content, &inner) // neither: no text
+		for _, t := range inner {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
