@@ -47,7 +47,7 @@ build/git-flume: FORCE
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o $@ ./cmd/git-flume
 
 build/git-flume.1: build/git-flume
-	$(GO) run ./cmd/git-flume man > $@
+	CGO_ENABLED=0 $(GO) run ./cmd/git-flume man > $@
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
