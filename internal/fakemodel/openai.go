@@ -96,9 +96,14 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			Type    string          `json:"type"`
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
+			Output  json.RawMessage `json:"output"`
 		} `json:"input"`
 		Tools []struct {
-			Name string `json:"name"`
+			Type  string `json:"type"`
+			Name  string `json:"name"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
 		} `json:"tools"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -108,11 +113,20 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	c := conversation{model: req.Model, stream: req.Stream}
 	for _, t := range req.Tools {
 		c.tools = append(c.tools, t.Name)
+		if t.Type == "namespace" {
+			// Codex offers an MCP server's tools as a namespace of them.
+			for _, sub := range t.Tools {
+				c.tools = append(c.tools, t.Name+"."+sub.Name)
+			}
+		}
 	}
 	for i := len(req.Input) - 1; i >= 0; i-- {
 		in := req.Input[i]
 		if i == len(req.Input)-1 && in.Type == "function_call_output" {
 			c.toolResult = true
+			if json.Unmarshal(in.Output, &c.result) != nil {
+				c.result = string(in.Output) // not a plain string: as it came
+			}
 		}
 		if in.Role == "user" {
 			if text, _ := textOf(in.Content); text != "" && !isInjected(text) {
