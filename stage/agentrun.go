@@ -260,7 +260,7 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 		}
 	}
 	run := st.Runs + 1
-	logDir := LogDir(repo.CommonDir, p.ID)
+	logDir := logDir(repo.CommonDir, p.ID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *Sta
 // them to the caller's cleaned environment, or prints them before the
 // command.
 func agentVars(p *Place, stage, session string) []string {
-	return append(RunVars(p), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
+	return append(runVars(p), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stage, "FLUME_SESSION="+session)
 }
 
 // endAgent ends a stage's agent and verifies it exited (X5).

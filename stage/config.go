@@ -29,7 +29,7 @@ func (s Step) Argv() ([]string, error) {
 	if s.Shell {
 		return []string{"/bin/sh", "-c", s.Command}, nil
 	}
-	return SplitWords(s.Command)
+	return splitWords(s.Command)
 }
 
 // Config is what .flume/config (at a commit) and the user-level file
@@ -226,13 +226,13 @@ func (c *Config) applyAgent(sub, name, value string) error {
 	a.Name = sub
 	switch name {
 	case "command":
-		argv, err := SplitWords(value)
+		argv, err := splitWords(value)
 		if err != nil {
 			return fmt.Errorf("agent %q: command: %w", sub, err)
 		}
 		a.Command = argv
 	case "resume":
-		argv, err := SplitWords(value)
+		argv, err := splitWords(value)
 		if err != nil {
 			return fmt.Errorf("agent %q: resume: %w", sub, err)
 		}
@@ -322,11 +322,11 @@ func isTrue(v string) bool {
 	return false
 }
 
-// SplitWords splits a command line into words without a shell: blanks
+// splitWords splits a command line into words without a shell: blanks
 // separate words, '…' quotes literally, "…" quotes with \" and \\ escapes, and
 // a backslash outside quotes escapes the next character. No expansion of
 // any kind happens.
-func SplitWords(s string) ([]string, error) {
+func splitWords(s string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
 	inWord := false

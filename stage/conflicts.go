@@ -83,7 +83,7 @@ func ReadConflicts(ctx context.Context, env *Env, repoDir string) ([]Conflict, e
 	if err != nil {
 		return nil, err
 	}
-	if err := RefreshFingerprints(ctx, env, repoDir, true); err != nil {
+	if err := refreshFingerprints(ctx, env, repoDir, true); err != nil {
 		return nil, err
 	}
 	places, err := openPlaces(ctx, env, repo, store)
@@ -623,11 +623,11 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conf
 	return mine, nil
 }
 
-// RefreshFingerprints takes again the fingerprint of each of this host's
+// refreshFingerprints takes again the fingerprint of each of this host's
 // open places whose head moved since its record's was taken (or since
 // launch, with none), or, with all, of every one (uncommitted work may
 // have moved under any).
-func RefreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool) error {
+func refreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool) error {
 	repo, store, err := env.open(ctx, repoDir)
 	if err != nil {
 		return err

@@ -366,7 +366,7 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 			start = p.Current
 		}
 		st := p.Stages[start]
-		delegation := DelegationState(p)
+		delegation := delegationState(p)
 		switch st.State {
 		case StateDelivered, StateLanded, StateWaiting, StateStuck, StateBlocked, StateNeverStarted, StateCut:
 			if delegation == DelegationWorking {

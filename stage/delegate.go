@@ -59,9 +59,9 @@ const (
 	DelegationAborted    = "aborted" // dropped, or tidied without landing
 )
 
-// DelegationState is where delegated place p stands for its commissioner,
+// delegationState is where delegated place p stands for its commissioner,
 // "" for a top-level place.
-func DelegationState(p *Place) string {
+func delegationState(p *Place) string {
 	d := p.Parent
 	switch {
 	case d == nil:
@@ -90,7 +90,7 @@ func DelegationState(p *Place) string {
 
 // delegationOpen reports a delegation its commissioner has not resolved.
 func delegationOpen(p *Place) bool {
-	switch DelegationState(p) {
+	switch delegationState(p) {
 	case DelegationWorking, DelegationFinished, DelegationBlocked:
 		return true
 	}

@@ -35,7 +35,7 @@ func TestDelegationState_A9(t *testing.T) {
 			return p
 		}(), DelegationAccepted},
 	} {
-		if got := DelegationState(&c.p); got != c.want {
+		if got := delegationState(&c.p); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}

@@ -114,7 +114,7 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 		return nil, err
 	}
 	defer unlock()
-	switch state := DelegationState(p); {
+	switch state := delegationState(p); {
 	case state == DelegationRolledBack:
 		return nil, &LostError{Place: p.ID, Verb: "accept", Outcome: OutcomeRolledBack}
 	case state == DelegationAccepted && closedBefore(p):
@@ -268,7 +268,7 @@ func delegatedIn(env *Env, verb, state, why string) func(*Place) error {
 		if err := commissioned(env, p, verb); err != nil {
 			return err
 		}
-		if got := DelegationState(p); got != state {
+		if got := delegationState(p); got != state {
 			return &RefusedError{Place: p.ID, Reason: "it is " + got + ", " + why}
 		}
 		return nil
@@ -329,7 +329,7 @@ func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, 
 		return nil, err
 	}
 	defer unlock()
-	switch state := DelegationState(p); {
+	switch state := delegationState(p); {
 	case state == DelegationAccepted:
 		return nil, &LostError{Place: p.ID, Verb: "roll back", Outcome: OutcomeAccepted}
 	case state == DelegationRolledBack && p.Parent.Restored && closedBefore(p):

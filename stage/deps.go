@@ -132,7 +132,7 @@ func installDeps(ctx context.Context, env *Env, repo *git.Repo, p *Place, d RunD
 		return err
 	}
 	defer log.Close()
-	return runSteps(ctx, []Step{{Command: d.DepsInstall, Shell: true}}, p.Path, StepEnv(env.CallerEnv, p), "deps", env.Out, log)
+	return runSteps(ctx, []Step{{Command: d.DepsInstall, Shell: true}}, p.Path, stepEnv(env.CallerEnv, p), "deps", env.Out, log)
 }
 
 // partialName names a folder a copy is made in: the process's pid, so
@@ -238,9 +238,9 @@ func cloneFile(src, dst string, mode fs.FileMode) (bool, error) {
 	return cloned, err
 }
 
-// CloneProbe reports whether the file system under dir clones files
+// cloneProbe reports whether the file system under dir clones files
 // copy-on-write, and if not why, by cloning a small file there.
-func CloneProbe(dir string) (bool, string) {
+func cloneProbe(dir string) (bool, string) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, err.Error()
 	}

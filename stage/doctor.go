@@ -73,7 +73,7 @@ func Diagnose(ctx context.Context, env *Env, repoDir string) (*Doctor, error) {
 		}
 		// A probe's scratch files, removed at once, in the folder [run]
 		// deps templates live in.
-		d.CopyOnWrite, d.CopyOnWriteProblem = CloneProbe(filepath.Join(repo.CommonDir, "flume", "tmp"))
+		d.CopyOnWrite, d.CopyOnWriteProblem = cloneProbe(filepath.Join(repo.CommonDir, "flume", "tmp"))
 		if dir, err := repo.HooksDir(ctx); err == nil {
 			d.Hooks = true
 			for _, h := range Hooks {

@@ -150,7 +150,7 @@ func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Stage
 		add("readying", fmt.Sprintf("step %q exited %d", r.Step, r.Exit))
 	}
 	if r := p.Run; r != nil {
-		add("run", strings.TrimPrefix(runNote(r), "run: ")+"; compose project "+ComposeName(p))
+		add("run", strings.TrimPrefix(runNote(r), "run: ")+"; compose project "+composeName(p))
 	}
 	now := seen.Now
 	if now.IsZero() {

@@ -15,13 +15,13 @@ import (
 // keeps its timers, even when following failed: the stage may still run.
 func Follow(ctx context.Context, env *Env, repoDir, id string) (*Place, error) {
 	p, err := Confirm(ctx, env, repoDir, id)
-	EnsureWatcher(ctx, env, repoDir, id)
+	ensureWatcher(ctx, env, repoDir, id)
 	return p, err
 }
 
-// EnsureWatcher starts place id's watcher if it needs one: its record
+// ensureWatcher starts place id's watcher if it needs one: its record
 // alone says so (a launch used to read every place's status here).
-func EnsureWatcher(ctx context.Context, env *Env, repoDir, id string) {
+func ensureWatcher(ctx context.Context, env *Env, repoDir, id string) {
 	if env.StartWatcher == nil {
 		return
 	}
@@ -29,7 +29,7 @@ func EnsureWatcher(ctx context.Context, env *Env, repoDir, id string) {
 	if err != nil {
 		return
 	}
-	if _, p, err := readPlace(ctx, store, id); err == nil && NeedsWatcher(ctx, env, p) {
+	if _, p, err := readPlace(ctx, store, id); err == nil && needsWatcher(ctx, env, p) {
 		env.StartWatcher(repoDir, id)
 	}
 }

@@ -452,7 +452,7 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 		return nil, err
 	}
 	defer log.Close()
-	runErr := runSteps(ctx, steps, p.Path, StepEnv(env.CallerEnv, p), "ready", env.Out, log)
+	runErr := runSteps(ctx, steps, p.Path, stepEnv(env.CallerEnv, p), "ready", env.Out, log)
 	result := &ReadyResult{OK: runErr == nil, Steps: len(steps)}
 	msg := "ready " + p.ID + ": ok"
 	var failure *StepFailure

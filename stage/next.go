@@ -19,7 +19,7 @@ func nextStep(p *Place, agent string) string {
 		return "git flume tidy (the place was dropped; tidy removes it once nothing in it would be lost)"
 	}
 	// Issue 17: a delegated place is moved on by its commissioner.
-	switch DelegationState(p) {
+	switch delegationState(p) {
 	case DelegationFinished:
 		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID)
 	case DelegationBlocked:

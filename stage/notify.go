@@ -132,7 +132,7 @@ func sendEvent(ctx context.Context, env *Env, p *Place, cfg *Config, ev Event) {
 	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
 	var out bytes.Buffer
-	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: p.Repo, Env: StepEnv(env.CallerEnv, p),
+	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: p.Repo, Env: stepEnv(env.CallerEnv, p),
 		Stdin: bytes.NewReader(append(data, '\n')), Stdout: &out, Stderr: &out})
 	if err != nil {
 		fmt.Fprintf(env.Out, "notify %s: the notifier %q failed: %v: %s\n", p.ID, cfg.Notify.Command, err, bytes.TrimSpace(out.Bytes()))

@@ -13,10 +13,10 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
-// StepEnv is the whole environment of a repository step (L2, X4): the
+// stepEnv is the whole environment of a repository step (L2, X4): the
 // step policy of internal/proc, with the place's FLUME_* variables.
-func StepEnv(caller []string, p *Place) []string {
-	return proc.StepEnv(caller, append(RunVars(p),
+func stepEnv(caller []string, p *Place) []string {
+	return proc.StepEnv(caller, append(runVars(p),
 		"FLUME_PLACE="+p.ID,
 		"FLUME_KIND="+p.PlaceKind,
 		"FLUME_NAME="+p.Name,
@@ -112,16 +112,16 @@ func (t *tailWriter) flush() {
 
 func (t *tailWriter) String() string { return strings.Join(t.lines, "\n") }
 
-// LogDir is where a place's logs live: beside the repository's git state,
+// logDir is where a place's logs live: beside the repository's git state,
 // outside the work tree. Logs are the only files flume writes outside git
 // (R1).
-func LogDir(commonDir, id string) string {
+func logDir(commonDir, id string) string {
 	return filepath.Join(commonDir, "flume", "logs", id)
 }
 
 // openLog opens a place's log for appending.
 func openLog(commonDir, id string) (*os.File, error) {
-	dir := LogDir(commonDir, id)
+	dir := logDir(commonDir, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make log folder: %w", err)
 	}

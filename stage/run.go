@@ -129,12 +129,12 @@ type EnvFile struct {
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// ComposeName is a place's compose project name: the repository's folder
+// composeName is a place's compose project name: the repository's folder
 // name, the place, and a short hash of the repository's path, so that two
 // repositories with a place of the same name never share a project, its
 // containers or its volumes. Lowercase letters, digits, '-' and '_', as
 // compose requires.
-func ComposeName(p *Place) string {
+func composeName(p *Place) string {
 	sum := sha256.Sum256([]byte(p.Repo))
 	base := strings.Map(func(r rune) rune {
 		switch {
@@ -148,18 +148,18 @@ func ComposeName(p *Place) string {
 	return strings.TrimLeft(base, "-_") + "-" + hex.EncodeToString(sum[:3])
 }
 
-// RunVars are a place's run variables as NAME=value, for a place whose
+// runVars are a place's run variables as NAME=value, for a place whose
 // repository declares [run]: its compose name under COMPOSE_PROJECT_NAME
 // and every other variable the repository names, then its ports, in a
 // stable order.
-func RunVars(p *Place) []string {
+func runVars(p *Place) []string {
 	if p.Run == nil {
 		return nil // its repository declares no [run]
 	}
-	vars := []string{"COMPOSE_PROJECT_NAME=" + ComposeName(p)}
+	vars := []string{"COMPOSE_PROJECT_NAME=" + composeName(p)}
 	for _, name := range p.Run.Compose {
 		if name != "COMPOSE_PROJECT_NAME" {
-			vars = append(vars, name+"="+ComposeName(p))
+			vars = append(vars, name+"="+composeName(p))
 		}
 	}
 	names := make([]string, 0, len(p.Run.Ports))
@@ -541,7 +541,7 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 		return nil, nil, &RefusedError{Place: p.ID, Reason: "its repository declared no [run] section when it was launched; there is nothing to print"}
 	}
 	if !o.Refresh {
-		return RunVars(p), p.Run.Env, nil
+		return runVars(p), p.Run.Env, nil
 	}
 	if p.Host != env.Host {
 		return nil, nil, &RefusedError{Place: p.ID, Reason: "a place of host " + p.Host + ": only its own host copies its env files"}
@@ -566,7 +566,7 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 	}); err != nil {
 		return nil, nil, err
 	}
-	return RunVars(p), files, nil
+	return runVars(p), files, nil
 }
 
 // stopPlaceProcesses ends what a place started before tidy removes it

@@ -17,7 +17,7 @@ func Share(ctx context.Context, env *Env, repoDir, remote string) (*refs.SyncRep
 	if err != nil {
 		return nil, err
 	}
-	if err := RefreshFingerprints(ctx, env, repoDir, false); err != nil {
+	if err := refreshFingerprints(ctx, env, repoDir, false); err != nil {
 		fmt.Fprintf(env.Out, "git-flume: %v (the records are shared as they are)\n", err)
 	}
 	return store.Sync(ctx, remote, env.Host)

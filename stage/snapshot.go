@@ -66,7 +66,7 @@ func takeSnapshot(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord
 	if err != nil {
 		return nil, err
 	}
-	dir := LogDir(repo.CommonDir, p.ID)
+	dir := logDir(repo.CommonDir, p.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -355,7 +355,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	if p.Host == env.Host && p.Phase == PhaseMade {
 		ps.Child = openChildProgress(ctx, env, r.store, &p)
 	}
-	ps.NeedsWatcher = NeedsWatcher(ctx, env, &p)
+	ps.NeedsWatcher = needsWatcher(ctx, env, &p)
 	ps.Agent = agentStatus(ctx, env, &p)
 	if p.Host == env.Host && p.Phase == PhaseMade {
 		ps.Stage.Next = nextStep(&p, agentStateOf(ps.Agent))
@@ -451,7 +451,7 @@ func placeStatus(p *Place, now time.Time) PlaceStatus {
 		Place: p.ID, Repo: p.Repo, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch,
 		Path: p.Path, Target: p.Target, Base: p.Base, Brief: p.Brief, Host: p.Host,
 		Created: p.Created, Phase: p.Phase, Dropped: p.Dropped != nil,
-		Ready: ReadyStatus{OK: true}, Children: append([]string{}, p.Children...), Delegation: DelegationState(p),
+		Ready: ReadyStatus{OK: true}, Children: append([]string{}, p.Children...), Delegation: delegationState(p),
 	}
 	if p.Parent != nil {
 		ps.Parent = p.Parent.Parent

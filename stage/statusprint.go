@@ -175,7 +175,7 @@ func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
 	if err != nil {
 		return agent.Usage{}, false
 	}
-	path := filepath.Join(LogDir(commonDir, p.ID), "tools", a.Session+".usage")
+	path := filepath.Join(logDir(commonDir, p.ID), "tools", a.Session+".usage")
 	var c usageCache
 	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &c) == nil &&
 		c.Size == info.Size() && c.ModTime == info.ModTime().UnixNano() {

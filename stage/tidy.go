@@ -469,7 +469,7 @@ func removeWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place) (st
 		}
 		defer log.Close()
 		var failure *StepFailure
-		if err := runSteps(ctx, cfg.Remove, p.Path, StepEnv(env.CallerEnv, p), "remove", env.Out, log); errors.As(err, &failure) {
+		if err := runSteps(ctx, cfg.Remove, p.Path, stepEnv(env.CallerEnv, p), "remove", env.Out, log); errors.As(err, &failure) {
 			return fmt.Sprintf("remove step %q exited %d", failure.Step, failure.Exit), nil
 		}
 	}

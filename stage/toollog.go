@@ -32,7 +32,7 @@ func logTools(ctx context.Context, commonDir string, p *Place) error {
 	if len(todo) == 0 {
 		return nil
 	}
-	dir := filepath.Join(LogDir(commonDir, p.ID), "tools")
+	dir := filepath.Join(logDir(commonDir, p.ID), "tools")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("log of %s: %w", p.ID, err)
 	}
@@ -137,7 +137,7 @@ func ReadLog(ctx context.Context, env *Env, repoDir, id string, offset int64) ([
 	if err := logTools(ctx, repo.CommonDir, p); err != nil {
 		return nil, offset, err
 	}
-	f, err := os.Open(filepath.Join(LogDir(repo.CommonDir, id), "place.log"))
+	f, err := os.Open(filepath.Join(logDir(repo.CommonDir, id), "place.log"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, offset, nil
 	}

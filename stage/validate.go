@@ -30,7 +30,7 @@ func validatePlaceRecord(ref string, data []byte) (any, error) {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("not a place record: %v", err)
 	}
-	if err := ValidatePlace(strings.TrimPrefix(ref, PlacePrefix), &p); err != nil {
+	if err := validatePlace(strings.TrimPrefix(ref, PlacePrefix), &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -49,14 +49,14 @@ func decodePlace(rec *refs.Record) (*Place, error) {
 	return &p, nil
 }
 
-// ValidatePlace checks that a place record is the record flume would have
+// validatePlace checks that a place record is the record flume would have
 // written for the place id: the names valid (R6), the branch
 // <kind>/<name> and the path <repo>/places/<kind>--<name> derived from
 // them, every commit a full object id, the current stage one of its stages.
 // What it cannot check alone (that Repo is this repository's main checkout,
 // that no part of the path is a symlink) is checked where a place is acted
 // on (checkHome).
-func ValidatePlace(id string, p *Place) error {
+func validatePlace(id string, p *Place) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("invalid place record: "+format, args...)
 	}

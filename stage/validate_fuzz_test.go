@@ -33,7 +33,7 @@ func FuzzPlaceRecord_R5(f *testing.F) {
 		if err := json.Unmarshal(data, &p); err != nil {
 			t.Fatalf("the check accepted a record that does not decode: %v", err)
 		}
-		if err := ValidatePlace("fix--one", &p); err != nil {
+		if err := validatePlace("fix--one", &p); err != nil {
 			t.Fatalf("the store accepted a place the validator refuses: %v", err)
 		}
 		_ = p.Stages[p.Current]
@@ -53,7 +53,7 @@ func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 		}
 		return &p
 	}
-	if err := ValidatePlace("fix--one", valid()); err != nil {
+	if err := validatePlace("fix--one", valid()); err != nil {
 		t.Fatalf("a valid record refused: %v", err)
 	}
 	bad := "not-an-id"
@@ -107,17 +107,17 @@ func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 	}
 	ok := valid()
 	delegated(ok)
-	if err := ValidatePlace("fix--one", ok); err != nil {
+	if err := validatePlace("fix--one", ok); err != nil {
 		t.Fatalf("a valid delegated record refused: %v", err)
 	}
 	for name, mutate := range cases {
 		p := valid()
 		mutate(p)
-		if err := ValidatePlace("fix--one", p); err == nil {
+		if err := validatePlace("fix--one", p); err == nil {
 			t.Errorf("%s: a record lying in it passed", name)
 		}
 	}
-	if err := ValidatePlace("fix--two", valid()); err == nil {
+	if err := validatePlace("fix--two", valid()); err == nil {
 		t.Error("a record under another place's ref name passed")
 	}
 }

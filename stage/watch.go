@@ -32,9 +32,9 @@ func landedWork(p *Place) bool {
 	return p.Phase == PhaseMade && p.Current == len(p.Stages)-1 && p.Stages[p.Current].State == StateLanded
 }
 
-// NeedsWatcher reports whether a place has something to watch and no live
+// needsWatcher reports whether a place has something to watch and no live
 // watcher: then any command may start one.
-func NeedsWatcher(ctx context.Context, env *Env, p *Place) bool {
+func needsWatcher(ctx context.Context, env *Env, p *Place) bool {
 	if !watchable(ctx, env, p) {
 		return false
 	}
