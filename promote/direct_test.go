@@ -462,11 +462,11 @@ func execGit(env []string, dir string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// TestDirectNeverShownEndedWhileItHoldsACheckout: direct work cut short
+// TestDirectNeverShownEndedWhileItHoldsACheckout_P11: direct work cut short
 // after it recorded its end but before it let its checkouts go is
 // "releasing", not done: a new write request would still be refused for
 // it. Reconcile lets the checkouts go, and then it is done.
-func TestDirectNeverShownEndedWhileItHoldsACheckout(t *testing.T) {
+func TestDirectNeverShownEndedWhileItHoldsACheckout_P11(t *testing.T) {
 	d := newDirect(t, "req", changeTask("first"))
 	crashed, err := run(func() error {
 		if err := d.start(nil); err != nil {

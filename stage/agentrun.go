@@ -108,16 +108,14 @@ func (o EngineOptions) up(ctx context.Context, a *AgentRun) bool {
 // starts, so a crash between the two is seen as a stage whose agent never
 // started, never as an agent no record knows.
 func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
-	st := &p.Stages[p.Current]
-	for i := range p.Stages {
-		if a := p.Stages[i].Agent; a != nil && !a.Ended && env.Engine.up(ctx, a) {
-			return false, nil // K1: never start an agent over one still running
-		}
+	if agentRunning(ctx, env, p) {
+		return false, nil // K1: never start an agent over one still running
 	}
 	// A10: an agent starts only in the place's own worktree, verified
 	// first (readying runs there too); the launcher refuses any other
 	// folder as well.
 	if gone := placeGone(repo, p); gone != "" {
+		st := &p.Stages[p.Current]
 		st.Blocked(BlockPlace, gone)
 		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: blocked: %s", st.Name, p.ID, gone))
 		return err == nil, err
@@ -126,17 +124,10 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return false, err
 	}
-	if len(cfg.Ready) > 0 && (p.Current > 0 || st.Runs > 0) {
-		// L2: readying runs again whenever a stage starts (a question's
-		// every round, a retried first stage), before its start is
-		// recorded; the result is recorded and shown like the launch's,
-		// and holds back any kind but a fix (below).
-		var failure *StepFailure
-		if rec, err = Ready(ctx, env, repo, store, rec, p, cfg.Ready); err != nil && !errors.As(err, &failure) {
-			return false, err
-		}
-		st = &p.Stages[p.Current] // Ready read the record again into p
+	if rec, err = readyAgain(ctx, env, repo, store, rec, p, cfg); err != nil {
+		return false, err
 	}
+	st := &p.Stages[p.Current] // after readying, which may read the record again into p
 	write := func(msg string) (bool, error) {
 		_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
 		return err == nil, err
@@ -158,6 +149,57 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return write("blocked: " + why)
 	}
 	a := run.agent
+	startRun(env, cfg, p, st, a, head)
+	// W3: a work tree dirty as the stage starts is kept, for rollback.
+	if st.Start, err = takeSnapshot(ctx, repo, p, st, "start"); err != nil {
+		return false, err
+	}
+	if ok, err := write(fmt.Sprintf("starting %s (session %s)", a.Program, a.Session)); !ok {
+		return false, err
+	}
+	env.fault("start:recorded")
+	if err := beginRun(ctx, env, repo.CommonDir, p, st, run); err != nil {
+		return true, err
+	}
+	if a.Pane != "print" { // the operator starts it
+		report(ctx, env, p, st)
+		env.fault("start:started")
+	}
+	return true, nil
+}
+
+// readyAgain runs readying again as a stage starts that is not the
+// launch's first (L2: a question's every round, a retried first stage),
+// before its start is recorded; the result is recorded and shown like the
+// launch's, and holds back any kind but a fix (startStage). A step that
+// failed is no error here. It returns the record as it then stands.
+func readyAgain(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, cfg *Config) (*refs.Record, error) {
+	if len(cfg.Ready) == 0 || p.Current == 0 && p.Stages[p.Current].Runs == 0 {
+		return rec, nil
+	}
+	var failure *StepFailure
+	rec, err := Ready(ctx, env, repo, store, rec, p, cfg.Ready)
+	if err != nil && !errors.As(err, &failure) {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// agentRunning reports whether an agent of any of p's stages still runs.
+func agentRunning(ctx context.Context, env *Env, p *Place) bool {
+	for i := range p.Stages {
+		if a := p.Stages[i].Agent; a != nil && !a.Ended && env.Engine.up(ctx, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// startRun makes stage st's record that of a new run of agent a from
+// branch head: the run before it kept in Earlier, what the last run left
+// (need, reason, delivery, block, follow-up) cleared, its budget and stuck
+// limit and role as the configuration and the engine's knobs say now.
+func startRun(env *Env, cfg *Config, p *Place, st *StageRecord, a *AgentRun, head string) {
 	now := a.Started
 	if st.Agent != nil {
 		st.Earlier = append(st.Earlier, *st.Agent)
@@ -173,24 +215,6 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	// A7: the stuck limit as the run starts: the engine's knob
 	// (FLUME_STUCK_AFTER) over flume.stuckAfter over the default.
 	st.StuckAfterMs = cmp.Or(env.Engine.StuckAfter, cfg.StuckAfter, env.Engine.stuckAfter()).Milliseconds()
-	// W3: a work tree dirty as the stage starts is kept, so rollback can
-	// bring back exactly this.
-	if st.Start, err = takeSnapshot(ctx, repo, p, st, "start"); err != nil {
-		return false, err
-	}
-	if ok, err := write(fmt.Sprintf("starting %s (session %s)", a.Program, a.Session)); !ok {
-		return false, err
-	}
-	env.fault("start:recorded")
-	if err := beginRun(ctx, env, repo.CommonDir, p, st, run); err != nil {
-		return true, err
-	}
-	if a.Pane == "print" {
-		return true, nil
-	}
-	report(ctx, env, p, st)
-	env.fault("start:started")
-	return true, nil
 }
 
 // stageRun is a stage's next agent run before it begins: its record, its

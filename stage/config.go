@@ -186,17 +186,8 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 				kindsHere[sub] = true
 			}
 			c.Kinds[sub] = append(c.Kinds[sub], e.Value)
-		case section == "flume" && name == "budget":
-			if c.Budget, err = time.ParseDuration(e.Value); err != nil {
-				err = fmt.Errorf("flume.budget: %w", err)
-			}
-		case section == "flume" && name == "stuckafter":
-			if c.StuckAfter, err = time.ParseDuration(e.Value); err == nil && c.StuckAfter <= 0 {
-				err = fmt.Errorf("want a positive duration, got %q", e.Value)
-			}
-			if err != nil {
-				err = fmt.Errorf("flume.stuckAfter: %w", err)
-			}
+		case section == "flume":
+			err = c.applyFlume(name, e.Value)
 		case section == "agent" && sub != "":
 			err = c.applyAgent(sub, name, e.Value)
 		case section == "stage" && sub != "":
@@ -216,6 +207,26 @@ func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
 	}
 	for _, s := range remove {
 		c.Remove = append(c.Remove, Step{Command: s, Shell: removeShell})
+	}
+	return nil
+}
+
+// applyFlume takes one key of the [flume] section: the stage budget and
+// the stuck limit (A7); the others are settings, read elsewhere.
+func (c *Config) applyFlume(name, value string) error {
+	var err error
+	switch name {
+	case "budget":
+		if c.Budget, err = time.ParseDuration(value); err != nil {
+			return fmt.Errorf("flume.budget: %w", err)
+		}
+	case "stuckafter":
+		if c.StuckAfter, err = time.ParseDuration(value); err == nil && c.StuckAfter <= 0 {
+			err = fmt.Errorf("want a positive duration, got %q", value)
+		}
+		if err != nil {
+			return fmt.Errorf("flume.stuckAfter: %w", err)
+		}
 	}
 	return nil
 }

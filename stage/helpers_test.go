@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -120,4 +121,32 @@ func listPlaces(f *fixture) string {
 		names = append(names, e.Name())
 	}
 	return strings.Join(names, " ")
+}
+
+// fixtureStore is the fixture's record store, opened as another process
+// would open it.
+func fixtureStore(t *testing.T, f *fixture) *refs.Store {
+	t.Helper()
+	repo, err := (&git.Runner{Env: f.env}).Open(context.Background(), f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refs.New(repo)
+}
+
+// editPlaceRecord changes place id's record as edit says, by
+// compare-and-swap, as a process other than the one under test would.
+func editPlaceRecord(t *testing.T, f *fixture, id, msg string, edit func(p *stage.Place)) {
+	t.Helper()
+	_, err := fixtureStore(t, f).Edit(context.Background(), stage.PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
+		var p stage.Place
+		if err := cur.Decode(&p); err != nil {
+			return refs.Change{}, err
+		}
+		edit(&p)
+		return refs.Change{State: &p, Message: msg}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

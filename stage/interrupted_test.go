@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -20,23 +19,9 @@ import (
 // launcher a process that is gone.
 func interrupt(t *testing.T, f *fixture, id string) {
 	t.Helper()
-	ctx := context.Background()
-	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := refs.New(repo)
-	_, err = s.Edit(ctx, stage.PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
-		var p stage.Place
-		if err := cur.Decode(&p); err != nil {
-			return refs.Change{}, err
-		}
+	editPlaceRecord(t, f, id, "interrupted", func(p *stage.Place) {
 		p.Phase, p.Launcher = stage.PhaseMaking, &stage.Proc{PID: 999999, Host: "testhost"}
-		return refs.Change{State: &p, Message: "interrupted"}, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func placeOf(t *testing.T, st *stage.Status, id string) *stage.PlaceStatus {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -51,11 +50,11 @@ func TestTidyRecordsOverARecordMovedMeanwhile(t *testing.T) {
 	}
 }
 
-// TestStatusShowsAnInterruptedReadyingTheEngineRecords: a readying whose
+// TestStatusShowsAnInterruptedReadyingTheEngineRecords_L2: a readying whose
 // process died is shown interrupted by status, which records nothing (a
 // read never writes; a ref lock a killed git left, which would refuse a
 // write, does not trouble it); the engine's next step records it.
-func TestStatusShowsAnInterruptedReadyingTheEngineRecords(t *testing.T) {
+func TestStatusShowsAnInterruptedReadyingTheEngineRecords_L2(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	f.launch(1)
@@ -141,13 +140,8 @@ func TestRefreshMergesOnlyThePlacesPairs(t *testing.T) {
 // a store of its own.
 func readPlaceRecord(t *testing.T, f *fixture, id string) (*refs.Store, *refs.Record) {
 	t.Helper()
-	ctx := context.Background()
-	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := refs.New(repo)
-	rec, err := store.Read(ctx, stage.PlaceRef(id))
+	store := fixtureStore(t, f)
+	rec, err := store.Read(context.Background(), stage.PlaceRef(id))
 	if err != nil {
 		t.Fatal(err)
 	}

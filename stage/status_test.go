@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -70,26 +68,13 @@ func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 // transcript spent 15 tokens.
 func withTranscript(t *testing.T, f *fixture, id string) {
 	t.Helper()
-	ctx := context.Background()
 	tr := filepath.Join(f.t.TempDir(), id+".jsonl")
 	line := `{"type":"assistant","message":{"id":"m1","model":"m","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":5}}}` + "\n"
 	if err := os.WriteFile(tr, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = refs.New(repo).Edit(ctx, stage.PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
-		var p stage.Place
-		if err := cur.Decode(&p); err != nil {
-			return refs.Change{}, err
-		}
+	editPlaceRecord(t, f, id, "agent with a transcript", func(p *stage.Place) {
 		p.Stages[0].State = stage.StateWorking
 		p.Stages[0].Agent = &stage.AgentRun{Program: "claude", Format: "claude", Session: id, Pane: "print", Host: "testhost", Transcript: tr, Ended: true}
-		return refs.Change{State: &p, Message: "agent with a transcript"}, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

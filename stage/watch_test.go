@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -53,26 +51,14 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 	tr := filepath.Join(logDir, "t.jsonl")
 	os.WriteFile(tr, []byte(`{"type":"user","message":{"role":"user","content":"do it"}}`+"\n"+
 		`{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"sleep 1000"}}]}}`+"\n"), 0o644)
-	repo, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	head := strings.TrimSpace(f.git("-C", f.dir, "rev-parse", "main"))
 	now := time.Now()
-	_, err = refs.New(repo).Edit(ctx, stage.PlaceRef("fix--one"), func(cur *refs.Record) (refs.Change, error) {
-		var p stage.Place
-		if err := cur.Decode(&p); err != nil {
-			return refs.Change{}, err
-		}
+	editPlaceRecord(t, f, "fix--one", "an agent at work", func(p *stage.Place) {
 		st := &p.Stages[0]
 		st.State, st.Started, st.Base, st.Runs, st.BudgetMs = stage.StateWorking, &now, head, 1, time.Hour.Milliseconds()
 		st.Agent = &stage.AgentRun{Program: "claude", Format: "claude", Session: "s1", Pane: "p1", PaneHost: "tmux", Host: "testhost",
 			PromptFile: prompt, Transcript: tr, Started: now, SentAt: now, Sends: 1}
-		return refs.Change{State: &p, Message: "an agent at work"}, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	env, log := f.countingGit()
 	panes := &livePanes{}
 	env.Engine = stage.EngineOptions{Pane: "tmux", Panes: panes, Hosts: func(string) agent.PaneHost { return panes }}

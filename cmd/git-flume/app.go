@@ -156,46 +156,7 @@ func newApp(a *app) *cli.App {
 		Description: "git-flume keeps every record as JSON in a commit chain under refs/flume/, " +
 			"moved by compare-and-swap. Exit codes: 0 success, 1 error (or fsck found a problem), " +
 			"2 usage, 3 lost a race after every retry, 4 refused (the place exists, or another session claims it).",
-		Commands: []*cli.Command{
-			a.withAutoSync(launchCommand(a)),
-			statusCommand(a),
-			boardCommand(a),
-			envCommand(a),
-			conflictsCommand(a),
-			landOrderCommand(a),
-			explainCommand(a),
-			a.withAutoSync(useCommand(a)),
-			a.withAutoSync(releaseCommand(a)),
-			a.withAutoSync(tellCommand(a)),
-			attachCommand(a),
-			a.withAutoSync(stopCommand(a)),
-			a.withAutoSync(retryCommand(a)),
-			a.withAutoSync(goOnCommand(a)),
-			waitCommand(a),
-			advanceCommand(a),
-			a.withAutoSync(rollbackCommand(a)),
-			a.withAutoSync(acceptCommand(a)),
-			a.withAutoSync(reopenCommand(a)),
-			a.withAutoSync(unblockCommand(a)),
-			a.withAutoSync(dropCommand(a)),
-			a.withAutoSync(tidyCommand(a)),
-			installCommand(a),
-			hookCommand(a),
-			watchCommand(a),
-			guardCommand(a),
-			logCommand(a),
-			costCommand(a),
-			exportCommand(a),
-			syncCommand(a),
-			mcpCommand(a),
-			completeCommand(a),
-			workspaceCommand(a),
-			herdrPluginCommand(a),
-			fsckCommand(a),
-			doctorCommand(a),
-			versionCommand(a),
-			manCommand(a),
-		},
+		Commands:     a.commands(),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
 		CommandNotFound: func(c *cli.Context, name string) {
 			a.unknown = true
@@ -209,6 +170,51 @@ func newApp(a *app) *cli.App {
 	a.noteRepo(app.Commands)
 	usageErrors(app.Commands, "git flume")
 	return app
+}
+
+// commands are git flume's commands in the order help lists them; those
+// that change records sync afterwards when flume.autosync is on.
+func (a *app) commands() []*cli.Command {
+	return []*cli.Command{
+		a.withAutoSync(launchCommand(a)),
+		statusCommand(a),
+		boardCommand(a),
+		envCommand(a),
+		conflictsCommand(a),
+		landOrderCommand(a),
+		explainCommand(a),
+		a.withAutoSync(useCommand(a)),
+		a.withAutoSync(releaseCommand(a)),
+		a.withAutoSync(tellCommand(a)),
+		attachCommand(a),
+		a.withAutoSync(stopCommand(a)),
+		a.withAutoSync(retryCommand(a)),
+		a.withAutoSync(goOnCommand(a)),
+		waitCommand(a),
+		advanceCommand(a),
+		a.withAutoSync(rollbackCommand(a)),
+		a.withAutoSync(acceptCommand(a)),
+		a.withAutoSync(reopenCommand(a)),
+		a.withAutoSync(unblockCommand(a)),
+		a.withAutoSync(dropCommand(a)),
+		a.withAutoSync(tidyCommand(a)),
+		installCommand(a),
+		hookCommand(a),
+		watchCommand(a),
+		guardCommand(a),
+		logCommand(a),
+		costCommand(a),
+		exportCommand(a),
+		syncCommand(a),
+		mcpCommand(a),
+		completeCommand(a),
+		workspaceCommand(a),
+		herdrPluginCommand(a),
+		fsckCommand(a),
+		doctorCommand(a),
+		versionCommand(a),
+		manCommand(a),
+	}
 }
 
 // usageErrors makes a command's bad flag a usage error (exit 2) that names

@@ -8,53 +8,12 @@ import (
 // anthropic serves POST /v1/messages: streaming SSE (message_start,
 // content_block_*, message_delta, message_stop) or one JSON message.
 func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
+	var req anthropicRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		fail(w, "invalid_request_error", err.Error())
 		return
 	}
-	c := conversation{model: req.Model, stream: req.Stream}
-	for _, t := range req.Tools {
-		c.tools = append(c.tools, t.Name)
-	}
-	// The newest message that is not the system's decides whether a tool
-	// result came back; the newest human text is the prompt.
-	last := true
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if m.Role != "user" && m.Role != "assistant" {
-			continue
-		}
-		text, result := textOf(m.Content)
-		if last {
-			// A message with a new prompt beside a tool's result asks
-			// for the prompt.
-			c.toolResult = result && m.Role == "user" && text == ""
-			if c.toolResult {
-				c.result = resultText(m.Content)
-			}
-			last = false
-		}
-		if m.Role == "user" && text != "" {
-			c.lastPrompt = text
-			break
-		}
-	}
-	for _, m := range req.Messages {
-		if text, _ := textOf(m.Content); m.Role == "user" && text != "" {
-			c.prompts++
-		}
-	}
+	c := req.conversation()
 	a := s.decide(c, r.URL.Path)
 	if a.err != "" {
 		fail(w, "api_error", a.err)
@@ -96,4 +55,56 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": 20}}, a.slow)
 	sse(w, "message_stop", map[string]any{"type": "message_stop"}, a.slow)
+}
+
+// anthropicRequest is what the server reads of a Messages request.
+type anthropicRequest struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+}
+
+// conversation is what decides the answer to req: the tools offered, the
+// newest human prompt, and whether the newest message is a tool's result
+// (with its text).
+func (req *anthropicRequest) conversation() conversation {
+	c := conversation{model: req.Model, stream: req.Stream}
+	for _, t := range req.Tools {
+		c.tools = append(c.tools, t.Name)
+	}
+	// The newest message that is not the system's decides whether a tool
+	// result came back; the newest human text is the prompt.
+	last := true
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != "user" && m.Role != "assistant" {
+			continue
+		}
+		text, result := textOf(m.Content)
+		if last {
+			// A message with a new prompt beside a tool's result asks
+			// for the prompt.
+			c.toolResult = result && m.Role == "user" && text == ""
+			if c.toolResult {
+				c.result = resultText(m.Content)
+			}
+			last = false
+		}
+		if m.Role == "user" && text != "" {
+			c.lastPrompt = text
+			break
+		}
+	}
+	for _, m := range req.Messages {
+		if text, _ := textOf(m.Content); m.Role == "user" && text != "" {
+			c.prompts++
+		}
+	}
+	return c
 }

@@ -8,42 +8,12 @@ import (
 // chat serves POST /v1/chat/completions (what pi uses): streaming chunks
 // ending in "data: [DONE]", tool calls in delta.tool_calls.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
+	var req chatRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		fail(w, "invalid_request_error", err.Error())
 		return
 	}
-	c := conversation{model: req.Model, stream: req.Stream}
-	for _, t := range req.Tools {
-		c.tools = append(c.tools, t.Function.Name)
-	}
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if i == len(req.Messages)-1 && m.Role == "tool" {
-			c.toolResult = true
-		}
-		if m.Role == "user" {
-			c.lastPrompt, _ = textOf(m.Content)
-			break
-		}
-	}
-	for _, m := range req.Messages {
-		if text, _ := textOf(m.Content); m.Role == "user" && text != "" {
-			c.prompts++
-		}
-	}
+	c := req.conversation()
 	a := s.decide(c, r.URL.Path)
 	if a.err != "" {
 		fail(w, "server_error", a.err)
@@ -89,57 +59,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 // responses serves POST /v1/responses (what Codex uses): streaming events
 // from response.created to response.completed.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
-		Input  []struct {
-			Type    string          `json:"type"`
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-			Output  json.RawMessage `json:"output"`
-		} `json:"input"`
-		Tools []struct {
-			Type  string `json:"type"`
-			Name  string `json:"name"`
-			Tools []struct {
-				Name string `json:"name"`
-			} `json:"tools"`
-		} `json:"tools"`
-	}
+	var req responsesRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		fail(w, "invalid_request_error", err.Error())
 		return
 	}
-	c := conversation{model: req.Model, stream: req.Stream}
-	for _, t := range req.Tools {
-		c.tools = append(c.tools, t.Name)
-		if t.Type == "namespace" {
-			// Codex offers an MCP server's tools as a namespace of them.
-			for _, sub := range t.Tools {
-				c.tools = append(c.tools, t.Name+"."+sub.Name)
-			}
-		}
-	}
-	for i := len(req.Input) - 1; i >= 0; i-- {
-		in := req.Input[i]
-		if i == len(req.Input)-1 && in.Type == "function_call_output" {
-			c.toolResult = true
-			if json.Unmarshal(in.Output, &c.result) != nil {
-				c.result = string(in.Output) // not a plain string: as it came
-			}
-		}
-		if in.Role == "user" {
-			if text, _ := textOf(in.Content); text != "" && !isInjected(text) {
-				c.lastPrompt = text
-				break
-			}
-		}
-	}
-	for _, in := range req.Input {
-		if text, _ := textOf(in.Content); in.Role == "user" && text != "" && !isInjected(text) {
-			c.prompts++
-		}
-	}
+	c := req.conversation()
 	a := s.decide(c, r.URL.Path)
 	if a.err != "" {
 		fail(w, "server_error", a.err)
@@ -182,4 +107,101 @@ func isInjected(text string) bool {
 		}
 	}
 	return false
+}
+
+// responsesRequest is what the server reads of a Responses request.
+type responsesRequest struct {
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+	Input  []struct {
+		Type    string          `json:"type"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		Output  json.RawMessage `json:"output"`
+	} `json:"input"`
+	Tools []struct {
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	} `json:"tools"`
+}
+
+// conversation is what decides the answer to req: the tools offered (an
+// MCP server's, which Codex sends as a namespace, as namespace.tool), the
+// newest human prompt, and whether the newest input is a tool's output.
+func (req *responsesRequest) conversation() conversation {
+	c := conversation{model: req.Model, stream: req.Stream}
+	for _, t := range req.Tools {
+		c.tools = append(c.tools, t.Name)
+		if t.Type == "namespace" {
+			for _, sub := range t.Tools {
+				c.tools = append(c.tools, t.Name+"."+sub.Name)
+			}
+		}
+	}
+	for i := len(req.Input) - 1; i >= 0; i-- {
+		in := req.Input[i]
+		if i == len(req.Input)-1 && in.Type == "function_call_output" {
+			c.toolResult = true
+			if json.Unmarshal(in.Output, &c.result) != nil {
+				c.result = string(in.Output) // not a plain string: as it came
+			}
+		}
+		if in.Role == "user" {
+			if text, _ := textOf(in.Content); text != "" && !isInjected(text) {
+				c.lastPrompt = text
+				break
+			}
+		}
+	}
+	for _, in := range req.Input {
+		if text, _ := textOf(in.Content); in.Role == "user" && text != "" && !isInjected(text) {
+			c.prompts++
+		}
+	}
+	return c
+}
+
+// chatRequest is what the server reads of a Chat Completions request.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// conversation is what decides the answer to req: the tools offered, the
+// newest human prompt, and whether the newest message is a tool's result
+// (with its text).
+func (req *chatRequest) conversation() conversation {
+	c := conversation{model: req.Model, stream: req.Stream}
+	for _, t := range req.Tools {
+		c.tools = append(c.tools, t.Function.Name)
+	}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if i == len(req.Messages)-1 && m.Role == "tool" {
+			c.toolResult = true
+			c.result, _ = textOf(m.Content)
+		}
+		if m.Role == "user" {
+			c.lastPrompt, _ = textOf(m.Content)
+			break
+		}
+	}
+	for _, m := range req.Messages {
+		if text, _ := textOf(m.Content); m.Role == "user" && text != "" {
+			c.prompts++
+		}
+	}
+	return c
 }
