@@ -12,10 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/git-flume/git-flume/internal/proc"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-flume/git-flume/internal/proc"
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
@@ -84,22 +85,22 @@ func trustCodexHook(ctx context.Context, env *Env, dir, override string) error {
 	return nil
 }
 
-// panes is the pane host agent a runs in: the one it recorded, or the
+// HostOf is the pane host agent a runs in: the one it recorded, or the
 // default one.
-func (o EngineOptions) panes(a *AgentRun) agent.PaneHost {
+func (o EngineOptions) HostOf(a *AgentRun) agent.PaneHost {
 	if a != nil && a.PaneHost != "" && o.Hosts != nil {
 		return o.Hosts(a.PaneHost)
 	}
 	return o.Panes
 }
 
-// up reports whether agent a runs in its pane now; an agent the operator
+// Up reports whether agent a runs in its pane now; an agent the operator
 // started (print) is never "up" for flume to type into.
-func (o EngineOptions) up(ctx context.Context, a *AgentRun) bool {
+func (o EngineOptions) Up(ctx context.Context, a *AgentRun) bool {
 	if a.Pane == "print" {
 		return false
 	}
-	h := o.panes(a)
+	h := o.HostOf(a)
 	return h != nil && h.Alive(ctx, a.Pane)
 }
 
@@ -188,7 +189,7 @@ func readyAgain(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 // agentRunning reports whether an agent of any of p's stages still runs.
 func agentRunning(ctx context.Context, env *Env, p *Place) bool {
 	for i := range p.Stages {
-		if a := p.Stages[i].Agent; a != nil && !a.Ended && env.Engine.up(ctx, a) {
+		if a := p.Stages[i].Agent; a != nil && !a.Ended && env.Engine.Up(ctx, a) {
 			return true
 		}
 	}
@@ -284,7 +285,7 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 		}
 	}
 	run := st.Runs + 1
-	logDir := logDir(repo.CommonDir, p.ID)
+	logDir := LogDir(repo.CommonDir, p.ID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -293,7 +294,7 @@ func prepareRun(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Sta
 		return nil, err
 	}
 	_ = logTools(ctx, repo.CommonDir, p) // the log is evidence beside the record (W4)
-	now := env.clock()
+	now := env.ClockNow()
 	r.agent = &AgentRun{
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,
 		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
@@ -350,7 +351,7 @@ func beginRun(ctx context.Context, env *Env, commonDir string, p *Place, st *Sta
 	start := agent.Start{Program: r.prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
 		Flume: agentVars(p, st.Name, a.Session), Resume: r.resumeID != ""}
 	if a.Pane != "print" {
-		return agent.Begin(ctx, env.Engine.panes(a), start)
+		return agent.Begin(ctx, env.Engine.HostOf(a), start)
 	}
 	// A2, L3: the operator starts a printed run. A later stage starts from
 	// a watcher, whose output nobody sees, so the command also goes to the
@@ -386,7 +387,7 @@ func endAgent(ctx context.Context, env *Env, a *AgentRun) error {
 func takenTranscripts(p *Place) map[string]bool {
 	taken := map[string]bool{}
 	for _, st := range p.Stages {
-		for _, a := range stageRuns(&st) {
+		for _, a := range StageRuns(&st) {
 			if a.Transcript != "" {
 				taken[a.Transcript] = true
 			}
@@ -395,8 +396,8 @@ func takenTranscripts(p *Place) map[string]bool {
 	return taken
 }
 
-// stageRuns are every agent run of st, oldest first.
-func stageRuns(st *StageRecord) []*AgentRun {
+// StageRuns are every agent run of st, oldest first.
+func StageRuns(st *StageRecord) []*AgentRun {
 	runs := make([]*AgentRun, 0, len(st.Earlier)+1)
 	for i := range st.Earlier {
 		runs = append(runs, &st.Earlier[i])
@@ -415,17 +416,17 @@ func paneName(p *Place, run int) string {
 	return fmt.Sprintf("flume-%x-%s-%d-%d", sum[:3], id, p.Current+1, run)
 }
 
-// currentRun is the current stage's agent, if any.
-func currentRun(p *Place) *AgentRun {
+// CurrentRun is the current stage's agent, if any.
+func CurrentRun(p *Place) *AgentRun {
 	if p.Current >= len(p.Stages) {
 		return nil
 	}
 	return p.Stages[p.Current].Agent
 }
 
-// agentPaneHost names the pane host of a, reading a record older than the
+// AgentPaneHost names the pane host of a, reading a record older than the
 // field as tmux.
-func agentPaneHost(a *AgentRun) string {
+func AgentPaneHost(a *AgentRun) string {
 	switch {
 	case a.Pane == "print":
 		return ""
@@ -435,12 +436,12 @@ func agentPaneHost(a *AgentRun) string {
 	return a.PaneHost
 }
 
-// agentState is where the current stage's agent of p stands: "up",
+// AgentState is where the current stage's agent of p stands: "up",
 // "operator" (started by a person from a printed command), "exited" (by
 // itself, as its record says, or found gone), "ended" (by flume); "" when
 // the stage has none.
-func agentState(ctx context.Context, env *Env, p *Place) string {
-	a := currentRun(p)
+func AgentState(ctx context.Context, env *Env, p *Place) string {
+	a := CurrentRun(p)
 	switch {
 	case a == nil:
 		return ""
@@ -450,7 +451,7 @@ func agentState(ctx context.Context, env *Env, p *Place) string {
 		return "ended"
 	case a.Pane == "print":
 		return "operator"
-	case p.Host == env.Host && env.Engine.up(ctx, a):
+	case p.Host == env.Host && env.Engine.Up(ctx, a):
 		return "up"
 	}
 	return "exited"

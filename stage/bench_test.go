@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // BenchmarkStatus200 reads the status of 200 places and encodes it as
@@ -39,7 +40,7 @@ func benchStatus(b *testing.B, f *fixture) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir})
+		st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir})
 		if err == nil {
 			err = json.NewEncoder(io.Discard).Encode(st)
 		}

@@ -23,11 +23,11 @@ type ClaimOptions struct {
 // Use binds o.Session to the place (R8). With a Remote the claim is pushed
 // create-only and rolled back here when the remote refused it.
 func Use(ctx context.Context, env *Env, o ClaimOptions) (refs.Claim, error) {
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return refs.Claim{}, err
 	}
-	if _, _, err := readPlace(ctx, store, o.Place); err != nil {
+	if _, _, err := ReadPlace(ctx, store, o.Place); err != nil {
 		return refs.Claim{}, err
 	}
 	claim, err := store.Use(ctx, o.Place, o.Session, o.TakeOver)
@@ -44,7 +44,7 @@ func Use(ctx context.Context, env *Env, o ClaimOptions) (refs.Claim, error) {
 // Release lets o.Session's claim on the place go (R8), on the Remote too
 // when one is named.
 func Release(ctx context.Context, env *Env, o ClaimOptions) error {
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func (o openPlace) landing() bool {
 // then computes every place's conflicts. It writes those records, the
 // radar's cache and the objects git writes (merged trees, snapshots).
 func ReadConflicts(ctx context.Context, env *Env, repoDir string) ([]Conflict, error) {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func openPlaces(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if err != nil {
 		return nil, err
 	}
-	out := radarPlaces(ctx, env, repo, decodePlaces(recs))
+	out := radarPlaces(ctx, env, repo, DecodePlaces(recs))
 	for i := range out {
 		o := &out[i]
 		if o.local {
@@ -114,12 +114,12 @@ func openPlaces(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	return out, nil
 }
 
-// decodePlaces are the place records among records that decode.
-func decodePlaces(records []*refs.Record) []*Place {
+// DecodePlaces are the place records among records that decode.
+func DecodePlaces(records []*refs.Record) []*Place {
 	var out []*Place
 	for _, rec := range records {
 		if strings.HasPrefix(rec.Ref, PlacePrefix) {
-			if p, err := decodePlace(rec); err == nil {
+			if p, err := DecodePlace(rec); err == nil {
 				out = append(out, p)
 			}
 		}
@@ -326,9 +326,9 @@ func (c *mergeCache) write(repo *git.Repo) {
 		}
 	}
 	if conflicting, err := json.Marshal(known); err == nil {
-		_ = replaceFile(knownConflictsPath(repo), conflicting, 0o644)
+		_ = ReplaceFile(knownConflictsPath(repo), conflicting, 0o644)
 	}
-	_ = replaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
+	_ = ReplaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
 }
 
 func knownConflictsPath(repo *git.Repo) string {
@@ -381,7 +381,7 @@ type LandStep struct {
 // each step says what it conflicts with, and which of the rest need
 // their branch brought up to date after it lands.
 func LandOrder(ctx context.Context, env *Env, repoDir string) ([]LandStep, error) {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +472,7 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 	return strings.Join(parts, "; ")
 }
 
-// knownConflicts are the conflicts of the places among places, by place,
+// KnownConflicts are the conflicts of the places among places, by place,
 // as far as known without starting a process: the radar's cached exact
 // answers for this host's tips as they are now (a pair not computed yet
 // is not shown: `git flume conflicts` computes every pair, a place's
@@ -480,7 +480,7 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 // another host's place. places are every place read, so a place shown
 // alone is still paired with the others. Each place's list names its
 // target first, then the others by name.
-func knownConflicts(env *Env, repo *git.Repo, places []*Place) map[string][]Conflict {
+func KnownConflicts(env *Env, repo *git.Repo, places []*Place) map[string][]Conflict {
 	open := radarPlaces(context.Background(), env, repo, places)
 	for i := range open {
 		if open[i].local {
@@ -552,9 +552,9 @@ func cachedConflicts(open []openPlace, known map[string][]string) map[string][]C
 	return out
 }
 
-// catchUpStep is the next step of a place that conflicts with its target
+// CatchUpStep is the next step of a place that conflicts with its target
 // and has no agent to tell (issue 30); "" when it does not conflict.
-func catchUpStep(branch, path string, conflicts []Conflict) string {
+func CatchUpStep(branch, path string, conflicts []Conflict) string {
 	for _, c := range conflicts {
 		if target, ok := strings.CutPrefix(c.With, "target "); ok {
 			return fmt.Sprintf("bring %s up to date with %s (git -C %s merge %s) and resolve %s",
@@ -570,7 +570,7 @@ func catchUpStep(branch, path string, conflicts []Conflict) string {
 // and tells the notifier of each conflict that is new: one not told of
 // since the pair last merged cleanly. It returns the place's conflicts.
 func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conflict, error) {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -628,7 +628,7 @@ func RefreshConflicts(ctx context.Context, env *Env, repoDir, id string) ([]Conf
 // launch, with none), or, with all, of every one (uncommitted work may
 // have moved under any).
 func refreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool) error {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return err
 	}
@@ -636,7 +636,7 @@ func refreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool
 	if err != nil {
 		return err
 	}
-	for _, o := range radarPlaces(ctx, env, repo, decodePlaces(recs)) {
+	for _, o := range radarPlaces(ctx, env, repo, DecodePlaces(recs)) {
 		if o.local {
 			if err := refreshFingerprint(ctx, env, repo, store, o.p, o.head, o.target, !all); err != nil {
 				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)
@@ -649,7 +649,7 @@ func refreshFingerprints(ctx context.Context, env *Env, repoDir string, all bool
 // refreshPlaceFingerprint takes place id's fingerprint at its branch's
 // head and its target's tip as they are now.
 func refreshPlaceFingerprint(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, id string) error {
-	_, p, err := readPlace(ctx, store, id)
+	_, p, err := ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,11 @@ func owned(env *Env, p *Place) error {
 
 // gate reads a place and its claim and refuses another live session's.
 func gate(ctx context.Context, env *Env, store *refs.Store, id string, g GateOptions) (*refs.Record, *Place, error) {
-	rec, p, err := readPlace(ctx, store, id)
+	rec, p, err := ReadPlace(ctx, store, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkHome(ctx, env, store.Repo(), p); err != nil {
+	if err := CheckHome(ctx, env, store.Repo(), p); err != nil {
 		return nil, nil, err
 	}
 	cs, err := store.ReadClaim(ctx, id, env.Host)
@@ -84,7 +84,7 @@ func currentAgent(ctx context.Context, env *Env, p *Place) (*StageRecord, *Agent
 	if a.Pane == "print" {
 		return st, nil, &RefusedError{Place: p.ID, Reason: "its agent was started by the operator (print pane); flume cannot type into it"}
 	}
-	if !env.Engine.up(ctx, a) {
+	if !env.Engine.Up(ctx, a) {
 		return st, nil, &RefusedError{Place: p.ID, Reason: "its agent is not up (pane " + a.Pane + " has exited)"}
 	}
 	return st, a, nil
@@ -96,7 +96,7 @@ func currentAgent(ctx context.Context, env *Env, p *Place) (*StageRecord, *Agent
 // question or a dialog on screen).
 func Tell(ctx context.Context, env *Env, o TellOptions) error {
 	repoDir, id, text, g := o.Repo, o.Place, o.Text, o.Gate
-	_, store, err := env.open(ctx, repoDir)
+	_, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return err
 	}
@@ -117,14 +117,14 @@ func Tell(ctx context.Context, env *Env, o TellOptions) error {
 			return &RefusedError{Place: id, Reason: fmt.Sprintf("the agent is waiting on its own question %q; answer it in its pane", tr.Question)}
 		}
 	}
-	screen, err := env.Engine.panes(a).Capture(ctx, a.Pane)
+	screen, err := env.Engine.HostOf(a).Capture(ctx, a.Pane)
 	if err != nil {
 		return err
 	}
 	if s := agent.ReadScreen(a.Format, screen); !s.Ready && !s.Busy {
 		return &RefusedError{Place: id, Reason: "the screen is not the agent's composer: " + s.Words}
 	}
-	if err := env.Engine.panes(a).Send(ctx, a.Pane, text); err != nil {
+	if err := env.Engine.HostOf(a).Send(ctx, a.Pane, text); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(env.Engine.window())
@@ -153,7 +153,7 @@ func Tell(ctx context.Context, env *Env, o TellOptions) error {
 // agent in the middle of a turn is ended only with force.
 func Stop(ctx context.Context, env *Env, o PlaceOptions) error {
 	id, force, g := o.Place, o.Force, o.Gate
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func Stop(ctx context.Context, env *Env, o PlaceOptions) error {
 		st := &p.Stages[p.Current]
 		// A5: a stopped stage is blocked, not working, until retry.
 		stopped := func() {
-			endStage(st, StateBlocked, "its agent was stopped; git flume retry starts the stage again", env.clock())
+			endStage(st, StateBlocked, "its agent was stopped; git flume retry starts the stage again", env.ClockNow())
 			if st.State == StateBlocked {
 				st.Block = BlockStopped
 			}
@@ -238,7 +238,7 @@ type restartHow struct {
 func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Place, error) {
 	repoDir, id, force, g := o.Repo, o.Place, o.Force, o.Gate
 	verb, check := how.verb, how.check
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 		}
 		st := &p.Stages[p.Current]
 		if a := st.Agent; a != nil && !a.Ended {
-			if env.Engine.up(ctx, a) && !force {
+			if env.Engine.Up(ctx, a) && !force {
 				return &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
 			}
 			if err := endAgent(ctx, env, a); err != nil {
@@ -366,7 +366,7 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 			start = p.Current
 		}
 		st := p.Stages[start]
-		delegation := delegationState(p)
+		delegation := DelegationState(p)
 		switch st.State {
 		case StateDelivered, StateLanded, StateWaiting, StateStuck, StateBlocked, StateNeverStarted, StateCut:
 			if delegation == DelegationWorking {
@@ -377,7 +377,7 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 			if p.Parent != nil {
 				// Issue 27: its commissioner sees what it last did, and
 				// the role it asks in.
-				o.LastTools, o.Role = lastTools(&st, childTools), st.Role
+				o.LastTools, o.Role = LastTools(&st, ChildTools), st.Role
 			}
 			if p.Current != start {
 				o.Next = p.Stages[p.Current].Name
@@ -400,24 +400,24 @@ func Wait(ctx context.Context, env *Env, o WaitOptions) (*Outcome, error) {
 // X3). Refused when no agent of the place runs, when it runs in the
 // operator's own terminal, or when its pane host has no terminal to give.
 func Attach(ctx context.Context, env *Env, o PlaceOptions, term agent.Terminal) error {
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return err
 	}
-	_, p, err := readPlace(ctx, store, o.Place)
+	_, p, err := ReadPlace(ctx, store, o.Place)
 	if err != nil {
 		return err
 	}
-	if err := checkHome(ctx, env, store.Repo(), p); err != nil {
+	if err := CheckHome(ctx, env, store.Repo(), p); err != nil {
 		return err
 	}
 	_, a, err := currentAgent(ctx, env, p)
 	if err != nil {
 		return err
 	}
-	at, ok := env.Engine.panes(a).(agent.Attacher)
+	at, ok := env.Engine.HostOf(a).(agent.Attacher)
 	if !ok {
-		return &RefusedError{Place: o.Place, Reason: fmt.Sprintf("its agent runs in %s pane %s: open it there", agentPaneHost(a), a.Pane)}
+		return &RefusedError{Place: o.Place, Reason: fmt.Sprintf("its agent runs in %s pane %s: open it there", AgentPaneHost(a), a.Pane)}
 	}
 	return at.Attach(ctx, a.Pane, term)
 }

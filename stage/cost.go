@@ -140,7 +140,7 @@ func (c *Costs) TotalText() string {
 // [price "MODEL"] sections of the configuration at the place's base; a
 // cost neither recorded nor priced is unknown, never zero.
 func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, error) {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 	if only != "" {
 		// The place and every place it delegated, all the way down.
 		for queue := []string{only}; len(queue) > 0; queue = queue[1:] {
-			_, p, err := readPlace(ctx, store, queue[0])
+			_, p, err := ReadPlace(ctx, store, queue[0])
 			var nf *NotFoundError
 			if errors.As(err, &nf) && queue[0] != only {
 				continue
@@ -174,16 +174,16 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 	}
 	zero := 0.0
 	c := &Costs{Schema: 1, Rows: []CostRow{}, Total: CostRow{Place: "total", Cost: &zero, Models: []string{}}, UnpricedModels: []string{}}
-	book := &priceBook{env: env, repo: repo}
+	book := NewPriceBook(env, repo)
 	unpriced := map[string]bool{}
 	for _, p := range places {
-		prices, err := book.at(ctx, p.Base)
+		prices, err := book.At(ctx, p.Base)
 		if err != nil {
 			return nil, err
 		}
 		for si := range p.Stages {
 			st := &p.Stages[si]
-			runs := stageRuns(st)
+			runs := StageRuns(st)
 			for i, a := range runs {
 				var next *AgentRun
 				if i+1 < len(runs) {
@@ -312,11 +312,11 @@ func runCost(p *Place, st *StageRecord, a, next *AgentRun, n int, delivered bool
 	if err != nil {
 		return row, nil
 	}
-	u := ownUsage(a, tr.Usage)
+	u := OwnUsage(a, tr.Usage)
 	if next != nil && next.Resumed && next.Transcript == a.Transcript && next.UsageBefore != nil {
 		// W6: the next run went on in a's session; a spent what the
 		// transcript counted when that run began.
-		u = ownUsage(a, *next.UsageBefore)
+		u = OwnUsage(a, *next.UsageBefore)
 	}
 	row.Input, row.Output, row.CacheRead, row.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
 	row.Tokens = u.Sum()
@@ -327,7 +327,7 @@ func runCost(p *Place, st *StageRecord, a, next *AgentRun, n int, delivered bool
 		}
 	}
 	var missing []string
-	row.Cost, row.CostFrom, missing = usageCost(u, prices)
+	row.Cost, row.CostFrom, missing = UsageCost(u, prices)
 	return row, missing
 }
 
@@ -349,12 +349,15 @@ func (c *Costs) add(row CostRow) {
 	}
 }
 
-// priceBook reads the [price] sections a place's costs are figured at: the
+// PriceBook reads the [price] sections a place's costs are figured at: the
 // configuration at its base (the repository's .flume/config there and the
 // user-level file), once per distinct .flume/config: places share a few
 // versions of it however many bases they have, so status spawns no more
 // git as places grow (R4).
-type priceBook struct {
+// NewPriceBook reads prices for repo's places as they are asked for.
+func NewPriceBook(env *Env, repo *git.Repo) *PriceBook { return &PriceBook{env: env, repo: repo} }
+
+type PriceBook struct {
 	env  *Env
 	repo *git.Repo
 	// byConfig maps a config blob id ("" for none, "?" for a base this
@@ -362,7 +365,7 @@ type priceBook struct {
 	byConfig map[string]map[string]Price
 }
 
-func (b *priceBook) at(ctx context.Context, base string) (map[string]Price, error) {
+func (b *PriceBook) At(ctx context.Context, base string) (map[string]Price, error) {
 	key, err := b.repo.BlobAt(ctx, base, ConfigPath)
 	if err != nil {
 		key = "?"
@@ -385,10 +388,10 @@ func (b *priceBook) at(ctx context.Context, base string) (map[string]Price, erro
 	return cfg.Prices, nil
 }
 
-// usageCost is what usage cost: the transcript's own figure ("transcript"),
+// UsageCost is what usage cost: the transcript's own figure ("transcript"),
 // else its tokens at the configured prices ("price"), else nil with the
 // models that spent tokens and have no price.
-func usageCost(u agent.Usage, prices map[string]Price) (cost *float64, from string, missing []string) {
+func UsageCost(u agent.Usage, prices map[string]Price) (cost *float64, from string, missing []string) {
 	if u.Priced {
 		c := u.Cost
 		return &c, "transcript", nil
@@ -429,7 +432,7 @@ func WriteCosts(w io.Writer, c *Costs) error {
 			}
 			cost += fmt.Sprintf(" (+ $%.4f%s)", *r.Children, unknown)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", treeName(r.Place, r.Depth), r.Stage, r.Run, r.Agent, costMark(r.Outcome), r.Tokens, cost)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", TreeName(r.Place, r.Depth), r.Stage, r.Run, r.Agent, costMark(r.Outcome), r.Tokens, cost)
 	}
 	fmt.Fprintf(tw, "total\t\t\t\t\t%d\t%s\n", c.Total.Tokens, c.TotalText())
 	if err := tw.Flush(); err != nil {
@@ -458,9 +461,9 @@ func priceHint(models []string) string {
 	return strings.Join(hints, "; ")
 }
 
-// ownUsage is what agent a spent of the usage u its transcript shows: all
+// OwnUsage is what agent a spent of the usage u its transcript shows: all
 // of it, unless a resumed an earlier run's session (W6).
-func ownUsage(a *AgentRun, u agent.Usage) agent.Usage {
+func OwnUsage(a *AgentRun, u agent.Usage) agent.Usage {
 	if a.UsageBefore == nil {
 		return u
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/git-flume/git-flume/agent/run"
 )
 
-// stepSeen is what one engine step observed of an active stage: its run
+// StepSeen is what one engine step observed of an active stage: its run
 // (run.Observation) and what the deliverable was read at (K6).
-type stepSeen struct {
+type StepSeen struct {
 	run.Observation
 	// Head is the branch head the deliverable was read at; Tasks what a
 	// change's tasks count there.
@@ -51,7 +51,7 @@ func (p *Place) clone() *Place {
 // agent left, a recreation leaves its message for the fresh run, and a
 // step that moves nothing else records the task count. p is never
 // changed.
-func decide(p *Place, seen stepSeen, pol run.Policy) (*Place, run.Move) {
+func decide(p *Place, seen StepSeen, pol run.Policy) (*Place, run.Move) {
 	q := p.clone()
 	st := &q.Stages[q.Current]
 	r, mv := run.Decide(st.run(), seen.Observation, pol)

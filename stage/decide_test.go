@@ -32,12 +32,12 @@ func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
 		}
 		return st
 	}
-	seen := func(o run.Observation) stepSeen { o.Up = true; return stepSeen{Observation: o, Head: "abc"} }
+	seen := func(o run.Observation) StepSeen { o.Up = true; return StepSeen{Observation: o, Head: "abc"} }
 	tasks := &TaskCount{Done: 1, Total: 3}
 	for _, c := range []struct {
 		name    string
 		p       *Place
-		seen    stepSeen
+		seen    StepSeen
 		write   string
 		kind    string // "write", "end", "cut", ""
 		current int
@@ -60,9 +60,9 @@ func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
 			}},
 		{"a landed stage on the last stage", &Place{ID: "fix--a", Stages: []StageRecord{working(func(s *StageRecord) { s.Deliverable = DeliverLanded })}},
 			seen(run.Observation{Now: t0, Delivered: true, What: "landed"}), "delivered: landed", "end", 0, StateLanded, nil},
-		{"the task count moves", two(working(nil)), stepSeen{Observation: run.Observation{Now: t0, Up: true}, Tasks: tasks}, "tasks 1/3", "write", 0, StateWorking, nil},
+		{"the task count moves", two(working(nil)), StepSeen{Observation: run.Observation{Now: t0, Up: true}, Tasks: tasks}, "tasks 1/3", "write", 0, StateWorking, nil},
 		{"the same task count moves nothing", two(working(func(s *StageRecord) { s.Tasks = &TaskCount{Done: 1, Total: 3} })),
-			stepSeen{Observation: run.Observation{Now: t0, Up: true, Transcript: true, Turn: agent.TurnRunning}, Tasks: tasks}, "", "", 0, StateWorking, nil},
+			StepSeen{Observation: run.Observation{Now: t0, Up: true, Transcript: true, Turn: agent.TurnRunning}, Tasks: tasks}, "", "", 0, StateWorking, nil},
 		{"budget used up: cut, the report it left read", two(working(nil)),
 			seen(run.Observation{Now: t0.Add(40 * time.Minute), Transcript: true, LastAssistant: "STAGE REPORT\ndone: half"}), "cut: its budget of 40m0s was used up", "cut", 0, StateCut,
 			func(t *testing.T, st *StageRecord) {
@@ -79,7 +79,7 @@ func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
 				}
 			}},
 		{"the agent exits mid-turn: blocked, the next stage not started", two(working(nil)),
-			stepSeen{Observation: run.Observation{Now: t0, Transcript: true, Turn: agent.TurnRunning, Exit: &agent.Exit{Status: 0}}},
+			StepSeen{Observation: run.Observation{Now: t0, Transcript: true, Turn: agent.TurnRunning, Exit: &agent.Exit{Status: 0}}},
 			"blocked: the agent ended before it delivered: it exited with status 0", "end", 0, StateBlocked, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

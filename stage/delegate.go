@@ -9,11 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/git-flume/git-flume/agent"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/git-flume/git-flume/agent"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
@@ -59,9 +60,9 @@ const (
 	DelegationAborted    = "aborted" // dropped, or tidied without landing
 )
 
-// delegationState is where delegated place p stands for its commissioner,
+// DelegationState is where delegated place p stands for its commissioner,
 // "" for a top-level place.
-func delegationState(p *Place) string {
+func DelegationState(p *Place) string {
 	d := p.Parent
 	switch {
 	case d == nil:
@@ -90,7 +91,7 @@ func delegationState(p *Place) string {
 
 // delegationOpen reports a delegation its commissioner has not resolved.
 func delegationOpen(p *Place) bool {
-	switch delegationState(p) {
+	switch DelegationState(p) {
 	case DelegationWorking, DelegationFinished, DelegationBlocked:
 		return true
 	}
@@ -120,7 +121,7 @@ func placeAt(ctx context.Context, store *refs.Store, repo *git.Repo) string {
 	if _, err := PlaceID(id); err != nil {
 		return ""
 	}
-	if _, p, err := readPlace(ctx, store, id); err == nil && p.Path == repo.Dir {
+	if _, p, err := ReadPlace(ctx, store, id); err == nil && p.Path == repo.Dir {
 		return id
 	}
 	return ""
@@ -148,7 +149,7 @@ func checkDelegation(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	refuse := func(why string) error {
 		return &RefusedError{Place: from, Reason: "a launch of a " + kind + " from inside this place is refused: " + why}
 	}
-	rec, p, err := readPlace(ctx, store, from)
+	rec, p, err := ReadPlace(ctx, store, from)
 	if err != nil {
 		return nil, refuse("it is not a place of this repository")
 	}
@@ -171,10 +172,10 @@ func checkDelegation(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	if p.Phase != PhaseMade {
 		return nil, refuse("it is " + p.Phase)
 	}
-	if err := checkHome(ctx, env, repo, p); err != nil {
+	if err := CheckHome(ctx, env, repo, p); err != nil {
 		return nil, refuse(err.Error())
 	}
-	if open, err := openChild(ctx, store, p); err != nil {
+	if open, err := OpenChild(ctx, store, p); err != nil {
 		return nil, err
 	} else if open != "" {
 		return nil, refuse(fmt.Sprintf("its delegated place %s is still open: accept, reopen, unblock or roll it back first", open))
@@ -182,12 +183,12 @@ func checkDelegation(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	return &commission{rec: rec, p: p}, nil
 }
 
-// openChild is the direct child of p whose delegation is still open, ""
+// OpenChild is the direct child of p whose delegation is still open, ""
 // when there is none. A child named in p's record that has no record (a
 // launch cleaned up before it made anything) is not open.
-func openChild(ctx context.Context, store *refs.Store, p *Place) (string, error) {
+func OpenChild(ctx context.Context, store *refs.Store, p *Place) (string, error) {
 	for _, id := range slices.Backward(p.Children) {
-		_, c, err := readPlace(ctx, store, id)
+		_, c, err := ReadPlace(ctx, store, id)
 		var nf *NotFoundError
 		if errors.As(err, &nf) {
 			continue
@@ -232,11 +233,11 @@ func keepCommissioner(ctx context.Context, repo *git.Repo, c *commission, d *Del
 // transaction: the child's id added to its record, from the record as
 // read now. A commissioner that meanwhile delegated elsewhere refuses.
 func commissionChange(ctx context.Context, store *refs.Store, child *Place) (refs.Change, error) {
-	rec, p, err := readPlace(ctx, store, child.Parent.Parent)
+	rec, p, err := ReadPlace(ctx, store, child.Parent.Parent)
 	if err != nil {
 		return refs.Change{}, err
 	}
-	if open, err := openChild(ctx, store, p); err != nil {
+	if open, err := OpenChild(ctx, store, p); err != nil {
 		return refs.Change{}, err
 	} else if open != "" && open != child.ID {
 		return refs.Change{}, &RefusedError{Place: p.ID, Reason: fmt.Sprintf("its delegated place %s is still open", open)}

@@ -35,7 +35,7 @@ func TestDelegationState_A9(t *testing.T) {
 			return p
 		}(), DelegationAccepted},
 	} {
-		if got := delegationState(&c.p); got != c.want {
+		if got := DelegationState(&c.p); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -49,7 +49,7 @@ func child(state string) Place {
 // its agent is verified gone) and the next run is told the message.
 func TestRecreateEndsTheRunAndCarriesItsMessage(t *testing.T) {
 	p := &Place{Stages: []StageRecord{{Life: run.Life{State: StateWorking}, Agent: &AgentRun{Pane: "p", Transcript: "/t"}}}}
-	seen := stepSeen{Observation: run.Observation{Transcript: true, Up: true, Turn: agent.TurnDone, Recreate: "step 2"}}
+	seen := StepSeen{Observation: run.Observation{Transcript: true, Up: true, Turn: agent.TurnDone, Recreate: "step 2"}}
 	q, mv := decide(p, seen, EngineOptions{}.policy(p, &p.Stages[0]))
 	st := &q.Stages[0]
 	if mv.End == "" || st.Recreated != 1 || st.Followup != RecreatedNote+"step 2" {
@@ -58,25 +58,5 @@ func TestRecreateEndsTheRunAndCarriesItsMessage(t *testing.T) {
 	notes := promptNotes(&Place{}, st, nil)
 	if !strings.HasSuffix(notes, RecreatedNote+"step 2") {
 		t.Fatalf("the next prompt ends %q", notes)
-	}
-}
-
-// TestTreeOrderPutsChildrenUnderTheirCommissioner: status's tree, with a
-// child whose commissioner is not shown at the top, and a crafted cycle
-// shown once each.
-func TestTreeOrderPutsChildrenUnderTheirCommissioner(t *testing.T) {
-	got := treeOrder([]PlaceStatus{
-		{Place: "a--c", Parent: "a--p"},
-		{Place: "a--p", Children: []string{"a--c"}},
-		{Place: "b--orphan", Parent: "z--gone"},
-		{Place: "c--x", Parent: "c--y", Children: []string{"c--y"}},
-		{Place: "c--y", Parent: "c--x", Children: []string{"c--x"}},
-	})
-	var order []string
-	for _, p := range got {
-		order = append(order, p.Place+":"+string(rune('0'+p.Depth)))
-	}
-	if want := "a--p:0 a--c:1 b--orphan:0 c--x:0 c--y:1"; strings.Join(order, " ") != want {
-		t.Fatalf("order %v, want %s", order, want)
 	}
 }

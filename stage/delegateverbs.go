@@ -105,7 +105,7 @@ func readDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOpti
 // a merge git refuses (a conflict, or local changes it would overwrite),
 // with git's words and nothing changed.
 func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
-	repo, store, err := env.open(ctx, o.Repo)
+	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 		return nil, err
 	}
 	defer unlock()
-	switch state := delegationState(p); {
+	switch state := DelegationState(p); {
 	case state == DelegationRolledBack:
 		return nil, &LostError{Place: p.ID, Verb: "accept", Outcome: OutcomeRolledBack}
 	case state == DelegationAccepted && closedBefore(p):
@@ -123,7 +123,7 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 	default:
 		return nil, &RefusedError{Place: p.ID, Reason: "it is " + state + ", not finished: only a finished delegation is accepted"}
 	}
-	if open, err := openChild(ctx, store, p); err != nil {
+	if open, err := OpenChild(ctx, store, p); err != nil {
 		return nil, err
 	} else if open != "" {
 		return nil, &RefusedError{Place: p.ID, Reason: "its own delegated place " + open + " is still open: resolve it first"}
@@ -176,11 +176,11 @@ func keptNote(p *Place) string {
 // mergeIntoCommissioner merges p's branch head into its commissioner's
 // branch, in the commissioner's work tree, unless it is there already.
 func mergeIntoCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) error {
-	_, parent, err := readPlace(ctx, store, p.Parent.Parent)
+	_, parent, err := ReadPlace(ctx, store, p.Parent.Parent)
 	if err != nil {
 		return err
 	}
-	if err := checkHome(ctx, env, repo, parent); err != nil {
+	if err := CheckHome(ctx, env, repo, parent); err != nil {
 		return err
 	}
 	head, err := repo.ResolveRef(ctx, p.branchRef())
@@ -222,7 +222,7 @@ func tidyDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOpti
 	if _, err := Tidy(ctx, env, TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
 		return nil, err
 	}
-	_, p, err := readPlace(ctx, store, o.Place)
+	_, p, err := ReadPlace(ctx, store, o.Place)
 	if err != nil || p.Phase == PhaseTidied {
 		return p, err
 	}
@@ -236,7 +236,7 @@ func tidyDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOpti
 	if err != nil {
 		return nil, err
 	}
-	return decodePlace(rec)
+	return DecodePlace(rec)
 }
 
 // Reopen sends a finished delegated place back (issue 17): a fresh agent
@@ -246,7 +246,7 @@ func Reopen(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 	if o.Text == "" {
 		return nil, fmt.Errorf("reopen needs the reason (--why)")
 	}
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func delegatedIn(env *Env, verb, state, why string) func(*Place) error {
 		if err := commissioned(env, p, verb); err != nil {
 			return err
 		}
-		if got := delegationState(p); got != state {
+		if got := DelegationState(p); got != state {
 			return &RefusedError{Place: p.ID, Reason: "it is " + got + ", " + why}
 		}
 		return nil
@@ -280,7 +280,7 @@ func delegatedIn(env *Env, verb, state, why string) func(*Place) error {
 // transcript (A4); otherwise the stage starts again with a fresh agent,
 // told the text after the stage's prompt.
 func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -294,14 +294,14 @@ func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 		return nil, err
 	}
 	st := p.Stages[p.Current]
-	if a := st.Agent; (st.State == StateWaiting || st.State == StateStuck) && a != nil && !a.Ended && env.Engine.up(ctx, a) {
+	if a := st.Agent; (st.State == StateWaiting || st.State == StateStuck) && a != nil && !a.Ended && env.Engine.Up(ctx, a) {
 		if o.Text == "" {
 			return nil, &RefusedError{Place: p.ID, Reason: "its agent waits for an answer: give it with --with"}
 		}
 		if err := Tell(ctx, env, TellOptions(o)); err != nil { // unblock tells its answer
 			return nil, err
 		}
-		_, p, err := readPlace(ctx, store, o.Place)
+		_, p, err := ReadPlace(ctx, store, o.Place)
 		return p, err
 	}
 	how := restartHow{verb: "unblock", check: blocked}
@@ -320,7 +320,7 @@ func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 // kept first in a snapshot under refs/flume/snapshots/. The place is then
 // tidied.
 func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, 
 		return nil, err
 	}
 	defer unlock()
-	switch state := delegationState(p); {
+	switch state := DelegationState(p); {
 	case state == DelegationAccepted:
 		return nil, &LostError{Place: p.ID, Verb: "roll back", Outcome: OutcomeAccepted}
 	case state == DelegationRolledBack && p.Parent.Restored && closedBefore(p):
@@ -352,11 +352,11 @@ func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, 
 // when done (drop, the child's work kept and undone, the commissioner
 // restored).
 func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, id string) error {
-	_, p, err := readPlace(ctx, store, id)
+	_, p, err := ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}
-	if open, err := openChild(ctx, store, p); err != nil {
+	if open, err := OpenChild(ctx, store, p); err != nil {
 		return err
 	} else if open != "" {
 		sub := o
@@ -390,7 +390,7 @@ func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOp
 		}
 	}
 	env.fault("rollback:dropped")
-	if _, p, err = readPlace(ctx, store, id); err != nil {
+	if _, p, err = ReadPlace(ctx, store, id); err != nil {
 		return err
 	}
 	if _, err := repo.ResolveRef(ctx, p.branchRef()); p.Phase == PhaseMade && err == nil {
@@ -434,11 +434,11 @@ func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *Pl
 // in a snapshot of the commissioner's current stage.
 func restoreCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) error {
 	d := p.Parent
-	_, parent, err := readPlace(ctx, store, d.Parent)
+	_, parent, err := ReadPlace(ctx, store, d.Parent)
 	if err != nil {
 		return err
 	}
-	if err := checkHome(ctx, env, repo, parent); err != nil {
+	if err := CheckHome(ctx, env, repo, parent); err != nil {
 		return err
 	}
 	tree := ""

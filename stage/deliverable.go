@@ -25,7 +25,7 @@ func report(ctx context.Context, env *Env, p *Place, st *StageRecord) {
 	if st.Agent == nil || st.Agent.Pane == "print" {
 		return
 	}
-	r, ok := env.Engine.panes(st.Agent).(agent.Reporter)
+	r, ok := env.Engine.HostOf(st.Agent).(agent.Reporter)
 	if !ok {
 		return
 	}

@@ -67,7 +67,7 @@ func Diagnose(ctx context.Context, env *Env, repoDir string) (*Doctor, error) {
 	}
 	declared := map[string]agent.Program{}
 	places := ""
-	if repo, _, err := env.open(ctx, repoDir); err == nil && !repo.Bare {
+	if repo, _, err := env.Open(ctx, repoDir); err == nil && !repo.Bare {
 		if main, err := repo.MainCheckout(ctx); err == nil {
 			d.Repo, places = main, filepath.Join(main, PlacesDir)
 		}

@@ -19,18 +19,18 @@ import (
 // place's worktree and branch go at the next tidy, by the usual rules.
 func Drop(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 	id, gate := o.Place, o.Gate
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}
 	var p Place
 	err = refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		rec, cur, err := readPlace(ctx, store, id)
+		rec, cur, err := ReadPlace(ctx, store, id)
 		if err != nil {
 			return err
 		}
 		p = *cur
-		if err := checkHome(ctx, env, store.Repo(), &p); err != nil {
+		if err := CheckHome(ctx, env, store.Repo(), &p); err != nil {
 			return err
 		}
 		if p.Phase == PhaseTidied {
@@ -54,9 +54,9 @@ func Drop(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 		// the place until it is gone.
 		switch a := p.Stages[p.Current].Agent; {
 		case a == nil || a.Ended:
-			endStage(&p.Stages[p.Current], StateCut, "the place was dropped", env.clock())
+			endStage(&p.Stages[p.Current], StateCut, "the place was dropped", env.ClockNow())
 		case endPlaceAgent(ctx, env, &p) == "":
-			endStage(&p.Stages[p.Current], StateCut, DroppedReason, env.clock())
+			endStage(&p.Stages[p.Current], StateCut, DroppedReason, env.ClockNow())
 			msg += "; its agent ended and verified gone"
 		}
 		_, err = savePlace(ctx, store, rec, &p, msg, cs.Verify(id))
@@ -104,9 +104,9 @@ func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
 	}
 	if err := endAgent(ctx, env, a); err != nil {
 		a.Ended = false
-		return "its agent could not be ended: " + firstLine(err.Error())
+		return "its agent could not be ended: " + FirstLine(err.Error())
 	}
-	if env.Engine.up(ctx, a) {
+	if env.Engine.Up(ctx, a) {
 		a.Ended = false
 		return fmt.Sprintf("its agent's pane %s is still up after it was ended", a.Pane)
 	}
@@ -122,7 +122,7 @@ func markAgentEnded(ctx context.Context, env *Env, store *refs.Store, id string)
 			return "", refs.ErrNoChange
 		}
 		a.Ended = true
-		endStage(&p.Stages[p.Current], StateCut, "the place was tidied; its agent was ended", env.clock())
+		endStage(&p.Stages[p.Current], StateCut, "the place was tidied; its agent was ended", env.ClockNow())
 		return fmt.Sprintf("tidy %s: its agent ended and verified gone", id), nil
 	})
 }
@@ -142,7 +142,7 @@ type TreeDrop struct {
 // their commissioner are followed (R5): a child link is never taken on
 // the parent's word alone.
 func DropTree(ctx context.Context, env *Env, o PlaceOptions) ([]TreeDrop, error) {
-	_, store, err := env.open(ctx, o.Repo)
+	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func subtreeDeepestFirst(ctx context.Context, env *Env, store *refs.Store, root 
 			return nil
 		}
 		seen[id] = true
-		_, p, err := readPlace(ctx, store, id)
+		_, p, err := ReadPlace(ctx, store, id)
 		var nf *NotFoundError
 		switch {
 		case parent != "" && errors.As(err, &nf):

@@ -60,7 +60,7 @@ const (
 // reminder is the one message after a turn that ended with neither the
 // stage's deliverable nor a need (A8).
 func reminder(st *StageRecord) string {
-	return "Your turn ended, but this stage's deliverable is not in git yet (" + describeDeliverable(st.Deliverable) +
+	return "Your turn ended, but this stage's deliverable is not in git yet (" + DescribeDeliverable(st.Deliverable) +
 		"). Finish it and commit, or end your turn with a line starting with NEEDS: saying what you need."
 }
 
@@ -161,7 +161,7 @@ func Confirm(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 			return p, nil
 		}
 		// Each send gets its window and a half: a resend restarts it.
-		if env.clock().Sub(st.Agent.SentAt) > env.Engine.window()*3/2 && st.Agent.Sends >= 2 {
+		if env.ClockNow().Sub(st.Agent.SentAt) > env.Engine.window()*3/2 && st.Agent.Sends >= 2 {
 			return p, nil
 		}
 		select {
@@ -178,7 +178,7 @@ func Confirm(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 // just read, so any process may run it, and one killed midway loses nothing:
 // the next run reads where it stopped.
 func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -188,13 +188,13 @@ func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 		// A move lost to another process is read and decided again, on
 		// the one retry policy.
 		err := refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-			rec, cur, err := readPlace(ctx, store, id)
+			rec, cur, err := ReadPlace(ctx, store, id)
 			if err != nil {
 				return err
 			}
 			p = cur
 			if n == 0 && p.Host == env.Host {
-				if err := checkHome(ctx, env, repo, p); err != nil {
+				if err := CheckHome(ctx, env, repo, p); err != nil {
 					return err
 				}
 				// W4: the live log gets the tool calls the transcripts
@@ -210,7 +210,7 @@ func Advance(ctx context.Context, env *Env, repoDir, id string) (*Place, error) 
 			return p, err
 		}
 	}
-	_, p, err = readPlace(ctx, store, id)
+	_, p, err = ReadPlace(ctx, store, id)
 	return p, err
 }
 
@@ -244,7 +244,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 	if !observed(st) {
 		return false, nil
 	}
-	seen, prompt, err := observe(ctx, env, repo, p, st)
+	seen, prompt, err := Observe(ctx, env, repo, p, st)
 	if err != nil {
 		return false, err
 	}
@@ -308,7 +308,7 @@ func (o EngineOptions) runPanes(a *AgentRun) agent.PaneHost {
 	if a == nil || a.Printed() {
 		return nil
 	}
-	return o.panes(a)
+	return o.HostOf(a)
 }
 
 // writeStep records one move of stage st and tells the pane host (herdr's
@@ -321,17 +321,17 @@ func writeStep(ctx context.Context, env *Env, store *refs.Store, rec *refs.Recor
 	return err == nil, err
 }
 
-// observe reads what decide needs of active stage st through the run
+// Observe reads what decide needs of active stage st through the run
 // lifecycle's one reading (run.Observe): the deliverable at one branch head
 // (K6), read before the transcript, and whether the place is still its own
 // worktree (A10). It also returns the stage's prompt.
-func observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord) (stepSeen, string, error) {
-	var seen stepSeen
+func Observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord) (StepSeen, string, error) {
+	var seen StepSeen
 	a := st.Agent
 	src := run.Sources{
 		Panes: env.Engine.runPanes(a),
 		Taken: takenTranscripts(p),
-		Now:   env.clock(),
+		Now:   env.ClockNow(),
 		Deliverable: func(ctx context.Context) (bool, string, error) {
 			head, err := repo.ResolveRef(ctx, p.branchRef())
 			if err != nil && !errors.Is(err, git.ErrNotExist) {

@@ -57,10 +57,10 @@ func (e *Env) fault(point string) {
 
 func (e *NotARepoError) Error() string { return fmt.Sprintf("%s: %s", e.Dir, e.Reason) }
 
-// open finds the repository containing dir and its state store. The
+// Open finds the repository containing dir and its state store. The
 // runner answers each directory once when it is made to (git.Runner's
 // OpenOnce): a command's steps, or a watcher's loops, share one Repo.
-func (e *Env) open(ctx context.Context, dir string) (*git.Repo, *refs.Store, error) {
+func (e *Env) Open(ctx context.Context, dir string) (*git.Repo, *refs.Store, error) {
 	repo, err := e.Runner.Open(ctx, dir)
 	if err != nil {
 		return nil, nil, err
@@ -76,8 +76,8 @@ func (e *Env) now() time.Time { return e.Now().UTC() }
 // engine's default (FLUME_AGENT), else claude.
 func (e *Env) agentName(named string) string { return agent.ProgramName(named, e.Engine.Agent) }
 
-// clock is the timers' time, in UTC.
-func (e *Env) clock() time.Time {
+// ClockNow is the timers' time, in UTC.
+func (e *Env) ClockNow() time.Time {
 	if e.Clock != nil {
 		return e.Clock().UTC()
 	}

@@ -25,11 +25,11 @@ func ensureWatcher(ctx context.Context, env *Env, repoDir, id string) {
 	if env.StartWatcher == nil {
 		return
 	}
-	_, store, err := env.open(ctx, repoDir)
+	_, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return
 	}
-	if _, p, err := readPlace(ctx, store, id); err == nil && needsWatcher(ctx, env, p) {
+	if _, p, err := ReadPlace(ctx, store, id); err == nil && NeedsWatcher(ctx, env, p) {
 		env.StartWatcher(repoDir, id)
 	}
 }
@@ -120,7 +120,7 @@ func AdvancePlaces(ctx context.Context, env *Env, o AdvanceOptions) (*Advanced, 
 // engine may move (another host's it never moves, R7). A record that
 // cannot be read is status's to show.
 func openPlaceIDs(ctx context.Context, env *Env, repoDir string) ([]string, error) {
-	_, store, err := env.open(ctx, repoDir)
+	_, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func openPlaceIDs(ctx context.Context, env *Env, repoDir string) ([]string, erro
 		return nil, err
 	}
 	var ids []string
-	for _, p := range decodePlaces(records) {
+	for _, p := range DecodePlaces(records) {
 		if p.Phase != PhaseTidied && p.Host == env.Host {
 			ids = append(ids, p.ID)
 		}

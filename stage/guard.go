@@ -76,11 +76,11 @@ func toolOp(tool string) string {
 // path a role's restriction denies (first matching rule wins) is refused
 // with the rule named.
 func Guard(ctx context.Context, env *Env, repoDir, id string, in GuardInput) error {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return err
 	}
-	_, p, err := readPlace(ctx, store, id)
+	_, p, err := ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 type fixture struct {
@@ -99,7 +100,7 @@ func settle(t *testing.T, f *fixture, env *stage.Env) {
 	ctx := context.Background()
 	refsBefore := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)")
 	filesBefore := listPlaces(f)
-	if _, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true}); err != nil {
+	if _, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true}); err != nil {
 		t.Fatalf("status: %v", err)
 	}
 	if after := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)"); after != refsBefore {

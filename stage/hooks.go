@@ -81,7 +81,7 @@ exit 0
 // rather than replacing it, and upgrading its own earlier versions. It
 // returns the paths it wrote.
 func InstallHooks(ctx context.Context, env *Env, repoDir string) ([]string, error) {
-	repo, _, err := env.open(ctx, repoDir)
+	repo, _, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func installHook(env *Env, dir, name, body string) (string, error) {
 		}
 		fmt.Fprintf(env.Out, "kept your %s hook as %s; git-flume's hook runs it too\n", name, chained)
 	}
-	return path, replaceFile(path, []byte(body), 0o755)
+	return path, ReplaceFile(path, []byte(body), 0o755)
 }
 
 // PlaceOfDir returns the place id of a place's top directory

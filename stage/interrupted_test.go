@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // interrupt rewrites a made place's record as its launch would have left
@@ -24,7 +25,7 @@ func interrupt(t *testing.T, f *fixture, id string) {
 	})
 }
 
-func placeOf(t *testing.T, st *stage.Status, id string) *stage.PlaceStatus {
+func placeOf(t *testing.T, st *report.Status, id string) *report.PlaceStatus {
 	t.Helper()
 	for i := range st.Places {
 		if st.Places[i].Place == id {
@@ -62,7 +63,7 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 	}
 
 	settle(t, f, env)
-	st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+	st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 	}
 
 	settle(t, f, env)
-	st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+	st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
 			os.Remove(filepath.Join(admin, "index"))
 			os.WriteFile(filepath.Join(path, "a.js"), []byte(c.write), 0o644)
 			settle(t, f, env)
-			st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+			st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 func TestMain(m *testing.M) {
@@ -97,7 +98,7 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 		// up and names the lock). Remove it as an operator would, and tidy
 		// again.
 		refsBefore := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)")
-		if _, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true}); err != nil && !errors.Is(err, git.ErrLocked) {
+		if _, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true}); err != nil && !errors.Is(err, git.ErrLocked) {
 			t.Fatalf("trial %d: status: %v", trial, err)
 		}
 		if after := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)"); after != refsBefore {
@@ -120,7 +121,7 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 				t.Fatalf("trial %d: tidy after the locks went: %v", trial, err)
 			}
 		}
-		st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir, All: true})
+		st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
 		if err != nil {
 			t.Fatalf("trial %d: status: %v", trial, err)
 		}
@@ -128,7 +129,7 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 			t.Fatalf("trial %d: status problems after the locks went: %+v", trial, st.Problems)
 		}
 		id := "fix--" + name
-		var ps *stage.PlaceStatus
+		var ps *report.PlaceStatus
 		for i := range st.Places {
 			if st.Places[i].Place == id {
 				ps = &st.Places[i]

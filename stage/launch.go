@@ -54,7 +54,7 @@ func launch(ctx context.Context, env *Env, opts LaunchOptions, starting bool) (*
 	if err := checkLaunch(opts); err != nil {
 		return nil, err
 	}
-	repo, store, err := env.open(ctx, opts.Repo)
+	repo, store, err := env.Open(ctx, opts.Repo)
 	if err != nil {
 		return nil, err
 	}

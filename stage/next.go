@@ -9,17 +9,17 @@ import (
 	"os"
 )
 
-// nextStep is the command that moves p's current stage on when it waits
+// NextStep is the command that moves p's current stage on when it waits
 // for someone, given its agent as status shows it; "" when the stage moves
 // on by itself or has ended.
-func nextStep(p *Place, agent string) string {
+func NextStep(p *Place, agent string) string {
 	st := p.Stages[p.Current]
 	if p.Dropped != nil {
 		// Issue 28: a dropped place's work is over; nothing restarts it.
 		return "git flume tidy (the place was dropped; tidy removes it once nothing in it would be lost)"
 	}
 	// Issue 17: a delegated place is moved on by its commissioner.
-	switch delegationState(p) {
+	switch DelegationState(p) {
 	case DelegationFinished:
 		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID)
 	case DelegationBlocked:

@@ -90,7 +90,7 @@ func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 	case StateWaiting:
 		ev.Reply = fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
 	case StateBlocked, StateStuck, StateCut, StateNeverStarted:
-		ev.Reply = nextStep(p, agentState(ctx, env, p))
+		ev.Reply = NextStep(p, AgentState(ctx, env, p))
 	}
 	if ev.Reply != "" {
 		ev.Message += "; reply: " + ev.Reply

@@ -245,8 +245,8 @@ type NotFoundError struct{ Place string }
 
 func (e *NotFoundError) Error() string { return fmt.Sprintf("no place %s", e.Place) }
 
-// readPlace reads a place's record.
-func readPlace(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Place, error) {
+// ReadPlace reads a place's record.
+func ReadPlace(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Place, error) {
 	rec, err := s.Read(ctx, PlaceRef(id))
 	if errors.Is(err, refs.ErrNotFound) {
 		return nil, nil, &NotFoundError{Place: id}
@@ -254,7 +254,7 @@ func readPlace(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Pl
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := decodePlace(rec)
+	p, err := DecodePlace(rec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -283,7 +283,7 @@ func editPlace(ctx context.Context, s *refs.Store, id string, decide func(p *Pla
 		if cur == nil {
 			return refs.Change{}, &NotFoundError{Place: id}
 		}
-		p, err := decodePlace(cur)
+		p, err := DecodePlace(cur)
 		if err != nil {
 			return refs.Change{}, err
 		}
@@ -300,7 +300,7 @@ func (p *Place) branchRef() string { return "refs/heads/" + p.Branch }
 // ReadPlaceNames lists the repository's place ids from their ref names
 // alone (one git process): for shell completion.
 func ReadPlaceNames(ctx context.Context, env *Env, repoDir string) ([]string, error) {
-	repo, _, err := env.open(ctx, repoDir)
+	repo, _, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ type promptData struct {
 	Stage, DeliverableText, Submit, ReadyFailure   string
 }
 
-func describeDeliverable(d string) string {
+func DescribeDeliverable(d string) string {
 	switch {
 	case d == DeliverCommit:
 		return "a new commit on the branch"
@@ -59,7 +59,7 @@ func renderPrompt(ctx context.Context, repo *git.Repo, rev string, p *Place, st 
 	}
 	d := promptData{
 		Place: p.ID, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch, Path: p.Path, Target: p.Target,
-		Brief: p.Brief, Stage: st.Name, DeliverableText: describeDeliverable(st.Deliverable), Submit: cfg.Submit,
+		Brief: p.Brief, Stage: st.Name, DeliverableText: DescribeDeliverable(st.Deliverable), Submit: cfg.Submit,
 	}
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil {
 		d.ReadyFailure = fmt.Sprintf("step %q exited %d", r.Step, r.Exit)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // TestTidyRecordsOverARecordMovedMeanwhile (T1, issue 30): a place's record
@@ -73,7 +74,7 @@ func TestStatusShowsAnInterruptedReadyingTheEngineRecords_L2(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := f.stageEnv(f.env)
-	st, err := stage.ReadStatus(ctx, env, stage.StatusOptions{Repo: f.dir})
+	st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir})
 	if err != nil {
 		t.Fatalf("status failed on a lock a killed git left: %v", err)
 	}

@@ -112,16 +112,16 @@ func (t *tailWriter) flush() {
 
 func (t *tailWriter) String() string { return strings.Join(t.lines, "\n") }
 
-// logDir is where a place's logs live: beside the repository's git state,
+// LogDir is where a place's logs live: beside the repository's git state,
 // outside the work tree. Logs are the only files flume writes outside git
 // (R1).
-func logDir(commonDir, id string) string {
+func LogDir(commonDir, id string) string {
 	return filepath.Join(commonDir, "flume", "logs", id)
 }
 
 // openLog opens a place's log for appending.
 func openLog(commonDir, id string) (*os.File, error) {
-	dir := logDir(commonDir, id)
+	dir := LogDir(commonDir, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make log folder: %w", err)
 	}

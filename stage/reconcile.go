@@ -25,7 +25,7 @@ func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.
 	if p.Phase != PhaseMaking || p.Host != env.Host {
 		return false, nil // only its own host can tell, and only it acts
 	}
-	if err := checkHome(ctx, env, repo, p); err != nil {
+	if err := CheckHome(ctx, env, repo, p); err != nil {
 		return false, err
 	}
 	if checkAlive && p.Launcher != nil && refs.ProcessAlive(p.Launcher.Host, p.Launcher.PID, env.Host) {
@@ -211,7 +211,7 @@ func listWorktrees(ctx context.Context, env *Env, repo *git.Repo, records []*ref
 		if p.Launcher != nil && refs.ProcessAlive(p.Launcher.Host, p.Launcher.PID, env.Host) {
 			continue
 		}
-		if checkHome(ctx, env, repo, &p) == nil {
+		if CheckHome(ctx, env, repo, &p) == nil {
 			repairHalfMadeAdmin(repo, &p)
 		}
 	}
@@ -236,10 +236,10 @@ func forgetHalfMade(ctx context.Context, repo *git.Repo, path string) error {
 	return repo.PruneWorktrees(ctx)
 }
 
-// interruptedReady is place p's readying as it stands when the process
+// InterruptedReady is place p's readying as it stands when the process
 // running it died: interrupted. ok is false while it runs, or when it is
 // not this host's to tell.
-func interruptedReady(env *Env, p *Place) (r *ReadyResult, ok bool) {
+func InterruptedReady(env *Env, p *Place) (r *ReadyResult, ok bool) {
 	cur := p.Ready
 	if p.Host != env.Host || cur == nil || cur.Running == nil || refs.ProcessAlive(cur.Running.Host, cur.Running.PID, env.Host) {
 		return nil, false
@@ -250,7 +250,7 @@ func interruptedReady(env *Env, p *Place) (r *ReadyResult, ok bool) {
 // reconcileReady records a readying whose process died as interrupted: the
 // engine's first move on a place (status only shows it).
 func reconcileReady(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place) (moved bool, err error) {
-	r, ok := interruptedReady(env, p)
+	r, ok := InterruptedReady(env, p)
 	if !ok {
 		return false, nil
 	}

@@ -129,12 +129,12 @@ type EnvFile struct {
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// composeName is a place's compose project name: the repository's folder
+// ComposeName is a place's compose project name: the repository's folder
 // name, the place, and a short hash of the repository's path, so that two
 // repositories with a place of the same name never share a project, its
 // containers or its volumes. Lowercase letters, digits, '-' and '_', as
 // compose requires.
-func composeName(p *Place) string {
+func ComposeName(p *Place) string {
 	sum := sha256.Sum256([]byte(p.Repo))
 	base := strings.Map(func(r rune) rune {
 		switch {
@@ -156,10 +156,10 @@ func runVars(p *Place) []string {
 	if p.Run == nil {
 		return nil // its repository declares no [run]
 	}
-	vars := []string{"COMPOSE_PROJECT_NAME=" + composeName(p)}
+	vars := []string{"COMPOSE_PROJECT_NAME=" + ComposeName(p)}
 	for _, name := range p.Run.Compose {
 		if name != "COMPOSE_PROJECT_NAME" {
-			vars = append(vars, name+"="+composeName(p))
+			vars = append(vars, name+"="+ComposeName(p))
 		}
 	}
 	names := make([]string, 0, len(p.Run.Ports))
@@ -352,7 +352,7 @@ func hostLeases(ctx context.Context, env *Env, store *refs.Store) (taken map[int
 // runs (its place may not name it yet; that process may be this one,
 // making several places at once, as the MCP server does).
 func leaseLive(ctx context.Context, env *Env, store *refs.Store, l *Lease) bool {
-	_, p, err := readPlace(ctx, store, l.Place)
+	_, p, err := ReadPlace(ctx, store, l.Place)
 	if err == nil && p.Phase != PhaseTidied && p.Run != nil && p.Run.Lease == leaseRef(l.Host, l.First) {
 		return true
 	}
@@ -529,11 +529,11 @@ type EnvOptions struct {
 // Refresh, its env files are first copied again from the main checkout
 // (an original that changed reaches the place) and the record says so.
 func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile, error) {
-	repo, store, err := env.open(ctx, o.Repo)
+	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, nil, err
 	}
-	_, p, err := readPlace(ctx, store, o.Place)
+	_, p, err := ReadPlace(ctx, store, o.Place)
 	if err != nil {
 		return nil, nil, err
 	}

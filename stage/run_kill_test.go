@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // TestKilledLaunchLeavesNoLease_L1 kills launches of a repository with a
@@ -107,7 +108,7 @@ func bindable(first, count int) bool {
 // the stale ones by ref.
 func checkLeases(t *testing.T, f *fixture, env *stage.Env, trial int) map[string]stage.Lease {
 	t.Helper()
-	st, err := stage.ReadStatus(context.Background(), env, stage.StatusOptions{Repo: f.dir, All: true})
+	st, err := report.ReadStatus(context.Background(), env, report.StatusOptions{Repo: f.dir, All: true})
 	if err != nil {
 		t.Fatalf("trial %d: status: %v", trial, err)
 	}

@@ -88,7 +88,7 @@ func SyncRemote(ctx context.Context, env *Env, repoDir, named string, set Settin
 	case set.Remote != "":
 		return set.Remote, nil
 	}
-	_, store, err := env.open(ctx, repoDir)
+	_, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return "", err
 	}

@@ -13,7 +13,7 @@ import (
 // carries. A fingerprint that cannot be taken is told to env.Out; the
 // records are shared as they are.
 func Share(ctx context.Context, env *Env, repoDir, remote string) (*refs.SyncReport, error) {
-	_, store, err := env.open(ctx, repoDir)
+	_, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}

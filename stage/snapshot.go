@@ -66,7 +66,7 @@ func takeSnapshot(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord
 	if err != nil {
 		return nil, err
 	}
-	dir := logDir(repo.CommonDir, p.ID)
+	dir := LogDir(repo.CommonDir, p.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func keepSnapshot(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord
 // and, unless force, while the stage's agent runs.
 func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot, error) {
 	id, force, g := o.Place, o.Force, o.Gate
-	repo, store, err := env.open(ctx, o.Repo)
+	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,7 +108,7 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 		return nil, nil, &RefusedError{Place: id, Reason: "stage " + st.Name + " has not started; nothing to roll back"}
 	}
 	if a := st.Agent; a != nil && !a.Ended {
-		if env.Engine.up(ctx, a) && !force {
+		if env.Engine.Up(ctx, a) && !force {
 			return nil, nil, &RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
 		}
 		if err := endAgent(ctx, env, a); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // TestStatusGitCallsDoNotGrow_R4 counts the git processes status spawns for
@@ -33,7 +34,7 @@ func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 			withTranscript(t, f, id)
 		}
 		env, log := f.countingGit()
-		st, err := stage.ReadStatus(context.Background(), env, stage.StatusOptions{Repo: f.dir})
+		st, err := report.ReadStatus(context.Background(), env, report.StatusOptions{Repo: f.dir})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,14 +40,14 @@ func plural(n int) string {
 	return "s"
 }
 
-func firstLine(s string) string {
+func FirstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
 
-// treeName is a place's name in a table, indented under its commissioner
+// TreeName is a place's name in a table, indented under its commissioner
 // by its depth (issue 17).
-func treeName(id string, depth int) string {
+func TreeName(id string, depth int) string {
 	if depth == 0 {
 		return id
 	}

@@ -45,7 +45,7 @@ type TidyResult struct {
 // in the result and in the place's record. Errors for single places (a
 // claimed place, a failing git) are collected; the others are still tidied.
 func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error) {
-	repo, store, err := env.open(ctx, opts.Repo)
+	repo, store, err := env.Open(ctx, opts.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 	var results []TidyResult
 	var errs *multierror.Error
 	for _, rec := range records {
-		decoded, err := decodePlace(rec)
+		decoded, err := DecodePlace(rec)
 		if err != nil {
 			errs = multierror.Append(errs, err)
 			continue
@@ -81,7 +81,7 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 		if p.Host != env.Host {
 			continue // another host's place: its owner tidies it (R7)
 		}
-		if err := checkHome(ctx, env, repo, &p); err != nil {
+		if err := CheckHome(ctx, env, repo, &p); err != nil {
 			errs = multierror.Append(errs, err)
 			continue
 		}
@@ -249,7 +249,7 @@ func tidyReason(p *Place, j judgement) string {
 // started (issue 29). A landing the engine has not seen yet is recorded
 // first. A dry run only reads. It returns the record as it then stands.
 func clearPlace(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place, j judgement, dryRun bool) (*refs.Record, string, error) {
-	if open, err := openChild(ctx, store, p); err != nil {
+	if open, err := OpenChild(ctx, store, p); err != nil {
 		return rec, "", err
 	} else if open != "" {
 		return rec, "its delegated place " + open + " is still open", nil
@@ -270,7 +270,7 @@ func clearPlace(ctx context.Context, env *Env, store *refs.Store, rec *refs.Reco
 		if rec, err = markAgentEnded(ctx, env, store, p.ID); err != nil {
 			return rec, "", err
 		}
-		decoded, err := decodePlace(rec)
+		decoded, err := DecodePlace(rec)
 		if err != nil {
 			return rec, "", err
 		}
@@ -295,7 +295,7 @@ func recordLanding(ctx context.Context, env *Env, store *refs.Store, rec *refs.R
 	if err != nil {
 		return nil, err
 	}
-	decoded, err := decodePlace(rec)
+	decoded, err := DecodePlace(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +337,7 @@ func tidyWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place, wts [
 			return "", nil
 		}
 		if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
-			return "git worktree remove failed: " + firstLine(err.Error()), nil
+			return "git worktree remove failed: " + FirstLine(err.Error()), nil
 		}
 		res.Worktree = "removed"
 		return "", nil
@@ -400,7 +400,7 @@ func recordTidy(ctx context.Context, env *Env, store *refs.Store, rec *refs.Reco
 	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		if !first {
 			var err error
-			if rec, p, err = readPlace(ctx, store, p.ID); err != nil {
+			if rec, p, err = ReadPlace(ctx, store, p.ID); err != nil {
 				return err
 			}
 			if p.Phase == PhaseTidied {
@@ -422,7 +422,7 @@ func recordTidy(ctx context.Context, env *Env, store *refs.Store, rec *refs.Reco
 		p.Tidied = &TidyRecord{At: env.now(), Reason: res.Reason, BranchHead: j.head}
 		// A stage still under way ends with its place: status never shows
 		// a tidied place starting, its clock ticking.
-		endStage(&p.Stages[p.Current], StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.clock())
+		endStage(&p.Stages[p.Current], StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.ClockNow())
 		changes := []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("tidy %s: %s", p.ID, res.Reason)}}
 		if res.Branch == "deleted" {
 			// X2: the deleted branch's commits stay reachable from the
@@ -474,7 +474,7 @@ func removeWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place) (st
 		}
 	}
 	if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
-		return "git worktree remove failed: " + firstLine(err.Error()), nil
+		return "git worktree remove failed: " + FirstLine(err.Error()), nil
 	}
 	return "", nil
 }

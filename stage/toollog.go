@@ -32,7 +32,7 @@ func logTools(ctx context.Context, commonDir string, p *Place) error {
 	if len(todo) == 0 {
 		return nil
 	}
-	dir := filepath.Join(logDir(commonDir, p.ID), "tools")
+	dir := filepath.Join(LogDir(commonDir, p.ID), "tools")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("log of %s: %w", p.ID, err)
 	}
@@ -67,7 +67,7 @@ func logTools(ctx context.Context, commonDir string, p *Place) error {
 			}
 			var b strings.Builder
 			for _, t := range tr.Tools[logged:] {
-				fmt.Fprintf(&b, "%s/%d %s: %s\n", st.Name, st.Runs, t.Name, oneLine(t.Input))
+				fmt.Fprintf(&b, "%s/%d %s: %s\n", st.Name, st.Runs, t.Name, OneLine(t.Input))
 			}
 			if _, err := log.WriteString(b.String()); err != nil {
 				return fmt.Errorf("log of %s: %w", p.ID, err)
@@ -100,12 +100,12 @@ func writeMark(path string, n int, final bool) error {
 	if final {
 		s += " end"
 	}
-	return replaceFile(path, []byte(s+"\n"), 0o644)
+	return ReplaceFile(path, []byte(s+"\n"), 0o644)
 }
 
-// replaceFile writes path whole or not at all: a reader sees the old file
+// ReplaceFile writes path whole or not at all: a reader sees the old file
 // or the new one, never half of one.
-func replaceFile(path string, data []byte, mode os.FileMode) error {
+func ReplaceFile(path string, data []byte, mode os.FileMode) error {
 	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	if err := os.WriteFile(tmp, data, mode); err != nil {
 		return err
@@ -117,7 +117,7 @@ func replaceFile(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-func oneLine(s string) string {
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
@@ -126,18 +126,18 @@ func oneLine(s string) string {
 // offset of its end (W4): readying and removal output, and every tool call
 // of every stage's agent.
 func ReadLog(ctx context.Context, env *Env, repoDir, id string, offset int64) ([]byte, int64, error) {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, offset, err
 	}
-	_, p, err := readPlace(ctx, store, id)
+	_, p, err := ReadPlace(ctx, store, id)
 	if err != nil {
 		return nil, offset, err
 	}
 	if err := logTools(ctx, repo.CommonDir, p); err != nil {
 		return nil, offset, err
 	}
-	f, err := os.Open(filepath.Join(logDir(repo.CommonDir, id), "place.log"))
+	f, err := os.Open(filepath.Join(LogDir(repo.CommonDir, id), "place.log"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, offset, nil
 	}
@@ -152,13 +152,13 @@ func ReadLog(ctx context.Context, env *Env, repoDir, id string, offset int64) ([
 	return data, offset + int64(len(data)), err
 }
 
-// childTools is how many of a child's last tool calls are shown.
-const childTools = 3
+// ChildTools is how many of a child's last tool calls are shown.
+const ChildTools = 3
 
-// lastTools are the last n tool calls of a stage's current agent, read
+// LastTools are the last n tool calls of a stage's current agent, read
 // from its transcript, each as "Name: what it named"; none when there is
 // no transcript here.
-func lastTools(st *StageRecord, n int) []string {
+func LastTools(st *StageRecord, n int) []string {
 	tools := []string{}
 	a := st.Agent
 	if a == nil || a.Transcript == "" {
@@ -186,7 +186,7 @@ func toolSummary(input string) string {
 			}
 		}
 	}
-	line := oneLine(input)
+	line := OneLine(input)
 	if r := []rune(line); len(r) > 120 {
 		line = string(r[:119]) + "…"
 	}

@@ -36,9 +36,9 @@ func validatePlaceRecord(ref string, data []byte) (any, error) {
 	return &p, nil
 }
 
-// decodePlace returns the place a record holds: the one its validation
+// DecodePlace returns the place a record holds: the one its validation
 // decoded, when no one took it yet, else a fresh decoding.
-func decodePlace(rec *refs.Record) (*Place, error) {
+func DecodePlace(rec *refs.Record) (*Place, error) {
 	if p, ok := rec.Take().(*Place); ok {
 		return p, nil
 	}
@@ -55,7 +55,7 @@ func decodePlace(rec *refs.Record) (*Place, error) {
 // them, every commit a full object id, the current stage one of its stages.
 // What it cannot check alone (that Repo is this repository's main checkout,
 // that no part of the path is a symlink) is checked where a place is acted
-// on (checkHome).
+// on (CheckHome).
 func validatePlace(id string, p *Place) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("invalid place record: "+format, args...)
@@ -234,12 +234,12 @@ func (e *HomeError) Error() string {
 	return fmt.Sprintf("place %s is not acted on: %s", e.Place, e.Reason)
 }
 
-// checkHome is what ValidatePlace cannot check from the record alone,
+// CheckHome is what ValidatePlace cannot check from the record alone,
 // checked before flume acts on a place: the record is this host's, its
 // repo is this repository's main checkout, and neither places/ nor the
 // place's own folder is a symlink (or anything but a folder), so that
 // every path flume acts on resolves inside <repo>/places/ (T2).
-func checkHome(ctx context.Context, env *Env, repo *git.Repo, p *Place) error {
+func CheckHome(ctx context.Context, env *Env, repo *git.Repo, p *Place) error {
 	if err := owned(env, p); err != nil {
 		return err
 	}

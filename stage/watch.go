@@ -32,9 +32,9 @@ func landedWork(p *Place) bool {
 	return p.Phase == PhaseMade && p.Current == len(p.Stages)-1 && p.Stages[p.Current].State == StateLanded
 }
 
-// needsWatcher reports whether a place has something to watch and no live
+// NeedsWatcher reports whether a place has something to watch and no live
 // watcher: then any command may start one.
-func needsWatcher(ctx context.Context, env *Env, p *Place) bool {
+func NeedsWatcher(ctx context.Context, env *Env, p *Place) bool {
 	if !watchable(ctx, env, p) {
 		return false
 	}
@@ -51,7 +51,7 @@ const watchErrors = 10
 // every interval while it has something to watch. It never ends an agent
 // on its own account (A7); it only runs the engine's steps.
 func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime time.Duration) error {
-	repo, store, err := env.open(ctx, repoDir)
+	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/internal/proc"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 func boardCommand(a *app) *cli.Command {
@@ -22,7 +22,7 @@ func boardCommand(a *app) *cli.Command {
 		Usage:     "every place on this host as a numbered list, with keys to open, tell, stop, retry and launch (the herdr plugin's pane)",
 		UsageText: "git flume board [--interval DURATION]",
 		Description: "Reads the host's index as status --host does, and redraws every --interval. Type a key, a row " +
-			"number and its words, then Enter: " + stage.BoardKeys + ". Each runs the git flume command of the same name " +
+			"number and its words, then Enter: " + report.BoardKeys + ". Each runs the git flume command of the same name " +
 			"in the row's repository. A row that starts to need a person (waiting, blocked, stuck, never-started, cut) " +
 			"sounds the terminal's bell once and is marked !. Inside herdr, open opens the agent's pane beside the board.",
 		Flags: []cli.Flag{&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "how often the board is read again"}},
@@ -53,22 +53,22 @@ func (a *app) runBoard(ctx context.Context, interval time.Duration) error {
 	}()
 	defer close(want)
 	tty := isTerminal(a.io.RawOut)
-	var prev []stage.BoardRow
+	var prev []report.BoardRow
 	said := ""
 	asked := false
 	for {
-		hs, err := stage.ReadHostStatus(ctx, a.stageEnv(), false)
+		hs, err := report.ReadHostStatus(ctx, a.stageEnv(), false)
 		if err != nil {
 			return err
 		}
-		rows := stage.BoardRows(hs)
+		rows := report.BoardRows(hs)
 		if tty {
 			fmt.Fprint(a.io.RawOut, "\x1b[H\x1b[2J")
 		}
-		if len(stage.Sounding(prev, rows)) > 0 {
+		if len(report.Sounding(prev, rows)) > 0 {
 			fmt.Fprint(a.io.RawOut, "\a") // a row starts to need a person
 		}
-		stage.WriteBoard(a.io.Out, rows, said)
+		report.WriteBoard(a.io.Out, rows, said)
 		prev = rows
 		if !asked {
 			want <- struct{}{}
@@ -84,7 +84,7 @@ func (a *app) runBoard(ctx context.Context, interval time.Duration) error {
 			if !ok {
 				return nil
 			}
-			cmd, err := stage.ParseBoardCommand(line, rows)
+			cmd, err := report.ParseBoardCommand(line, rows)
 			switch {
 			case err != nil:
 				said = err.Error()
@@ -99,7 +99,7 @@ func (a *app) runBoard(ctx context.Context, interval time.Duration) error {
 
 // boardDo runs a board command through git flume itself and says how it
 // went: its output's last line, or its error.
-func (a *app) boardDo(ctx context.Context, cmd stage.BoardCommand) string {
+func (a *app) boardDo(ctx context.Context, cmd report.BoardCommand) string {
 	exe, err := os.Executable()
 	if err != nil {
 		return err.Error()

@@ -14,6 +14,7 @@ import (
 	"github.com/git-flume/git-flume/internal/jsonrpc"
 	"github.com/git-flume/git-flume/internal/mcpserver"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // The MCP server's tools call what the command line's commands call, in
@@ -96,7 +97,7 @@ func (a *app) mcpTools(repo string) []mcpserver.Tool {
 				{Name: "all", Type: "boolean", Description: "include tidied places"},
 			},
 			func(ctx context.Context, in mcpStatusIn, out, _ io.Writer) error {
-				opts := stage.StatusOptions{Repo: repo, All: in.All}
+				opts := report.StatusOptions{Repo: repo, All: in.All}
 				if in.Place != "" {
 					id, err := stage.PlaceID(in.Place)
 					if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // stageEnv is what stage operations get from the command layer.
@@ -236,7 +237,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 	// A place whose readying failed is still made: show it, then report
 	// the failure.
 	if in.JSON {
-		st, serr := stage.ReadStatus(ctx, a.stageEnv(), stage.StatusOptions{Repo: in.Repo, Place: p.ID})
+		st, serr := report.ReadStatus(ctx, a.stageEnv(), report.StatusOptions{Repo: in.Repo, Place: p.ID})
 		if serr != nil {
 			return serr
 		}
@@ -272,7 +273,7 @@ func (a *app) printLaunched(ctx context.Context, repo string, p *stage.Place, ou
 	fmt.Fprintln(out)
 	switch st.State {
 	case stage.StateBlocked, stage.StateNeverStarted, stage.StateWaiting, stage.StateUnknown:
-		if s, err := stage.ReadStatus(ctx, a.stageEnv(), stage.StatusOptions{Repo: repo, Place: p.ID}); err == nil && s.Places[0].Stage.Next != "" {
+		if s, err := report.ReadStatus(ctx, a.stageEnv(), report.StatusOptions{Repo: repo, Place: p.ID}); err == nil && s.Places[0].Stage.Next != "" {
 			fmt.Fprintf(out, "next: %s\n", term.Clean(s.Places[0].Stage.Next))
 		}
 	}
@@ -310,7 +311,7 @@ func statusCommand(a *app) *cli.Command {
 			&cli.BoolFlag{Name: "watch", Usage: "keep the table up to date: redrawn in place on a terminal, printed again when it changes otherwise"},
 		},
 		Action: func(c *cli.Context) error {
-			opts := stage.StatusOptions{Repo: c.String("repo"), All: c.Bool("all")}
+			opts := report.StatusOptions{Repo: c.String("repo"), All: c.Bool("all")}
 			if c.Bool("host") {
 				if c.NArg() > 0 || c.Bool("watch") || c.IsSet("repo") {
 					return usagef("status: --host lists every repository: no PLACE, --repo or --watch")
@@ -340,7 +341,7 @@ func statusCommand(a *app) *cli.Command {
 			if c.Bool("json") {
 				return writeJSON(a.io.Out, st)
 			}
-			return stage.WriteStatusTable(a.io.Out, st)
+			return report.WriteStatusTable(a.io.Out, st)
 		},
 	}
 }
@@ -349,7 +350,7 @@ func statusCommand(a *app) *cli.Command {
 // (status --host): a table under each repository's path, or one JSON
 // document. It reads only: it starts no watcher.
 func (a *app) hostStatus(ctx context.Context, all, asJSON bool) error {
-	hs, err := stage.ReadHostStatus(ctx, a.stageEnv(), all)
+	hs, err := report.ReadHostStatus(ctx, a.stageEnv(), all)
 	if err != nil {
 		return err
 	}
@@ -369,7 +370,7 @@ func (a *app) hostStatus(ctx context.Context, all, asJSON bool) error {
 			fmt.Fprintf(a.io.Out, "  cannot be read: %s\n", term.Clean(r.Error))
 			continue
 		}
-		if err := stage.WriteStatusTable(a.io.Out, r.Status); err != nil {
+		if err := report.WriteStatusTable(a.io.Out, r.Status); err != nil {
 			return err
 		}
 	}
@@ -378,13 +379,13 @@ func (a *app) hostStatus(ctx context.Context, all, asJSON bool) error {
 
 // status reads the places' status, as `status` and the MCP status tool
 // show it, and starts a watcher for each place that needs one.
-func (a *app) status(ctx context.Context, opts stage.StatusOptions) (*stage.Status, error) {
+func (a *app) status(ctx context.Context, opts report.StatusOptions) (*report.Status, error) {
 	env := a.stageEnv()
-	st, err := stage.ReadStatus(ctx, env, opts)
+	st, err := report.ReadStatus(ctx, env, opts)
 	if err != nil {
 		return nil, err
 	}
-	stage.EnsureWatchers(env, opts.Repo, st)
+	report.EnsureWatchers(env, opts.Repo, st)
 	return st, nil
 }
 
@@ -547,7 +548,7 @@ func tidyCommand(a *app) *cli.Command {
 					return werr
 				}
 			} else {
-				stage.WriteTidy(a.io.Out, results, dry)
+				report.WriteTidy(a.io.Out, results, dry)
 			}
 			return err
 		},
@@ -557,7 +558,7 @@ func tidyCommand(a *app) *cli.Command {
 // watchStatus redraws the status table every watch interval until
 // interrupted (O3): in place (cursor home, clear) when standard output is
 // a terminal, else the table again each time it changed.
-func (a *app) watchStatus(c *cli.Context, opts stage.StatusOptions) error {
+func (a *app) watchStatus(c *cli.Context, opts report.StatusOptions) error {
 	tty := false
 	if f, ok := a.io.RawOut.(*os.File); ok {
 		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
@@ -571,7 +572,7 @@ func (a *app) watchStatus(c *cli.Context, opts stage.StatusOptions) error {
 			return err
 		}
 		var b strings.Builder
-		if err := stage.WriteStatusTable(&b, st); err != nil {
+		if err := report.WriteStatusTable(&b, st); err != nil {
 			return err
 		}
 		if table := b.String(); table != last {

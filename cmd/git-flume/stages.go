@@ -16,6 +16,7 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // engineOptions reads the engine's settings from the environment:
@@ -97,7 +98,7 @@ func advanceCommand(a *app) *cli.Command {
 				fmt.Fprintf(a.io.Out, "%s: %s (%d/%d) %s\n", p.ID, st.Name, p.Current+1, len(p.Stages), st.State)
 			}
 			if o.Tidy {
-				stage.WriteTidy(a.io.Out, done.Tidied, false)
+				report.WriteTidy(a.io.Out, done.Tidied, false)
 			}
 			return err
 		},
@@ -577,7 +578,7 @@ func exportCommand(a *app) *cli.Command {
 				defer f.Close()
 				out = f
 			}
-			return stage.WriteExport(c.Context, a.stageEnv(), c.String("repo"), id, out)
+			return report.WriteExport(c.Context, a.stageEnv(), c.String("repo"), id, out)
 		},
 	}
 }
@@ -648,7 +649,7 @@ func explainCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			x, err := stage.Explain(c.Context, a.stageEnv(), po)
+			x, err := report.Explain(c.Context, a.stageEnv(), po)
 			if err != nil {
 				return err
 			}

@@ -1,16 +1,17 @@
 // How tidy's results read for people.
 
-package stage
+package report
 
 import (
 	"fmt"
 	"io"
 
 	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // WriteTidy prints what tidy did for people.
-func WriteTidy(w io.Writer, results []TidyResult, dryRun bool) {
+func WriteTidy(w io.Writer, results []stage.TidyResult, dryRun bool) {
 	if len(results) == 0 {
 		fmt.Fprintln(w, "nothing to tidy")
 		return

@@ -1,4 +1,4 @@
-package stage
+package report
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // ChildProgress is what a commissioner sees of its open delegated place
@@ -30,15 +31,15 @@ type ChildProgress struct {
 // openChildProgress is the progress of p's open delegated place, nil when
 // it has none. Only this host's child is read (R5), and only its record
 // and its agent's transcript: nothing is written.
-func openChildProgress(ctx context.Context, env *Env, store *refs.Store, p *Place) *ChildProgress {
+func openChildProgress(ctx context.Context, env *stage.Env, store *refs.Store, p *stage.Place) *ChildProgress {
 	if len(p.Children) == 0 {
 		return nil
 	}
-	id, err := openChild(ctx, store, p)
+	id, err := stage.OpenChild(ctx, store, p)
 	if err != nil || id == "" {
 		return nil
 	}
-	_, c, err := readPlace(ctx, store, id)
+	_, c, err := stage.ReadPlace(ctx, store, id)
 	if err != nil || c.Host != env.Host || c.Current >= len(c.Stages) {
 		return nil
 	}
@@ -46,9 +47,9 @@ func openChildProgress(ctx context.Context, env *Env, store *refs.Store, p *Plac
 	cp := &ChildProgress{Place: c.ID, Stage: st.Name, Index: c.Current + 1, Count: len(c.Stages), State: st.State,
 		Role: st.Role, Need: st.Need, Reason: st.Reason, LastTools: []string{}}
 	if st.Started != nil {
-		cp.ElapsedMs = env.clock().Sub(*st.Started).Milliseconds()
+		cp.ElapsedMs = env.ClockNow().Sub(*st.Started).Milliseconds()
 	}
-	cp.LastTools = lastTools(&st, childTools)
+	cp.LastTools = stage.LastTools(&st, stage.ChildTools)
 	return cp
 }
 
@@ -58,9 +59,9 @@ func (c *ChildProgress) Text() string {
 	fmt.Fprintf(&b, "%s: stage %s (%d/%d) %s for %s", c.Place, c.Stage, c.Index, c.Count, c.State,
 		(time.Duration(c.ElapsedMs) * time.Millisecond).Round(time.Second))
 	if c.Need != "" {
-		fmt.Fprintf(&b, "; %s: %s", c.Asks(), oneLine(c.Need))
+		fmt.Fprintf(&b, "; %s: %s", c.Asks(), stage.OneLine(c.Need))
 	} else if c.Reason != "" {
-		fmt.Fprintf(&b, "; %s", oneLine(c.Reason))
+		fmt.Fprintf(&b, "; %s", stage.OneLine(c.Reason))
 	}
 	if len(c.LastTools) > 0 {
 		fmt.Fprintf(&b, "; last tool calls: %s", strings.Join(c.LastTools, " | "))

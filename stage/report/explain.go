@@ -3,7 +3,7 @@
 // transcript and screen, the branch against the stage's base, the timers —
 // and the command that moves it on. It reads; it moves nothing.
 
-package stage
+package report
 
 import (
 	"cmp"
@@ -15,6 +15,7 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // Explanation is the `explain --json` document, schema 1.
@@ -46,12 +47,12 @@ type Evidence struct {
 
 // Explain reads place o.Place and says why its current stage is in its
 // state. Another host's place is explained from its record alone.
-func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error) {
-	repo, store, err := env.open(ctx, o.Repo)
+func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explanation, error) {
+	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}
-	rec, p, err := readPlace(ctx, store, o.Place)
+	rec, p, err := stage.ReadPlace(ctx, store, o.Place)
 	if err != nil {
 		return nil, err
 	}
@@ -65,16 +66,16 @@ func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error
 	}
 	st := &p.Stages[p.Current]
 	x.Stage, x.Index, x.Count, x.Run, x.State = st.Name, p.Current+1, len(p.Stages), st.Runs, st.State
-	local := p.Host == env.Host && checkHome(ctx, env, repo, p) == nil
-	var seen stepSeen
-	if local && st.State != StagePending {
+	local := p.Host == env.Host && stage.CheckHome(ctx, env, repo, p) == nil
+	var seen stage.StepSeen
+	if local && st.State != stage.StagePending {
 		// What the engine's own step would read; nothing is written.
-		if seen, _, err = observe(ctx, env, repo, p, st); err != nil {
+		if seen, _, err = stage.Observe(ctx, env, repo, p, st); err != nil {
 			return nil, err
 		}
 		if a := st.Agent; a != nil && !a.Ended && a.Pane != "print" && seen.Screen == nil {
-			if seen.Up = env.Engine.up(ctx, a); seen.Up {
-				if text, err := env.Engine.panes(a).Capture(ctx, a.Pane); err == nil {
+			if seen.Up = env.Engine.Up(ctx, a); seen.Up {
+				if text, err := env.Engine.HostOf(a).Capture(ctx, a.Pane); err == nil {
 					screen := agent.ReadScreen(a.Format, text)
 					seen.Screen = &screen
 				}
@@ -93,42 +94,42 @@ func Explain(ctx context.Context, env *Env, o PlaceOptions) (*Explanation, error
 		x.Evidence = append(x.Evidence, Evidence{Source: "conflicts", Text: "with " + c.With + " in " + strings.Join(c.Files, ", ") + " (" + c.How() + ")"})
 	}
 	a := agentStatus(ctx, env, p)
-	if local && p.Phase == PhaseMade {
-		x.Next = nextStep(p, agentStateOf(a))
+	if local && p.Phase == stage.PhaseMade {
+		x.Next = stage.NextStep(p, agentStateOf(a))
 		if x.Next == "" && (a == nil || a.State != "up") {
-			x.Next = catchUpStep(p.Branch, p.Path, conflicts)
+			x.Next = stage.CatchUpStep(p.Branch, p.Path, conflicts)
 		}
 	}
 	return x, nil
 }
 
 // why is the sentence for the stage's state.
-func why(p *Place, st *StageRecord, seen stepSeen) string {
+func why(p *stage.Place, st *stage.StageRecord, seen stage.StepSeen) string {
 	switch st.State {
-	case StagePending:
+	case stage.StagePending:
 		if p.Current > 0 {
 			return "the previous stage was delivered; this one starts when flume next starts agents (the place's watcher, or any git flume command)"
 		}
 		return "no agent has started it: the place was launched with --pane none; git flume advance starts it"
-	case StateStarting:
+	case stage.StateStarting:
 		if st.Agent != nil && st.Agent.Printed() {
 			// Issue 28: nothing was sent; the operator runs the command.
 			return "its prompt is in the printed command, which the operator runs: nothing is typed; the stage goes on once the prompt shows in the agent's transcript"
 		}
 		return "its prompt was sent and has not shown in the agent's transcript yet: slow is not failed; flume checks the screen and sends it once more when the window passes"
-	case StateUnknown:
+	case stage.StateUnknown:
 		return "no transcript of the agent shows yet: flume watches for it (an agent the operator starts from the printed command)"
-	case StateWorking:
-		return fmt.Sprintf("its prompt showed in the agent's transcript and its deliverable (%s) is not in git yet", describeDeliverable(st.Deliverable))
-	case StateWaiting:
+	case stage.StateWorking:
+		return fmt.Sprintf("its prompt showed in the agent's transcript and its deliverable (%s) is not in git yet", stage.DescribeDeliverable(st.Deliverable))
+	case stage.StateWaiting:
 		return "the agent ended its turn asking: " + st.Need
-	case StateStuck:
+	case stage.StateStuck:
 		reason := st.Reason
 		if reason == "" || !strings.HasPrefix(reason, "quiet") {
 			reason = fmt.Sprintf("quiet for %s", seen.Quiet.Round(time.Second))
 		}
 		return fmt.Sprintf("the agent's transcript has been quiet past the stuck limit, with no deliverable and no need (%s); flume ends nothing on its own", reason)
-	case StateDelivered, StateLanded:
+	case stage.StateDelivered, stage.StateLanded:
 		return "delivered: " + st.Delivered
 	}
 	return st.Reason // blocked, never-started, cut: the reason recorded
@@ -136,7 +137,7 @@ func why(p *Place, st *StageRecord, seen stepSeen) string {
 
 // evidence lists what flume read: the record's last move, the agent, its
 // transcript and screen, the branch, the timers, the readying.
-func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageRecord, seen stepSeen, local bool) []Evidence {
+func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, st *stage.StageRecord, seen stage.StepSeen, local bool) []Evidence {
 	var ev []Evidence
 	add := func(source, text string) {
 		if text != "" {
@@ -150,11 +151,11 @@ func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Stage
 		add("readying", fmt.Sprintf("step %q exited %d", r.Step, r.Exit))
 	}
 	if r := p.Run; r != nil {
-		add("run", strings.TrimPrefix(runNote(r), "run: ")+"; compose project "+composeName(p))
+		add("run", strings.TrimPrefix(runNote(r), "run: ")+"; compose project "+stage.ComposeName(p))
 	}
 	now := seen.Now
 	if now.IsZero() {
-		now = env.clock()
+		now = env.ClockNow()
 	}
 	if a := st.Agent; a != nil {
 		add("agent", agentEvidence(a, seen, local, now))
@@ -174,7 +175,7 @@ func evidence(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *Stage
 }
 
 // agentEvidence is how the stage's agent stands and how its prompt went.
-func agentEvidence(a *AgentRun, seen stepSeen, local bool, now time.Time) string {
+func agentEvidence(a *stage.AgentRun, seen stage.StepSeen, local bool, now time.Time) string {
 	state := "running"
 	switch {
 	case a.Exit != nil:
@@ -199,7 +200,7 @@ func agentEvidence(a *AgentRun, seen stepSeen, local bool, now time.Time) string
 
 // transcriptEvidence is what the agent's transcript showed; "" for
 // another host's place, whose transcript is not read here.
-func transcriptEvidence(a *AgentRun, seen stepSeen, local bool) string {
+func transcriptEvidence(a *stage.AgentRun, seen stage.StepSeen, local bool) string {
 	switch {
 	case a.Transcript == "" && seen.Found == "":
 		return fmt.Sprintf("none found yet (%s)", a.Pattern)
@@ -210,7 +211,7 @@ func transcriptEvidence(a *AgentRun, seen stepSeen, local bool) string {
 	if seen.Need != "" {
 		text += "; NEEDS: " + seen.Need
 	}
-	if last := firstLine(strings.TrimSpace(seen.LastAssistant)); last != "" {
+	if last := stage.FirstLine(strings.TrimSpace(seen.LastAssistant)); last != "" {
 		text += fmt.Sprintf("; last message: %q", clip(last, 160))
 	}
 	return text
@@ -236,14 +237,14 @@ func screenEvidence(s *agent.Screen) string {
 
 // branchEvidence is where the place's branch stands against the stage's
 // deliverable.
-func branchEvidence(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, seen stepSeen) string {
+func branchEvidence(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, seen stage.StepSeen) string {
 	text := fmt.Sprintf("%s at %.12s", p.Branch, seen.Head)
 	if st.Base != "" {
 		if n, err := repo.CountBetween(ctx, st.Base, seen.Head); err == nil {
 			text += fmt.Sprintf(", %d commit(s) since the stage began at %.12s", n, st.Base)
 		}
 	}
-	text += "; deliverable " + describeDeliverable(st.Deliverable) + ": "
+	text += "; deliverable " + stage.DescribeDeliverable(st.Deliverable) + ": "
 	if seen.Delivered {
 		text += "in git (" + seen.What + ")"
 	} else {
@@ -257,7 +258,7 @@ func branchEvidence(ctx context.Context, repo *git.Repo, p *Place, st *StageReco
 
 // timerEvidence is the stage's clock: since it started, its budget, when
 // it counts as stuck, and the nudges it had.
-func timerEvidence(st *StageRecord, now time.Time) string {
+func timerEvidence(st *stage.StageRecord, now time.Time) string {
 	text := fmt.Sprintf("started %s ago", since(now, *st.Started))
 	if st.BudgetMs > 0 {
 		text += fmt.Sprintf(", budget %s", time.Duration(st.BudgetMs)*time.Millisecond)
@@ -284,10 +285,10 @@ func yesNo(b bool) string {
 }
 
 // placeConflicts are the conflicts known for place p as status shows them.
-func placeConflicts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) []Conflict {
-	records, _, err := store.List(ctx, PlacePrefix)
+func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) []stage.Conflict {
+	records, _, err := store.List(ctx, stage.PlacePrefix)
 	if err != nil {
 		return nil
 	}
-	return knownConflicts(env, repo, decodePlaces(records))[p.ID]
+	return stage.KnownConflicts(env, repo, stage.DecodePlaces(records))[p.ID]
 }

@@ -1,11 +1,13 @@
 // Host-wide status (seed 002): every repository this host launched places in.
 
-package stage
+package report
 
 import (
 	"context"
 	"errors"
 	"os"
+
+	"github.com/git-flume/git-flume/stage"
 )
 
 // HostStatus is every place of every repository this host launched places
@@ -27,8 +29,8 @@ type RepoStatus struct {
 // ReadHostStatus reads the status of every repository in the host's index
 // (the user's global flume.repository values). It writes nothing: a
 // repository gone from disk is reported, never dropped from the index.
-func ReadHostStatus(ctx context.Context, env *Env, all bool) (*HostStatus, error) {
-	repos, err := env.Runner.GlobalConfigAll(ctx, RepositoryKey)
+func ReadHostStatus(ctx context.Context, env *stage.Env, all bool) (*HostStatus, error) {
+	repos, err := env.Runner.GlobalConfigAll(ctx, stage.RepositoryKey)
 	if err != nil {
 		return nil, err
 	}

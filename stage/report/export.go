@@ -1,4 +1,4 @@
-package stage
+package report
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/git-flume/git-flume/stage"
 )
 
 //go:embed export.html.tmpl
@@ -30,7 +32,7 @@ type Entry struct {
 // ExportStage is one stage as the export shows it, with each of its
 // agent runs.
 type ExportStage struct {
-	StageRecord
+	stage.StageRecord
 	Index int
 	Runs  []ExportRun
 }
@@ -38,16 +40,16 @@ type ExportStage struct {
 // ExportRun is one agent run of a stage: its prompt, what it cost, its
 // transcript.
 type ExportRun struct {
-	Cost    CostRow
+	Cost    stage.CostRow
 	Prompt  string
 	Entries []Entry
 }
 
 // Export is the data of a place's page.
 type Export struct {
-	Place  *Place
+	Place  *stage.Place
 	Stages []ExportStage
-	Total  CostRow
+	Total  stage.CostRow
 	// TotalCost is the grand total as the cost table prints it.
 	TotalCost string
 }
@@ -56,16 +58,16 @@ type Export struct {
 // stages with their prompts, deliverables, reports and costs, and each
 // agent's transcript rendered as a conversation. No script, no external
 // resource.
-func WriteExport(ctx context.Context, env *Env, repoDir, id string, w io.Writer) error {
-	_, store, err := env.open(ctx, repoDir)
+func WriteExport(ctx context.Context, env *stage.Env, repoDir, id string, w io.Writer) error {
+	_, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return err
 	}
-	_, p, err := readPlace(ctx, store, id)
+	_, p, err := stage.ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}
-	costs, err := ReadCosts(ctx, env, repoDir, id)
+	costs, err := stage.ReadCosts(ctx, env, repoDir, id)
 	if err != nil {
 		return err
 	}
@@ -73,7 +75,7 @@ func WriteExport(ctx context.Context, env *Env, repoDir, id string, w io.Writer)
 	rows := costs.Rows // one per run, in stage and run order
 	for i, st := range p.Stages {
 		es := ExportStage{StageRecord: st, Index: i + 1}
-		for _, a := range stageRuns(&st) {
+		for _, a := range stage.StageRuns(&st) {
 			var r ExportRun
 			if len(rows) > 0 {
 				r.Cost, rows = rows[0], rows[1:]

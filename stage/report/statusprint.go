@@ -1,13 +1,12 @@
 // How status reads for people (the table), and what each stage's agent
 // spent, from its transcript.
 
-package stage
+package report
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/git-flume/git-flume/internal/term"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +14,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/stage"
 
 	"github.com/git-flume/git-flume/agent"
 )
@@ -24,7 +26,7 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLACE\tBRANCH\tSTAGE\tSTATE\tREADY\tCLAIM\tNOTE")
 	for _, p := range st.Places {
-		stage := fmt.Sprintf("%s (%d/%d)", p.Stage.Name, p.Stage.Index, p.Stage.Count)
+		stageText := fmt.Sprintf("%s (%d/%d)", p.Stage.Name, p.Stage.Index, p.Stage.Count)
 		ready := "ok"
 		switch {
 		case p.Ready.Running:
@@ -42,7 +44,7 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		notes := statusNotes(&p)
 		// One line a place: what a record holds is shown, never acted on
 		// by the terminal nor able to forge a line (R5).
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(treeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stage),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(stage.TreeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stageText),
 			term.Clean(p.Stage.State), ready, term.Clean(claim), term.Clean(strings.Join(notes, "; ")))
 	}
 	if err := tw.Flush(); err != nil {
@@ -130,7 +132,7 @@ func statusNotes(p *PlaceStatus) []string {
 	if c := p.Child; c != nil && c.Need != "" {
 		// Issue 27: the commissioner's row shows its open child's
 		// question, labelled with the role it asks in.
-		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), oneLine(c.Need)))
+		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), stage.OneLine(c.Need)))
 	}
 	if p.Stage.Next != "" {
 		notes = append(notes, "next: "+p.Stage.Next)
@@ -148,7 +150,7 @@ func agentHostNote(a *AgentStatus) string {
 // spent fills in the tokens and cost of stage i of p from its agent's
 // transcript, when there is one to read here. A configuration whose
 // prices do not read leaves the cost unknown (cost names the error).
-func spent(ctx context.Context, book *priceBook, commonDir string, p *Place, i int, ss *StageStatus) {
+func spent(ctx context.Context, book *stage.PriceBook, commonDir string, p *stage.Place, i int, ss *StageStatus) {
 	if i < 0 || i >= len(p.Stages) {
 		return
 	}
@@ -161,8 +163,8 @@ func spent(ctx context.Context, book *priceBook, commonDir string, p *Place, i i
 		return // removed, or not written yet
 	}
 	ss.Tokens = u.Sum()
-	if prices, err := book.at(ctx, p.Base); err == nil {
-		ss.Cost, _, _ = usageCost(u, prices)
+	if prices, err := book.At(ctx, p.Base); err == nil {
+		ss.Cost, _, _ = stage.UsageCost(u, prices)
 	}
 }
 
@@ -170,16 +172,16 @@ func spent(ctx context.Context, book *priceBook, commonDir string, p *Place, i i
 // every refresh and a transcript grows to megabytes, so the figures are
 // kept beside the place's log with the transcript's size and time, and the
 // transcript is read again only when it changed.
-func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
+func usageOf(commonDir string, p *stage.Place, a *stage.AgentRun) (agent.Usage, bool) {
 	info, err := os.Stat(a.Transcript)
 	if err != nil {
 		return agent.Usage{}, false
 	}
-	path := filepath.Join(logDir(commonDir, p.ID), "tools", a.Session+".usage")
+	path := filepath.Join(stage.LogDir(commonDir, p.ID), "tools", a.Session+".usage")
 	var c usageCache
 	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &c) == nil &&
 		c.Size == info.Size() && c.ModTime == info.ModTime().UnixNano() {
-		return ownUsage(a, c.Usage), true
+		return stage.OwnUsage(a, c.Usage), true
 	}
 	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
 	if err != nil {
@@ -187,14 +189,14 @@ func usageOf(commonDir string, p *Place, a *AgentRun) (agent.Usage, bool) {
 	}
 	c = usageCache{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Usage: tr.Usage}
 	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
-		_ = replaceFile(path, data, 0o644) // best effort: a cache not written is read around
+		_ = stage.ReplaceFile(path, data, 0o644) // best effort: a cache not written is read around
 	}
-	return ownUsage(a, tr.Usage), true
+	return stage.OwnUsage(a, tr.Usage), true
 }
 
 // runNote says what a place was given to run: its ports and its env
 // files, those skipped with why.
-func runNote(r *RunSetup) string {
+func runNote(r *stage.RunSetup) string {
 	var parts []string
 	names := make([]string, 0, len(r.Ports))
 	for name := range r.Ports {

@@ -1,4 +1,4 @@
-package stage
+package report
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // StatusOptions select what status shows.
@@ -48,11 +49,11 @@ type PlaceStatus struct {
 	Worktree string    `json:"worktree"` // present, missing, removed, elsewhere
 	// Run is what the place was given to run: its ports, its env files
 	// (issue 29); null when its repository declares no [run].
-	Run *RunSetup `json:"run"`
+	Run *stage.RunSetup `json:"run"`
 	// Conflicts are the conflicts the radar knows for its head as it is
 	// (issue 30): with its target's tip or another open place, exact.
-	Conflicts []Conflict  `json:"conflicts,omitempty"`
-	Stage     StageStatus `json:"stage"`
+	Conflicts []stage.Conflict `json:"conflicts,omitempty"`
+	Stage     StageStatus      `json:"stage"`
 	// Previous is the stage before the current one, once it ended: what
 	// it delivered and its STAGE REPORT, or report-missing (W2).
 	Previous *StageStatus `json:"previous"`
@@ -61,7 +62,7 @@ type PlaceStatus struct {
 	Dropped  bool         `json:"dropped"`
 	Kept     *string      `json:"kept"`
 	Agent    *AgentStatus `json:"agent"`
-	Watcher  *Proc        `json:"watcher"`
+	Watcher  *stage.Proc  `json:"watcher"`
 	// NeedsWatcher is set when the place has timers to keep and no live
 	// watcher: the command layer starts one.
 	NeedsWatcher bool `json:"-"`
@@ -103,22 +104,22 @@ type StageStatus struct {
 	Name  string `json:"name"`
 	// Run is the stage's current run, from 1 (retry and go-on start
 	// another); 0 before its first agent.
-	Run       int        `json:"run"`
-	State     string     `json:"state"`
-	Need      string     `json:"need"`
-	Reason    string     `json:"reason"`
-	Delivered string     `json:"delivered"`
-	Tasks     *TaskCount `json:"tasks"`
-	Started   *time.Time `json:"started"`
+	Run       int              `json:"run"`
+	State     string           `json:"state"`
+	Need      string           `json:"need"`
+	Reason    string           `json:"reason"`
+	Delivered string           `json:"delivered"`
+	Tasks     *stage.TaskCount `json:"tasks"`
+	Started   *time.Time       `json:"started"`
 	// ElapsedMs is the stage's time so far (or until it ended), BudgetMs
 	// its budget (W1); Snapshots the work tree states kept (W3).
-	ElapsedMs int64      `json:"elapsedMs"`
-	BudgetMs  int64      `json:"budgetMs"`
-	Snapshots []Snapshot `json:"snapshots"`
+	ElapsedMs int64            `json:"elapsedMs"`
+	BudgetMs  int64            `json:"budgetMs"`
+	Snapshots []stage.Snapshot `json:"snapshots"`
 	// Report is the agent's STAGE REPORT (W2); ReportMissing flags a stage
 	// that ended without one.
-	Report        *Report `json:"report"`
-	ReportMissing bool    `json:"reportMissing"`
+	Report        *stage.Report `json:"report"`
+	ReportMissing bool          `json:"reportMissing"`
 	// Tokens and Cost are what the stage's agent spent, from its
 	// transcript on this host (W6); Cost is null when unknown, as in cost.
 	Tokens int      `json:"tokens"`
@@ -160,8 +161,8 @@ type StatusProblem struct {
 // records and one of the worktrees, whatever the number of places (R4).
 // On the way it settles what dead processes left: a launch or readying that
 // died, a claim whose session is gone (R8).
-func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, error) {
-	repo, store, err := env.open(ctx, opts.Repo)
+func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Status, error) {
+	repo, store, err := env.Open(ctx, opts.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +180,9 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 			claims[strings.TrimPrefix(rec.Ref, refs.ClaimPrefix)] = rec
 		}
 	}
-	r := &statusReader{env: env, repo: repo, store: store, book: &priceBook{env: env, repo: repo}, present: present, all: opts.All}
+	r := &statusReader{env: env, repo: repo, store: store, book: stage.NewPriceBook(env, repo), present: present, all: opts.All}
 	for _, rec := range records {
-		id, ok := strings.CutPrefix(rec.Ref, PlacePrefix)
+		id, ok := strings.CutPrefix(rec.Ref, stage.PlacePrefix)
 		if !ok || opts.Place != "" && id != opts.Place {
 			continue
 		}
@@ -197,12 +198,12 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 		}
 	}
 	if opts.Place != "" && len(st.Places) == 0 {
-		return nil, &NotFoundError{Place: opts.Place}
+		return nil, &stage.NotFoundError{Place: opts.Place}
 	}
 	if opts.Place != "" && st.Places[0].Parent != "" {
 		// One place read alone: its commissioner is read too, since a
 		// parent of another host's makes no child here (issue 25).
-		if _, parent, err := readPlace(ctx, store, st.Places[0].Parent); err == nil && parent.Host != st.Places[0].Host {
+		if _, parent, err := stage.ReadPlace(ctx, store, st.Places[0].Parent); err == nil && parent.Host != st.Places[0].Host {
 			st.Places[0].Parent, st.Places[0].Delegation = "", ""
 		}
 	}
@@ -211,12 +212,12 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 	places := r.decoded
 	if opts.Place != "" && len(st.Places) > 0 {
 		// One place shown: the radar pairs it with the others too.
-		if all, _, err := store.List(ctx, PlacePrefix); err == nil {
-			places = decodePlaces(all)
+		if all, _, err := store.List(ctx, stage.PlacePrefix); err == nil {
+			places = stage.DecodePlaces(all)
 		}
 	}
 	if len(st.Places) > 0 {
-		attachConflicts(st, knownConflicts(env, repo, places))
+		attachConflicts(st, stage.KnownConflicts(env, repo, places))
 	}
 	return st, nil
 }
@@ -224,12 +225,12 @@ func ReadStatus(ctx context.Context, env *Env, opts StatusOptions) (*Status, err
 // attachConflicts gives each place shown its known conflicts; a place of
 // this host that conflicts and has no agent running is told, as its next
 // step, to bring its branch up to date.
-func attachConflicts(st *Status, byPlace map[string][]Conflict) {
+func attachConflicts(st *Status, byPlace map[string][]stage.Conflict) {
 	for i := range st.Places {
 		ps := &st.Places[i]
 		ps.Conflicts = append(ps.Conflicts, byPlace[ps.Place]...)
 		if !ps.Foreign && ps.Stage.Next == "" && (ps.Agent == nil || ps.Agent.State != "up") {
-			ps.Stage.Next = catchUpStep(ps.Branch, ps.Path, ps.Conflicts)
+			ps.Stage.Next = stage.CatchUpStep(ps.Branch, ps.Path, ps.Conflicts)
 		}
 	}
 }
@@ -249,7 +250,7 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 	// host's record is never a child here), and within the tree's depth.
 	linked := func(i, j, depth int) bool {
 		return places[j].Parent == places[i].Place && places[j].Host == places[i].Host &&
-			slices.Contains(places[i].Children, places[j].Place) && depth < MaxTreeDepth
+			slices.Contains(places[i].Children, places[j].Place) && depth < stage.MaxTreeDepth
 	}
 	var visit func(i, depth int)
 	visit = func(i, depth int) {
@@ -291,13 +292,13 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 // folder of this repository, whose HEAD reads), for every place alike: a
 // stat or two in process instead of a `git worktree list`, which would
 // also call a deleted folder that git has not pruned yet present.
-func statusRecords(ctx context.Context, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*Place) bool, error) {
-	present := func(p *Place) bool {
+func statusRecords(ctx context.Context, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*stage.Place) bool, error) {
+	present := func(p *stage.Place) bool {
 		_, err := repo.WorktreeBranch(p.Path)
 		return err == nil
 	}
 	if opts.Place != "" {
-		records, problems, err := readOne(ctx, store, PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
+		records, problems, err := readOne(ctx, store, stage.PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
 		return records, problems, present, err
 	}
 	records, problems, err := store.List(ctx, refs.Prefix)
@@ -309,15 +310,15 @@ func statusRecords(ctx context.Context, repo *git.Repo, store *refs.Store, opts 
 
 // statusReader makes the status of one place after another.
 type statusReader struct {
-	env     *Env
+	env     *stage.Env
 	repo    *git.Repo
 	store   *refs.Store
-	book    *priceBook
-	present func(*Place) bool
+	book    *stage.PriceBook
+	present func(*stage.Place) bool
 	all     bool // tidied places too
 	// decoded are the place records read, as decoded: the radar pairs
 	// them without decoding them again.
-	decoded []*Place
+	decoded []*stage.Place
 }
 
 // place is the status of the place record rec (with its claim record, if
@@ -327,7 +328,7 @@ type statusReader struct {
 // as it stands, with what settles it.
 func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*PlaceStatus, string, error) {
 	env := r.env
-	decoded, err := decodePlace(rec)
+	decoded, err := stage.DecodePlace(rec)
 	if err != nil {
 		return nil, err.Error(), nil
 	}
@@ -336,15 +337,15 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	if p.Host == env.Host {
 		// A record of ours that does not live here is shown as a
 		// problem and never acted on: no cleanup, no watcher.
-		if err := checkHome(ctx, env, r.repo, &p); err != nil {
+		if err := stage.CheckHome(ctx, env, r.repo, &p); err != nil {
 			return nil, err.Error(), nil
 		}
 	}
 	p, problem := r.interrupted(p)
-	if p.Phase == PhaseTidied && !r.all {
+	if p.Phase == stage.PhaseTidied && !r.all {
 		return nil, problem, nil
 	}
-	ps := placeStatus(&p, env.clock())
+	ps := placeStatus(&p, env.ClockNow())
 	if p.Host == env.Host {
 		spent(ctx, r.book, r.repo.CommonDir, &p, p.Current, &ps.Stage)
 		if ps.Previous != nil {
@@ -352,13 +353,13 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 		}
 	}
 	ps.Watcher = p.Watcher
-	if p.Host == env.Host && p.Phase == PhaseMade {
+	if p.Host == env.Host && p.Phase == stage.PhaseMade {
 		ps.Child = openChildProgress(ctx, env, r.store, &p)
 	}
-	ps.NeedsWatcher = needsWatcher(ctx, env, &p)
+	ps.NeedsWatcher = stage.NeedsWatcher(ctx, env, &p)
 	ps.Agent = agentStatus(ctx, env, &p)
-	if p.Host == env.Host && p.Phase == PhaseMade {
-		ps.Stage.Next = nextStep(&p, agentStateOf(ps.Agent))
+	if p.Host == env.Host && p.Phase == stage.PhaseMade {
+		ps.Stage.Next = stage.NextStep(&p, agentStateOf(ps.Agent))
 	}
 	ps.Worktree, ps.Foreign = r.worktree(&p)
 	if claim != nil {
@@ -379,14 +380,14 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 // a launch of the same place, finishes it or removes what it made) and a
 // readying cut short, shown as the interruption the engine's next step
 // records.
-func (r *statusReader) interrupted(p Place) (Place, string) {
+func (r *statusReader) interrupted(p stage.Place) (stage.Place, string) {
 	if p.Host != r.env.Host {
 		return p, ""
 	}
-	if l := p.Launcher; p.Phase == PhaseMaking && (l == nil || !refs.ProcessAlive(l.Host, l.PID, r.env.Host)) {
+	if l := p.Launcher; p.Phase == stage.PhaseMaking && (l == nil || !refs.ProcessAlive(l.Host, l.PID, r.env.Host)) {
 		return p, fmt.Sprintf("the launch of %s was interrupted: git flume tidy finishes the place or removes what it made", p.ID)
 	}
-	if ready, ok := interruptedReady(r.env, &p); ok {
+	if ready, ok := stage.InterruptedReady(r.env, &p); ok {
 		p.Ready = ready
 	}
 	return p, ""
@@ -394,13 +395,13 @@ func (r *statusReader) interrupted(p Place) (Place, string) {
 
 // worktree says where place p's worktree stands, and whether the place is
 // another host's.
-func (r *statusReader) worktree(p *Place) (state string, foreign bool) {
+func (r *statusReader) worktree(p *stage.Place) (state string, foreign bool) {
 	switch {
 	case p.Host != r.env.Host:
 		return "elsewhere", true
 	case r.present(p):
 		return "present", false
-	case p.Phase == PhaseTidied:
+	case p.Phase == stage.PhaseTidied:
 		return "removed", false
 	}
 	return "missing", false
@@ -415,13 +416,13 @@ func agentStateOf(a *AgentStatus) string {
 }
 
 // agentStatus is the current stage's agent as status shows it.
-func agentStatus(ctx context.Context, env *Env, p *Place) *AgentStatus {
-	a := currentRun(p)
+func agentStatus(ctx context.Context, env *stage.Env, p *stage.Place) *AgentStatus {
+	a := stage.CurrentRun(p)
 	if a == nil {
 		return nil
 	}
-	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: agentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends,
-		State: agentState(ctx, env, p)}
+	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: stage.AgentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends,
+		State: stage.AgentState(ctx, env, p)}
 }
 
 // readOne reads the named records (one place's and its claim) as List
@@ -446,12 +447,12 @@ func readOne(ctx context.Context, store *refs.Store, names ...string) ([]*refs.R
 	return records, problems, nil
 }
 
-func placeStatus(p *Place, now time.Time) PlaceStatus {
+func placeStatus(p *stage.Place, now time.Time) PlaceStatus {
 	ps := PlaceStatus{
 		Place: p.ID, Repo: p.Repo, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch,
 		Path: p.Path, Target: p.Target, Base: p.Base, Brief: p.Brief, Host: p.Host,
 		Created: p.Created, Phase: p.Phase, Dropped: p.Dropped != nil,
-		Ready: ReadyStatus{OK: true}, Children: append([]string{}, p.Children...), Delegation: delegationState(p),
+		Ready: ReadyStatus{OK: true}, Children: append([]string{}, p.Children...), Delegation: stage.DelegationState(p),
 	}
 	if p.Parent != nil {
 		ps.Parent = p.Parent.Parent
@@ -461,7 +462,7 @@ func placeStatus(p *Place, now time.Time) PlaceStatus {
 		s := p.Stages[p.Current]
 		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, Run: s.Runs, State: s.State,
 			Need: s.Need, Reason: s.Reason, Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started,
-			BudgetMs: s.BudgetMs, Snapshots: append([]Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
+			BudgetMs: s.BudgetMs, Snapshots: append([]stage.Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
 		if s.Started != nil {
 			end := now // the timers' clock (Env.Clock), as the engine reads it
 			if s.Ended != nil {
@@ -474,7 +475,7 @@ func placeStatus(p *Place, now time.Time) PlaceStatus {
 		s := p.Stages[c-1]
 		ps.Previous = &StageStatus{Index: c, Count: len(p.Stages), Name: s.Name, Run: s.Runs, State: s.State, Need: s.Need, Reason: s.Reason,
 			Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started, BudgetMs: s.BudgetMs,
-			Snapshots: append([]Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
+			Snapshots: append([]stage.Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
 		if s.Started != nil && s.Ended != nil {
 			ps.Previous.ElapsedMs = s.Ended.Sub(*s.Started).Milliseconds()
 		}
@@ -500,7 +501,7 @@ type usageCache struct {
 // EnsureWatchers starts a watcher for each place of st that needs one (a
 // stage that runs, no live watcher): env.StartWatcher runs it detached.
 // With no StartWatcher none is started.
-func EnsureWatchers(env *Env, repoDir string, st *Status) {
+func EnsureWatchers(env *stage.Env, repoDir string, st *Status) {
 	if env.StartWatcher == nil || st == nil {
 		return
 	}

@@ -1,0 +1,37 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// FuzzStatusShowsAnyCheckedRecord_R5: a record the store's check accepts,
+// whatever its bytes, is shown by status (its view and its table) without a
+// panic (issue 13: `current: -5` panicked status).
+func FuzzStatusShowsAnyCheckedRecord_R5(f *testing.F) {
+	seed, err := os.ReadFile("../testdata/place-record.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"schema":1,"kind":"place","current":-5,"stages":[]}`))
+	f.Add([]byte(`{"schema":1,"kind":"place","current":99}`))
+	store := refs.New(nil)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := store.Check("refs/flume/places/fix--one", data); err != nil {
+			return
+		}
+		var p stage.Place
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatalf("the check accepted a record that does not decode: %v", err)
+		}
+		ps := placeStatus(&p, time.Now())
+		WriteStatusTable(io.Discard, &Status{Schema: 1, Places: []PlaceStatus{ps}})
+	})
+}
