@@ -137,7 +137,7 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		st.Blocked(BlockReady, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit))
 		return write("blocked: place not ready")
 	}
-	head, err := repo.ResolveRef(ctx, p.branchRef())
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if err != nil {
 		return false, fmt.Errorf("branch %s: %w", p.Branch, err)
 	}
@@ -158,13 +158,13 @@ func startStage(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	if ok, err := write(fmt.Sprintf("starting %s (session %s)", a.Program, a.Session)); !ok {
 		return false, err
 	}
-	env.fault("start:recorded")
+	env.FaultAt("start:recorded")
 	if err := beginRun(ctx, env, repo.CommonDir, p, st, run); err != nil {
 		return true, err
 	}
 	if a.Pane != "print" { // the operator starts it
 		report(ctx, env, p, st)
-		env.fault("start:started")
+		env.FaultAt("start:started")
 	}
 	return true, nil
 }

@@ -135,7 +135,7 @@ func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, places []*Place)
 	var names []string
 	for _, p := range places {
 		if p.Host == env.Host {
-			names = append(names, p.branchRef(), "refs/heads/"+p.Target)
+			names = append(names, p.BranchRef(), "refs/heads/"+p.Target)
 		}
 	}
 	tips, err := repo.RefValues(ctx, names) // the packed refs read once for all
@@ -162,7 +162,7 @@ func radarPlaces(ctx context.Context, env *Env, repo *git.Repo, places []*Place)
 			}
 			continue
 		}
-		o.head, o.target = tips[p.branchRef()], tips["refs/heads/"+p.Target]
+		o.head, o.target = tips[p.BranchRef()], tips["refs/heads/"+p.Target]
 		if o.head == "" || o.target == "" {
 			continue
 		}
@@ -653,11 +653,11 @@ func refreshPlaceFingerprint(ctx context.Context, env *Env, repo *git.Repo, stor
 	if err != nil {
 		return err
 	}
-	tips, err := repo.RefValues(ctx, []string{p.branchRef(), "refs/heads/" + p.Target})
+	tips, err := repo.RefValues(ctx, []string{p.BranchRef(), "refs/heads/" + p.Target})
 	if err != nil {
 		return err
 	}
-	return refreshFingerprint(ctx, env, repo, store, p, tips[p.branchRef()], tips["refs/heads/"+p.Target], false)
+	return refreshFingerprint(ctx, env, repo, store, p, tips[p.BranchRef()], tips["refs/heads/"+p.Target], false)
 }
 
 // refreshFingerprint takes place p's fingerprint at its branch's head
@@ -692,7 +692,7 @@ func refreshFingerprint(ctx context.Context, env *Env, repo *git.Repo, store *re
 	if radar.Same(p.Fingerprint, fp) || (p.Fingerprint == nil && len(fp.Files) == 0 && fp.Snapshot == "") {
 		return nil // nothing new, or nothing yet to tell of
 	}
-	_, err = editPlace(ctx, store, id, func(p *Place) (string, error) {
+	_, err = EditPlace(ctx, store, id, func(p *Place) (string, error) {
 		if err := owned(env, p); err != nil {
 			return "", err // R7
 		}

@@ -54,8 +54,8 @@ func owned(env *Env, p *Place) error {
 	return nil
 }
 
-// gate reads a place and its claim and refuses another live session's.
-func gate(ctx context.Context, env *Env, store *refs.Store, id string, g GateOptions) (*refs.Record, *Place, error) {
+// ReadGated reads a place and its claim and refuses another live session's.
+func ReadGated(ctx context.Context, env *Env, store *refs.Store, id string, g GateOptions) (*refs.Record, *Place, error) {
 	rec, p, err := ReadPlace(ctx, store, id)
 	if err != nil {
 		return nil, nil, err
@@ -100,7 +100,7 @@ func Tell(ctx context.Context, env *Env, o TellOptions) error {
 	if err != nil {
 		return err
 	}
-	_, p, err := gate(ctx, env, store, id, g)
+	_, p, err := ReadGated(ctx, env, store, id, g)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func Stop(ctx context.Context, env *Env, o PlaceOptions) error {
 	// record already says so.
 	ended := false
 	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		rec, p, err := gate(ctx, env, store, id, g)
+		rec, p, err := ReadGated(ctx, env, store, id, g)
 		if err != nil {
 			return err
 		}
@@ -208,12 +208,12 @@ func Stop(ctx context.Context, env *Env, o PlaceOptions) error {
 // (A5), and follows it as launch does. A running agent is ended first only
 // with force.
 func Retry(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
-	return restart(ctx, env, o, restartHow{verb: "retry", check: func(p *Place) error { return nil }})
+	return RestartStage(ctx, env, o, RestartRules{Verb: "retry", Check: func(p *Place) error { return nil }})
 }
 
 // GoOn runs a question's round again with a fresh agent (K4).
 func GoOn(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
-	return restart(ctx, env, o, restartHow{verb: "go on", check: func(p *Place) error {
+	return RestartStage(ctx, env, o, RestartRules{Verb: "go on", Check: func(p *Place) error {
 		if p.PlaceKind != "question" {
 			return &RefusedError{Place: o.Place, Reason: "go-on runs a question's round again; this is a " + p.PlaceKind}
 		}
@@ -221,23 +221,24 @@ func GoOn(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 	}})
 }
 
-// restartHow is what starting a stage again checks and carries.
-type restartHow struct {
-	verb string
-	// check refuses a place this verb does not apply to, as read.
-	check func(*Place) error
-	// delivered lets a delivered stage start again (reopen).
-	delivered bool
-	// followup is told to the fresh agent after the stage's prompt.
-	followup string
-	// resume: the stage's last agent's own session goes on, told only
-	// followup, where its program can resume one (issue 27).
-	resume bool
+// RestartRules is what starting a stage again checks and carries.
+type RestartRules struct {
+	// Verb names the operator's verb in what is refused.
+	Verb string
+	// Check refuses a place this verb does not apply to, as read.
+	Check func(*Place) error
+	// Delivered lets a delivered stage start again (reopen).
+	Delivered bool
+	// Followup is told to the fresh agent after the stage's prompt.
+	Followup string
+	// Resume: the stage's last agent's own session goes on, told only
+	// Followup, where its program can resume one (issue 27).
+	Resume bool
 }
 
-func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Place, error) {
+func RestartStage(ctx context.Context, env *Env, o PlaceOptions, how RestartRules) (*Place, error) {
 	repoDir, id, force, g := o.Repo, o.Place, o.Force, o.Gate
-	verb, check := how.verb, how.check
+	verb, check := how.Verb, how.Check
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -255,7 +256,7 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 	// decided again, never reported as the caller's failure. Ending an
 	// agent that is already gone does nothing, so a second pass is safe.
 	err = refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		rec, p, err := gate(ctx, env, store, id, g)
+		rec, p, err := ReadGated(ctx, env, store, id, g)
 		if err != nil {
 			return err
 		}
@@ -276,14 +277,14 @@ func restart(ctx context.Context, env *Env, o PlaceOptions, how restartHow) (*Pl
 			}
 		}
 		if st.State == StateDelivered || st.State == StateLanded {
-			if p.PlaceKind != "question" && !how.delivered {
+			if p.PlaceKind != "question" && !how.Delivered {
 				return &RefusedError{Place: id, Reason: "stage " + st.Name + " was delivered; nothing to " + verb}
 			}
 			st.Report, st.ReportMissing, st.Landing, st.Ended = nil, false, nil, nil
 		}
-		st.Followup = cmp.Or(how.followup, nextRoundNote(st))
+		st.Followup = cmp.Or(how.Followup, nextRoundNote(st))
 		st.Resume = nil
-		if a := st.Agent; how.resume && a != nil && a.Transcript != "" && !a.Printed() {
+		if a := st.Agent; how.Resume && a != nil && a.Transcript != "" && !a.Printed() {
 			st.Resume = &ResumeFrom{Program: a.Program, Session: a.Session, Transcript: a.Transcript}
 		}
 		// W3: what the ended agent left uncommitted is kept before anyone

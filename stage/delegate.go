@@ -89,8 +89,8 @@ func DelegationState(p *Place) string {
 	return DelegationWorking
 }
 
-// delegationOpen reports a delegation its commissioner has not resolved.
-func delegationOpen(p *Place) bool {
+// DelegationOpen reports a delegation its commissioner has not resolved.
+func DelegationOpen(p *Place) bool {
 	switch DelegationState(p) {
 	case DelegationWorking, DelegationFinished, DelegationBlocked:
 		return true
@@ -196,7 +196,7 @@ func OpenChild(ctx context.Context, store *refs.Store, p *Place) (string, error)
 		if err != nil {
 			return "", err
 		}
-		if c.Parent != nil && c.Parent.Parent == p.ID && delegationOpen(c) {
+		if c.Parent != nil && c.Parent.Parent == p.ID && DelegationOpen(c) {
 			return id, nil
 		}
 	}
@@ -212,11 +212,11 @@ func delegate(ctx context.Context, env *Env, repo *git.Repo, c *commission, opts
 	if opts.From != "" {
 		return "", "", nil, fmt.Errorf("a delegated place starts from its commissioner's branch head; --from %s is refused", opts.From)
 	}
-	head, err := repo.ResolveRef(ctx, c.p.branchRef())
+	head, err := repo.ResolveRef(ctx, c.p.BranchRef())
 	if err != nil {
 		return "", "", nil, fmt.Errorf("commissioner %s: branch %s: %w", c.p.ID, c.p.Branch, err)
 	}
-	d = &Delegation{Parent: c.p.ID, Stage: c.p.Current, Run: c.p.Stages[c.p.Current].Runs, At: env.now()}
+	d = &Delegation{Parent: c.p.ID, Stage: c.p.Current, Run: c.p.Stages[c.p.Current].Runs, At: env.NowUTC()}
 	return c.p.Branch, head, d, nil
 }
 
@@ -275,10 +275,10 @@ func promptNotes(p *Place, st *StageRecord, role *Role) string {
 	return b.String()
 }
 
-// commissioned refuses a delegation verb on p unless p is a delegated
+// CheckCommissioner refuses a delegation verb on p unless p is a delegated
 // place and the caller is its commissioner's agent or a person (no place
 // of its own): a child never resolves itself, nor does another place.
-func commissioned(env *Env, p *Place, verb string) error {
+func CheckCommissioner(env *Env, p *Place, verb string) error {
 	if p.Parent == nil {
 		return &RefusedError{Place: p.ID, Reason: "it is not a delegated place; there is nothing to " + verb}
 	}

@@ -46,7 +46,7 @@ func Drop(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 		if err := cs.Gate(id, gate.Session, gate.TakeOver); err != nil {
 			return err
 		}
-		at := env.now()
+		at := env.NowUTC()
 		p.Dropped = &at
 		msg := "drop " + id
 		// X5: a dropped place's agent is ended now, verified gone; one
@@ -116,7 +116,7 @@ func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
 // markAgentEnded records that the current stage's agent ended (tidy ended
 // it and verified it gone), re-reading on a lost race.
 func markAgentEnded(ctx context.Context, env *Env, store *refs.Store, id string) (*refs.Record, error) {
-	return editPlace(ctx, store, id, func(p *Place) (string, error) {
+	return EditPlace(ctx, store, id, func(p *Place) (string, error) {
 		a := p.Stages[p.Current].Agent
 		if a == nil || a.Ended {
 			return "", refs.ErrNoChange

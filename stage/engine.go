@@ -254,7 +254,7 @@ func step(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec 
 		var written *Place
 		effects := run.Effects{
 			Panes: env.Engine.runPanes(st.Agent),
-			Fault: env.fault,
+			Fault: env.FaultAt,
 			Fresh: func(ctx context.Context) error { return fresh(ctx, repo, rec) },
 			// A stage's end keeps what its agent left (W3).
 			Keep: func(ctx context.Context, snapshot string) error {
@@ -333,7 +333,7 @@ func Observe(ctx context.Context, env *Env, repo *git.Repo, p *Place, st *StageR
 		Taken: takenTranscripts(p),
 		Now:   env.ClockNow(),
 		Deliverable: func(ctx context.Context) (bool, string, error) {
-			head, err := repo.ResolveRef(ctx, p.branchRef())
+			head, err := repo.ResolveRef(ctx, p.BranchRef())
 			if err != nil && !errors.Is(err, git.ErrNotExist) {
 				return false, "", err
 			}
@@ -364,7 +364,7 @@ func placeGone(repo *git.Repo, p *Place) string {
 	switch branch, err := repo.WorktreeBranch(p.Path); {
 	case err != nil:
 		return fmt.Sprintf("its place's folder %s is no longer a worktree of this repository", p.Path)
-	case branch != "" && branch != p.branchRef():
+	case branch != "" && branch != p.BranchRef():
 		return fmt.Sprintf("its place's worktree %s is on %s, not the place's branch %s", p.Path, strings.TrimPrefix(branch, "refs/heads/"), p.Branch)
 	}
 	return ""

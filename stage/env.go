@@ -49,7 +49,7 @@ type NotARepoError struct {
 	Reason string
 }
 
-func (e *Env) fault(point string) {
+func (e *Env) FaultAt(point string) {
 	if e.Fault != nil {
 		e.Fault(point)
 	}
@@ -70,7 +70,7 @@ func (e *Env) Open(ctx context.Context, dir string) (*git.Repo, *refs.Store, err
 	return repo, s, nil
 }
 
-func (e *Env) now() time.Time { return e.Now().UTC() }
+func (e *Env) NowUTC() time.Time { return e.Now().UTC() }
 
 // agentName is the agent program a place uses: the one it names, else the
 // engine's default (FLUME_AGENT), else claude.

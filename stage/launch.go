@@ -225,7 +225,7 @@ func newPlace(env *Env, opts LaunchOptions, kind Kind, mainPath, target, base st
 		Path:   filepath.Join(mainPath, PlacesDir, id),
 		Branch: kind.Name + "/" + opts.Name,
 		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane),
-		Host: env.Host, Created: env.now(),
+		Host: env.Host, Created: env.NowUTC(),
 		Phase:    PhaseMaking,
 		Launcher: &Proc{PID: env.PID, Host: env.Host},
 	}
@@ -283,7 +283,7 @@ func makePlace(ctx context.Context, env *Env, repo *git.Repo, steps, store *refs
 	if _, err := os.Lstat(p.Path); err == nil {
 		return nil, &ExistsError{What: "path", Value: p.Path}
 	}
-	if id, err := repo.RefValue(ctx, p.branchRef()); err != nil {
+	if id, err := repo.RefValue(ctx, p.BranchRef()); err != nil {
 		return nil, err
 	} else if id != "" {
 		return nil, &ExistsError{What: "branch", Value: p.Branch}
@@ -462,7 +462,7 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 	}
 	// Others may have moved the record meanwhile (a drop, a claim); only
 	// the readying result is ours to set.
-	rec, err = editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	rec, err = EditPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
 		cur.Ready = result
 		*p = *cur
 		return msg, nil

@@ -76,7 +76,7 @@ func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 		return
 	}
 	ev := Event{Schema: 1, Event: st.State, Place: p.ID, Repo: p.Repo, Branch: p.Branch, Stage: st.Name, Index: i + 1,
-		Count: len(p.Stages), Need: st.Need, Reason: st.Reason, Delivered: st.Delivered, At: env.now()}
+		Count: len(p.Stages), Need: st.Need, Reason: st.Reason, Delivered: st.Delivered, At: env.NowUTC()}
 	ev.Message = fmt.Sprintf("%s: stage %s %s", p.ID, st.Name, st.State)
 	switch {
 	case st.Need != "":
@@ -109,7 +109,7 @@ func notifyConflict(ctx context.Context, env *Env, repo *git.Repo, p *Place, c C
 	if err != nil || cfg.Notify.Command == "" {
 		return
 	}
-	ev := Event{Schema: 1, Event: "conflict", Place: p.ID, Repo: p.Repo, Branch: p.Branch, At: env.now(),
+	ev := Event{Schema: 1, Event: "conflict", Place: p.ID, Repo: p.Repo, Branch: p.Branch, At: env.NowUTC(),
 		Message: fmt.Sprintf("%s now conflicts with %s in %s", p.ID, c.With, strings.Join(c.Files, ", ")),
 		Reply:   "git flume land-order", Conflict: &c}
 	ev.Message += "; see: " + ev.Reply
@@ -154,7 +154,7 @@ func endSummary(ctx context.Context, env *Env, repo *git.Repo, p *Place) string 
 		return b.String()
 	}
 	defer f.Close()
-	stamp := env.now().UTC().Format("2006-01-02 15:04:05")
+	stamp := env.NowUTC().UTC().Format("2006-01-02 15:04:05")
 	if err != nil {
 		fmt.Fprintf(f, "%s cost summary: not read: %v\n", stamp, err)
 		return ""

@@ -273,12 +273,12 @@ func savePlace(ctx context.Context, s *refs.Store, rec *refs.Record, p *Place, m
 	return w[0], nil
 }
 
-// editPlace is a read–decide–write loop on place id under the store's
+// EditPlace is a read–decide–write loop on place id under the store's
 // retry policy (R2): decide gets the place as it stands now, changes it
 // and says what moved, or returns refs.ErrNoChange to write nothing. A
 // record moved meanwhile is read again and decide runs again, so decide
 // must have no side effects. It returns the record as it stands after.
-func editPlace(ctx context.Context, s *refs.Store, id string, decide func(p *Place) (msg string, err error)) (*refs.Record, error) {
+func EditPlace(ctx context.Context, s *refs.Store, id string, decide func(p *Place) (msg string, err error)) (*refs.Record, error) {
 	return s.Edit(ctx, PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
 		if cur == nil {
 			return refs.Change{}, &NotFoundError{Place: id}
@@ -295,7 +295,7 @@ func editPlace(ctx context.Context, s *refs.Store, id string, decide func(p *Pla
 	})
 }
 
-func (p *Place) branchRef() string { return "refs/heads/" + p.Branch }
+func (p *Place) BranchRef() string { return "refs/heads/" + p.Branch }
 
 // ReadPlaceNames lists the repository's place ids from their ref names
 // alone (one git process): for shell completion.

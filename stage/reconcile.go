@@ -59,7 +59,7 @@ func removeHalfMade(ctx context.Context, repo *git.Repo, p *Place) (work string,
 		// The path did not exist when the record was made (checked under
 		// the launch lock), so a worktree there is this launch's own, on
 		// its branch or still detached if `worktree add` was cut short.
-		if wt.Path == p.Path && !wt.Main && (wt.Branch == p.branchRef() || wt.Branch == "") {
+		if wt.Path == p.Path && !wt.Main && (wt.Branch == p.BranchRef() || wt.Branch == "") {
 			work, err := holdsWork(ctx, repo, p, wt)
 			if err != nil {
 				return "", fmt.Errorf("cannot tell whether the interrupted launch's worktree %s holds work, so it stays: %w", p.Path, err)
@@ -98,11 +98,11 @@ func removeHalfMade(ctx context.Context, repo *git.Repo, p *Place) (work string,
 // X2), and the record says tidied. A record moved meanwhile was settled by
 // another.
 func undoLaunch(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place) (bool, error) {
-	head, err := repo.ResolveRef(ctx, p.branchRef())
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	var hold []string
 	switch {
 	case err == nil && head == p.Base:
-		if err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.branchRef(), Old: head}}); err != nil {
+		if err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.BranchRef(), Old: head}}); err != nil {
 			return false, err
 		}
 		// X2: the base (record input, maybe a commit only the branch
@@ -112,7 +112,7 @@ func undoLaunch(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return false, err
 	}
 	p.Phase, p.Launcher = PhaseTidied, nil
-	p.Tidied = &TidyRecord{At: env.now(), Reason: "launch interrupted"}
+	p.Tidied = &TidyRecord{At: env.NowUTC(), Reason: "launch interrupted"}
 	_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Hold: hold, Message: fmt.Sprintf("launch %s: interrupted, cleaned up", p.ID)}})
 	var conflict *refs.ConflictError
 	if errors.As(err, &conflict) {
@@ -126,7 +126,7 @@ func undoLaunch(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 // the base's (untracked or changed, read through a throwaway index). ""
 // means none: removing it loses nothing.
 func holdsWork(ctx context.Context, repo *git.Repo, p *Place, wt git.Worktree) (string, error) {
-	head, err := repo.ResolveRef(ctx, p.branchRef())
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if err == nil && head != p.Base {
 		return fmt.Sprintf("its branch %s moved to %.12s", p.Branch, head), nil
 	}

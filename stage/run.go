@@ -184,20 +184,20 @@ func setUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, 
 	if err != nil {
 		return nil, err
 	}
-	env.fault("run:copied")
+	env.FaultAt("run:copied")
 	deps, err := setUpDeps(ctx, env, repo, p, d)
 	if err != nil {
 		return nil, err
 	}
-	env.fault("run:deps")
+	env.FaultAt("run:deps")
 	setup := &RunSetup{Compose: d.Compose, Env: files, Deps: deps}
 	if len(d.Ports) > 0 {
 		if setup.Lease, setup.Ports, err = leasePorts(ctx, env, repo, store, p, d); err != nil {
 			return nil, err
 		}
-		env.fault("run:leased")
+		env.FaultAt("run:leased")
 	}
-	rec, err := editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	rec, err := EditPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
 		cur.Run = setup
 		*p = *cur
 		return fmt.Sprintf("launch %s: run set up (%d ports, %d env files)", p.ID, len(setup.Ports), len(setup.Env)), nil
@@ -284,7 +284,7 @@ func leasePorts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 			continue
 		}
 		lease := Lease{Schema: 1, Kind: "lease", Host: env.Host, Repo: p.Repo, Place: p.ID, First: first, Count: n,
-			Ports: map[string]int{}, PID: env.PID, At: env.now()}
+			Ports: map[string]int{}, PID: env.PID, At: env.NowUTC()}
 		for i, name := range d.Ports {
 			lease.Ports[name] = first + i
 		}
@@ -554,7 +554,7 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	if _, err := EditPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
 		if cur.Run == nil {
 			return "", refs.ErrNoChange
 		}

@@ -35,7 +35,7 @@ func takeSnapshot(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord
 	if err != nil || len(dirty) == 0 {
 		return nil, err
 	}
-	head, err := repo.ResolveRef(ctx, p.branchRef())
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 	if err != nil {
 		return nil, nil, err
 	}
-	rec, p, err := gate(ctx, env, store, id, g)
+	rec, p, err := ReadGated(ctx, env, store, id, g)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,7 +119,7 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 	if st.Start != nil {
 		tree = st.Start.Tree
 	}
-	kept, err := resetPlace(ctx, repo, p, st, st.Base, tree, "flume rollback "+id)
+	kept, err := ResetPlace(ctx, repo, p, st, st.Base, tree, "flume rollback "+id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,7 +140,7 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 		if !errors.As(err, &conflict) {
 			return nil, nil, err
 		}
-		if _, err := editPlace(ctx, store, id, func(cur *Place) (string, error) {
+		if _, err := EditPlace(ctx, store, id, func(cur *Place) (string, error) {
 			if cur.Current != p.Current {
 				return "", fmt.Errorf("%s: its stage moved on while it was rolled back", id)
 			}
@@ -154,13 +154,13 @@ func Rollback(ctx context.Context, env *Env, o PlaceOptions) (*Place, *Snapshot,
 	return p, kept, nil
 }
 
-// resetPlace moves place p's branch to commit to and its work tree to to
+// ResetPlace moves place p's branch to commit to and its work tree to to
 // with tree's files over it (W5): what it replaces is kept first, the
 // dirty work tree in a snapshot of stage st, else commits beyond to at a
 // ref of their own. It returns what it kept, nil when nothing needed
 // keeping (already there, clean).
-func resetPlace(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, to, tree, reflog string) (*Snapshot, error) {
-	head, err := repo.ResolveRef(ctx, p.branchRef())
+func ResetPlace(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, to, tree, reflog string) (*Snapshot, error) {
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func resetPlace(ctx context.Context, repo *git.Repo, p *Place, st *StageRecord, 
 		}
 	}
 	if head != to {
-		if err := repo.UpdateRefsLogged(ctx, reflog, []git.RefUpdate{{Op: git.Update, Name: p.branchRef(), New: to, Old: head}}); err != nil {
+		if err := repo.UpdateRefsLogged(ctx, reflog, []git.RefUpdate{{Op: git.Update, Name: p.BranchRef(), New: to, Old: head}}); err != nil {
 			return nil, err
 		}
 	}

@@ -122,7 +122,7 @@ type judgement struct {
 // (the whole branch diff's patch id equals one target commit's).
 func judge(ctx context.Context, repo *git.Repo, p *Place) (judgement, error) {
 	var j judgement
-	head, err := repo.ResolveRef(ctx, p.branchRef())
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if errors.Is(err, git.ErrNotExist) {
 		return j, nil
 	}
@@ -216,7 +216,7 @@ func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store,
 	if opts.DryRun {
 		return res, nil
 	}
-	env.fault("tidy:removed")
+	env.FaultAt("tidy:removed")
 	if err := recordTidy(ctx, env, store, rec, p, j, cs, res); err != nil {
 		return res, err
 	}
@@ -320,8 +320,8 @@ func tidyWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place, wts [
 		return "", nil
 	case wt.Main || filepath.Dir(wt.Path) != filepath.Join(p.Repo, PlacesDir):
 		return "worktree " + wt.Path + " is not a place flume made", nil
-	case wt.Branch != p.branchRef():
-		return fmt.Sprintf("worktree is on %s, not on %s", orDetached(wt.Branch), p.branchRef()), nil
+	case wt.Branch != p.BranchRef():
+		return fmt.Sprintf("worktree is on %s, not on %s", orDetached(wt.Branch), p.BranchRef()), nil
 	case wt.Locked:
 		kept := "worktree is locked"
 		if wt.LockReason != "" {
@@ -375,7 +375,7 @@ func tidyBranch(ctx context.Context, repo *git.Repo, p *Place, j judgement, dryR
 	case dryRun:
 		res.Branch = "would-delete"
 	default:
-		err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.branchRef(), Old: j.head}})
+		err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.BranchRef(), Old: j.head}})
 		var conflict *git.ConflictError
 		if errors.As(err, &conflict) {
 			return fmt.Sprintf("branch %s moved while it was judged", p.Branch), nil
@@ -419,7 +419,7 @@ func recordTidy(ctx context.Context, env *Env, store *refs.Store, rec *refs.Reco
 		}
 		first = false
 		p.Phase, p.Kept = PhaseTidied, ""
-		p.Tidied = &TidyRecord{At: env.now(), Reason: res.Reason, BranchHead: j.head}
+		p.Tidied = &TidyRecord{At: env.NowUTC(), Reason: res.Reason, BranchHead: j.head}
 		// A stage still under way ends with its place: status never shows
 		// a tidied place starting, its clock ticking.
 		endStage(&p.Stages[p.Current], StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.ClockNow())

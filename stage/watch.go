@@ -104,7 +104,7 @@ func Watch(ctx context.Context, env *Env, repoDir, id string, interval, lifetime
 // holds it (then there is nothing for me to do).
 func takeWatch(ctx context.Context, env *Env, store *refs.Store, id string, me *Proc) (held bool, err error) {
 	errHeld := errors.New("held")
-	_, err = editPlace(ctx, store, id, func(p *Place) (string, error) {
+	_, err = EditPlace(ctx, store, id, func(p *Place) (string, error) {
 		if err := owned(env, p); err != nil {
 			return "", err // R7: another host's record is never written here
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/delegation"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -303,7 +304,7 @@ func exitCode(w io.Writer, err error) int {
 		wsBad    *promote.InvalidError
 		wsRefuse *promote.RefusedError
 		unchosen *stage.RemoteUnchosenError
-		lost     *stage.LostError
+		lost     *delegation.LostError
 	)
 	switch {
 	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind), errors.As(err, &wsBad), errors.As(err, &unchosen):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/delegation"
 )
 
 // The commissioner's verbs on a delegated place (issue 17). Each is run by
@@ -30,7 +31,7 @@ func acceptCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			p, err := stage.Accept(c.Context, a.stageEnv(), po)
+			p, err := delegation.Accept(c.Context, a.stageEnv(), po)
 			if err != nil {
 				return err
 			}
@@ -50,16 +51,16 @@ func printKept(a *app, p *stage.Place) {
 
 func reopenCommand(a *app) *cli.Command {
 	return delegateTextCommand(a, "reopen", "why", "send a finished delegated place back: a fresh agent on its current stage, told why",
-		true, stage.Reopen)
+		true, delegation.Reopen)
 }
 
 func unblockCommand(a *app) *cli.Command {
 	return delegateTextCommand(a, "unblock", "with", "move a blocked delegated place on: its waiting agent told TEXT, or a fresh agent told it",
-		false, stage.Unblock)
+		false, delegation.Unblock)
 }
 
 func delegateTextCommand(a *app, name, flag, usage string, required bool,
-	run func(context.Context, *stage.Env, stage.DelegateOptions) (*stage.Place, error)) *cli.Command {
+	run func(context.Context, *stage.Env, delegation.DelegateOptions) (*stage.Place, error)) *cli.Command {
 	text := "TEXT"
 	if required {
 		text = "REASON"
@@ -82,7 +83,7 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 			if err != nil {
 				return err
 			}
-			p, err := run(c.Context, a.stageEnv(), stage.DelegateOptions{PlaceOptions: po, Text: c.String(flag)})
+			p, err := run(c.Context, a.stageEnv(), delegation.DelegateOptions{PlaceOptions: po, Text: c.String(flag)})
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/delegation"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -425,7 +426,7 @@ func rollbackCommand(a *app) *cli.Command {
 				if err != nil {
 					return err
 				}
-				p, err := stage.RollbackDelegation(c.Context, a.stageEnv(), po)
+				p, err := delegation.RollbackDelegation(c.Context, a.stageEnv(), po)
 				if err != nil {
 					return err
 				}

@@ -1,9 +1,4 @@
-// The commissioner's verbs on its delegated place (issue 17): accept,
-// reopen, unblock, rollback. Each reads, decides and writes by CAS, and
-// each can be run again after an interruption: it goes on from what the
-// records and git show.
-
-package stage
+package delegation
 
 import (
 	"context"
@@ -16,11 +11,12 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // DelegateOptions name a delegated place and what its commissioner says.
 type DelegateOptions struct {
-	PlaceOptions
+	stage.PlaceOptions
 	// Text is reopen's reason (--why) or unblock's answer (--with).
 	Text string
 }
@@ -46,7 +42,7 @@ func lockDelegation(ctx context.Context, store *refs.Store, commissioner string)
 // then takes its commissioner's delegation lock and reads it again: the
 // caller decides from what the verb that ran before it left. It returns
 // the unlock.
-func lockedDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, verb string) (*Place, func(), error) {
+func lockedDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*stage.Place, func(), error) {
 	p, err := readDelegated(ctx, env, store, o, verb)
 	if err != nil {
 		return nil, nil, err
@@ -55,7 +51,7 @@ func lockedDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOp
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, p, err = gate(ctx, env, store, o.Place, o.Gate); err != nil {
+	if _, p, err = stage.ReadGated(ctx, env, store, o.Place, o.Gate); err != nil {
 		l.Unlock()
 		return nil, nil, err
 	}
@@ -86,15 +82,15 @@ func verbed(verb string) string {
 // blocked stage whose deliverable arrived is delivered), then reads it
 // through the session gate (R8) and refuses a caller who is neither its
 // commissioner nor a person.
-func readDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, verb string) (*Place, error) {
+func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*stage.Place, error) {
 	// Bring the record up to what its agent did; the gate reads it as it
 	// is either way, and a step that fails is taken again by the next.
-	_, _ = Advance(ctx, env, o.Repo, o.Place)
-	_, p, err := gate(ctx, env, store, o.Place, o.Gate)
+	_, _ = stage.Advance(ctx, env, o.Repo, o.Place)
+	_, p, err := stage.ReadGated(ctx, env, store, o.Place, o.Gate)
 	if err != nil {
 		return nil, err
 	}
-	return p, commissioned(env, p, verb)
+	return p, stage.CheckCommissioner(env, p, verb)
 }
 
 // Accept makes a finished delegated place's work part of its
@@ -104,7 +100,7 @@ func readDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOpti
 // as landed. A place with an open delegation of its own is refused; so is
 // a merge git refuses (a conflict, or local changes it would overwrite),
 // with git's words and nothing changed.
-func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
+func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
 	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -114,42 +110,42 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 		return nil, err
 	}
 	defer unlock()
-	switch state := DelegationState(p); {
-	case state == DelegationRolledBack:
-		return nil, &LostError{Place: p.ID, Verb: "accept", Outcome: OutcomeRolledBack}
-	case state == DelegationAccepted && closedBefore(p):
-		return nil, &RefusedError{Place: p.ID, Reason: "it was already accepted: its work is on " + p.Target + keptNote(p)}
-	case state == DelegationFinished, state == DelegationAccepted:
+	switch state := stage.DelegationState(p); {
+	case state == stage.DelegationRolledBack:
+		return nil, &LostError{Place: p.ID, Verb: "accept", Outcome: stage.OutcomeRolledBack}
+	case state == stage.DelegationAccepted && closedBefore(p):
+		return nil, &stage.RefusedError{Place: p.ID, Reason: "it was already accepted: its work is on " + p.Target + keptNote(p)}
+	case state == stage.DelegationFinished, state == stage.DelegationAccepted:
 	default:
-		return nil, &RefusedError{Place: p.ID, Reason: "it is " + state + ", not finished: only a finished delegation is accepted"}
+		return nil, &stage.RefusedError{Place: p.ID, Reason: "it is " + state + ", not finished: only a finished delegation is accepted"}
 	}
-	if open, err := OpenChild(ctx, store, p); err != nil {
+	if open, err := stage.OpenChild(ctx, store, p); err != nil {
 		return nil, err
 	} else if open != "" {
-		return nil, &RefusedError{Place: p.ID, Reason: "its own delegated place " + open + " is still open: resolve it first"}
+		return nil, &stage.RefusedError{Place: p.ID, Reason: "its own delegated place " + open + " is still open: resolve it first"}
 	}
-	if p.Phase == PhaseMade {
+	if p.Phase == stage.PhaseMade {
 		if err := mergeIntoCommissioner(ctx, env, repo, store, p); err != nil {
 			return nil, err
 		}
 	}
-	env.fault("accept:merged")
-	if _, err := editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	env.FaultAt("accept:merged")
+	if _, err := stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
 		switch {
-		case cur.Parent == nil || cur.Parent.Outcome == OutcomeAccepted:
+		case cur.Parent == nil || cur.Parent.Outcome == stage.OutcomeAccepted:
 			return "", refs.ErrNoChange
 		case cur.Parent.Outcome != "":
 			// Never overwritten: the lock makes this a record edited by
 			// hand, and it is said, not papered over.
 			return "", &LostError{Place: cur.ID, Verb: "accept", Outcome: cur.Parent.Outcome}
 		}
-		at := env.now()
-		cur.Parent.Outcome, cur.Parent.Closed = OutcomeAccepted, &at
+		at := env.NowUTC()
+		cur.Parent.Outcome, cur.Parent.Closed = stage.OutcomeAccepted, &at
 		return "accept " + cur.ID + ": its work is on " + cur.Target, nil
 	}); err != nil {
 		return nil, err
 	}
-	env.fault("accept:recorded")
+	env.FaultAt("accept:recorded")
 	return tidyDelegated(ctx, env, store, o)
 }
 
@@ -157,13 +153,13 @@ func Accept(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 // its end: p is tidied, or that verb's tidy kept it and it settled. A
 // delegation closed but not settled is a verb cut short, which a rerun
 // finishes.
-func closedBefore(p *Place) bool {
-	return p.Phase == PhaseTidied || p.Parent.Settled
+func closedBefore(p *stage.Place) bool {
+	return p.Phase == stage.PhaseTidied || p.Parent.Settled
 }
 
 // keptNote says why a closed delegation's place is still there.
-func keptNote(p *Place) string {
-	if p.Phase == PhaseTidied {
+func keptNote(p *stage.Place) string {
+	if p.Phase == stage.PhaseTidied {
 		return ""
 	}
 	kept := "its tidy kept it"
@@ -175,19 +171,19 @@ func keptNote(p *Place) string {
 
 // mergeIntoCommissioner merges p's branch head into its commissioner's
 // branch, in the commissioner's work tree, unless it is there already.
-func mergeIntoCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) error {
-	_, parent, err := ReadPlace(ctx, store, p.Parent.Parent)
+func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) error {
+	_, parent, err := stage.ReadPlace(ctx, store, p.Parent.Parent)
 	if err != nil {
 		return err
 	}
-	if err := CheckHome(ctx, env, repo, parent); err != nil {
+	if err := stage.CheckHome(ctx, env, repo, parent); err != nil {
 		return err
 	}
-	head, err := repo.ResolveRef(ctx, p.branchRef())
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if err != nil {
 		return fmt.Errorf("%s: branch %s: %w", p.ID, p.Branch, err)
 	}
-	onto, err := repo.ResolveRef(ctx, parent.branchRef())
+	onto, err := repo.ResolveRef(ctx, parent.BranchRef())
 	if err != nil {
 		return fmt.Errorf("%s: branch %s: %w", parent.ID, parent.Branch, err)
 	}
@@ -197,7 +193,7 @@ func mergeIntoCommissioner(ctx context.Context, env *Env, repo *git.Repo, store 
 	// Issue 24: the commissioner's stage records what it accepts before
 	// the merge moves its branch, so its engine never takes the child's
 	// commits (or the merge of them) for its own deliverable.
-	if _, err := editPlace(ctx, store, parent.ID, func(cur *Place) (string, error) {
+	if _, err := stage.EditPlace(ctx, store, parent.ID, func(cur *stage.Place) (string, error) {
 		st := &cur.Stages[cur.Current]
 		if slices.Contains(st.Accepted, head) {
 			return "", refs.ErrNoChange
@@ -208,7 +204,7 @@ func mergeIntoCommissioner(ctx context.Context, env *Env, repo *git.Repo, store 
 		return err
 	}
 	if err := repo.Merge(ctx, parent.Path, head, fmt.Sprintf("Accept %s (git flume accept)", p.ID)); err != nil {
-		return &RefusedError{Place: p.ID, Reason: fmt.Sprintf("its branch could not be merged into %s in %s, and nothing was changed: %v", parent.Branch, parent.Path, err)}
+		return &stage.RefusedError{Place: p.ID, Reason: fmt.Sprintf("its branch could not be merged into %s in %s, and nothing was changed: %v", parent.Branch, parent.Path, err)}
 	}
 	return nil
 }
@@ -218,15 +214,15 @@ func mergeIntoCommissioner(ctx context.Context, env *Env, repo *git.Repo, store 
 // tidy keeps it names (a dirty work tree, say), and the delegation is
 // recorded settled: the verb ran to its end, and one run after it says the
 // delegation was already closed instead of doing it again.
-func tidyDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions) (*Place, error) {
-	if _, err := Tidy(ctx, env, TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
+func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions) (*stage.Place, error) {
+	if _, err := stage.Tidy(ctx, env, stage.TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
 		return nil, err
 	}
-	_, p, err := ReadPlace(ctx, store, o.Place)
-	if err != nil || p.Phase == PhaseTidied {
+	_, p, err := stage.ReadPlace(ctx, store, o.Place)
+	if err != nil || p.Phase == stage.PhaseTidied {
 		return p, err
 	}
-	rec, err := editPlace(ctx, store, o.Place, func(cur *Place) (string, error) {
+	rec, err := stage.EditPlace(ctx, store, o.Place, func(cur *stage.Place) (string, error) {
 		if cur.Parent == nil || cur.Parent.Outcome == "" || cur.Parent.Settled {
 			return "", refs.ErrNoChange
 		}
@@ -236,13 +232,13 @@ func tidyDelegated(ctx context.Context, env *Env, store *refs.Store, o PlaceOpti
 	if err != nil {
 		return nil, err
 	}
-	return DecodePlace(rec)
+	return stage.DecodePlace(rec)
 }
 
 // Reopen sends a finished delegated place back (issue 17): a fresh agent
 // on its current stage, told why after the stage's prompt; the stage must
 // deliver again from where the branch is now.
-func Reopen(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
+func Reopen(ctx context.Context, env *stage.Env, o DelegateOptions) (*stage.Place, error) {
 	if o.Text == "" {
 		return nil, fmt.Errorf("reopen needs the reason (--why)")
 	}
@@ -255,21 +251,21 @@ func Reopen(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 		return nil, err
 	}
 	defer unlock()
-	return restart(ctx, env, o.PlaceOptions, restartHow{verb: "reopen", delivered: true, resume: true,
-		followup: "Your commissioner reopened this stage: " + o.Text,
-		check:    delegatedIn(env, "reopen", DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
+	return stage.RestartStage(ctx, env, o.PlaceOptions, stage.RestartRules{Verb: "reopen", Delivered: true, Resume: true,
+		Followup: "Your commissioner reopened this stage: " + o.Text,
+		Check:    delegatedIn(env, "reopen", stage.DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
 }
 
 // delegatedIn is restart's check for a commissioner's verb: the caller is
 // the place's commissioner or a person, and the delegation stands in
 // state, else it is refused with why.
-func delegatedIn(env *Env, verb, state, why string) func(*Place) error {
-	return func(p *Place) error {
-		if err := commissioned(env, p, verb); err != nil {
+func delegatedIn(env *stage.Env, verb, state, why string) func(*stage.Place) error {
+	return func(p *stage.Place) error {
+		if err := stage.CheckCommissioner(env, p, verb); err != nil {
 			return err
 		}
-		if got := DelegationState(p); got != state {
-			return &RefusedError{Place: p.ID, Reason: "it is " + got + ", " + why}
+		if got := stage.DelegationState(p); got != state {
+			return &stage.RefusedError{Place: p.ID, Reason: "it is " + got + ", " + why}
 		}
 		return nil
 	}
@@ -279,7 +275,7 @@ func delegatedIn(env *Env, verb, state, why string) func(*Place) error {
 // agent that is up and waiting or quiet is told it, confirmed in its
 // transcript (A4); otherwise the stage starts again with a fresh agent,
 // told the text after the stage's prompt.
-func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
+func Unblock(ctx context.Context, env *stage.Env, o DelegateOptions) (*stage.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -289,27 +285,27 @@ func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 		return nil, err
 	}
 	defer unlock()
-	blocked := delegatedIn(env, "unblock", DelegationBlocked, "not blocked: nothing to unblock")
+	blocked := delegatedIn(env, "unblock", stage.DelegationBlocked, "not blocked: nothing to unblock")
 	if err := blocked(p); err != nil {
 		return nil, err
 	}
 	st := p.Stages[p.Current]
-	if a := st.Agent; (st.State == StateWaiting || st.State == StateStuck) && a != nil && !a.Ended && env.Engine.Up(ctx, a) {
+	if a := st.Agent; (st.State == stage.StateWaiting || st.State == stage.StateStuck) && a != nil && !a.Ended && env.Engine.Up(ctx, a) {
 		if o.Text == "" {
-			return nil, &RefusedError{Place: p.ID, Reason: "its agent waits for an answer: give it with --with"}
+			return nil, &stage.RefusedError{Place: p.ID, Reason: "its agent waits for an answer: give it with --with"}
 		}
-		if err := Tell(ctx, env, TellOptions(o)); err != nil { // unblock tells its answer
+		if err := stage.Tell(ctx, env, stage.TellOptions(o)); err != nil { // unblock tells its answer
 			return nil, err
 		}
-		_, p, err := ReadPlace(ctx, store, o.Place)
+		_, p, err := stage.ReadPlace(ctx, store, o.Place)
 		return p, err
 	}
-	how := restartHow{verb: "unblock", check: blocked}
+	how := stage.RestartRules{Verb: "unblock", Check: blocked}
 	if o.Text != "" {
-		how.followup = "Your commissioner unblocked this stage: " + o.Text
+		how.Followup = "Your commissioner unblocked this stage: " + o.Text
 	}
 	o.Force = true // a blocked stage's agent gives way to the fresh one
-	return restart(ctx, env, o.PlaceOptions, how)
+	return stage.RestartStage(ctx, env, o.PlaceOptions, how)
 }
 
 // RollbackDelegation undoes a delegation that is still open (issue 17):
@@ -319,7 +315,7 @@ func Unblock(ctx context.Context, env *Env, o DelegateOptions) (*Place, error) {
 // their state as it delegated. Nothing is lost: every state replaced is
 // kept first in a snapshot under refs/flume/snapshots/. The place is then
 // tidied.
-func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
+func RollbackDelegation(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -329,15 +325,15 @@ func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, 
 		return nil, err
 	}
 	defer unlock()
-	switch state := DelegationState(p); {
-	case state == DelegationAccepted:
-		return nil, &LostError{Place: p.ID, Verb: "roll back", Outcome: OutcomeAccepted}
-	case state == DelegationRolledBack && p.Parent.Restored && closedBefore(p):
-		return nil, &RefusedError{Place: p.ID, Reason: "it was already rolled back" + keptNote(p)}
-	case p.Parent != nil && p.Parent.Outcome == OutcomeRolledBack:
+	switch state := stage.DelegationState(p); {
+	case state == stage.DelegationAccepted:
+		return nil, &LostError{Place: p.ID, Verb: "roll back", Outcome: stage.OutcomeAccepted}
+	case state == stage.DelegationRolledBack && p.Parent.Restored && closedBefore(p):
+		return nil, &stage.RefusedError{Place: p.ID, Reason: "it was already rolled back" + keptNote(p)}
+	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack:
 		// A rollback cut short: it goes on from where it stopped.
-	case !delegationOpen(p):
-		return nil, &RefusedError{Place: p.ID, Reason: "its delegation is " + state + "; only an open one is rolled back"}
+	case !stage.DelegationOpen(p):
+		return nil, &stage.RefusedError{Place: p.ID, Reason: "its delegation is " + state + "; only an open one is rolled back"}
 	}
 	if err := rollbackSubtree(ctx, env, store, o, p.ID); err != nil {
 		return nil, err
@@ -351,12 +347,12 @@ func RollbackDelegation(ctx context.Context, env *Env, o PlaceOptions) (*Place, 
 // after a crash to go on; every step after it is done once and skipped
 // when done (drop, the child's work kept and undone, the commissioner
 // restored).
-func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOptions, id string) error {
-	_, p, err := ReadPlace(ctx, store, id)
+func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, id string) error {
+	_, p, err := stage.ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}
-	if open, err := OpenChild(ctx, store, p); err != nil {
+	if open, err := stage.OpenChild(ctx, store, p); err != nil {
 		return err
 	} else if open != "" {
 		sub := o
@@ -369,31 +365,31 @@ func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOp
 		}
 	}
 	repo := store.Repo()
-	if _, err := editPlace(ctx, store, id, func(cur *Place) (string, error) {
+	if _, err := stage.EditPlace(ctx, store, id, func(cur *stage.Place) (string, error) {
 		switch cur.Parent.Outcome {
-		case OutcomeRolledBack:
+		case stage.OutcomeRolledBack:
 			return "", refs.ErrNoChange
 		case "":
 		default:
 			return "", &LostError{Place: cur.ID, Verb: "roll back", Outcome: cur.Parent.Outcome}
 		}
-		at := env.now()
-		cur.Parent.Outcome, cur.Parent.Closed = OutcomeRolledBack, &at
+		at := env.NowUTC()
+		cur.Parent.Outcome, cur.Parent.Closed = stage.OutcomeRolledBack, &at
 		return "roll back " + id + ": the delegation from " + cur.Parent.Parent + " is undone", nil
 	}); err != nil {
 		return err
 	}
-	env.fault("rollback:recorded")
-	if p.Phase == PhaseMade && p.Dropped == nil {
-		if _, err = Drop(ctx, env, PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
+	env.FaultAt("rollback:recorded")
+	if p.Phase == stage.PhaseMade && p.Dropped == nil {
+		if _, err = stage.Drop(ctx, env, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
 			return err
 		}
 	}
-	env.fault("rollback:dropped")
-	if _, p, err = ReadPlace(ctx, store, id); err != nil {
+	env.FaultAt("rollback:dropped")
+	if _, p, err = stage.ReadPlace(ctx, store, id); err != nil {
 		return err
 	}
-	if _, err := repo.ResolveRef(ctx, p.branchRef()); p.Phase == PhaseMade && err == nil {
+	if _, err := repo.ResolveRef(ctx, p.BranchRef()); p.Phase == stage.PhaseMade && err == nil {
 		// (A rerun after tidy took the branch has nothing left to undo.)
 		if err := undoChildWork(ctx, repo, store, p); err != nil {
 			return err
@@ -401,26 +397,26 @@ func rollbackSubtree(ctx context.Context, env *Env, store *refs.Store, o PlaceOp
 	} else if err != nil && !errors.Is(err, git.ErrNotExist) {
 		return err
 	}
-	env.fault("rollback:undone")
+	env.FaultAt("rollback:undone")
 	if !p.Parent.Restored {
 		if err := restoreCommissioner(ctx, env, repo, store, p); err != nil {
 			return err
 		}
 	}
-	env.fault("rollback:restored")
+	env.FaultAt("rollback:restored")
 	return nil
 }
 
 // undoChildWork moves a rolled-back place's branch and work tree back to
 // its base, keeping what they held in a snapshot of its current stage, so
 // tidy removes both and loses nothing.
-func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *Place) error {
+func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *stage.Place) error {
 	st := &p.Stages[p.Current]
-	kept, err := resetPlace(ctx, repo, p, st, p.Base, "", "rollback "+p.ID)
+	kept, err := stage.ResetPlace(ctx, repo, p, st, p.Base, "", "rollback "+p.ID)
 	if err != nil || kept == nil {
 		return err
 	}
-	_, err = editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	_, err = stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
 		s := &cur.Stages[cur.Current]
 		s.Snapshots = append(s.Snapshots, *kept)
 		return "roll back " + cur.ID + ": its work kept in " + kept.Ref, nil
@@ -432,25 +428,25 @@ func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *Pl
 // it was when it delegated: its branch at the head it delegated from and
 // its work tree as it was then, dirty files too; what it replaces is kept
 // in a snapshot of the commissioner's current stage.
-func restoreCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place) error {
+func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) error {
 	d := p.Parent
-	_, parent, err := ReadPlace(ctx, store, d.Parent)
+	_, parent, err := stage.ReadPlace(ctx, store, d.Parent)
 	if err != nil {
 		return err
 	}
-	if err := CheckHome(ctx, env, repo, parent); err != nil {
+	if err := stage.CheckHome(ctx, env, repo, parent); err != nil {
 		return err
 	}
 	tree := ""
 	if d.Start != nil {
 		tree = d.Start.Tree
 	}
-	kept, err := resetPlace(ctx, repo, parent, &parent.Stages[parent.Current], p.Base, tree, "flume rollback --delegation "+p.ID)
+	kept, err := stage.ResetPlace(ctx, repo, parent, &parent.Stages[parent.Current], p.Base, tree, "flume rollback --delegation "+p.ID)
 	if err != nil {
 		return err
 	}
 	if kept != nil {
-		if _, err := editPlace(ctx, store, parent.ID, func(cur *Place) (string, error) {
+		if _, err := stage.EditPlace(ctx, store, parent.ID, func(cur *stage.Place) (string, error) {
 			s := &cur.Stages[cur.Current]
 			s.Snapshots = append(s.Snapshots, *kept)
 			return fmt.Sprintf("roll back %s: %s restored as it delegated; what was there kept in %s", p.ID, cur.ID, kept.Ref), nil
@@ -458,7 +454,7 @@ func restoreCommissioner(ctx context.Context, env *Env, repo *git.Repo, store *r
 			return err
 		}
 	}
-	_, err = editPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	_, err = stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
 		cur.Parent.Restored = true
 		return fmt.Sprintf("roll back %s: %s restored to %.12s", cur.ID, d.Parent, cur.Base), nil
 	})
