@@ -30,25 +30,6 @@ import (
 // fingerprints, not exact. And an order to land them in that lands the
 // independent ones first.
 
-// Conflict is a predicted conflict of a place: with another open place,
-// or with its target's tip ("target <branch>").
-type Conflict struct {
-	Place string   `json:"place"`
-	With  string   `json:"with"`
-	Files []string `json:"files"`
-	// Exact: computed from both tips by git merge-tree; otherwise
-	// predicted from the two places' fingerprints (one is another host's).
-	Exact bool `json:"exact"`
-}
-
-// How says how a conflict was found, for a person.
-func (c Conflict) How() string {
-	if c.Exact {
-		return "git merge-tree, exact"
-	}
-	return "from fingerprints, not exact"
-}
-
 // openPlace is an open place as the radar reads it.
 type openPlace struct {
 	p *Place
@@ -706,4 +687,21 @@ func refreshFingerprint(ctx context.Context, env *Env, repo *git.Repo, store *re
 		return nil
 	}
 	return err
+}
+
+// notifyConflict tells the notifier of a new conflict of place p (issue
+// 30): event "conflict", with what it conflicts with and in which files.
+func notifyConflict(ctx context.Context, env *Env, repo *git.Repo, p *Place, c Conflict) {
+	if p.Parent != nil {
+		return // a delegated place answers to its commissioner, not a person
+	}
+	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	if err != nil || cfg.Notify.Command == "" {
+		return
+	}
+	ev := Event{Schema: 1, Event: "conflict", Place: p.ID, Repo: p.Repo, Branch: p.Branch, At: env.NowUTC(),
+		Message: fmt.Sprintf("%s now conflicts with %s in %s", p.ID, c.With, strings.Join(c.Files, ", ")),
+		Reply:   "git flume land-order", Conflict: &c}
+	ev.Message += "; see: " + ev.Reply
+	sendEvent(ctx, env, p, cfg, ev)
 }

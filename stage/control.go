@@ -431,3 +431,33 @@ func recoverPlace(p *Place) string {
 	return fmt.Sprintf("its worktree is gone: git flume drop %s (its branch keeps its commits; tidy removes the rest), or git worktree add -f %s %s, then git flume retry --force %s",
 		p.ID, p.Path, p.Branch, p.ID)
 }
+
+// GateOptions identify the caller of a gate (R8).
+type GateOptions struct {
+	Session  refs.Session
+	TakeOver bool
+}
+
+// Follow follows place id's stage that just started until its prompt is
+// confirmed or it resolves otherwise (Confirm), then makes sure a watcher
+// keeps its timers, even when following failed: the stage may still run.
+func Follow(ctx context.Context, env *Env, repoDir, id string) (*Place, error) {
+	p, err := Confirm(ctx, env, repoDir, id)
+	ensureWatcher(ctx, env, repoDir, id)
+	return p, err
+}
+
+// ensureWatcher starts place id's watcher if it needs one: its record
+// alone says so (a launch used to read every place's status here).
+func ensureWatcher(ctx context.Context, env *Env, repoDir, id string) {
+	if env.StartWatcher == nil {
+		return
+	}
+	_, store, err := env.Open(ctx, repoDir)
+	if err != nil {
+		return
+	}
+	if _, p, err := ReadPlace(ctx, store, id); err == nil && NeedsWatcher(ctx, env, p) {
+		env.StartWatcher(repoDir, id)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/words"
 )
 
 // CostRow is one agent run's use, from its transcript (W6): every run of
@@ -432,7 +433,7 @@ func WriteCosts(w io.Writer, c *Costs) error {
 			}
 			cost += fmt.Sprintf(" (+ $%.4f%s)", *r.Children, unknown)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", TreeName(r.Place, r.Depth), r.Stage, r.Run, r.Agent, costMark(r.Outcome), r.Tokens, cost)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", words.TreeName(r.Place, r.Depth), r.Stage, r.Run, r.Agent, costMark(r.Outcome), r.Tokens, cost)
 	}
 	fmt.Fprintf(tw, "total\t\t\t\t\t%d\t%s\n", c.Total.Tokens, c.TotalText())
 	if err := tw.Flush(); err != nil {

@@ -9,6 +9,7 @@ package stage
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/git-flume/git-flume/agent/run"
 )
@@ -85,4 +86,19 @@ func decide(p *Place, seen StepSeen, pol run.Policy) (*Place, run.Move) {
 		mv = run.Move{Write: fmt.Sprintf("tasks %d/%d", seen.Tasks.Done, seen.Tasks.Total)}
 	}
 	return q, mv
+}
+
+// endStage records that st, still under way, ended without its
+// deliverable at now, as state (cut when its place's work is over, blocked
+// when an operator stopped it), for reason: its clock stops and status
+// no longer shows it running. A stage that is not under way (pending,
+// delivered, landed, cut, never-started) keeps its state.
+func endStage(st *StageRecord, state, reason string, now time.Time) {
+	if !run.Active(st.State) && st.State != StateBlocked {
+		return
+	}
+	st.State, st.Reason, st.Ended, st.Need = state, reason, &now, ""
+	if state != StateBlocked {
+		st.Block = ""
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/git-flume/git-flume/agent"
@@ -179,4 +180,71 @@ func CountTasks(data []byte) TaskCount {
 		}
 	}
 	return tc
+}
+
+// judgement is how a place's branch stands against its target (T4).
+type judgement struct {
+	head     string // the branch head judged; "" when the branch is gone
+	landed   bool
+	unlanded int  // commits whose patch the target lacks
+	unknown  bool // the target is missing: flume cannot tell
+}
+
+// judge reads the branch once and decides, at that head, whether its work
+// has landed on the target: merged (head is an ancestor), rebased or
+// cherry-picked (git cherry finds every patch upstream), or squash-merged
+// (the whole branch diff's patch id equals one target commit's).
+func judge(ctx context.Context, repo *git.Repo, p *Place) (judgement, error) {
+	var j judgement
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
+	if errors.Is(err, git.ErrNotExist) {
+		return j, nil
+	}
+	if err != nil {
+		return j, err
+	}
+	j.head = head
+	if head == p.Base {
+		return j, nil // no work was committed: nothing to land
+	}
+	target, err := repo.ResolveCommit(ctx, "refs/heads/"+p.Target)
+	if errors.Is(err, git.ErrNotExist) {
+		j.unknown = true
+		return j, nil
+	}
+	if err != nil {
+		return j, err
+	}
+	if j.landed, err = repo.IsAncestor(ctx, head, target); err != nil || j.landed {
+		return j, err
+	}
+	cherry, err := repo.Cherry(ctx, target, head)
+	if err != nil {
+		return j, err
+	}
+	for _, c := range cherry {
+		if !c.Upstream {
+			j.unlanded++
+		}
+	}
+	if j.unlanded == 0 {
+		j.landed = true
+		return j, nil
+	}
+	mb, err := repo.MergeBase(ctx, target, head)
+	if err != nil {
+		return j, err
+	}
+	whole, err := repo.DiffPatchID(ctx, mb, head)
+	if err != nil || whole == "" {
+		return j, err
+	}
+	onTarget, err := repo.CommitPatchIDs(ctx, mb, target)
+	if err != nil {
+		return j, err
+	}
+	if slices.Contains(onTarget, whole) {
+		j.landed, j.unlanded = true, 0
+	}
+	return j, nil
 }

@@ -8,10 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -71,21 +70,6 @@ func Drop(ctx context.Context, env *Env, o PlaceOptions) (*Place, error) {
 // DroppedReason is the reason of a stage whose agent drop ended.
 const DroppedReason = "the place was dropped; its agent was ended"
 
-// endStage records that st, still under way, ended without its
-// deliverable at now, as state (cut when its place's work is over, blocked
-// when an operator stopped it), for reason: its clock stops and status
-// no longer shows it running. A stage that is not under way (pending,
-// delivered, landed, cut, never-started) keeps its state.
-func endStage(st *StageRecord, state, reason string, now time.Time) {
-	if !run.Active(st.State) && st.State != StateBlocked {
-		return
-	}
-	st.State, st.Reason, st.Ended, st.Need = state, reason, &now, ""
-	if state != StateBlocked {
-		st.Block = ""
-	}
-}
-
 // endPlaceAgent ends the current stage's agent of a place whose work is
 // over and verifies it gone. It returns why the place must stay instead:
 // the agent could not be ended, its pane is still up, or it runs in the
@@ -104,7 +88,7 @@ func endPlaceAgent(ctx context.Context, env *Env, p *Place) string {
 	}
 	if err := endAgent(ctx, env, a); err != nil {
 		a.Ended = false
-		return "its agent could not be ended: " + FirstLine(err.Error())
+		return "its agent could not be ended: " + words.FirstLine(err.Error())
 	}
 	if env.Engine.Up(ctx, a) {
 		a.Ended = false

@@ -8,6 +8,3 @@ import "context"
 func MakePlace(ctx context.Context, env *Env, opts LaunchOptions) (*Place, error) {
 	return launch(ctx, env, opts, false)
 }
-
-// CloneTree is cloneTree, for the tests of dependency folders.
-var CloneTree = cloneTree

@@ -10,30 +10,6 @@ import (
 	"slices"
 )
 
-// Follow follows place id's stage that just started until its prompt is
-// confirmed or it resolves otherwise (Confirm), then makes sure a watcher
-// keeps its timers, even when following failed: the stage may still run.
-func Follow(ctx context.Context, env *Env, repoDir, id string) (*Place, error) {
-	p, err := Confirm(ctx, env, repoDir, id)
-	ensureWatcher(ctx, env, repoDir, id)
-	return p, err
-}
-
-// ensureWatcher starts place id's watcher if it needs one: its record
-// alone says so (a launch used to read every place's status here).
-func ensureWatcher(ctx context.Context, env *Env, repoDir, id string) {
-	if env.StartWatcher == nil {
-		return
-	}
-	_, store, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return
-	}
-	if _, p, err := ReadPlace(ctx, store, id); err == nil && NeedsWatcher(ctx, env, p) {
-		env.StartWatcher(repoDir, id)
-	}
-}
-
 // LaunchPlace is launch's use case (L1): check that the first stage's agent can
 // start here (preflight), make the place, start its kind's first stage and
 // follow it. A place whose readying failed is returned with the

@@ -245,23 +245,6 @@ func realPlacesDir(main string) error {
 	return nil
 }
 
-// notRealDir says why path is neither absent nor a real folder (a symlink,
-// a file), or "".
-func notRealDir(path string) string {
-	info, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return ""
-	case err != nil:
-		return err.Error()
-	case info.Mode()&os.ModeSymlink != 0:
-		return path + " is a symlink"
-	case !info.IsDir():
-		return path + " is not a folder"
-	}
-	return ""
-}
-
 // makePlace creates the record, the branch and the worktree under the
 // repository's launch lock (L2b) and returns the record in phase "made".
 //
@@ -437,43 +420,6 @@ func excludePlaces(commonDir string) error {
 	}
 	_, err = io.WriteString(f, "# git-flume: agents' worktrees\n"+line+"\n")
 	return err
-}
-
-// Ready runs the readying steps in a place and records the outcome with it
-// (L2). A failure is recorded and returned as a *StepFailure; the place
-// stays.
-func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, steps []Step) (*refs.Record, error) {
-	p.Ready = &ReadyResult{Steps: len(steps), Running: &Proc{PID: env.PID, Host: env.Host}}
-	if _, err := savePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
-		return nil, err
-	}
-	log, err := openLog(repo.CommonDir, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close()
-	runErr := runSteps(ctx, steps, p.Path, stepEnv(env.CallerEnv, p), "ready", env.Out, log)
-	result := &ReadyResult{OK: runErr == nil, Steps: len(steps)}
-	msg := "ready " + p.ID + ": ok"
-	var failure *StepFailure
-	if errors.As(runErr, &failure) {
-		result.Step, result.Exit, result.Tail = failure.Step, failure.Exit, failure.Tail
-		msg = fmt.Sprintf("ready %s: step %q exited %d", p.ID, failure.Step, failure.Exit)
-	}
-	// Others may have moved the record meanwhile (a drop, a claim); only
-	// the readying result is ours to set.
-	rec, err = EditPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
-		cur.Ready = result
-		*p = *cur
-		return msg, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if runErr != nil {
-		return rec, fmt.Errorf("readying %s: %w", p.ID, runErr)
-	}
-	return rec, nil
 }
 
 // launchPane is the pane host a launch records for its place: the one it

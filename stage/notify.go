@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -99,23 +98,6 @@ func notify(ctx context.Context, env *Env, repo *git.Repo, p *Place, i int) {
 	sendEvent(ctx, env, p, cfg, ev)
 }
 
-// notifyConflict tells the notifier of a new conflict of place p (issue
-// 30): event "conflict", with what it conflicts with and in which files.
-func notifyConflict(ctx context.Context, env *Env, repo *git.Repo, p *Place, c Conflict) {
-	if p.Parent != nil {
-		return // a delegated place answers to its commissioner, not a person
-	}
-	cfg, err := LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
-	if err != nil || cfg.Notify.Command == "" {
-		return
-	}
-	ev := Event{Schema: 1, Event: "conflict", Place: p.ID, Repo: p.Repo, Branch: p.Branch, At: env.NowUTC(),
-		Message: fmt.Sprintf("%s now conflicts with %s in %s", p.ID, c.With, strings.Join(c.Files, ", ")),
-		Reply:   "git flume land-order", Conflict: &c}
-	ev.Message += "; see: " + ev.Reply
-	sendEvent(ctx, env, p, cfg, ev)
-}
-
 // sendEvent runs the declared notifier with ev on its standard input. A
 // notifier that fails is told to env.Out and changes nothing: the record
 // is the truth.
@@ -161,4 +143,23 @@ func endSummary(ctx context.Context, env *Env, repo *git.Repo, p *Place) string 
 	}
 	fmt.Fprintf(f, "%s cost summary (the place's last stage ended):\n%s", stamp, b.String())
 	return b.String()
+}
+
+// Conflict is a predicted conflict of a place: with another open place,
+// or with its target's tip ("target <branch>").
+type Conflict struct {
+	Place string   `json:"place"`
+	With  string   `json:"with"`
+	Files []string `json:"files"`
+	// Exact: computed from both tips by git merge-tree; otherwise
+	// predicted from the two places' fingerprints (one is another host's).
+	Exact bool `json:"exact"`
+}
+
+// How says how a conflict was found, for a person.
+func (c Conflict) How() string {
+	if c.Exact {
+		return "git merge-tree, exact"
+	}
+	return "from fingerprints, not exact"
 }

@@ -3,6 +3,7 @@ package stage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/refs"
 )
 
 // stepEnv is the whole environment of a repository step (L2, X4): the
@@ -126,4 +129,41 @@ func openLog(commonDir, id string) (*os.File, error) {
 		return nil, fmt.Errorf("make log folder: %w", err)
 	}
 	return os.OpenFile(filepath.Join(dir, "place.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+}
+
+// Ready runs the readying steps in a place and records the outcome with it
+// (L2). A failure is recorded and returned as a *StepFailure; the place
+// stays.
+func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, steps []Step) (*refs.Record, error) {
+	p.Ready = &ReadyResult{Steps: len(steps), Running: &Proc{PID: env.PID, Host: env.Host}}
+	if _, err := savePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
+		return nil, err
+	}
+	log, err := openLog(repo.CommonDir, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	runErr := runSteps(ctx, steps, p.Path, stepEnv(env.CallerEnv, p), "ready", env.Out, log)
+	result := &ReadyResult{OK: runErr == nil, Steps: len(steps)}
+	msg := "ready " + p.ID + ": ok"
+	var failure *StepFailure
+	if errors.As(runErr, &failure) {
+		result.Step, result.Exit, result.Tail = failure.Step, failure.Exit, failure.Tail
+		msg = fmt.Sprintf("ready %s: step %q exited %d", p.ID, failure.Step, failure.Exit)
+	}
+	// Others may have moved the record meanwhile (a drop, a claim); only
+	// the readying result is ours to set.
+	rec, err = EditPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+		cur.Ready = result
+		*p = *cur
+		return msg, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if runErr != nil {
+		return rec, fmt.Errorf("readying %s: %w", p.ID, runErr)
+	}
+	return rec, nil
 }

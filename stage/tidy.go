@@ -6,19 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 )
-
-// GateOptions identify the caller of a gate (R8).
-type GateOptions struct {
-	Session  refs.Session
-	TakeOver bool
-}
 
 // TidyOptions select what tidy does.
 type TidyOptions struct {
@@ -106,73 +101,6 @@ func Tidy(ctx context.Context, env *Env, opts TidyOptions) ([]TidyResult, error)
 		errs.ErrorFormat = listErrors
 	}
 	return results, errs.ErrorOrNil()
-}
-
-// judgement is how a place's branch stands against its target (T4).
-type judgement struct {
-	head     string // the branch head judged; "" when the branch is gone
-	landed   bool
-	unlanded int  // commits whose patch the target lacks
-	unknown  bool // the target is missing: flume cannot tell
-}
-
-// judge reads the branch once and decides, at that head, whether its work
-// has landed on the target: merged (head is an ancestor), rebased or
-// cherry-picked (git cherry finds every patch upstream), or squash-merged
-// (the whole branch diff's patch id equals one target commit's).
-func judge(ctx context.Context, repo *git.Repo, p *Place) (judgement, error) {
-	var j judgement
-	head, err := repo.ResolveRef(ctx, p.BranchRef())
-	if errors.Is(err, git.ErrNotExist) {
-		return j, nil
-	}
-	if err != nil {
-		return j, err
-	}
-	j.head = head
-	if head == p.Base {
-		return j, nil // no work was committed: nothing to land
-	}
-	target, err := repo.ResolveCommit(ctx, "refs/heads/"+p.Target)
-	if errors.Is(err, git.ErrNotExist) {
-		j.unknown = true
-		return j, nil
-	}
-	if err != nil {
-		return j, err
-	}
-	if j.landed, err = repo.IsAncestor(ctx, head, target); err != nil || j.landed {
-		return j, err
-	}
-	cherry, err := repo.Cherry(ctx, target, head)
-	if err != nil {
-		return j, err
-	}
-	for _, c := range cherry {
-		if !c.Upstream {
-			j.unlanded++
-		}
-	}
-	if j.unlanded == 0 {
-		j.landed = true
-		return j, nil
-	}
-	mb, err := repo.MergeBase(ctx, target, head)
-	if err != nil {
-		return j, err
-	}
-	whole, err := repo.DiffPatchID(ctx, mb, head)
-	if err != nil || whole == "" {
-		return j, err
-	}
-	onTarget, err := repo.CommitPatchIDs(ctx, mb, target)
-	if err != nil {
-		return j, err
-	}
-	if slices.Contains(onTarget, whole) {
-		j.landed, j.unlanded = true, 0
-	}
-	return j, nil
 }
 
 func tidyPlace(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
@@ -337,7 +265,7 @@ func tidyWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place, wts [
 			return "", nil
 		}
 		if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
-			return "git worktree remove failed: " + FirstLine(err.Error()), nil
+			return "git worktree remove failed: " + words.FirstLine(err.Error()), nil
 		}
 		res.Worktree = "removed"
 		return "", nil
@@ -347,7 +275,7 @@ func tidyWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place, wts [
 		return "", err
 	}
 	if len(dirty) > 0 {
-		return "worktree has uncommitted or untracked files: " + listSome(dirty, 5), nil
+		return "worktree has uncommitted or untracked files: " + words.ListSome(dirty, 5), nil
 	}
 	if dryRun {
 		res.Worktree = "would-remove"
@@ -371,7 +299,7 @@ func tidyBranch(ctx context.Context, repo *git.Repo, p *Place, j judgement, dryR
 	case !deleteBranch && j.unknown:
 		return fmt.Sprintf("branch %s holds commits and its target %s is missing", p.Branch, p.Target), nil
 	case !deleteBranch:
-		return fmt.Sprintf("branch %s holds %d unlanded commit%s", p.Branch, j.unlanded, plural(j.unlanded)), nil
+		return fmt.Sprintf("branch %s holds %d unlanded commit%s", p.Branch, j.unlanded, words.Plural(j.unlanded)), nil
 	case dryRun:
 		res.Branch = "would-delete"
 	default:
@@ -474,7 +402,7 @@ func removeWorktree(ctx context.Context, env *Env, repo *git.Repo, p *Place) (st
 		}
 	}
 	if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
-		return "git worktree remove failed: " + FirstLine(err.Error()), nil
+		return "git worktree remove failed: " + words.FirstLine(err.Error()), nil
 	}
 	return "", nil
 }
@@ -491,4 +419,23 @@ func keepPlace(ctx context.Context, store *refs.Store, rec *refs.Record, p *Plac
 		return nil // moved meanwhile; the next tidy judges again
 	}
 	return err
+}
+
+// listErrors formats several independent failures one per line.
+func listErrors(es []error) string {
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = "  " + e.Error()
+	}
+	return fmt.Sprintf("%d places could not be tidied:\n%s", len(es), strings.Join(lines, "\n"))
+}
+
+func orDetached(ref string) string {
+	if ref == "" {
+		return "a detached HEAD"
+	}
+	return ref
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/internal/words"
 )
 
 // logTools appends to the place's live log (W4) every tool call its
@@ -67,7 +68,7 @@ func logTools(ctx context.Context, commonDir string, p *Place) error {
 			}
 			var b strings.Builder
 			for _, t := range tr.Tools[logged:] {
-				fmt.Fprintf(&b, "%s/%d %s: %s\n", st.Name, st.Runs, t.Name, OneLine(t.Input))
+				fmt.Fprintf(&b, "%s/%d %s: %s\n", st.Name, st.Runs, t.Name, words.OneLine(t.Input))
 			}
 			if _, err := log.WriteString(b.String()); err != nil {
 				return fmt.Errorf("log of %s: %w", p.ID, err)
@@ -115,10 +116,6 @@ func ReplaceFile(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return nil
-}
-
-func OneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // ReadLog brings a place's live log up to date with its agents'
@@ -186,7 +183,7 @@ func toolSummary(input string) string {
 			}
 		}
 	}
-	line := OneLine(input)
+	line := words.OneLine(input)
 	if r := []rune(line); len(r) > 120 {
 		line = string(r[:119]) + "…"
 	}

@@ -3,7 +3,9 @@ package stage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -267,4 +269,21 @@ func samePath(a, b string) bool {
 	ra, errA := filepath.EvalSymlinks(a)
 	rb, errB := filepath.EvalSymlinks(b)
 	return errA == nil && errB == nil && ra == rb
+}
+
+// notRealDir says why path is neither absent nor a real folder (a symlink,
+// a file), or "".
+func notRealDir(path string) string {
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return ""
+	case err != nil:
+		return err.Error()
+	case info.Mode()&os.ModeSymlink != 0:
+		return path + " is a symlink"
+	case !info.IsDir():
+		return path + " is not a folder"
+	}
+	return ""
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/internal/words"
 )
 
 // The board is the host-wide status as one numbered list a person acts on
@@ -108,7 +108,7 @@ func WriteBoard(w io.Writer, rows []BoardRow, said string) {
 		}
 		line := fmt.Sprintf("%s%3d  %-12s %-24s %-8s %-13s", mark, r.N, filepath.Base(r.Repo), r.Place, r.Stage, r.State)
 		if r.Note != "" {
-			line += " " + clip(stage.OneLine(r.Note), 60)
+			line += " " + clip(words.OneLine(r.Note), 60)
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}

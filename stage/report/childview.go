@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -59,9 +60,9 @@ func (c *ChildProgress) Text() string {
 	fmt.Fprintf(&b, "%s: stage %s (%d/%d) %s for %s", c.Place, c.Stage, c.Index, c.Count, c.State,
 		(time.Duration(c.ElapsedMs) * time.Millisecond).Round(time.Second))
 	if c.Need != "" {
-		fmt.Fprintf(&b, "; %s: %s", c.Asks(), stage.OneLine(c.Need))
+		fmt.Fprintf(&b, "; %s: %s", c.Asks(), words.OneLine(c.Need))
 	} else if c.Reason != "" {
-		fmt.Fprintf(&b, "; %s", stage.OneLine(c.Reason))
+		fmt.Fprintf(&b, "; %s", words.OneLine(c.Reason))
 	}
 	if len(c.LastTools) > 0 {
 		fmt.Fprintf(&b, "; last tool calls: %s", strings.Join(c.LastTools, " | "))

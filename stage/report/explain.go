@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -211,7 +212,7 @@ func transcriptEvidence(a *stage.AgentRun, seen stage.StepSeen, local bool) stri
 	if seen.Need != "" {
 		text += "; NEEDS: " + seen.Need
 	}
-	if last := stage.FirstLine(strings.TrimSpace(seen.LastAssistant)); last != "" {
+	if last := words.FirstLine(strings.TrimSpace(seen.LastAssistant)); last != "" {
 		text += fmt.Sprintf("; last message: %q", clip(last, 160))
 	}
 	return text

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
 
 	"github.com/git-flume/git-flume/agent"
@@ -44,7 +45,7 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		notes := statusNotes(&p)
 		// One line a place: what a record holds is shown, never acted on
 		// by the terminal nor able to forge a line (R5).
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(stage.TreeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stageText),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(words.TreeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stageText),
 			term.Clean(p.Stage.State), ready, term.Clean(claim), term.Clean(strings.Join(notes, "; ")))
 	}
 	if err := tw.Flush(); err != nil {
@@ -132,7 +133,7 @@ func statusNotes(p *PlaceStatus) []string {
 	if c := p.Child; c != nil && c.Need != "" {
 		// Issue 27: the commissioner's row shows its open child's
 		// question, labelled with the role it asks in.
-		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), stage.OneLine(c.Need)))
+		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), words.OneLine(c.Need)))
 	}
 	if p.Stage.Next != "" {
 		notes = append(notes, "next: "+p.Stage.Next)
