@@ -96,9 +96,9 @@ func DelegationOpen(p *Place) bool {
 	return false
 }
 
-// callerPlace is the place whose agent runs this command ($FLUME_PLACE,
+// CallerPlace is the place whose agent runs this command ($FLUME_PLACE,
 // set for every agent flume starts), "" for a person's shell.
-func callerPlace(env *Env) string {
+func CallerPlace(env *Env) string {
 	from := ""
 	for _, kv := range env.CallerEnv {
 		if v, ok := strings.CutPrefix(kv, "FLUME_PLACE="); ok {
@@ -108,10 +108,10 @@ func callerPlace(env *Env) string {
 	return from
 }
 
-// placeAt is the place whose worktree repo was opened in (a launch run
+// PlaceAt is the place whose worktree repo was opened in (a launch run
 // from inside a place's folder, with or without $FLUME_PLACE: A9), "" when
 // it is not a place's.
-func placeAt(ctx context.Context, store *refs.Store, repo *git.Repo) string {
+func PlaceAt(ctx context.Context, store *refs.Store, repo *git.Repo) string {
 	if repo.Bare || repo.GitDir == repo.CommonDir || filepath.Base(filepath.Dir(repo.Dir)) != PlacesDir {
 		return ""
 	}
@@ -125,11 +125,11 @@ func placeAt(ctx context.Context, store *refs.Store, repo *git.Repo) string {
 	return ""
 }
 
-// promptNotes are what a stage's prompt says after its own text: the
+// PromptNotes are what a stage's prompt says after its own text: the
 // standing orders; how to delegate, when its role delegates; how a
 // delegated place ends its turn; and what the stage's last run, the last
 // round or its commissioner left for this run.
-func promptNotes(p *Place, st *StageRecord, role *Role) string {
+func PromptNotes(p *Place, st *StageRecord, role *Role) string {
 	var b strings.Builder
 	b.WriteString("\n\n" + agent.StandingOrders)
 	if role != nil && len(role.DelegatesTo) > 0 {
@@ -159,7 +159,7 @@ func CheckCommissioner(env *Env, p *Place, verb string) error {
 	if p.Parent == nil {
 		return &RefusedError{Place: p.ID, Reason: "it is not a delegated place; there is nothing to " + verb}
 	}
-	if from := callerPlace(env); from != "" && from != p.Parent.Parent {
+	if from := CallerPlace(env); from != "" && from != p.Parent.Parent {
 		return &RefusedError{Place: p.ID, Reason: fmt.Sprintf("only its commissioner %s (or a person) may %s it, not %s", p.Parent.Parent, verb, from)}
 	}
 	return nil

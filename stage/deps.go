@@ -127,12 +127,12 @@ func installDeps(ctx context.Context, env *Env, repo *git.Repo, p *Place, d RunD
 	if d.DepsInstall == "" {
 		return fmt.Errorf("[run] deps names %v but no depsInstall builds them", d.Deps)
 	}
-	log, err := openLog(repo.CommonDir, p.ID)
+	log, err := OpenLog(repo.CommonDir, p.ID)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	return runSteps(ctx, []Step{{Command: d.DepsInstall, Shell: true}}, p.Path, stepEnv(env.CallerEnv, p), "deps", env.Out, log)
+	return RunSteps(ctx, []Step{{Command: d.DepsInstall, Shell: true}}, p.Path, StepEnv(env.CallerEnv, p), "deps", env.Out, log)
 }
 
 // partialName names a folder a copy is made in: the process's pid, so
@@ -238,9 +238,9 @@ func cloneFile(src, dst string, mode fs.FileMode) (bool, error) {
 	return cloned, err
 }
 
-// cloneProbe reports whether the file system under dir clones files
+// CloneProbe reports whether the file system under dir clones files
 // copy-on-write, and if not why, by cloning a small file there.
-func cloneProbe(dir string) (bool, string) {
+func CloneProbe(dir string) (bool, string) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, err.Error()
 	}

@@ -72,9 +72,9 @@ func (e *Env) Open(ctx context.Context, dir string) (*git.Repo, *refs.Store, err
 
 func (e *Env) NowUTC() time.Time { return e.Now().UTC() }
 
-// agentName is the agent program a place uses: the one it names, else the
+// AgentName is the agent program a place uses: the one it names, else the
 // engine's default (FLUME_AGENT), else claude.
-func (e *Env) agentName(named string) string { return agent.ProgramName(named, e.Engine.Agent) }
+func (e *Env) AgentName(named string) string { return agent.ProgramName(named, e.Engine.Agent) }
 
 // ClockNow is the timers' time, in UTC.
 func (e *Env) ClockNow() time.Time {

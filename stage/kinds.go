@@ -15,15 +15,15 @@ const (
 	DeliverTasks  = "tasks"  // every task in the change's tasks.md ticked
 	DeliverLanded = "landed" // the branch has landed on its target
 	DeliverChange = "change" // a committed OpenSpec change: openspec/changes/<name>/ with proposal.md and tasks.md (K3)
-	deliverFile   = "file:"  // file:<path> exists in the place
+	DeliverFile   = "file:"  // file:<path> exists in the place
 )
 
 func checkDeliverable(d string) error {
 	switch {
 	case d == DeliverCommit, d == DeliverTasks, d == DeliverLanded, d == DeliverChange:
 		return nil
-	case strings.HasPrefix(d, deliverFile) && len(d) > len(deliverFile):
-		if !filepath.IsLocal(strings.TrimPrefix(d, deliverFile)) {
+	case strings.HasPrefix(d, DeliverFile) && len(d) > len(DeliverFile):
+		if !filepath.IsLocal(strings.TrimPrefix(d, DeliverFile)) {
 			return fmt.Errorf("deliverable %q names a file outside the place", d)
 		}
 		return nil

@@ -171,11 +171,11 @@ type StageRecord struct {
 	Snapshots []Snapshot `json:"snapshots,omitempty"`
 }
 
-// run is the stage's current run as the lifecycle reads it.
-func (st *StageRecord) run() run.Run { return run.Run{Life: st.Life, Agent: st.Agent} }
+// Run is the stage's current run as the lifecycle reads it.
+func (st *StageRecord) Run() run.Run { return run.Run{Life: st.Life, Agent: st.Agent} }
 
-// setRun records run r as the stage's current run.
-func (st *StageRecord) setRun(r run.Run) { st.Life, st.Agent = r.Life, r.Agent }
+// SetRun records run r as the stage's current run.
+func (st *StageRecord) SetRun(r run.Run) { st.Life, st.Agent = r.Life, r.Agent }
 
 // Snapshot is a work tree's state kept in git (W3): a commit of its
 // tracked and untracked files (ignored ones aside) whose parent is the
@@ -261,11 +261,11 @@ func ReadPlace(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Pl
 	return rec, p, nil
 }
 
-// savePlace writes p over the record rec it was decided from: one
+// SavePlace writes p over the record rec it was decided from: one
 // compare-and-swap (R2) whose commit message says what moved; a record
 // moved meanwhile is a *refs.ConflictError. extra refs join the same
 // transaction. It returns the record as written.
-func savePlace(ctx context.Context, s *refs.Store, rec *refs.Record, p *Place, msg string, extra ...git.RefUpdate) (*refs.Record, error) {
+func SavePlace(ctx context.Context, s *refs.Store, rec *refs.Record, p *Place, msg string, extra ...git.RefUpdate) (*refs.Record, error) {
 	w, err := s.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: msg}}, extra...)
 	if err != nil {
 		return nil, err
@@ -313,4 +313,36 @@ func ReadPlaceNames(ctx context.Context, env *Env, repoDir string) ([]string, er
 		ids = append(ids, strings.TrimPrefix(r.Name, PlacePrefix))
 	}
 	return ids, nil
+}
+
+// StageRuns are every agent run of st, oldest first.
+func StageRuns(st *StageRecord) []*AgentRun {
+	runs := make([]*AgentRun, 0, len(st.Earlier)+1)
+	for i := range st.Earlier {
+		runs = append(runs, &st.Earlier[i])
+	}
+	if st.Agent != nil {
+		runs = append(runs, st.Agent)
+	}
+	return runs
+}
+
+// CurrentRun is the current stage's agent, if any.
+func CurrentRun(p *Place) *AgentRun {
+	if p.Current >= len(p.Stages) {
+		return nil
+	}
+	return p.Stages[p.Current].Agent
+}
+
+// AgentPaneHost names the pane host of a, reading a record older than the
+// field as tmux.
+func AgentPaneHost(a *AgentRun) string {
+	switch {
+	case a.Pane == "print":
+		return ""
+	case a.PaneHost == "":
+		return "tmux"
+	}
+	return a.PaneHost
 }

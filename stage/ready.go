@@ -16,10 +16,10 @@ import (
 	"github.com/git-flume/git-flume/refs"
 )
 
-// stepEnv is the whole environment of a repository step (L2, X4): the
+// StepEnv is the whole environment of a repository step (L2, X4): the
 // step policy of internal/proc, with the place's FLUME_* variables.
-func stepEnv(caller []string, p *Place) []string {
-	return proc.StepEnv(caller, append(runVars(p),
+func StepEnv(caller []string, p *Place) []string {
+	return proc.StepEnv(caller, append(RunVars(p),
 		"FLUME_PLACE="+p.ID,
 		"FLUME_KIND="+p.PlaceKind,
 		"FLUME_NAME="+p.Name,
@@ -41,10 +41,10 @@ func (e *StepFailure) Error() string {
 	return fmt.Sprintf("step %q exited %d", e.Step, e.Exit)
 }
 
-// runSteps runs steps in order in dir, streaming each line of output to out
+// RunSteps runs steps in order in dir, streaming each line of output to out
 // with the step's name and appending everything to the log. It stops at the
 // first failure and returns it as a *StepFailure.
-func runSteps(ctx context.Context, steps []Step, dir string, env []string, what string, out io.Writer, log io.Writer) error {
+func RunSteps(ctx context.Context, steps []Step, dir string, env []string, what string, out io.Writer, log io.Writer) error {
 	for i, st := range steps {
 		fmt.Fprintf(out, "%s %d/%d: %s\n", what, i+1, len(steps), st.Command)
 		fmt.Fprintf(log, "== %s %d/%d: %s\n", what, i+1, len(steps), st.Command)
@@ -122,8 +122,8 @@ func LogDir(commonDir, id string) string {
 	return filepath.Join(commonDir, "flume", "logs", id)
 }
 
-// openLog opens a place's log for appending.
-func openLog(commonDir, id string) (*os.File, error) {
+// OpenLog opens a place's log for appending.
+func OpenLog(commonDir, id string) (*os.File, error) {
 	dir := LogDir(commonDir, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make log folder: %w", err)
@@ -136,15 +136,15 @@ func openLog(commonDir, id string) (*os.File, error) {
 // stays.
 func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, steps []Step) (*refs.Record, error) {
 	p.Ready = &ReadyResult{Steps: len(steps), Running: &Proc{PID: env.PID, Host: env.Host}}
-	if _, err := savePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
+	if _, err := SavePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
 		return nil, err
 	}
-	log, err := openLog(repo.CommonDir, p.ID)
+	log, err := OpenLog(repo.CommonDir, p.ID)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	runErr := runSteps(ctx, steps, p.Path, stepEnv(env.CallerEnv, p), "ready", env.Out, log)
+	runErr := RunSteps(ctx, steps, p.Path, StepEnv(env.CallerEnv, p), "ready", env.Out, log)
 	result := &ReadyResult{OK: runErr == nil, Steps: len(steps)}
 	msg := "ready " + p.ID + ": ok"
 	var failure *StepFailure

@@ -12,7 +12,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 )
 
-// reconcileMaking finishes off a place whose launch stopped while making it
+// ReconcileMaking finishes off a place whose launch stopped while making it
 // (killed, hung up, or refused by git), so the place is never left
 // ambiguous. A worktree that git finished making and that already holds
 // work (a commit on its branch, or any file that is not its base's) is
@@ -21,7 +21,7 @@ import (
 // from the base, and the record marked tidied, so the place may be launched
 // again. A launch still running (its process alive on this host) is left
 // alone unless force (the caller is that launch).
-func reconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, checkAlive bool) (bool, error) {
+func ReconcileMaking(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, checkAlive bool) (bool, error) {
 	if p.Phase != PhaseMaking || p.Host != env.Host {
 		return false, nil // only its own host can tell, and only it acts
 	}
@@ -156,7 +156,7 @@ func holdsWork(ctx context.Context, repo *git.Repo, p *Place, wt git.Worktree) (
 // stage starts as any pending stage does.
 func finishMade(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place, why string) (bool, error) {
 	p.Phase, p.Launcher = PhaseMade, nil
-	_, err := savePlace(ctx, store, rec, p, fmt.Sprintf("launch %s: interrupted after its worktree was made; %s, so it is kept as made", p.ID, why))
+	_, err := SavePlace(ctx, store, rec, p, fmt.Sprintf("launch %s: interrupted after its worktree was made; %s, so it is kept as made", p.ID, why))
 	var conflict *refs.ConflictError
 	if errors.As(err, &conflict) {
 		return false, nil // someone else reconciled it
@@ -187,7 +187,7 @@ func repairHalfMadeAdmin(repo *git.Repo, p *Place) {
 		}
 		os.Remove(dir) // never recursively: anything else in it stays
 		// The place's .git file named that folder; the folder it sits in
-		// goes only if nothing else is in it (reconcileMaking).
+		// goes only if nothing else is in it (ReconcileMaking).
 		dotgit := filepath.Join(p.Path, ".git")
 		if data, err := os.ReadFile(dotgit); err == nil && len(data) < 4096 && strings.TrimSpace(strings.TrimPrefix(string(data), "gitdir:")) == dir {
 			os.Remove(dotgit)
@@ -195,10 +195,10 @@ func repairHalfMadeAdmin(repo *git.Repo, p *Place) {
 	}
 }
 
-// listWorktrees lists the repository's worktrees; when git cannot (an
+// ListWorktrees lists the repository's worktrees; when git cannot (an
 // interrupted launch left a half-written administrative folder), it repairs
 // what this host's dead launches left and lists again.
-func listWorktrees(ctx context.Context, env *Env, repo *git.Repo, records []*refs.Record) ([]git.Worktree, error) {
+func ListWorktrees(ctx context.Context, env *Env, repo *git.Repo, records []*refs.Record) ([]git.Worktree, error) {
 	wts, err := repo.Worktrees(ctx)
 	if err == nil {
 		return wts, nil
@@ -247,14 +247,14 @@ func InterruptedReady(env *Env, p *Place) (r *ReadyResult, ok bool) {
 	return &ReadyResult{Steps: cur.Steps, Exit: -1, Step: "(interrupted)", Tail: "readying was interrupted before it finished"}, true
 }
 
-// reconcileReady records a readying whose process died as interrupted: the
+// ReconcileReady records a readying whose process died as interrupted: the
 // engine's first move on a place (status only shows it).
-func reconcileReady(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place) (moved bool, err error) {
+func ReconcileReady(ctx context.Context, env *Env, store *refs.Store, rec *refs.Record, p *Place) (moved bool, err error) {
 	r, ok := InterruptedReady(env, p)
 	if !ok {
 		return false, nil
 	}
 	p.Ready = r
-	_, err = savePlace(ctx, store, rec, p, "ready "+p.ID+": interrupted")
+	_, err = SavePlace(ctx, store, rec, p, "ready "+p.ID+": interrupted")
 	return err == nil, err
 }

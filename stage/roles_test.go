@@ -3,8 +3,6 @@ package stage
 import (
 	"strings"
 	"testing"
-
-	"github.com/git-flume/git-flume/agent"
 )
 
 // TestRoleRulesInTheSpecsSyntax_A9: path restrictions read as A9 writes
@@ -115,65 +113,5 @@ func TestRoleToolWildcards_A9(t *testing.T) {
 		if got := r.AllowsTool(tool); got != want {
 			t.Errorf("%s: allowed %v, want %v", tool, got, want)
 		}
-	}
-}
-
-// TestUnenforcedRoleLimits_A9: a role that limits tools or paths runs only
-// under a program that runs flume's guard; any other is refused, saying
-// why, and a role with no limits runs anywhere.
-func TestUnenforcedRoleLimits_A9(t *testing.T) {
-	limited := &Role{Name: "r", Tools: []string{"Read"}}
-	paths := &Role{Name: "r", PathRestrictions: []PathRule{{Deny: "secrets/**"}}}
-	free := &Role{Name: "r", DelegatesTo: []string{"fix"}}
-	declared := func(cmd ...string) agent.Program { return agent.Program{Name: "mine", Command: cmd} }
-	for _, c := range []struct {
-		name    string
-		role    *Role
-		prog    agent.Program
-		guard   string
-		refused bool
-	}{
-		{"no role", nil, agent.Builtin["codex"], "g", false},
-		{"a role without limits", free, agent.Builtin["pi"], "g", false},
-		{"claude with the guard", limited, agent.Builtin["claude"], "g", false},
-		{"claude without a guard command", limited, agent.Builtin["claude"], "", true},
-		{"codex: its guard hook", limited, agent.Builtin["codex"], "g", false},
-		{"codex without a guard command", limited, agent.Builtin["codex"], "", true},
-		{"pi, path limits: its guard extension", paths, agent.Builtin["pi"], "g", false},
-		{"codex, path limits: its guard hook", paths, agent.Builtin["codex"], "g", false},
-		{"a declared program named codex is not Codex", limited, agent.Program{Name: "codex", Command: []string{"my-codex", "{prompt}"}}, "g", true},
-		{"a declared command naming {settings}", limited, declared("x", "--settings", "{settings}", "{prompt}"), "g", false},
-		{"a declared command without it", limited, declared("x", "{prompt}"), "g", true},
-		{"a declared program named claude is not Claude Code", limited, agent.Program{Name: "claude", Command: []string{"my-claude", "{prompt}"}}, "g", true},
-	} {
-		why := unenforced(c.role, c.prog, c.guard)
-		if (why != "") != c.refused {
-			t.Errorf("%s: unenforced = %q, want refused %v", c.name, why, c.refused)
-		}
-		if c.refused && !strings.Contains(why, c.prog.Name+" cannot be held to them") {
-			t.Errorf("%s: reason %q does not name the program", c.name, why)
-		}
-	}
-}
-
-// TestGuardReadsCodexPatches_A9: Codex's apply_patch is judged as an Edit
-// of every file its patch names, so a role's tools and path rules hold for
-// Codex as for Claude Code; its Bash is Bash.
-func TestGuardReadsCodexPatches_A9(t *testing.T) {
-	patch := "*** Begin Patch\n*** Add File: a.txt\n+a\n*** Update File: src/b.go\n*** Move to: src/c.go\n@@\n-x\n+y\n*** Delete File: secrets/k\n*** End Patch\n"
-	got := GuardInput{ToolName: "apply_patch", ToolInput: map[string]any{"command": patch}, Cwd: "/p"}.FromCodex()
-	var files []string
-	for _, g := range got {
-		if g.ToolName != "Edit" || g.Cwd != "/p" {
-			t.Fatalf("judged as %+v", g)
-		}
-		files = append(files, g.ToolInput["file_path"].(string))
-	}
-	if want := []string{"a.txt", "src/b.go", "src/c.go", "secrets/k"}; strings.Join(files, " ") != strings.Join(want, " ") {
-		t.Fatalf("files %v, want %v", files, want)
-	}
-	bash := GuardInput{ToolName: "Bash", ToolInput: map[string]any{"command": "ls"}}
-	if got := bash.FromCodex(); len(got) != 1 || got[0].ToolName != "Bash" {
-		t.Fatalf("Bash judged as %+v", got)
 	}
 }

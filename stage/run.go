@@ -148,11 +148,11 @@ func ComposeName(p *Place) string {
 	return strings.TrimLeft(base, "-_") + "-" + hex.EncodeToString(sum[:3])
 }
 
-// runVars are a place's run variables as NAME=value, for a place whose
+// RunVars are a place's run variables as NAME=value, for a place whose
 // repository declares [run]: its compose name under COMPOSE_PROJECT_NAME
 // and every other variable the repository names, then its ports, in a
 // stable order.
-func runVars(p *Place) []string {
+func RunVars(p *Place) []string {
 	if p.Run == nil {
 		return nil // its repository declares no [run]
 	}
@@ -173,10 +173,10 @@ func runVars(p *Place) []string {
 	return vars
 }
 
-// setUpRun gives a made place what [run] declares: a lease of its ports,
+// SetUpRun gives a made place what [run] declares: a lease of its ports,
 // then copies of its env files, and records both with the place. It does
 // nothing for a repository that declares neither.
-func setUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place, d RunDecl) (*refs.Record, error) {
+func SetUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place, d RunDecl) (*refs.Record, error) {
 	if len(d.Env) == 0 && len(d.Ports) == 0 && len(d.Compose) == 0 && len(d.Deps) == 0 {
 		return nil, nil
 	}
@@ -208,7 +208,7 @@ func setUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, 
 		// them over, its launcher gone).
 		q := *p
 		q.Run = setup
-		err = errors.Join(err, releaseLease(ctx, store, &q))
+		err = errors.Join(err, ReleaseLease(ctx, store, &q))
 	}
 	return rec, err
 }
@@ -383,8 +383,8 @@ func portsFree(first, n int) bool {
 	return true
 }
 
-// releaseLease gives up a place's port lease, if it still holds it.
-func releaseLease(ctx context.Context, store *refs.Store, p *Place) error {
+// ReleaseLease gives up a place's port lease, if it still holds it.
+func ReleaseLease(ctx context.Context, store *refs.Store, p *Place) error {
 	if p.Run == nil || p.Run.Lease == "" {
 		return nil
 	}
@@ -541,7 +541,7 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 		return nil, nil, &RefusedError{Place: p.ID, Reason: "its repository declared no [run] section when it was launched; there is nothing to print"}
 	}
 	if !o.Refresh {
-		return runVars(p), p.Run.Env, nil
+		return RunVars(p), p.Run.Env, nil
 	}
 	if p.Host != env.Host {
 		return nil, nil, &RefusedError{Place: p.ID, Reason: "a place of host " + p.Host + ": only its own host copies its env files"}
@@ -566,10 +566,10 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 	}); err != nil {
 		return nil, nil, err
 	}
-	return runVars(p), files, nil
+	return RunVars(p), files, nil
 }
 
-// stopPlaceProcesses ends what a place started before tidy removes it
+// StopPlaceProcesses ends what a place started before tidy removes it
 // (issue 29, point 5): every process flume started for it (readying and
 // remove steps, and what they left running, carry its FLUME_PLACE and
 // FLUME_PATH; its agents are ended by their session) and every process
@@ -579,7 +579,7 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 // signalled: the place is kept, naming it. The calling process, its
 // ancestors, and flume's and git's own processes are never touched. It returns why the place is kept, "" when
 // nothing runs in it any more.
-func stopPlaceProcesses(p *Place) string {
+func StopPlaceProcesses(p *Place) string {
 	spare := map[int]bool{os.Getpid(): true}
 	for _, pid := range proc.Ancestors(os.Getpid()) {
 		spare[pid] = true

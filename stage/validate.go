@@ -242,7 +242,7 @@ func (e *HomeError) Error() string {
 // place's own folder is a symlink (or anything but a folder), so that
 // every path flume acts on resolves inside <repo>/places/ (T2).
 func CheckHome(ctx context.Context, env *Env, repo *git.Repo, p *Place) error {
-	if err := owned(env, p); err != nil {
+	if err := OwnedHere(env, p); err != nil {
 		return err
 	}
 	main, err := repo.MainCheckout(ctx)
@@ -253,7 +253,7 @@ func CheckHome(ctx context.Context, env *Env, repo *git.Repo, p *Place) error {
 		return &HomeError{Place: p.ID, Reason: fmt.Sprintf("its record names the checkout %s, but this repository's is %s", p.Repo, main)}
 	}
 	for _, dir := range []string{filepath.Join(p.Repo, PlacesDir), p.Path} {
-		if why := notRealDir(dir); why != "" {
+		if why := NotRealDir(dir); why != "" {
 			return &HomeError{Place: p.ID, Reason: why + "; flume acts only inside the repository's own places/ folder"}
 		}
 	}
@@ -271,9 +271,9 @@ func samePath(a, b string) bool {
 	return errA == nil && errB == nil && ra == rb
 }
 
-// notRealDir says why path is neither absent nor a real folder (a symlink,
+// NotRealDir says why path is neither absent nor a real folder (a symlink,
 // a file), or "".
-func notRealDir(path string) string {
+func NotRealDir(path string) string {
 	info, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -20,6 +20,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/delegation"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -298,7 +299,7 @@ func exitCode(w io.Writer, err error) int {
 		name     *refs.NameError
 		kind     *stage.UnknownKindError
 		conflict *refs.ConflictError
-		exists   *stage.ExistsError
+		exists   *place.ExistsError
 		claimed  *refs.ClaimedError
 		refused  *stage.RefusedError
 		wsBad    *promote.InvalidError

@@ -7,7 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/internal/term"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 func conflictsCommand(a *app) *cli.Command {
@@ -25,13 +26,13 @@ func conflictsCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			cs, err := stage.ReadConflicts(c.Context, a.stageEnv(), c.String("repo"))
+			cs, err := place.ReadConflicts(c.Context, a.stageEnv(), c.String("repo"))
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if cs == nil {
-					cs = []stage.Conflict{}
+					cs = []engine.Conflict{}
 				}
 				if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "conflicts": cs}); err != nil {
 					return err
@@ -66,13 +67,13 @@ func landOrderCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			steps, err := stage.LandOrder(c.Context, a.stageEnv(), c.String("repo"))
+			steps, err := place.LandOrder(c.Context, a.stageEnv(), c.String("repo"))
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if steps == nil {
-					steps = []stage.LandStep{}
+					steps = []place.LandStep{}
 				}
 				return writeJSON(a.io.Out, map[string]any{"schema": 1, "order": steps})
 			}
@@ -92,7 +93,7 @@ func landOrderCommand(a *app) *cli.Command {
 }
 
 // notExact marks a conflict predicted from fingerprints.
-func notExact(c stage.Conflict) string {
+func notExact(c engine.Conflict) string {
 	if c.Exact {
 		return ""
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 func doctorCommand(a *app) *cli.Command {
@@ -22,7 +22,7 @@ func doctorCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			d, err := stage.Diagnose(c.Context, a.stageEnv(), c.String("repo"))
+			d, err := place.Diagnose(c.Context, a.stageEnv(), c.String("repo"))
 			if err != nil {
 				return err
 			}
@@ -41,7 +41,7 @@ func doctorCommand(a *app) *cli.Command {
 	}
 }
 
-func writeDoctor(w io.Writer, d *stage.Doctor) {
+func writeDoctor(w io.Writer, d *place.Doctor) {
 	fmt.Fprintf(w, "git %s\n", d.Git)
 	if d.PaneHostProblem != "" {
 		fmt.Fprintf(w, "pane host %s: missing: %s\n", d.PaneHost, d.PaneHostProblem)

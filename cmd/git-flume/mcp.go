@@ -14,6 +14,7 @@ import (
 	"github.com/git-flume/git-flume/internal/jsonrpc"
 	"github.com/git-flume/git-flume/internal/mcpserver"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -132,7 +133,7 @@ func (a *app) mcpTools(repo string) []mcpserver.Tool {
 				{Name: "text", Type: "string", Required: true, Description: "the message, confirmed in the agent's transcript"},
 			},
 			func(ctx context.Context, in mcpTellIn, out, errOut io.Writer) error {
-				o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: repo, Place: in.Place, Gate: stage.GateOptions{Session: a.callerSession()}}, Text: in.Text}
+				o := engine.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: repo, Place: in.Place, Gate: stage.GateOptions{Session: a.callerSession()}}, Text: in.Text}
 				if err := a.tell(ctx, o, out); err != nil {
 					return err
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -214,7 +215,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 	}
 	name := in.Name
 	if name == "" {
-		if name = stage.NameFromBrief(in.Brief); name == "" {
+		if name = place.NameFromBrief(in.Brief); name == "" {
 			return usagef("launch: --name is needed: the brief has no word to make one from")
 		}
 	}
@@ -222,7 +223,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 		// The printed command must not mix with the document.
 		env.Engine.Print = errOut
 	}
-	p, err := stage.LaunchPlace(ctx, env, stage.LaunchOptions{
+	p, err := place.LaunchPlace(ctx, env, place.LaunchOptions{
 		Repo: in.Repo, Kind: in.Kind, Name: name, Brief: in.Brief,
 		From: in.From, Target: in.Target, Agent: in.Agent,
 	})
@@ -404,7 +405,7 @@ func useCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			claim, err := stage.Use(c.Context, a.stageEnv(), o)
+			claim, err := place.Use(c.Context, a.stageEnv(), o)
 			if err != nil {
 				return err
 			}
@@ -420,12 +421,12 @@ func useCommand(a *app) *cli.Command {
 
 // claimOptions reads use's and release's flags; --shared names the remote
 // (--remote, else flume.remote, else origin).
-func (a *app) claimOptions(c *cli.Context, id string) (stage.ClaimOptions, error) {
+func (a *app) claimOptions(c *cli.Context, id string) (place.ClaimOptions, error) {
 	sess, err := a.session(c)
 	if err != nil {
-		return stage.ClaimOptions{}, err
+		return place.ClaimOptions{}, err
 	}
-	o := stage.ClaimOptions{Repo: c.String("repo"), Place: id, Session: sess, TakeOver: c.Bool("take-over")}
+	o := place.ClaimOptions{Repo: c.String("repo"), Place: id, Session: sess, TakeOver: c.Bool("take-over")}
 	if c.Bool("shared") {
 		remote, err := a.remote(c.Context, c.String("remote"))
 		if err != nil {
@@ -451,7 +452,7 @@ func releaseCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := stage.Release(c.Context, a.stageEnv(), o); err != nil {
+			if err := place.Release(c.Context, a.stageEnv(), o); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s released\n", id)
@@ -479,7 +480,7 @@ func dropCommand(a *app) *cli.Command {
 				if err != nil {
 					return err
 				}
-				p, err := stage.Drop(c.Context, a.stageEnv(), po)
+				p, err := place.Drop(c.Context, a.stageEnv(), po)
 				if err != nil {
 					return err
 				}
@@ -490,7 +491,7 @@ func dropCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			done, err := stage.DropTree(c.Context, a.stageEnv(), po)
+			done, err := place.DropTree(c.Context, a.stageEnv(), po)
 			for _, d := range done {
 				fmt.Fprintf(a.io.Out, "%s dropped%s\n", d.Place.ID, dropNote(d.Place))
 			}
@@ -511,7 +512,7 @@ func dropNote(p *stage.Place) string {
 		return ""
 	case !a.Ended:
 		return "; its agent, started by the operator, still runs: end it before tidy"
-	case p.Stages[p.Current].Reason == stage.DroppedReason:
+	case p.Stages[p.Current].Reason == place.DroppedReason:
 		return "; its agent was ended and verified gone"
 	}
 	return ""
@@ -536,12 +537,12 @@ func tidyCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			results, err := stage.Tidy(c.Context, a.stageEnv(), stage.TidyOptions{
+			results, err := place.Tidy(c.Context, a.stageEnv(), place.TidyOptions{
 				Repo: c.String("repo"), DryRun: dry,
 				Gate: gate,
 			})
 			if results == nil {
-				results = []stage.TidyResult{}
+				results = []place.TidyResult{}
 			}
 			if c.Bool("json") {
 				if werr := writeJSON(a.io.Out, map[string]any{"schema": 1, "dryRun": dry, "places": results}); werr != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/delegation"
+	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -82,7 +84,7 @@ func advanceCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := stage.AdvanceOptions{Repo: c.String("repo"), FromHook: c.Bool("from-hook"), Tidy: c.Bool("tidy"), Gate: gate}
+			o := place.AdvanceOptions{Repo: c.String("repo"), FromHook: c.Bool("from-hook"), Tidy: c.Bool("tidy"), Gate: gate}
 			if c.NArg() > 0 {
 				id, err := onePlace(c)
 				if err != nil {
@@ -90,7 +92,7 @@ func advanceCommand(a *app) *cli.Command {
 				}
 				o.Place = id
 			}
-			done, err := stage.AdvancePlaces(c.Context, a.stageEnv(), o)
+			done, err := place.AdvancePlaces(c.Context, a.stageEnv(), o)
 			if done == nil {
 				return err
 			}
@@ -118,7 +120,7 @@ func waitCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := stage.Wait(c.Context, a.stageEnv(), stage.WaitOptions{Repo: c.String("repo"), Place: id, Timeout: c.Duration("timeout")})
+			o, err := engine.Wait(c.Context, a.stageEnv(), engine.WaitOptions{Repo: c.String("repo"), Place: id, Timeout: c.Duration("timeout")})
 			if o != nil {
 				if c.Bool("json") {
 					if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "outcome": o}); err != nil {
@@ -174,7 +176,7 @@ func tellCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := stage.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: c.String("repo"), Place: c.Args().Get(0), Gate: gate}, Text: c.Args().Get(1)}
+			o := engine.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: c.String("repo"), Place: c.Args().Get(0), Gate: gate}, Text: c.Args().Get(1)}
 			return a.tell(c.Context, o, a.io.Out)
 		},
 	}
@@ -183,13 +185,13 @@ func tellCommand(a *app) *cli.Command {
 // tell sends o.Text to o.Place's agent (stage.Tell, A4) and says so on
 // out, for `tell` and the MCP tell tool. The place may be named as a
 // path.
-func (a *app) tell(ctx context.Context, o stage.TellOptions, out io.Writer) error {
+func (a *app) tell(ctx context.Context, o engine.TellOptions, out io.Writer) error {
 	id, err := stage.PlaceID(o.Place)
 	if err != nil {
 		return err
 	}
 	o.Place = id
-	if err := stage.Tell(ctx, a.stageEnv(), o); err != nil {
+	if err := engine.Tell(ctx, a.stageEnv(), o); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: message confirmed in the agent's transcript\n", id)
@@ -211,7 +213,7 @@ func stopCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := stage.Stop(c.Context, a.stageEnv(), po); err != nil {
+			if err := engine.Stop(c.Context, a.stageEnv(), po); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s: agent stopped\n", id)
@@ -238,7 +240,7 @@ func attachCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			return stage.Attach(c.Context, a.stageEnv(), po, term)
+			return engine.Attach(c.Context, a.stageEnv(), po, term)
 		},
 	}
 }
@@ -283,11 +285,11 @@ func (a *app) placeOptions(c *cli.Context, id string) (stage.PlaceOptions, error
 }
 
 func retryCommand(a *app) *cli.Command {
-	return restartCommand(a, "retry", "start the current stage again with a fresh agent and its prompt", stage.Retry)
+	return restartCommand(a, "retry", "start the current stage again with a fresh agent and its prompt", engine.Retry)
 }
 
 func goOnCommand(a *app) *cli.Command {
-	return restartCommand(a, "go-on", "run a question's round again with a fresh agent", stage.GoOn)
+	return restartCommand(a, "go-on", "run a question's round again with a fresh agent", engine.GoOn)
 }
 
 func installCommand(a *app) *cli.Command {
@@ -302,7 +304,7 @@ func installCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			paths, err := stage.InstallHooks(c.Context, a.stageEnv(), c.String("repo"))
+			paths, err := place.InstallHooks(c.Context, a.stageEnv(), c.String("repo"))
 			for _, p := range paths {
 				fmt.Fprintf(a.io.Out, "installed %s\n", p)
 			}
@@ -326,7 +328,7 @@ func hookCommand(a *app) *cli.Command {
 			var args []string
 			switch c.Args().First() {
 			case "post-commit":
-				id := stage.PlaceOfDir(cwd)
+				id := place.PlaceOfDir(cwd)
 				if id == "" {
 					return nil
 				}
@@ -359,7 +361,7 @@ func watchCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			return stage.Watch(c.Context, a.stageEnv(), c.String("repo"), id, a.watchInterval(), 12*time.Hour)
+			return place.Watch(c.Context, a.stageEnv(), c.String("repo"), id, a.watchInterval(), 12*time.Hour)
 		},
 	}
 }
@@ -438,7 +440,7 @@ func rollbackCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			p, kept, err := stage.Rollback(c.Context, a.stageEnv(), po)
+			p, kept, err := engine.Rollback(c.Context, a.stageEnv(), po)
 			if err != nil {
 				return err
 			}
@@ -495,7 +497,7 @@ func logCommand(a *app) *cli.Command {
 			}
 			var offset int64
 			for {
-				data, end, err := stage.ReadLog(c.Context, a.stageEnv(), c.String("repo"), id, offset)
+				data, end, err := engine.ReadLog(c.Context, a.stageEnv(), c.String("repo"), id, offset)
 				if err != nil {
 					return err
 				}
@@ -531,9 +533,9 @@ func guardCommand(a *app) *cli.Command {
 			if id == "" {
 				id = a.env.vars["FLUME_PLACE"]
 			}
-			var in stage.GuardInput
+			var in engine.GuardInput
 			err := json.NewDecoder(a.io.In).Decode(&in)
-			uses := []stage.GuardInput{in}
+			uses := []engine.GuardInput{in}
 			if err == nil && c.Bool("codex") {
 				uses = in.FromCodex()
 			}
@@ -545,7 +547,7 @@ func guardCommand(a *app) *cli.Command {
 				if dir == "" {
 					dir = "."
 				}
-				err = stage.Guard(c.Context, a.stageEnv(), dir, id, use)
+				err = engine.Guard(c.Context, a.stageEnv(), dir, id, use)
 			}
 			if err != nil {
 				// Fail closed: a tool use the guard cannot judge is

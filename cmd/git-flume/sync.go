@@ -10,7 +10,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 func syncCommand(a *app) *cli.Command {
@@ -42,7 +42,7 @@ func syncCommand(a *app) *cli.Command {
 				fmt.Fprintf(a.io.Err, "git-flume: first sync with %s: sharing this host's records under refs/flume/ "+
 					"(briefs, place paths, branch and host names, claims, workspace requests); branches are never pushed\n", remote)
 			}
-			rep, err := stage.Share(c.Context, a.stageEnv(), c.String("repo"), remote)
+			rep, err := place.Share(c.Context, a.stageEnv(), c.String("repo"), remote)
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ func (a *app) autoSync(ctx context.Context, errOut io.Writer) {
 	}
 	remote, err := a.remote(ctx, "")
 	if err == nil {
-		_, err = stage.Share(ctx, a.stageEnv(), a.repoDir, remote)
+		_, err = place.Share(ctx, a.stageEnv(), a.repoDir, remote)
 	}
 	if err != nil {
 		fmt.Fprintf(errOut, "git-flume: auto-sync with %s failed (the local change stands; run git flume sync): %v\n", remote, err)

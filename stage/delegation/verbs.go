@@ -12,6 +12,8 @@ import (
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 // DelegateOptions name a delegated place and what its commissioner says.
@@ -51,7 +53,7 @@ func lockedDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, p, err = stage.ReadGated(ctx, env, store, o.Place, o.Gate); err != nil {
+	if _, p, err = engine.ReadGated(ctx, env, store, o.Place, o.Gate); err != nil {
 		l.Unlock()
 		return nil, nil, err
 	}
@@ -85,8 +87,8 @@ func verbed(verb string) string {
 func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*stage.Place, error) {
 	// Bring the record up to what its agent did; the gate reads it as it
 	// is either way, and a step that fails is taken again by the next.
-	_, _ = stage.Advance(ctx, env, o.Repo, o.Place)
-	_, p, err := stage.ReadGated(ctx, env, store, o.Place, o.Gate)
+	_, _ = engine.Advance(ctx, env, o.Repo, o.Place)
+	_, p, err := engine.ReadGated(ctx, env, store, o.Place, o.Gate)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +121,7 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.P
 	default:
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "it is " + state + ", not finished: only a finished delegation is accepted"}
 	}
-	if open, err := stage.OpenChild(ctx, store, p); err != nil {
+	if open, err := place.OpenChild(ctx, store, p); err != nil {
 		return nil, err
 	} else if open != "" {
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "its own delegated place " + open + " is still open: resolve it first"}
@@ -215,7 +217,7 @@ func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, 
 // recorded settled: the verb ran to its end, and one run after it says the
 // delegation was already closed instead of doing it again.
 func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions) (*stage.Place, error) {
-	if _, err := stage.Tidy(ctx, env, stage.TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
+	if _, err := place.Tidy(ctx, env, place.TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
 		return nil, err
 	}
 	_, p, err := stage.ReadPlace(ctx, store, o.Place)
@@ -251,7 +253,7 @@ func Reopen(ctx context.Context, env *stage.Env, o DelegateOptions) (*stage.Plac
 		return nil, err
 	}
 	defer unlock()
-	return stage.RestartStage(ctx, env, o.PlaceOptions, stage.RestartRules{Verb: "reopen", Delivered: true, Resume: true,
+	return engine.RestartStage(ctx, env, o.PlaceOptions, engine.RestartRules{Verb: "reopen", Delivered: true, Resume: true,
 		Followup: "Your commissioner reopened this stage: " + o.Text,
 		Check:    delegatedIn(env, "reopen", stage.DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
 }
@@ -294,18 +296,18 @@ func Unblock(ctx context.Context, env *stage.Env, o DelegateOptions) (*stage.Pla
 		if o.Text == "" {
 			return nil, &stage.RefusedError{Place: p.ID, Reason: "its agent waits for an answer: give it with --with"}
 		}
-		if err := stage.Tell(ctx, env, stage.TellOptions(o)); err != nil { // unblock tells its answer
+		if err := engine.Tell(ctx, env, engine.TellOptions(o)); err != nil { // unblock tells its answer
 			return nil, err
 		}
 		_, p, err := stage.ReadPlace(ctx, store, o.Place)
 		return p, err
 	}
-	how := stage.RestartRules{Verb: "unblock", Check: blocked}
+	how := engine.RestartRules{Verb: "unblock", Check: blocked}
 	if o.Text != "" {
 		how.Followup = "Your commissioner unblocked this stage: " + o.Text
 	}
 	o.Force = true // a blocked stage's agent gives way to the fresh one
-	return stage.RestartStage(ctx, env, o.PlaceOptions, how)
+	return engine.RestartStage(ctx, env, o.PlaceOptions, how)
 }
 
 // RollbackDelegation undoes a delegation that is still open (issue 17):
@@ -352,7 +354,7 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	if err != nil {
 		return err
 	}
-	if open, err := stage.OpenChild(ctx, store, p); err != nil {
+	if open, err := place.OpenChild(ctx, store, p); err != nil {
 		return err
 	} else if open != "" {
 		sub := o
@@ -381,7 +383,7 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	}
 	env.FaultAt("rollback:recorded")
 	if p.Phase == stage.PhaseMade && p.Dropped == nil {
-		if _, err = stage.Drop(ctx, env, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
+		if _, err = place.Drop(ctx, env, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
 			return err
 		}
 	}
@@ -412,7 +414,7 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 // tidy removes both and loses nothing.
 func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *stage.Place) error {
 	st := &p.Stages[p.Current]
-	kept, err := stage.ResetPlace(ctx, repo, p, st, p.Base, "", "rollback "+p.ID)
+	kept, err := engine.ResetPlace(ctx, repo, p, st, p.Base, "", "rollback "+p.ID)
 	if err != nil || kept == nil {
 		return err
 	}
@@ -441,7 +443,7 @@ func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, st
 	if d.Start != nil {
 		tree = d.Start.Tree
 	}
-	kept, err := stage.ResetPlace(ctx, repo, parent, &parent.Stages[parent.Current], p.Base, tree, "flume rollback --delegation "+p.ID)
+	kept, err := engine.ResetPlace(ctx, repo, parent, &parent.Stages[parent.Current], p.Base, tree, "flume rollback --delegation "+p.ID)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 // ChildProgress is what a commissioner sees of its open delegated place
@@ -36,7 +38,7 @@ func openChildProgress(ctx context.Context, env *stage.Env, store *refs.Store, p
 	if len(p.Children) == 0 {
 		return nil
 	}
-	id, err := stage.OpenChild(ctx, store, p)
+	id, err := place.OpenChild(ctx, store, p)
 	if err != nil || id == "" {
 		return nil
 	}
@@ -50,7 +52,7 @@ func openChildProgress(ctx context.Context, env *stage.Env, store *refs.Store, p
 	if st.Started != nil {
 		cp.ElapsedMs = env.ClockNow().Sub(*st.Started).Milliseconds()
 	}
-	cp.LastTools = stage.LastTools(&st, stage.ChildTools)
+	cp.LastTools = engine.LastTools(&st, engine.ChildTools)
 	return cp
 }
 

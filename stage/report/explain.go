@@ -17,6 +17,8 @@ import (
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 // Explanation is the `explain --json` document, schema 1.
@@ -68,10 +70,10 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	st := &p.Stages[p.Current]
 	x.Stage, x.Index, x.Count, x.Run, x.State = st.Name, p.Current+1, len(p.Stages), st.Runs, st.State
 	local := p.Host == env.Host && stage.CheckHome(ctx, env, repo, p) == nil
-	var seen stage.StepSeen
+	var seen engine.StepSeen
 	if local && st.State != stage.StagePending {
 		// What the engine's own step would read; nothing is written.
-		if seen, _, err = stage.Observe(ctx, env, repo, p, st); err != nil {
+		if seen, _, err = engine.Observe(ctx, env, repo, p, st); err != nil {
 			return nil, err
 		}
 		if a := st.Agent; a != nil && !a.Ended && a.Pane != "print" && seen.Screen == nil {
@@ -96,16 +98,16 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	}
 	a := agentStatus(ctx, env, p)
 	if local && p.Phase == stage.PhaseMade {
-		x.Next = stage.NextStep(p, agentStateOf(a))
+		x.Next = engine.NextStep(p, agentStateOf(a))
 		if x.Next == "" && (a == nil || a.State != "up") {
-			x.Next = stage.CatchUpStep(p.Branch, p.Path, conflicts)
+			x.Next = place.CatchUpStep(p.Branch, p.Path, conflicts)
 		}
 	}
 	return x, nil
 }
 
 // why is the sentence for the stage's state.
-func why(p *stage.Place, st *stage.StageRecord, seen stage.StepSeen) string {
+func why(p *stage.Place, st *stage.StageRecord, seen engine.StepSeen) string {
 	switch st.State {
 	case stage.StagePending:
 		if p.Current > 0 {
@@ -121,7 +123,7 @@ func why(p *stage.Place, st *stage.StageRecord, seen stage.StepSeen) string {
 	case stage.StateUnknown:
 		return "no transcript of the agent shows yet: flume watches for it (an agent the operator starts from the printed command)"
 	case stage.StateWorking:
-		return fmt.Sprintf("its prompt showed in the agent's transcript and its deliverable (%s) is not in git yet", stage.DescribeDeliverable(st.Deliverable))
+		return fmt.Sprintf("its prompt showed in the agent's transcript and its deliverable (%s) is not in git yet", engine.DescribeDeliverable(st.Deliverable))
 	case stage.StateWaiting:
 		return "the agent ended its turn asking: " + st.Need
 	case stage.StateStuck:
@@ -138,7 +140,7 @@ func why(p *stage.Place, st *stage.StageRecord, seen stage.StepSeen) string {
 
 // evidence lists what flume read: the record's last move, the agent, its
 // transcript and screen, the branch, the timers, the readying.
-func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, st *stage.StageRecord, seen stage.StepSeen, local bool) []Evidence {
+func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, st *stage.StageRecord, seen engine.StepSeen, local bool) []Evidence {
 	var ev []Evidence
 	add := func(source, text string) {
 		if text != "" {
@@ -176,7 +178,7 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Plac
 }
 
 // agentEvidence is how the stage's agent stands and how its prompt went.
-func agentEvidence(a *stage.AgentRun, seen stage.StepSeen, local bool, now time.Time) string {
+func agentEvidence(a *stage.AgentRun, seen engine.StepSeen, local bool, now time.Time) string {
 	state := "running"
 	switch {
 	case a.Exit != nil:
@@ -201,7 +203,7 @@ func agentEvidence(a *stage.AgentRun, seen stage.StepSeen, local bool, now time.
 
 // transcriptEvidence is what the agent's transcript showed; "" for
 // another host's place, whose transcript is not read here.
-func transcriptEvidence(a *stage.AgentRun, seen stage.StepSeen, local bool) string {
+func transcriptEvidence(a *stage.AgentRun, seen engine.StepSeen, local bool) string {
 	switch {
 	case a.Transcript == "" && seen.Found == "":
 		return fmt.Sprintf("none found yet (%s)", a.Pattern)
@@ -238,14 +240,14 @@ func screenEvidence(s *agent.Screen) string {
 
 // branchEvidence is where the place's branch stands against the stage's
 // deliverable.
-func branchEvidence(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, seen stage.StepSeen) string {
+func branchEvidence(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, seen engine.StepSeen) string {
 	text := fmt.Sprintf("%s at %.12s", p.Branch, seen.Head)
 	if st.Base != "" {
 		if n, err := repo.CountBetween(ctx, st.Base, seen.Head); err == nil {
 			text += fmt.Sprintf(", %d commit(s) since the stage began at %.12s", n, st.Base)
 		}
 	}
-	text += "; deliverable " + stage.DescribeDeliverable(st.Deliverable) + ": "
+	text += "; deliverable " + engine.DescribeDeliverable(st.Deliverable) + ": "
 	if seen.Delivered {
 		text += "in git (" + seen.What + ")"
 	} else {
@@ -286,10 +288,10 @@ func yesNo(b bool) string {
 }
 
 // placeConflicts are the conflicts known for place p as status shows them.
-func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) []stage.Conflict {
+func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) []engine.Conflict {
 	records, _, err := store.List(ctx, stage.PlacePrefix)
 	if err != nil {
 		return nil
 	}
-	return stage.KnownConflicts(env, repo, stage.DecodePlaces(records))[p.ID]
+	return place.KnownConflicts(env, repo, place.DecodePlaces(records))[p.ID]
 }

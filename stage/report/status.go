@@ -13,6 +13,8 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 // StatusOptions select what status shows.
@@ -52,8 +54,8 @@ type PlaceStatus struct {
 	Run *stage.RunSetup `json:"run"`
 	// Conflicts are the conflicts the radar knows for its head as it is
 	// (issue 30): with its target's tip or another open place, exact.
-	Conflicts []stage.Conflict `json:"conflicts,omitempty"`
-	Stage     StageStatus      `json:"stage"`
+	Conflicts []engine.Conflict `json:"conflicts,omitempty"`
+	Stage     StageStatus       `json:"stage"`
 	// Previous is the stage before the current one, once it ended: what
 	// it delivered and its STAGE REPORT, or report-missing (W2).
 	Previous *StageStatus `json:"previous"`
@@ -213,11 +215,11 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if opts.Place != "" && len(st.Places) > 0 {
 		// One place shown: the radar pairs it with the others too.
 		if all, _, err := store.List(ctx, stage.PlacePrefix); err == nil {
-			places = stage.DecodePlaces(all)
+			places = place.DecodePlaces(all)
 		}
 	}
 	if len(st.Places) > 0 {
-		attachConflicts(st, stage.KnownConflicts(env, repo, places))
+		attachConflicts(st, place.KnownConflicts(env, repo, places))
 	}
 	return st, nil
 }
@@ -225,12 +227,12 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 // attachConflicts gives each place shown its known conflicts; a place of
 // this host that conflicts and has no agent running is told, as its next
 // step, to bring its branch up to date.
-func attachConflicts(st *Status, byPlace map[string][]stage.Conflict) {
+func attachConflicts(st *Status, byPlace map[string][]engine.Conflict) {
 	for i := range st.Places {
 		ps := &st.Places[i]
 		ps.Conflicts = append(ps.Conflicts, byPlace[ps.Place]...)
 		if !ps.Foreign && ps.Stage.Next == "" && (ps.Agent == nil || ps.Agent.State != "up") {
-			ps.Stage.Next = stage.CatchUpStep(ps.Branch, ps.Path, ps.Conflicts)
+			ps.Stage.Next = place.CatchUpStep(ps.Branch, ps.Path, ps.Conflicts)
 		}
 	}
 }
@@ -356,10 +358,10 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 	if p.Host == env.Host && p.Phase == stage.PhaseMade {
 		ps.Child = openChildProgress(ctx, env, r.store, &p)
 	}
-	ps.NeedsWatcher = stage.NeedsWatcher(ctx, env, &p)
+	ps.NeedsWatcher = engine.NeedsWatcher(ctx, env, &p)
 	ps.Agent = agentStatus(ctx, env, &p)
 	if p.Host == env.Host && p.Phase == stage.PhaseMade {
-		ps.Stage.Next = stage.NextStep(&p, agentStateOf(ps.Agent))
+		ps.Stage.Next = engine.NextStep(&p, agentStateOf(ps.Agent))
 	}
 	ps.Worktree, ps.Foreign = r.worktree(&p)
 	if claim != nil {
@@ -422,7 +424,7 @@ func agentStatus(ctx context.Context, env *stage.Env, p *stage.Place) *AgentStat
 		return nil
 	}
 	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: stage.AgentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends,
-		State: stage.AgentState(ctx, env, p)}
+		State: engine.AgentState(ctx, env, p)}
 }
 
 // readOne reads the named records (one place's and its claim) as List

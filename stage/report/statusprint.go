@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
 
 	"github.com/git-flume/git-flume/agent"
 )
@@ -190,7 +191,7 @@ func usageOf(commonDir string, p *stage.Place, a *stage.AgentRun) (agent.Usage, 
 	}
 	c = usageCache{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Usage: tr.Usage}
 	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
-		_ = stage.ReplaceFile(path, data, 0o644) // best effort: a cache not written is read around
+		_ = engine.ReplaceFile(path, data, 0o644) // best effort: a cache not written is read around
 	}
 	return stage.OwnUsage(a, tr.Usage), true
 }

@@ -7,11 +7,11 @@ import (
 	"io"
 
 	"github.com/git-flume/git-flume/internal/term"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/place"
 )
 
 // WriteTidy prints what tidy did for people.
-func WriteTidy(w io.Writer, results []stage.TidyResult, dryRun bool) {
+func WriteTidy(w io.Writer, results []place.TidyResult, dryRun bool) {
 	if len(results) == 0 {
 		fmt.Fprintln(w, "nothing to tidy")
 		return

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"os"
+	"os/exec"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// TestDecide_S1_A3_K6_W1_W2: what a stage adds to the run lifecycle's
+// decision (agent/run's table holds the run's own rows): a delivery closes
+// the stage with its report and makes the next stage current, a landing
+// ends the last stage landed, a cut reads the report the agent left, a
+// recreation leaves its message for the fresh run, a step that moves
+// nothing else records the task count. decide never changes the place it
+// is given.
+func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tm := stage.EngineOptions{ConfirmWindow: time.Minute, ReportGrace: time.Minute, RemindAfter: 2 * time.Minute, StuckAfter: 30 * time.Minute}
+	two := func(st stage.StageRecord) *stage.Place {
+		return &stage.Place{ID: "fix--a", Stages: []stage.StageRecord{st, {Name: "submit", Life: run.Life{State: stage.StagePending}}}}
+	}
+	working := func(extra func(*stage.StageRecord)) stage.StageRecord {
+		st := stage.StageRecord{Name: "code", Deliverable: stage.DeliverCommit, Life: run.Life{State: stage.StateWorking, Started: &t0, BudgetMs: 40 * 60 * 1000},
+			Agent: &stage.AgentRun{Pane: "p", SentAt: t0, Sends: 1, Transcript: "/t"}}
+		if extra != nil {
+			extra(&st)
+		}
+		return st
+	}
+	seen := func(o run.Observation) StepSeen { o.Up = true; return StepSeen{Observation: o, Head: "abc"} }
+	tasks := &stage.TaskCount{Done: 1, Total: 3}
+	for _, c := range []struct {
+		name    string
+		p       *stage.Place
+		seen    StepSeen
+		write   string
+		kind    string // "write", "end", "cut", ""
+		current int
+		state   string
+		check   func(t *testing.T, st *stage.StageRecord)
+	}{
+		{"turn closed: delivered with its report, next stage", two(working(nil)),
+			seen(run.Observation{Now: t0, Transcript: true, Turn: agent.TurnDone, LastAssistant: "STAGE REPORT\ndone: x", Delivered: true, What: "commit"}),
+			"delivered: commit; next stage submit", "end", 1, stage.StateDelivered, func(t *testing.T, st *stage.StageRecord) {
+				if st.Report == nil || st.ReportMissing || st.At != "abc" || st.Delivered != "commit" {
+					t.Errorf("report %+v missing %v at %q delivered %q", st.Report, st.ReportMissing, st.At, st.Delivered)
+				}
+			}},
+		{"delivered with no report: flagged (W2)", two(working(nil)),
+			seen(run.Observation{Now: t0, Transcript: true, Turn: agent.TurnDone, LastAssistant: "done", Delivered: true, What: "commit"}),
+			"delivered: commit; next stage submit", "end", 1, stage.StateDelivered, func(t *testing.T, st *stage.StageRecord) {
+				if !st.ReportMissing {
+					t.Error("a delivery with no STAGE REPORT is not flagged")
+				}
+			}},
+		{"a landed stage on the last stage", &stage.Place{ID: "fix--a", Stages: []stage.StageRecord{working(func(s *stage.StageRecord) { s.Deliverable = stage.DeliverLanded })}},
+			seen(run.Observation{Now: t0, Delivered: true, What: "landed"}), "delivered: landed", "end", 0, stage.StateLanded, nil},
+		{"the task count moves", two(working(nil)), StepSeen{Observation: run.Observation{Now: t0, Up: true}, Tasks: tasks}, "tasks 1/3", "write", 0, stage.StateWorking, nil},
+		{"the same task count moves nothing", two(working(func(s *stage.StageRecord) { s.Tasks = &stage.TaskCount{Done: 1, Total: 3} })),
+			StepSeen{Observation: run.Observation{Now: t0, Up: true, Transcript: true, Turn: agent.TurnRunning}, Tasks: tasks}, "", "", 0, stage.StateWorking, nil},
+		{"budget used up: cut, the report it left read", two(working(nil)),
+			seen(run.Observation{Now: t0.Add(40 * time.Minute), Transcript: true, LastAssistant: "STAGE REPORT\ndone: half"}), "cut: its budget of 40m0s was used up", "cut", 0, stage.StateCut,
+			func(t *testing.T, st *stage.StageRecord) {
+				if st.Report == nil {
+					t.Error("the cut stage's report is not read")
+				}
+			}},
+		{"a recreation leaves its message for the fresh run", two(working(nil)),
+			seen(run.Observation{Now: t0, Transcript: true, Turn: agent.TurnDone, Recreate: "step 2"}),
+			"the agent asked for a fresh session: ended; a fresh one starts with its resume message", "end", 0, stage.StagePending,
+			func(t *testing.T, st *stage.StageRecord) {
+				if st.Recreated != 1 || st.Followup != stage.RecreatedNote+"step 2" {
+					t.Errorf("recreated %d followup %q", st.Recreated, st.Followup)
+				}
+			}},
+		{"the agent exits mid-turn: blocked, the next stage not started", two(working(nil)),
+			StepSeen{Observation: run.Observation{Now: t0, Transcript: true, Turn: agent.TurnRunning, Exit: &agent.Exit{Status: 0}}},
+			"blocked: the agent ended before it delivered: it exited with status 0", "end", 0, stage.StateBlocked, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := clonePlace(c.p)
+			in.Stages[in.Current].Agent = new(*c.p.Stages[c.p.Current].Agent)
+			q, mv := decide(c.p, c.seen, stagePolicy(tm, c.p, &c.p.Stages[c.p.Current]))
+			if !reflect.DeepEqual(in, c.p) {
+				t.Fatal("decide changed the place it was given")
+			}
+			kind := ""
+			switch {
+			case mv.End == run.SnapshotEnd:
+				kind = "end"
+			case mv.End == run.SnapshotCut:
+				kind = "cut"
+			case mv.Tell != "":
+				kind = "tell"
+			case mv.Write != "":
+				kind = "write"
+			}
+			if kind != c.kind || mv.Write != c.write {
+				t.Fatalf("move %s %q; want %s %q", kind, mv.Write, c.kind, c.write)
+			}
+			first := &q.Stages[c.p.Current]
+			if q.Current != c.current || first.State != c.state {
+				t.Errorf("current %d, state %q; want %d, %q", q.Current, first.State, c.current, c.state)
+			}
+			if c.check != nil {
+				c.check(t, first)
+			}
+		})
+	}
+}
+
+// TestStartedByAnother_A1: a stage a command set pending to start itself
+// (retry, go on, reopen) is that command's to start while it lives, so
+// its fresh agent gets that command's environment; a starter that died,
+// or none, leaves it to anyone on the place's host.
+func TestStartedByAnother_A1(t *testing.T) {
+	live := exec.Command("sleep", "30")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer live.Process.Kill()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	env := &stage.Env{Host: "h", PID: os.Getpid()}
+	for _, c := range []struct {
+		name    string
+		starter *stage.Proc
+		want    bool
+	}{
+		{"no starter", nil, false},
+		{"this process", &stage.Proc{PID: os.Getpid(), Host: "h"}, false},
+		{"another live process", &stage.Proc{PID: live.Process.Pid, Host: "h"}, true},
+		{"a starter that died", &stage.Proc{PID: dead.Process.Pid, Host: "h"}, false},
+	} {
+		st := &stage.StageRecord{Name: "code", Life: run.Life{State: stage.StagePending}, Starter: c.starter}
+		if got := startedByAnother(env, st); got != c.want {
+			t.Errorf("%s: startedByAnother = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+// What moves a waiting stage on: the one command status, explain and a
+// notification's reply all name.
+
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/git-flume/git-flume/stage"
+)
+
+// NextStep is the command that moves p's current stage on when it waits
+// for someone, given its agent as status shows it; "" when the stage moves
+// on by itself or has ended.
+func NextStep(p *stage.Place, agent string) string {
+	st := p.Stages[p.Current]
+	if p.Dropped != nil {
+		// Issue 28: a dropped place's work is over; nothing restarts it.
+		return "git flume tidy (the place was dropped; tidy removes it once nothing in it would be lost)"
+	}
+	// Issue 17: a delegated place is moved on by its commissioner.
+	switch stage.DelegationState(p) {
+	case stage.DelegationFinished:
+		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID)
+	case stage.DelegationBlocked:
+		switch {
+		case st.BlockedBy() == stage.BlockDialog && agent == "up":
+			// A10: a dialog is answered in the pane, never told.
+			return fmt.Sprintf("git flume attach %s and answer it there (it goes on by itself), or git flume rollback --delegation %s", p.ID, p.ID)
+		case st.BlockedBy() == stage.BlockPlace:
+			return fmt.Sprintf("git flume rollback --delegation %s (its worktree is gone; its branch keeps its commits)", p.ID)
+		}
+		return fmt.Sprintf("git flume unblock %s --with 'TEXT', or git flume rollback --delegation %s", p.ID, p.ID)
+	}
+	up := agent == "up"
+	retry := "git flume retry " + p.ID
+	if up {
+		retry = "git flume retry --force " + p.ID
+	}
+	if _, err := os.Stat(p.Path); errors.Is(err, os.ErrNotExist) && p.Phase == stage.PhaseMade {
+		// A10: nothing starts anywhere but the place's own worktree.
+		return recoverPlace(p)
+	}
+	switch st.State {
+	case stage.StateWaiting:
+		return fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
+	case stage.StateStuck:
+		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
+	case stage.StateBlocked:
+		switch st.BlockedBy() {
+		case stage.BlockDialog:
+			// A10: a dialog is answered by a person in the pane, never
+			// told.
+			if up {
+				return fmt.Sprintf("git flume attach %s and answer it there (the stage goes on by itself), or %s", p.ID, retry)
+			}
+		case stage.BlockReady:
+			return fmt.Sprintf("fix the readying step, then %s", retry)
+		case stage.BlockPlace:
+			return recoverPlace(p)
+		case stage.BlockRole:
+			return fmt.Sprintf("launch the work again with --agent claude, codex or pi, or drop the role's tools and path-restrictions; then %s", retry)
+		}
+		if up && st.BlockedBy() != stage.BlockDialog {
+			return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
+		}
+		return retry
+	case stage.StateNeverStarted, stage.StateCut:
+		return retry
+	case stage.StateParked:
+		if st.ParkedUntil != nil {
+			return fmt.Sprintf("nothing: it resumes by itself after %s; git flume tell %s 'TEXT' goes on sooner", st.ParkedUntil.UTC().Format("2006-01-02 15:04 UTC"), p.ID)
+		}
+	case stage.StateStarting, stage.StateUnknown:
+		if agent == "operator" {
+			return "run the command git flume log " + p.ID + " shows"
+		}
+	}
+	return ""
+}

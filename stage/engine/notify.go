@@ -1,0 +1,166 @@
+// Notifications (issue 17): when the engine moves a stage to a state that
+// waits for someone or ends it — waiting, blocked, stuck, delivered,
+// landed, cut, never-started — the declared notifier is run once, by the
+// process whose compare-and-swap made that move, with the event as JSON
+// on its standard input. At most once: a process killed between the move
+// and the notifier loses that one notification, never repeats it.
+
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// Event is what the notifier reads on standard input, schema 1.
+type Event struct {
+	Schema int    `json:"schema"`
+	Event  string `json:"event"` // the stage's new state
+	Place  string `json:"place"`
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+	Stage  string `json:"stage"`
+	Index  int    `json:"index"`
+	Count  int    `json:"count"`
+	Need   string `json:"need,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Delivered says what ended a delivered or landed stage.
+	Delivered string    `json:"delivered,omitempty"`
+	At        time.Time `json:"at"`
+	// Message is one line for a person, naming the reply (Reply).
+	Message string `json:"message"`
+	// Reply is the command that answers or moves the place on, "" when
+	// nothing is asked.
+	Reply string `json:"reply,omitempty"`
+	// Costs is the cost table of the place's tree (as `git flume cost`
+	// prints it) when this event ends its last stage (issue 27).
+	Costs string `json:"costs,omitempty"`
+	// Conflict is a new conflict of the place (event "conflict", issue 30).
+	Conflict *Conflict `json:"conflict,omitempty"`
+}
+
+// notifyTimeout bounds a notifier: the engine's step waits for it.
+const notifyTimeout = 10 * time.Second
+
+// notifiable reports a state a person is told of.
+func notifiable(state string) bool {
+	switch state {
+	case stage.StateWaiting, stage.StateBlocked, stage.StateStuck, stage.StateDelivered, stage.StateLanded, stage.StateCut, stage.StateNeverStarted, stage.StateParked:
+		return true
+	}
+	return false
+}
+
+// notify runs the declared notifier for stage i of p, which this process
+// just moved to its state. A notifier that fails is told to env.Out and
+// changes nothing: the record is the truth.
+func notify(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, i int) {
+	st := &p.Stages[i]
+	if !notifiable(st.State) || p.Parent != nil {
+		return // a delegated place answers to its commissioner, not a person
+	}
+	costs := ""
+	if i == len(p.Stages)-1 && (st.State == stage.StateDelivered || st.State == stage.StateLanded || st.State == stage.StateCut) {
+		costs = endSummary(ctx, env, repo, p)
+	}
+	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	if err != nil || cfg.Notify.Command == "" {
+		return
+	}
+	ev := Event{Schema: 1, Event: st.State, Place: p.ID, Repo: p.Repo, Branch: p.Branch, Stage: st.Name, Index: i + 1,
+		Count: len(p.Stages), Need: st.Need, Reason: st.Reason, Delivered: st.Delivered, At: env.NowUTC()}
+	ev.Message = fmt.Sprintf("%s: stage %s %s", p.ID, st.Name, st.State)
+	switch {
+	case st.Need != "":
+		ev.Message += ": needs " + st.Need
+	case st.Delivered != "":
+		ev.Message += ": " + st.Delivered
+	case st.Reason != "":
+		ev.Message += ": " + st.Reason
+	}
+	switch st.State {
+	case stage.StateWaiting:
+		ev.Reply = fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
+	case stage.StateBlocked, stage.StateStuck, stage.StateCut, stage.StateNeverStarted:
+		ev.Reply = NextStep(p, AgentState(ctx, env, p))
+	}
+	if ev.Reply != "" {
+		ev.Message += "; reply: " + ev.Reply
+	}
+	ev.Costs = costs
+	SendEvent(ctx, env, p, cfg, ev)
+}
+
+// SendEvent runs the declared notifier with ev on its standard input. A
+// notifier that fails is told to env.Out and changes nothing: the record
+// is the truth.
+func SendEvent(ctx context.Context, env *stage.Env, p *stage.Place, cfg *stage.Config, ev Event) {
+	// A notifier shows the message to a person: what a record or a
+	// transcript put in it is escaped (R5).
+	ev.Message = term.Clean(ev.Message)
+	data, _ := json.Marshal(ev)
+	argv, err := cfg.Notify.Argv()
+	if err != nil || len(argv) == 0 {
+		fmt.Fprintf(env.Out, "notify %s: %v\n", p.ID, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	defer cancel()
+	var out bytes.Buffer
+	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: p.Repo, Env: stage.StepEnv(env.CallerEnv, p),
+		Stdin: bytes.NewReader(append(data, '\n')), Stdout: &out, Stderr: &out})
+	if err != nil {
+		fmt.Fprintf(env.Out, "notify %s: the notifier %q failed: %v: %s\n", p.ID, cfg.Notify.Command, err, bytes.TrimSpace(out.Bytes()))
+	}
+}
+
+// endSummary is the cost table of a top-level place's tree, written to its
+// log when its last stage ends (the unfolding notes print it when the
+// top-level work ends; issue 27), and returned for the notification. A
+// table that cannot be read is said in the log and left out.
+func endSummary(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place) string {
+	var b bytes.Buffer
+	costs, err := stage.ReadCosts(ctx, env, p.Repo, p.ID)
+	if err == nil {
+		err = stage.WriteCosts(&b, costs)
+	}
+	f, lerr := stage.OpenLog(repo.CommonDir, p.ID)
+	if lerr != nil {
+		return b.String()
+	}
+	defer f.Close()
+	stamp := env.NowUTC().UTC().Format("2006-01-02 15:04:05")
+	if err != nil {
+		fmt.Fprintf(f, "%s cost summary: not read: %v\n", stamp, err)
+		return ""
+	}
+	fmt.Fprintf(f, "%s cost summary (the place's last stage ended):\n%s", stamp, b.String())
+	return b.String()
+}
+
+// Conflict is a predicted conflict of a place: with another open place,
+// or with its target's tip ("target <branch>").
+type Conflict struct {
+	Place string   `json:"place"`
+	With  string   `json:"with"`
+	Files []string `json:"files"`
+	// Exact: computed from both tips by git merge-tree; otherwise
+	// predicted from the two places' fingerprints (one is another host's).
+	Exact bool `json:"exact"`
+}
+
+// How says how a conflict was found, for a person.
+func (c Conflict) How() string {
+	if c.Exact {
+		return "git merge-tree, exact"
+	}
+	return "from fingerprints, not exact"
+}

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/stage"
+)
+
+//go:embed prompts/*.md
+var shippedPrompts embed.FS
+
+// promptData is what a stage prompt is rendered from.
+type promptData struct {
+	Place, Kind, Name, Branch, Path, Target, Brief string
+	Stage, DeliverableText, Submit, ReadyFailure   string
+}
+
+func DescribeDeliverable(d string) string {
+	switch {
+	case d == stage.DeliverCommit:
+		return "a new commit on the branch"
+	case d == stage.DeliverTasks:
+		return "every task in tasks.md is ticked and committed"
+	case d == stage.DeliverLanded:
+		return "the branch has landed on its target"
+	case d == stage.DeliverChange:
+		return "an OpenSpec change committed under openspec/changes/<name>/ with proposal.md and tasks.md"
+	case strings.HasPrefix(d, stage.DeliverFile):
+		return strings.TrimPrefix(d, stage.DeliverFile) + " exists"
+	}
+	return d
+}
+
+// renderPrompt renders the stage's prompt: a shipped one, or a declared one
+// read from the repository at rev.
+func renderPrompt(ctx context.Context, repo *git.Repo, rev string, p *stage.Place, st *stage.StageRecord, cfg *stage.Config) (string, error) {
+	var src []byte
+	if decl, ok := cfg.Stages[st.Name]; ok && decl.Prompt != "" {
+		data, err := repo.ReadFile(ctx, rev, decl.Prompt)
+		if err != nil {
+			return "", fmt.Errorf("stage %s: prompt %s: %w", st.Name, decl.Prompt, err)
+		}
+		src = data
+	} else {
+		data, err := shippedPrompts.ReadFile("prompts/" + st.Prompt + ".md")
+		if err != nil {
+			return "", fmt.Errorf("stage %s: no shipped prompt %q", st.Name, st.Prompt)
+		}
+		src = data
+	}
+	tmpl, err := template.New(st.Name).Option("missingkey=error").Parse(string(src))
+	if err != nil {
+		return "", fmt.Errorf("stage %s: prompt: %w", st.Name, err)
+	}
+	d := promptData{
+		Place: p.ID, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch, Path: p.Path, Target: p.Target,
+		Brief: p.Brief, Stage: st.Name, DeliverableText: DescribeDeliverable(st.Deliverable), Submit: cfg.Submit,
+	}
+	if r := p.Ready; r != nil && !r.OK && r.Running == nil {
+		d.ReadyFailure = fmt.Sprintf("step %q exited %d", r.Step, r.Exit)
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("stage %s: prompt: %w", st.Name, err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}

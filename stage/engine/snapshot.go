@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// snapshotRef names a snapshot of a place's stage: one per stage, run and
+// reason, never overwritten (a second of the same gets a number).
+func snapshotRef(p *stage.Place, st *stage.StageRecord, why string, n int) string {
+	name := fmt.Sprintf("%d-%s-%d-%s", p.Current+1, st.Name, st.Runs, why)
+	if n > 1 {
+		name += fmt.Sprintf("-%d", n)
+	}
+	return refs.SnapshotPrefix + p.ID + "/" + name
+}
+
+// TakeSnapshot keeps the place's work tree in git when it holds
+// uncommitted changes (W3): the tree through a throwaway index (the real
+// index and the branch untouched), a commit on the branch head at a
+// create-only ref, and the patch from the stage's base into the place's
+// log folder. It returns nil when the work tree is clean.
+func TakeSnapshot(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, why string) (*stage.Snapshot, error) {
+	if _, err := os.Stat(p.Path); err != nil {
+		return nil, nil
+	}
+	dirty, err := repo.Dirty(ctx, p.Path)
+	if err != nil || len(dirty) == 0 {
+		return nil, err
+	}
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
+	if err != nil {
+		return nil, err
+	}
+	tree, err := repo.SnapshotTree(ctx, p.Path)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := repo.CommitTreeWith(ctx, tree, fmt.Sprintf("flume snapshot %s: stage %s, %s", p.ID, st.Name, why), head)
+	if err != nil {
+		return nil, err
+	}
+	var ref string
+	for n := 1; ; n++ {
+		ref = snapshotRef(p, st, why, n)
+		err = repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: commit}})
+		if err == nil {
+			break
+		}
+		if n == 20 {
+			return nil, fmt.Errorf("snapshot %s: %w", ref, err)
+		}
+	}
+	base := st.Base
+	if base == "" {
+		base = head
+	}
+	patch, err := repo.DiffTrees(ctx, base, commit)
+	if err != nil {
+		return nil, err
+	}
+	dir := stage.LogDir(repo.CommonDir, p.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	diff := filepath.Join(dir, filepath.Base(ref)+".diff")
+	if err := os.WriteFile(diff, patch, 0o644); err != nil {
+		return nil, err
+	}
+	return &stage.Snapshot{Why: why, Ref: ref, Commit: commit, Tree: tree, Head: head, Diff: diff}, nil
+}
+
+// keepSnapshot snapshots a dirty work tree into the stage's record.
+func keepSnapshot(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, why string) error {
+	s, err := TakeSnapshot(ctx, repo, p, st, why)
+	if err != nil || s == nil {
+		return err
+	}
+	st.Snapshots = append(st.Snapshots, *s)
+	return nil
+}
+
+// Rollback restores the place's work tree and branch to exactly their
+// state when the current stage started (W5): the branch at the stage's
+// base, the files as they were then, tracked, untracked and dirty alike.
+// Nothing is lost: the state it replaces is kept first, in a snapshot (or,
+// clean, a ref at the branch head). Refused on another session's claim,
+// and, unless force, while the stage's agent runs.
+func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, *stage.Snapshot, error) {
+	id, force, g := o.Place, o.Force, o.Gate
+	repo, store, err := env.Open(ctx, o.Repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, p, err := ReadGated(ctx, env, store, id, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := &p.Stages[p.Current]
+	if st.Base == "" {
+		return nil, nil, &stage.RefusedError{Place: id, Reason: "stage " + st.Name + " has not started; nothing to roll back"}
+	}
+	if a := st.Agent; a != nil && !a.Ended {
+		if env.Engine.Up(ctx, a) && !force {
+			return nil, nil, &stage.RefusedError{Place: id, Reason: "its agent is still running; stop it first or pass --force"}
+		}
+		if err := EndAgent(ctx, env, a); err != nil {
+			return nil, nil, err
+		}
+	}
+	tree := ""
+	if st.Start != nil {
+		tree = st.Start.Tree
+	}
+	kept, err := ResetPlace(ctx, repo, p, st, st.Base, tree, "flume rollback "+id)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The work tree is reset by now: what is left is to record it, over
+	// whatever another process wrote meanwhile (a watcher seeing the
+	// agent go, the radar taking a fingerprint), not failing on it.
+	record := func(cur *stage.Place) {
+		st := &cur.Stages[p.Current]
+		if kept != nil && !slices.Contains(st.Snapshots, *kept) {
+			st.Snapshots = append(st.Snapshots, *kept)
+		}
+		st.Blocked(stage.BlockRollback, "rolled back to the stage's start; retry starts it again")
+	}
+	record(p)
+	msg := fmt.Sprintf("%s %s: rolled back to %.12s", st.Name, id, st.Base)
+	if _, err := stage.SavePlace(ctx, store, rec, p, msg); err != nil {
+		var conflict *refs.ConflictError
+		if !errors.As(err, &conflict) {
+			return nil, nil, err
+		}
+		if _, err := stage.EditPlace(ctx, store, id, func(cur *stage.Place) (string, error) {
+			if cur.Current != p.Current {
+				return "", fmt.Errorf("%s: its stage moved on while it was rolled back", id)
+			}
+			record(cur)
+			*p = *cur
+			return msg, nil
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
+	return p, kept, nil
+}
+
+// ResetPlace moves place p's branch to commit to and its work tree to to
+// with tree's files over it (W5): what it replaces is kept first, the
+// dirty work tree in a snapshot of stage st, else commits beyond to at a
+// ref of their own. It returns what it kept, nil when nothing needed
+// keeping (already there, clean).
+func ResetPlace(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, to, tree, reflog string) (*stage.Snapshot, error) {
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
+	if err != nil {
+		return nil, err
+	}
+	kept, err := TakeSnapshot(ctx, repo, p, st, "rollback")
+	if err != nil {
+		return nil, err
+	}
+	if kept == nil && head != to {
+		// Clean, but with commits beyond: keep them reachable.
+		for n := 1; ; n++ {
+			ref := snapshotRef(p, st, "rollback", n)
+			err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: head}})
+			if err == nil {
+				kept = &stage.Snapshot{Why: "rollback", Ref: ref, Commit: head, Head: head}
+				break
+			}
+			if n == 20 {
+				return nil, err
+			}
+		}
+	}
+	if head != to {
+		if err := repo.UpdateRefsLogged(ctx, reflog, []git.RefUpdate{{Op: git.Update, Name: p.BranchRef(), New: to, Old: head}}); err != nil {
+			return nil, err
+		}
+	}
+	if kept == nil && tree == "" {
+		return nil, nil // clean at to already
+	}
+	return kept, repo.RestoreTree(ctx, p.Path, to, tree)
+}

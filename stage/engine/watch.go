@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// watchable reports whether a place has something for a watcher to do: an
+// active stage whose agent flume started and has not recorded ended. An
+// agent that went by itself is still watched until its end is recorded
+// (A10): that is the watcher's to see.
+func Watchable(ctx context.Context, env *stage.Env, p *stage.Place) bool {
+	if p.Phase != stage.PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
+		return false
+	}
+	st := p.Stages[p.Current]
+	if st.State == stage.StagePending && p.Current > 0 {
+		return true // the stage after a delivery waits for its agent
+	}
+	if !Watched(&st) || st.Agent == nil || st.Agent.Ended {
+		return false
+	}
+	return true
+}
+
+// LandedWork reports a place of this host whose last stage has landed:
+// its work is over by T1, for tidy to judge.
+func LandedWork(p *stage.Place) bool {
+	return p.Phase == stage.PhaseMade && p.Current == len(p.Stages)-1 && p.Stages[p.Current].State == stage.StateLanded
+}
+
+// NeedsWatcher reports whether a place has something to watch and no live
+// watcher: then any command may start one.
+func NeedsWatcher(ctx context.Context, env *stage.Env, p *stage.Place) bool {
+	if !Watchable(ctx, env, p) {
+		return false
+	}
+	w := p.Watcher
+	return w == nil || !refs.ProcessAlive(w.Host, w.PID, env.Host)
+}

@@ -1,0 +1,165 @@
+// What a stage is in, what blocks it, and how the engine that moves it is
+// tuned: the words every workflow reads in a place's record.
+
+package stage
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
+)
+
+// Stage states (S1): the run lifecycle's, and landed, a submit stage's
+// delivery.
+const (
+	StateStarting     = run.StateStarting
+	StateUnknown      = run.StateUnknown
+	StateWorking      = run.StateWorking
+	StateWaiting      = run.StateWaiting
+	StateStuck        = run.StateStuck
+	StateDelivered    = run.StateDelivered
+	StateNeverStarted = run.StateNeverStarted
+	StateCut          = run.StateCut
+	StateBlocked      = run.StateBlocked
+	StateLanded       = "landed"
+	StateParked       = run.StateParked
+)
+
+// What blocks a stage (StageRecord.Block): the run lifecycle's kinds.
+const (
+	BlockDialog    = run.BlockDialog
+	BlockError     = run.BlockError
+	BlockLength    = run.BlockLength
+	BlockReminded  = run.BlockReminded
+	BlockReady     = run.BlockReady
+	BlockRollback  = run.BlockRollback
+	BlockStopped   = run.BlockStopped
+	BlockRecreated = run.BlockRecreated
+	BlockExited    = run.BlockExited
+	BlockPlace     = run.BlockPlace
+	BlockRole      = run.BlockRole
+)
+
+// Messages a stage's agent may be told once (A8, W1).
+const (
+	ResumeMessage  = run.ResumeMessage
+	LengthMessage  = run.LengthMessage
+	BudgetMessage  = run.BudgetMessage
+	RecreatedNote  = run.RecreatedNote
+	MaxRecreations = run.MaxRecreations
+)
+
+// EngineOptions tune how stages start and are watched.
+type EngineOptions struct {
+	// Pane is "tmux" (default), "print" (flume prints the command and
+	// watches the transcript) or "none" (flume starts no agent).
+	Pane string
+	// Panes is the pane host of Pane, for agents that record none.
+	Panes agent.PaneHost
+	// Hosts makes the pane host an agent recorded ("tmux", "herdr"), so a
+	// command run with another default still reaches it; nil uses Panes.
+	Hosts func(name string) agent.PaneHost
+	// Agent is the program used when a place names none.
+	Agent string
+	// ConfirmWindow is how long a sent prompt may take to show in the
+	// transcript before it is checked and sent once more (A3).
+	ConfirmWindow time.Duration
+	// StuckAfter is how long a stage may be quiet before it is reported
+	// stuck (A7).
+	StuckAfter time.Duration
+	// Print receives the command an operator runs with the print pane.
+	Print io.Writer
+	// NoStart records what happened but starts no agent: for a run from a
+	// hook, which runs inside an agent's environment, not the launching
+	// caller's (A1). A watcher or the next command starts the stage.
+	NoStart bool
+	// Budget, when set, is every stage's budget, unclamped: a test and
+	// experiment knob ($FLUME_BUDGET). Configuration sets it otherwise (W1).
+	Budget time.Duration
+	// Guard is the command an agent's PreToolUse hook runs to ask flume
+	// (A9), such as "/usr/local/bin/git-flume guard"; "" installs none.
+	Guard string
+	// ReportGrace is how long an agent whose deliverable is in git may
+	// still take to close its turn with its STAGE REPORT (W2).
+	ReportGrace time.Duration
+	// RemindAfter is how long a turn that ended with neither deliverable
+	// nor need stays quiet before the one reminder (A8).
+	RemindAfter time.Duration
+	// NoGrace ends a stage whose deliverable is in git at once, with no
+	// report grace: for tidy, which ends the agent anyway.
+	NoGrace bool
+	// RadarEvery is how often at most a place's watcher takes its
+	// fingerprint again while its agent works (issue 30).
+	RadarEvery time.Duration
+}
+
+// RadarInterval is RadarEvery, or 30 seconds when unset.
+func (o EngineOptions) RadarInterval() time.Duration {
+	if o.RadarEvery > 0 {
+		return o.RadarEvery
+	}
+	return 30 * time.Second
+}
+
+// Grace is ReportGrace, or 60 seconds when unset.
+func (o EngineOptions) Grace() time.Duration {
+	if o.ReportGrace > 0 {
+		return o.ReportGrace
+	}
+	return 60 * time.Second
+}
+
+// Remind is RemindAfter, or 2 minutes when unset.
+func (o EngineOptions) Remind() time.Duration {
+	if o.RemindAfter > 0 {
+		return o.RemindAfter
+	}
+	return 2 * time.Minute
+}
+
+// Window is ConfirmWindow, or 60 seconds when unset.
+func (o EngineOptions) Window() time.Duration {
+	if o.ConfirmWindow > 0 {
+		return o.ConfirmWindow
+	}
+	return 60 * time.Second
+}
+
+// Stuck is StuckAfter, or 30 minutes when unset.
+func (o EngineOptions) Stuck() time.Duration {
+	if o.StuckAfter > 0 {
+		return o.StuckAfter
+	}
+	return 30 * time.Minute
+}
+
+// RunPanes is the pane host a's lifecycle runs against: nil for an agent
+// the operator started (print), which flume neither reads nor types into.
+func (o EngineOptions) RunPanes(a *AgentRun) agent.PaneHost {
+	if a == nil || a.Printed() {
+		return nil
+	}
+	return o.HostOf(a)
+}
+
+// HostOf is the pane host agent a runs in: the one it recorded, or the
+// default one.
+func (o EngineOptions) HostOf(a *AgentRun) agent.PaneHost {
+	if a != nil && a.PaneHost != "" && o.Hosts != nil {
+		return o.Hosts(a.PaneHost)
+	}
+	return o.Panes
+}
+
+// Up reports whether agent a runs in its pane now; an agent the operator
+// started (print) is never "up" for flume to type into.
+func (o EngineOptions) Up(ctx context.Context, a *AgentRun) bool {
+	if a.Pane == "print" {
+		return false
+	}
+	h := o.HostOf(a)
+	return h != nil && h.Alive(ctx, a.Pane)
+}

@@ -1,0 +1,59 @@
+// Claims (R8): binding a session to a place, and letting it go, as the
+// `use` and `release` commands and any other caller do them.
+
+package place
+
+import (
+	"context"
+
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// ClaimOptions names a place and the session that claims or releases it.
+type ClaimOptions struct {
+	Repo     string
+	Place    string
+	Session  refs.Session
+	TakeOver bool // act even though another live session claims it
+	// Remote, when set, makes the claim exclusive across hosts: it is held
+	// only once that remote took it (R8), and released there too.
+	Remote string
+}
+
+// Use binds o.Session to the place (R8). With a Remote the claim is pushed
+// create-only and rolled back here when the remote refused it.
+func Use(ctx context.Context, env *stage.Env, o ClaimOptions) (refs.Claim, error) {
+	_, store, err := env.Open(ctx, o.Repo)
+	if err != nil {
+		return refs.Claim{}, err
+	}
+	if _, _, err := stage.ReadPlace(ctx, store, o.Place); err != nil {
+		return refs.Claim{}, err
+	}
+	claim, err := store.Use(ctx, o.Place, o.Session, o.TakeOver)
+	if err != nil || o.Remote == "" {
+		return claim, err
+	}
+	rec, err := store.Read(ctx, refs.ClaimRef(o.Place))
+	if err != nil {
+		return claim, err
+	}
+	return claim, store.PushClaim(ctx, o.Remote, o.Place, rec)
+}
+
+// Release lets o.Session's claim on the place go (R8), on the Remote too
+// when one is named.
+func Release(ctx context.Context, env *stage.Env, o ClaimOptions) error {
+	_, store, err := env.Open(ctx, o.Repo)
+	if err != nil {
+		return err
+	}
+	if err := store.Release(ctx, o.Place, o.Session, o.TakeOver); err != nil {
+		return err
+	}
+	if o.Remote == "" {
+		return nil
+	}
+	return store.ReleasePushed(ctx, o.Remote, o.Place)
+}

@@ -1,0 +1,85 @@
+package place
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+)
+
+// TestLandOrderLandsTheIndependentFirst: a place that conflicts with its
+// target lands last, a finished place before an unfinished one, fewer
+// overlaps before more; places with nothing to land are left out.
+func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
+	place := func(id string, toLand int, finished bool) openPlace {
+		return openPlace{p: &stage.Place{ID: id}, toLand: toLand, finished: finished}
+	}
+	places := []openPlace{place("a", 1, false), place("b", 1, true), place("c", 2, false), place("d", 1, true), place("e", 0, true)}
+	conflicts := []engine.Conflict{
+		{Place: "a", With: "c", Files: []string{"x"}}, {Place: "c", With: "a", Files: []string{"x"}},
+		{Place: "c", With: "d", Files: []string{"y", "z"}}, {Place: "d", With: "c", Files: []string{"y", "z"}},
+		{Place: "b", With: "target main", Files: []string{"w"}},
+	}
+	var got []string
+	for _, s := range landOrder(places, conflicts) {
+		got = append(got, s.Place)
+	}
+	// d (finished, one overlap of 2 files) ties a (unfinished) on overlaps
+	// but is finished; then a; then c (now conflicting with nothing left);
+	// b last: it conflicts with its target.
+	if strings.Join(got, " ") != "d a c b" {
+		t.Fatalf("order %v, want d a c b", got)
+	}
+	steps := landOrder(places, conflicts)
+	if !strings.Contains(steps[0].Why, "conflicts with c (y, z)") || !strings.Contains(steps[3].Why, "conflicts with its target main in w") {
+		t.Fatalf("why: %q / %q", steps[0].Why, steps[3].Why)
+	}
+}
+
+// TestCachedConflictsAgreeWithEveryPair (issue 30): status matches the
+// cache's conflicting pairs to places by their tips instead of trying
+// every pair; it finds exactly what trying every pair against the same
+// cache finds, places at one tip and a place whose tip is another's
+// target included.
+func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
+	place := func(id, tip, target string) openPlace {
+		return openPlace{p: &stage.Place{ID: id, Target: "main"}, local: true, here: true, head: tip, tip: tip, target: target, toLand: 1}
+	}
+	open := []openPlace{
+		place("a", "t1", "m"), place("b", "t2", "m"), place("c", "t2", "m"), place("d", "t3", "m"),
+		place("e", "t4", "t1"), place("f", "m", "m"),
+	}
+	known := map[string][]string{
+		"t1:t2": {"x"}, "m:t3": {"y"}, "t1:t4": {"z"}, "t2:t3": nil, "t3:t4": {"w"},
+	}
+	want := map[string][]engine.Conflict{}
+	all, err := pairConflicts(open, "", func(a, b string) ([]string, bool, error) {
+		files, ok := known[min(a, b)+":"+max(a, b)]
+		return files, ok, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all {
+		want[c.Place] = append(want[c.Place], c)
+	}
+	got := cachedConflicts(open, known)
+	norm := func(m map[string][]engine.Conflict) string {
+		var lines []string
+		for _, cs := range m {
+			for _, c := range cs {
+				lines = append(lines, c.Place+">"+c.With+":"+strings.Join(c.Files, ","))
+			}
+		}
+		slices.Sort(lines)
+		return strings.Join(lines, "\n")
+	}
+	if norm(got) != norm(want) {
+		t.Errorf("by tips:\n%s\nevery pair:\n%s", norm(got), norm(want))
+	}
+	if norm(want) == "" {
+		t.Fatal("the case finds no conflict at all")
+	}
+}

@@ -1,0 +1,14 @@
+package place
+
+import (
+	"context"
+
+	"github.com/git-flume/git-flume/stage"
+)
+
+// MakePlace makes a place without starting its first stage's agent, for
+// tests that need places but no agents; the product launches with
+// LaunchPlace.
+func MakePlace(ctx context.Context, env *stage.Env, opts LaunchOptions) (*stage.Place, error) {
+	return launch(ctx, env, opts, false)
+}

@@ -1,0 +1,118 @@
+// The use cases that start a stage and follow it: launch (L1), and every
+// command that starts a stage again (advance, retry, go-on). The command
+// layer only parses and prints.
+
+package place
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+)
+
+// LaunchPlace is launch's use case (L1): check that the first stage's agent can
+// start here (preflight), make the place, start its kind's first stage and
+// follow it. A place whose readying failed is returned with the
+// error, its stage not started: it is made, and the caller shows it.
+func LaunchPlace(ctx context.Context, env *stage.Env, opts LaunchOptions) (*stage.Place, error) {
+	p, err := launch(ctx, env, opts, true)
+	if p == nil || err != nil {
+		return p, err
+	}
+	started, err := engine.Follow(ctx, env, opts.Repo, p.ID)
+	if started != nil {
+		p = started
+	}
+	return p, err
+}
+
+// AdvanceOptions select what advance runs the engine of.
+type AdvanceOptions struct {
+	Repo string
+	// Place is one place's id; "" is every place of the repository.
+	Place string
+	// FromHook is a run from a git hook, which runs inside an agent's
+	// environment, not the launching caller's: it records what happened
+	// and starts no agent and no watcher; the place's watcher starts the
+	// next stage (A1).
+	FromHook bool
+	// Tidy tidies afterwards what landed (T1), as the post-merge hook asks.
+	Tidy bool
+	Gate stage.GateOptions
+}
+
+// Advanced is what advance did: each place as the engine left it, in
+// order, and what tidy then did.
+type Advanced struct {
+	Places []*stage.Place
+	Tidied []TidyResult
+}
+
+// AdvancePlaces is advance's use case: the engine of one place or of
+// every place, each stage that starts followed until its prompt is
+// confirmed (or it resolves otherwise), then, if asked, a tidy. What was
+// done before an error is returned with it.
+func AdvancePlaces(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advanced, error) {
+	ids := []string{o.Place}
+	if o.Place == "" {
+		var err error
+		if ids, err = openPlaceIDs(ctx, env, o.Repo); err != nil {
+			return nil, err
+		}
+	}
+	follow, fenv := engine.Follow, env
+	if o.FromHook {
+		e := *env
+		e.Engine.NoStart = true
+		follow, fenv = engine.Confirm, &e
+	}
+	done := &Advanced{}
+	for _, id := range ids {
+		p, err := follow(ctx, fenv, o.Repo, id)
+		if err != nil {
+			return done, fmt.Errorf("%s: %w", id, err)
+		}
+		done.Places = append(done.Places, p)
+	}
+	if o.FromHook && o.Place != "" {
+		// Issue 30: a commit in a place is when its conflicts may change;
+		// the radar's answers for its new head are computed now, in this
+		// background run, and a new conflict is told to the notifier.
+		if _, err := RefreshConflicts(ctx, env, o.Repo, o.Place); err != nil {
+			fmt.Fprintf(env.Out, "conflicts of %s: %v\n", o.Place, err)
+		}
+	}
+	if o.Tidy {
+		// T1: flume tidies after a landing it observes; tidy itself
+		// judges what landed and keeps everything else.
+		var err error
+		done.Tidied, err = Tidy(ctx, env, TidyOptions{Repo: o.Repo, Gate: o.Gate})
+		return done, err
+	}
+	return done, nil
+}
+
+// openPlaceIDs are this host's places not tidied, in id order: those the
+// engine may move (another host's it never moves, R7). A record that
+// cannot be read is status's to show.
+func openPlaceIDs(ctx context.Context, env *stage.Env, repoDir string) ([]string, error) {
+	_, store, err := env.Open(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	records, _, err := store.List(ctx, stage.PlacePrefix)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, p := range DecodePlaces(records) {
+		if p.Phase != stage.PhaseTidied && p.Host == env.Host {
+			ids = append(ids, p.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

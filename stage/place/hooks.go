@@ -1,0 +1,154 @@
+package place
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+)
+
+// hookMarker identifies hooks git-flume wrote.
+const hookMarker = "# git-flume hook"
+
+// chainedSuffix is where a hook that was there before ours is kept; ours
+// runs it first.
+const chainedSuffix = ".pre-flume"
+
+// postCommitHook ends stages on commit (K7). Outside a place it returns at
+// once, without starting git-flume; in a place it asks git-flume to advance
+// the place in the background, so the commit never waits on agent work.
+const postCommitHook = `#!/bin/sh
+` + hookMarker + ` v2: post-commit; ` + "`git flume install`" + ` wrote it
+case "$PWD" in
+*/places/*--*) command -v git-flume >/dev/null 2>&1 && { git-flume hook post-commit </dev/null >/dev/null 2>&1 & } ;;
+esac
+if [ -x "${0%/*}/post-commit` + chainedSuffix + `" ]; then exec "${0%/*}/post-commit` + chainedSuffix + `" "$@"; fi
+exit 0
+`
+
+// postMergeHook notices landings (T1): a merge or pull in the main
+// checkout may land a place's branch, so git-flume advances every place in
+// the background (a submit stage sees its branch landed) and tidies what
+// landed.
+const postMergeHook = `#!/bin/sh
+` + hookMarker + ` v2: post-merge; ` + "`git flume install`" + ` wrote it
+case "$PWD" in
+*/places/*--*) ;;
+*) command -v git-flume >/dev/null 2>&1 && { git-flume hook post-merge </dev/null >/dev/null 2>&1 & } ;;
+esac
+if [ -x "${0%/*}/post-merge` + chainedSuffix + `" ]; then exec "${0%/*}/post-merge` + chainedSuffix + `" "$@"; fi
+exit 0
+`
+
+// referenceTransactionHook notices the landings no other hook sees (T1):
+// a branch of the main checkout moved by reset, rebase, update-ref,
+// branch -f or a promotion. Once a transaction that moved an existing
+// branch (not one created or deleted: a launch's new branch lands
+// nothing) is committed, outside a place (a place's own commits are post-commit's) and
+// in a checkout that has places at all, git-flume advances and tidies in
+// the background. What git hands the hook
+// on its standard input is handed on to a hook that was there before.
+// flume's own ref writes run with hooks off, so they never start it.
+const referenceTransactionHook = `#!/bin/sh
+` + hookMarker + ` v2: reference-transaction; ` + "`git flume install`" + ` wrote it
+in=$(cat)
+moved=
+if [ "$1" = committed ] && [ -d places ]; then
+	case "$PWD" in
+	*/places/*--*) ;;
+	*) while read -r old new ref; do
+		case "$old$new" in *0000000000000000000000000000000000000000*) continue ;; esac
+		case "$ref" in refs/heads/*) moved=1 ;; esac
+	done <<IN
+$in
+IN
+	;;
+	esac
+fi
+if [ -n "$moved" ]; then
+	command -v git-flume >/dev/null 2>&1 && { git-flume hook reference-transaction </dev/null >/dev/null 2>&1 & }
+fi
+if [ -x "${0%/*}/reference-transaction` + chainedSuffix + `" ]; then printf '%s\n' "$in" | exec "${0%/*}/reference-transaction` + chainedSuffix + `" "$@"; fi
+exit 0
+`
+
+// InstallHooks installs the post-commit, post-merge and
+// reference-transaction hooks where git
+// looks for hooks (honouring core.hooksPath), chaining a hook already there
+// rather than replacing it, and upgrading its own earlier versions. It
+// returns the paths it wrote.
+func InstallHooks(ctx context.Context, env *stage.Env, repoDir string) ([]string, error) {
+	repo, _, err := env.Open(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	if repo.Bare {
+		// Its hooks would fire for nothing flume acts on: places are
+		// worktrees of a repository with a work tree.
+		return nil, fmt.Errorf("%s is a bare repository: flume's hooks act on commits made in places, which need a work tree; install them in a clone", repo.Dir)
+	}
+	dir, err := repo.HooksDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, h := range Hooks {
+		path, err := installHook(env, dir, h.Name, h.Body)
+		if err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// Hooks are the hooks git flume install writes, by name.
+var Hooks = []struct{ Name, Body string }{
+	{"post-commit", postCommitHook},
+	{"post-merge", postMergeHook},
+	{"reference-transaction", referenceTransactionHook},
+}
+
+func installHook(env *stage.Env, dir, name, body string) (string, error) {
+	path := filepath.Join(dir, name)
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return "", err
+	case bytes.Contains(old, []byte(hookMarker)):
+		// ours: rewrite below
+	default:
+		chained := path + chainedSuffix
+		if _, err := os.Stat(chained); err == nil {
+			return "", fmt.Errorf("%s exists and is not git-flume's, and %s is taken too; merge them by hand", path, chained)
+		}
+		if err := os.Rename(path, chained); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(env.Out, "kept your %s hook as %s; git-flume's hook runs it too\n", name, chained)
+	}
+	return path, engine.ReplaceFile(path, []byte(body), 0o755)
+}
+
+// PlaceOfDir returns the place id of a place's top directory
+// (<repo>/places/<kind>--<name>), or "" — without running git.
+func PlaceOfDir(dir string) string {
+	if filepath.Base(filepath.Dir(dir)) != stage.PlacesDir {
+		return ""
+	}
+	id := filepath.Base(dir)
+	if _, err := stage.PlaceID(id); err != nil || !strings.Contains(id, "--") {
+		return ""
+	}
+	return id
+}

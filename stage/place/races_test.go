@@ -1,0 +1,152 @@
+package place_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/report"
+)
+
+// TestTidyRecordsOverARecordMovedMeanwhile (T1, issue 30): a place's record
+// moved by another process after tidy judged it and removed its worktree
+// and branch (a watcher, a hook's advance, the radar taking a fingerprint)
+// is read again and the tidy recorded over it; tidy does not fail.
+func TestTidyRecordsOverARecordMovedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(1)
+	f.git("-C", f.dir+"/places/fix--p000", "commit", "-q", "--allow-empty", "-m", "the fix")
+	f.git("-C", f.dir, "merge", "-q", "--ff-only", "fix/p000")
+	env := f.stageEnv(f.env)
+	moved := false
+	env.Fault = func(point string) {
+		if point != "tidy:removed" || moved {
+			return
+		}
+		moved = true
+		store, rec := readPlaceRecord(t, f, "fix--p000")
+		// Another process's write: the same state, a new commit.
+		if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: json.RawMessage(rec.Data), Message: "meanwhile"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := place.Tidy(ctx, env, place.TidyOptions{Repo: f.dir})
+	if err != nil {
+		t.Fatalf("tidy failed over a record moved meanwhile: %v", err)
+	}
+	if !moved || len(res) != 1 || !res[0].Tidied {
+		t.Fatalf("moved %v, results %+v", moved, res)
+	}
+	log := f.git("-C", f.dir, "log", "--format=%s", "refs/flume/places/fix--p000")
+	if !strings.HasPrefix(log, "tidy fix--p000: landed") || !strings.Contains(log, "meanwhile") {
+		t.Errorf("the record's history:\n%s", log)
+	}
+}
+
+// TestStatusShowsAnInterruptedReadyingTheEngineRecords_L2: a readying whose
+// process died is shown interrupted by status, which records nothing (a
+// read never writes; a ref lock a killed git left, which would refuse a
+// write, does not trouble it); the engine's next step records it.
+func TestStatusShowsAnInterruptedReadyingTheEngineRecords_L2(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(1)
+	store, rec := readPlaceRecord(t, f, "fix--p000")
+	var p map[string]any
+	if err := json.Unmarshal(rec.Data, &p); err != nil {
+		t.Fatal(err)
+	}
+	p["ready"] = map[string]any{"ok": false, "steps": 1, "running": map[string]any{"pid": 999999, "host": "testhost"}}
+	if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: "ready fix--p000: running"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, running := readPlaceRecord(t, f, "fix--p000")
+	lock := filepath.Join(f.dir, ".git", "refs", "flume", "places", "fix--p000.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := f.stageEnv(f.env)
+	st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir})
+	if err != nil {
+		t.Fatalf("status failed on a lock a killed git left: %v", err)
+	}
+	if len(st.Places) != 1 || len(st.Problems) != 0 || st.Places[0].Ready.Step != "(interrupted)" || st.Places[0].Ready.Running {
+		t.Fatalf("status: places %d, problems %+v, ready %+v", len(st.Places), st.Problems, st.Places[0].Ready)
+	}
+	if _, after := readPlaceRecord(t, f, "fix--p000"); after.Commit != running.Commit {
+		t.Fatal("status wrote the place's record")
+	}
+	os.Remove(lock)
+	env.Engine.NoStart = true // the engine's step that records it, and no agent
+	if _, err := engine.Advance(ctx, env, f.dir, "fix--p000"); err != nil {
+		t.Fatal(err)
+	}
+	_, after := readPlaceRecord(t, f, "fix--p000")
+	var q struct {
+		Ready struct {
+			Step    string `json:"step"`
+			Running any    `json:"running"`
+		} `json:"ready"`
+	}
+	if err := json.Unmarshal(after.Data, &q); err != nil || q.Ready.Step != "(interrupted)" || q.Ready.Running != nil {
+		t.Fatalf("the engine's record: %s (%v)", after.Data, err)
+	}
+}
+
+// TestRefreshMergesOnlyThePlacesPairs (issue 30): a commit in one place
+// merges that place's pairs (its target and each other open place), not
+// every pair of places, even with nothing cached: at 1,000 places a cold
+// cache would otherwise cost half a million merges in a hook.
+func TestRefreshMergesOnlyThePlacesPairs(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(4)
+	for i := range 4 {
+		dir := filepath.Join(f.dir, "places", fmt.Sprintf("fix--p%03d", i))
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644)
+		f.git("-C", dir, "add", ".")
+		f.git("-C", dir, "commit", "-q", "-m", "work")
+	}
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "calls")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %q\nexec %q \"$@\"\n", log, real)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := f.stageEnv(f.env)
+	env.Runner.Path = filepath.Join(bin, "git")
+	if _, err := place.RefreshConflicts(ctx, env, f.dir, "fix--p000"); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := os.ReadFile(log)
+	// Its target, and the three other places: four merges, not ten.
+	if n := strings.Count(string(calls), "merge-tree"); n != 4 {
+		t.Errorf("%d merges for one place's commit among four places, want 4:\n%s", n, calls)
+	}
+}
+
+// readPlaceRecord reads place id's record as another process would, with
+// a store of its own.
+func readPlaceRecord(t *testing.T, f *fixture, id string) (*refs.Store, *refs.Record) {
+	t.Helper()
+	store := fixtureStore(t, f)
+	rec, err := store.Read(context.Background(), stage.PlaceRef(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, rec
+}

@@ -1,0 +1,25 @@
+package place
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// Share syncs the repository's records with remote (R7), after bringing
+// the fingerprints of this host's places up to date where their heads
+// moved (issue 30): what another host's conflict radar reads is what sync
+// carries. A fingerprint that cannot be taken is told to env.Out; the
+// records are shared as they are.
+func Share(ctx context.Context, env *stage.Env, repoDir, remote string) (*refs.SyncReport, error) {
+	_, store, err := env.Open(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := refreshFingerprints(ctx, env, repoDir, false); err != nil {
+		fmt.Fprintf(env.Out, "git-flume: %v (the records are shared as they are)\n", err)
+	}
+	return store.Sync(ctx, remote, env.Host)
+}

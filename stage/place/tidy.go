@@ -1,0 +1,443 @@
+package place
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/words"
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+)
+
+// TidyOptions select what tidy does.
+type TidyOptions struct {
+	Repo string
+	// Place, when set, is the one place tidied (accept, rollback).
+	Place  string
+	DryRun bool
+	Gate   stage.GateOptions
+}
+
+// TidyResult is what tidying did, or would do, to one place whose work is
+// over.
+type TidyResult struct {
+	Place    string `json:"place"`
+	Reason   string `json:"reason"`   // "landed" or "dropped"
+	Worktree string `json:"worktree"` // removed, kept, absent, would-remove
+	Branch   string `json:"branch"`   // deleted, kept, absent, would-delete
+	Kept     string `json:"kept,omitempty"`
+	Tidied   bool   `json:"tidied"`
+}
+
+// Tidy removes the worktrees and branches of places whose work is over, by
+// T1–T4, and never anything else. What it keeps it names, with the reason,
+// in the result and in the place's record. Errors for single places (a
+// claimed place, a failing git) are collected; the others are still tidied.
+func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, error) {
+	repo, store, err := env.Open(ctx, opts.Repo)
+	if err != nil {
+		return nil, err
+	}
+	// One tidy at a time per repository, and never beside a launch making
+	// a worktree (L2b): two passes judging the same place would race each
+	// other's removals and report each other's work as failures. The
+	// records are read under the lock.
+	lock, err := stage.LockRepo(ctx, repo.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	records, _, err := store.List(ctx, stage.PlacePrefix)
+	if err != nil {
+		return nil, err
+	}
+	wts, err := stage.ListWorktrees(ctx, env, repo, records)
+	if err != nil {
+		return nil, err
+	}
+	var results []TidyResult
+	var errs *multierror.Error
+	for _, rec := range records {
+		decoded, err := stage.DecodePlace(rec)
+		if err != nil {
+			errs = multierror.Append(errs, err)
+			continue
+		}
+		p := *decoded
+		if opts.Place != "" && p.ID != opts.Place {
+			continue
+		}
+		if p.Host != env.Host {
+			continue // another host's place: its owner tidies it (R7)
+		}
+		if err := stage.CheckHome(ctx, env, repo, &p); err != nil {
+			errs = multierror.Append(errs, err)
+			continue
+		}
+		if p.Phase == stage.PhaseMaking {
+			if _, err := stage.ReconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
+				errs = multierror.Append(errs, fmt.Errorf("%s: %w", p.ID, err))
+			}
+			continue
+		}
+		if p.Phase != stage.PhaseMade {
+			continue
+		}
+		res, err := tidyPlace(ctx, env, repo, store, rec, &p, wts, opts)
+		if err != nil {
+			errs = multierror.Append(errs, fmt.Errorf("%s: %w", p.ID, err))
+		}
+		if res != nil {
+			results = append(results, *res)
+		}
+	}
+	if errs != nil {
+		errs.ErrorFormat = listErrors
+	}
+	return results, errs.ErrorOrNil()
+}
+
+func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+	j, err := engine.JudgeLanding(ctx, repo, p)
+	if err != nil {
+		return nil, err
+	}
+	res := &TidyResult{Place: p.ID, Reason: tidyReason(p, j)}
+	if res.Reason == "" {
+		return nil, nil
+	}
+	cs, err := store.ReadClaim(ctx, p.ID, env.Host)
+	if err != nil {
+		return nil, err
+	}
+	if err := cs.Gate(p.ID, opts.Gate.Session, opts.Gate.TakeOver); err != nil {
+		res.Worktree, res.Branch, res.Kept = "kept", "kept", "claimed by "+cs.Claim.Key
+		return res, err
+	}
+	rec, kept, err := clearPlace(ctx, env, store, rec, p, j, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	if kept == "" {
+		kept, err = tidyWorktree(ctx, env, repo, p, wts, opts.DryRun, res)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if kept != "" {
+		res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
+		return res, keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
+	}
+	if kept, err = tidyBranch(ctx, repo, p, j, opts.DryRun, res); err != nil {
+		return nil, err
+	}
+	if kept != "" {
+		res.Branch, res.Kept = "kept", kept
+		return res, keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
+	}
+	if opts.DryRun {
+		return res, nil
+	}
+	env.FaultAt("tidy:removed")
+	if err := recordTidy(ctx, env, store, rec, p, j, cs, res); err != nil {
+		return res, err
+	}
+	// Its ports go back once the place is recorded tidied; a tidy killed
+	// in between leaves a lease of a tidied place, which the next lease
+	// takes over (leaseLive).
+	return res, stage.ReleaseLease(ctx, store, p)
+}
+
+// tidyReason is why tidy may remove a place (T1): "landed" or "dropped";
+// "" when it may not: its work goes on, flume cannot tell whether it
+// landed (then it removes nothing), or a rollback under way restores it
+// (issue 17: the rollback tidies it once both work trees are back).
+func tidyReason(p *stage.Place, j engine.LandingJudgement) string {
+	switch {
+	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack && !p.Parent.Restored:
+		return ""
+	case j.Landed:
+		return "landed"
+	case p.Dropped != nil:
+		return "dropped"
+	}
+	return ""
+}
+
+// clearPlace makes sure nothing runs in or depends on a place tidy is
+// about to remove, or says why it stays: a delegation it still has open
+// (issue 17), its agent (ended and verified gone, X5, its end recorded at
+// once, since the place's watcher may record it too), and what the place
+// started (issue 29). A landing the engine has not seen yet is recorded
+// first. A dry run only reads. It returns the record as it then stands.
+func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place, j engine.LandingJudgement, dryRun bool) (*refs.Record, string, error) {
+	if open, err := OpenChild(ctx, store, p); err != nil {
+		return rec, "", err
+	} else if open != "" {
+		return rec, "its delegated place " + open + " is still open", nil
+	}
+	if dryRun {
+		return rec, "", nil
+	}
+	var err error
+	if st := &p.Stages[p.Current]; j.Landed && engine.Watched(st) {
+		if rec, err = recordLanding(ctx, env, store, rec, p); err != nil {
+			return rec, "", err
+		}
+	}
+	if a := p.Stages[p.Current].Agent; a != nil && !a.Ended {
+		if kept := endPlaceAgent(ctx, env, p); kept != "" {
+			return rec, kept, nil
+		}
+		if rec, err = markAgentEnded(ctx, env, store, p.ID); err != nil {
+			return rec, "", err
+		}
+		decoded, err := stage.DecodePlace(rec)
+		if err != nil {
+			return rec, "", err
+		}
+		*p = *decoded
+	}
+	return rec, stage.StopPlaceProcesses(p), nil
+}
+
+// recordLanding lets the engine record a landing it has not seen yet,
+// before tidy judges what is left: a landing is a stage's deliverable too
+// (a submit stage's, K6), and the engine ends that stage's agent, verified,
+// as for any delivery, with no report grace (tidy would end it anyway). It
+// starts no agent. It returns the record as it then stands, p decoded
+// from it.
+func recordLanding(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place) (*refs.Record, error) {
+	e := *env
+	e.Engine.NoStart, e.Engine.NoGrace = true, true
+	if _, err := engine.Advance(ctx, &e, p.Repo, p.ID); err != nil {
+		return rec, nil // tidy judges the place as it was read
+	}
+	rec, err := store.Read(ctx, rec.Ref)
+	if err != nil {
+		return nil, err
+	}
+	decoded, err := stage.DecodePlace(rec)
+	if err != nil {
+		return nil, err
+	}
+	*p = *decoded
+	return rec, nil
+}
+
+// tidyWorktree removes the place's worktree (T2) only if git lists it as
+// a linked worktree directly under places/, on the place's branch,
+// unlocked and clean, after the repository's remove steps (T3). It sets
+// res.Worktree, or returns why the worktree is kept.
+func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, wts []git.Worktree, dryRun bool, res *TidyResult) (string, error) {
+	var wt *git.Worktree
+	for i := range wts {
+		if wts[i].Path == p.Path {
+			wt = &wts[i]
+		}
+	}
+	switch {
+	case wt == nil:
+		res.Worktree = "absent"
+		return "", nil
+	case wt.Main || filepath.Dir(wt.Path) != filepath.Join(p.Repo, stage.PlacesDir):
+		return "worktree " + wt.Path + " is not a place flume made", nil
+	case wt.Branch != p.BranchRef():
+		return fmt.Sprintf("worktree is on %s, not on %s", orDetached(wt.Branch), p.BranchRef()), nil
+	case wt.Locked:
+		kept := "worktree is locked"
+		if wt.LockReason != "" {
+			kept += ": " + wt.LockReason
+		}
+		return kept, nil
+	}
+	if _, err := os.Stat(wt.Path); errors.Is(err, os.ErrNotExist) {
+		// Its folder was deleted by hand: nothing is left in it to lose
+		// or to run a remove step in; git's own record of it goes.
+		if dryRun {
+			res.Worktree = "would-remove"
+			return "", nil
+		}
+		if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
+			return "git worktree remove failed: " + words.FirstLine(err.Error()), nil
+		}
+		res.Worktree = "removed"
+		return "", nil
+	}
+	dirty, err := repo.Dirty(ctx, wt.Path)
+	if err != nil {
+		return "", err
+	}
+	if len(dirty) > 0 {
+		return "worktree has uncommitted or untracked files: " + words.ListSome(dirty, 5), nil
+	}
+	if dryRun {
+		res.Worktree = "would-remove"
+		return "", nil
+	}
+	kept, err := removeWorktree(ctx, env, repo, p)
+	if err == nil && kept == "" {
+		res.Worktree = "removed"
+	}
+	return kept, err
+}
+
+// tidyBranch deletes the place's branch (T4) only if its work landed (or
+// it holds none), with a compare-and-swap on the head that was judged. It
+// sets res.Branch, or returns why the branch is kept.
+func tidyBranch(ctx context.Context, repo *git.Repo, p *stage.Place, j engine.LandingJudgement, dryRun bool, res *TidyResult) (string, error) {
+	deleteBranch := j.Head != "" && (j.Landed || j.Head == p.Base)
+	switch {
+	case j.Head == "":
+		res.Branch = "absent"
+	case !deleteBranch && j.Unknown:
+		return fmt.Sprintf("branch %s holds commits and its target %s is missing", p.Branch, p.Target), nil
+	case !deleteBranch:
+		return fmt.Sprintf("branch %s holds %d unlanded commit%s", p.Branch, j.Unlanded, words.Plural(j.Unlanded)), nil
+	case dryRun:
+		res.Branch = "would-delete"
+	default:
+		err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.BranchRef(), Old: j.Head}})
+		var conflict *git.ConflictError
+		if errors.As(err, &conflict) {
+			return fmt.Sprintf("branch %s moved while it was judged", p.Branch), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		res.Branch = "deleted"
+	}
+	return "", nil
+}
+
+// recordTidy records the place tidied and drops its claim in one
+// transaction; a deleted branch's head is held by the record (X2).
+func recordTidy(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place, j engine.LandingJudgement, cs refs.ClaimState, res *TidyResult) error {
+	res.Tidied = true
+	first := true
+	// The worktree and branch are gone by now: what is left is to record
+	// it. A record another process moved meanwhile (a watcher, a hook's
+	// advance, the radar taking a fingerprint) is read again and the tidy
+	// recorded over it, not reported as this tidy's failure.
+	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		if !first {
+			var err error
+			if rec, p, err = stage.ReadPlace(ctx, store, p.ID); err != nil {
+				return err
+			}
+			if p.Phase == stage.PhaseTidied {
+				return nil // recorded by another tidy
+			}
+			now, err := store.ReadClaim(ctx, p.ID, env.Host)
+			if err != nil {
+				return err
+			}
+			if claimCommit(now) != claimCommit(cs) {
+				// A claim taken or let go meanwhile was not what this tidy
+				// was gated on: nothing of it is overwritten.
+				return fmt.Errorf("%s: its claim changed while it was tidied; run git flume tidy again", p.ID)
+			}
+			cs = now
+		}
+		first = false
+		p.Phase, p.Kept = stage.PhaseTidied, ""
+		p.Tidied = &stage.TidyRecord{At: env.NowUTC(), Reason: res.Reason, BranchHead: j.Head}
+		// A stage still under way ends with its place: status never shows
+		// a tidied place starting, its clock ticking.
+		engine.EndStage(&p.Stages[p.Current], stage.StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.ClockNow())
+		changes := []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("tidy %s: %s", p.ID, res.Reason)}}
+		if res.Branch == "deleted" {
+			// X2: the deleted branch's commits stay reachable from the
+			// record, its base too: a base nothing else holds (a record's
+			// base is input) is not lost with the branch.
+			changes[0].Hold = []string{j.Head}
+			changes[0].Message += fmt.Sprintf("; branch %s was at %s, held as second parent", p.Branch, j.Head)
+		}
+		extra := []git.RefUpdate{}
+		if cs.Record != nil {
+			changes = append(changes, refs.Change{Ref: cs.Record.Ref, Old: cs.Record, Delete: true})
+		} else {
+			extra = append(extra, cs.Verify(p.ID))
+		}
+		_, err := store.Write(ctx, changes, extra...)
+		return err
+	})
+}
+
+// claimCommit names the claim record cs read, "" for none.
+func claimCommit(cs refs.ClaimState) string {
+	if cs.Record == nil {
+		return ""
+	}
+	return cs.Record.Commit
+}
+
+// removeWorktree runs the repository's remove steps (T3), then
+// `git worktree remove` without force. It returns why it kept the worktree,
+// or "". A failed removal is never followed by a recursive delete.
+func removeWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place) (string, error) {
+	rev := "refs/heads/" + p.Target
+	if _, err := repo.ResolveCommit(ctx, rev); err != nil {
+		rev = p.Base
+	}
+	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, rev, "")
+	if err != nil {
+		return "", err
+	}
+	if len(cfg.Remove) > 0 {
+		log, err := stage.OpenLog(repo.CommonDir, p.ID)
+		if err != nil {
+			return "", err
+		}
+		defer log.Close()
+		var failure *stage.StepFailure
+		if err := stage.RunSteps(ctx, cfg.Remove, p.Path, stage.StepEnv(env.CallerEnv, p), "remove", env.Out, log); errors.As(err, &failure) {
+			return fmt.Sprintf("remove step %q exited %d", failure.Step, failure.Exit), nil
+		}
+	}
+	if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
+		return "git worktree remove failed: " + words.FirstLine(err.Error()), nil
+	}
+	return "", nil
+}
+
+// keepPlace records why tidying kept a place, so status shows it.
+func keepPlace(ctx context.Context, store *refs.Store, rec *refs.Record, p *stage.Place, kept string, cs refs.ClaimState, dryRun bool) error {
+	if dryRun || p.Kept == kept {
+		return nil
+	}
+	p.Kept = kept
+	_, err := stage.SavePlace(ctx, store, rec, p, "tidy "+p.ID+": kept: "+kept, cs.Verify(p.ID))
+	var conflict *refs.ConflictError
+	if errors.As(err, &conflict) {
+		return nil // moved meanwhile; the next tidy judges again
+	}
+	return err
+}
+
+// listErrors formats several independent failures one per line.
+func listErrors(es []error) string {
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = "  " + e.Error()
+	}
+	return fmt.Sprintf("%d places could not be tidied:\n%s", len(es), strings.Join(lines, "\n"))
+}
+
+func orDetached(ref string) string {
+	if ref == "" {
+		return "a detached HEAD"
+	}
+	return ref
+}

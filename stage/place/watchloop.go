@@ -1,0 +1,92 @@
+// The watcher (A7): one process per place keeps its stage's timers while
+// the stage has something to watch, and tidies a place that landed.
+
+package place
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
+)
+
+// watchErrors is how many steps in a row may fail before a watcher gives
+// up (any command then starts another).
+const watchErrors = 10
+
+// Watch keeps a place's timers: it takes the place's watcher lease (or
+// returns at once if a live watcher holds it), then advances the place
+// every interval while it has something to watch. It never ends an agent
+// on its own account (A7); it only runs the engine's steps.
+func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, lifetime time.Duration) error {
+	repo, store, err := env.Open(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	me := &stage.Proc{PID: env.PID, Host: env.Host}
+	if held, err := takeWatch(ctx, env, store, id, me); held || err != nil {
+		return err
+	}
+	deadline := time.Now().Add(lifetime)
+	failed := 0
+	var rw radarWatch
+	for time.Now().Before(deadline) {
+		p, err := engine.Advance(ctx, env, repoDir, id)
+		if err != nil {
+			// A step that failed (a git or pane host call under load)
+			// is tried again at the next tick: a watcher that left at
+			// its first error left its place unwatched while its record
+			// still named it. Only errors that go on end it.
+			if failed++; failed >= watchErrors || ctx.Err() != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(interval):
+			}
+			continue
+		}
+		failed = 0
+		if engine.LandedWork(p) {
+			// T1 (issue 27): a landing the watcher saw (merged on the
+			// forge and fetched, say) is tidied as the post-merge hook
+			// tidies one, by T1–T4, keeping whatever they keep.
+			_, err := Tidy(ctx, env, TidyOptions{Repo: repoDir, Place: id})
+			return err
+		}
+		if !engine.Watchable(ctx, env, p) || p.Watcher == nil || *p.Watcher != *me {
+			return nil
+		}
+		rw.tick(ctx, env, repo, repoDir, p)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+	return nil
+}
+
+// takeWatch takes place id's watcher lease for me; held: a live watcher
+// holds it (then there is nothing for me to do).
+func takeWatch(ctx context.Context, env *stage.Env, store *refs.Store, id string, me *stage.Proc) (held bool, err error) {
+	errHeld := errors.New("held")
+	_, err = stage.EditPlace(ctx, store, id, func(p *stage.Place) (string, error) {
+		if err := stage.OwnedHere(env, p); err != nil {
+			return "", err // R7: another host's record is never written here
+		}
+		if w := p.Watcher; w != nil && *w != *me && refs.ProcessAlive(w.Host, w.PID, env.Host) {
+			return "", errHeld
+		}
+		p.Watcher = me
+		return "watch " + id, nil
+	})
+	if errors.Is(err, errHeld) {
+		return true, nil
+	}
+	return false, err
+}
