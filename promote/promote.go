@@ -331,6 +331,34 @@ func promoteOne(ctx context.Context, env *Env, id string, ms []*member, i int, r
 		return nil, fmt.Errorf("%s: move %s: %w (run reconcile)", m.t.Name, m.t.Branch, err)
 	}
 	env.fault(fmt.Sprintf("after-move:%d", i))
+	receipt, rp, err := m.switchWithReceipt(ctx, env, wt, i)
+	if err != nil {
+		return nil, err
+	}
+	var next chan error
+	for _, o := range ms[i+1:] {
+		if o.r.State != Promoted {
+			next = o.getReady(ctx, true)
+			break
+		}
+	}
+	if err := m.saveReceipt(ctx, receipt, rp); err != nil {
+		if next != nil {
+			// The next member's readying is waited for, not used: the
+			// receipt's error is what stops the promotion.
+			err = errors.Join(err, <-next)
+		}
+		return nil, err
+	}
+	return next, nil
+}
+
+// switchWithReceipt brings a checked-out branch's clean work tree wt (nil
+// for none) along to the moved tip, while the receipt's objects are
+// written beside it; the receipt is saved only after, and only if the
+// branch is still at the tip. Member i's crash point after-switch is
+// between the two.
+func (m *member) switchWithReceipt(ctx context.Context, env *Env, wt *git.Worktree, i int) (Record, *refs.Prepared, error) {
 	// The receipt's objects are written while git brings the work tree
 	// along; it is saved only after, and only if the branch is still at
 	// the tip.
@@ -348,30 +376,12 @@ func promoteOne(ctx context.Context, env *Env, id string, ms []*member, i int, r
 		// A checked-out branch brings its clean work tree along.
 		if err := m.repo.SwitchTree(ctx, wt.Path, m.r.Base, m.r.Tip); err != nil {
 			<-rc
-			return nil, fmt.Errorf("%s: %w (run reconcile)", m.t.Name, err)
+			return Record{}, nil, fmt.Errorf("%s: %w (run reconcile)", m.t.Name, err)
 		}
 	}
 	receipt := <-rc
 	env.fault(fmt.Sprintf("after-switch:%d", i))
-	if receipt.err != nil {
-		return nil, receipt.err
-	}
-	var next chan error
-	for _, o := range ms[i+1:] {
-		if o.r.State != Promoted {
-			next = o.getReady(ctx, true)
-			break
-		}
-	}
-	if err := m.saveReceipt(ctx, receipt.r, receipt.p); err != nil {
-		if next != nil {
-			// The next member's readying is waited for, not used: the
-			// receipt's error is what stops the promotion.
-			err = errors.Join(err, <-next)
-		}
-		return nil, err
-	}
-	return next, nil
+	return receipt.r, receipt.p, receipt.err
 }
 
 // getReady reads the member's checkout again when clean is set, and

@@ -218,14 +218,7 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 		Panes: env.panes(w),
 		Vars:  agent.Vars{SessionID: w.Session, Place: ws.Root, Home: w.Home},
 		Now:   env.clock(),
-		Place: func() string {
-			for _, m := range ws.members {
-				if _, err := os.Stat(m.r.WorkerTree.Path); errors.Is(err, os.ErrNotExist) {
-					return fmt.Sprintf("its worktree %s is gone", m.r.WorkerTree.Path)
-				}
-			}
-			return ""
-		},
+		Place: ws.worktreeGone,
 	}
 	if !run.Active(cur.State) {
 		return ws.afterRun(ctx, env, cur)
@@ -237,28 +230,7 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 	var settled run.Run
 	for {
 		next, mv := run.Decide(cur, o, pol)
-		effects := run.Effects{Panes: env.panes(w), Fault: env.fault,
-			Save: func(ctx context.Context, r run.Run, msg string) (bool, error) {
-				settled = r
-				phase, reason := PhaseWorking, ""
-				if !run.Active(r.State) && r.State != run.StateDelivered {
-					// The request leaves working: its worker goes with
-					// it, verified (X5), whatever ended the run.
-					if err := run.End(ctx, env.panes(w), r.Agent); err != nil {
-						return false, fmt.Errorf("end worker %s (session %s): %w", w.Pane, w.Session, err)
-					}
-					phase, reason = workerEnd(r)
-					msg = phase + ": " + reason
-				}
-				err := ws.saveAll(ctx, msg, func(m *member) {
-					cp := m.r.Worker.withRun(r)
-					m.r.Worker, m.r.Phase, m.r.Reason = &cp, phase, reason
-					if r.State == run.StateDelivered && m.r.Request.Direct() {
-						m.r.Tasks = ws.taskResult(cp, o.LastAssistant)
-					}
-				})
-				return err == nil, err
-			}}
+		effects := run.Effects{Panes: env.panes(w), Fault: env.fault, Save: ws.saveRun(env, w, o, &settled)}
 		moved, untyped, err := run.Apply(ctx, cur, next, mv, prompt, o, pol, effects)
 		if untyped && !o.Busy {
 			o.Busy = true
@@ -276,6 +248,45 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 			return true, nil
 		}
 		return false, nil
+	}
+}
+
+// worktreeGone says which of the worker's worktrees is gone, "" when
+// none is.
+func (ws *Workspace) worktreeGone() string {
+	for _, m := range ws.members {
+		if _, err := os.Stat(m.r.WorkerTree.Path); errors.Is(err, os.ErrNotExist) {
+			return fmt.Sprintf("its worktree %s is gone", m.r.WorkerTree.Path)
+		}
+	}
+	return ""
+}
+
+// saveRun is how a step of worker w's run is recorded in every member's
+// record: a run that ended without delivering ends the worker, verified
+// (X5), and says the request's phase; a direct request's delivery records
+// its tasks, read from o. The run saved is left in settled.
+func (ws *Workspace) saveRun(env *Env, w Worker, o run.Observation, settled *run.Run) func(ctx context.Context, r run.Run, msg string) (bool, error) {
+	return func(ctx context.Context, r run.Run, msg string) (bool, error) {
+		*settled = r
+		phase, reason := PhaseWorking, ""
+		if !run.Active(r.State) && r.State != run.StateDelivered {
+			// The request leaves working: its worker goes with
+			// it, verified (X5), whatever ended the run.
+			if err := run.End(ctx, env.panes(w), r.Agent); err != nil {
+				return false, fmt.Errorf("end worker %s (session %s): %w", w.Pane, w.Session, err)
+			}
+			phase, reason = workerEnd(r)
+			msg = phase + ": " + reason
+		}
+		err := ws.saveAll(ctx, msg, func(m *member) {
+			cp := m.r.Worker.withRun(r)
+			m.r.Worker, m.r.Phase, m.r.Reason = &cp, phase, reason
+			if r.State == run.StateDelivered && m.r.Request.Direct() {
+				m.r.Tasks = ws.taskResult(cp, o.LastAssistant)
+			}
+		})
+		return err == nil, err
 	}
 }
 

@@ -1,8 +1,12 @@
-// Package stage makes places, runs their stages and tidies them.
+// Package stage holds what every workflow reads of a place: its record at
+// refs/flume/places/<kind>--<name> (stages, agent runs, delegation,
+// readying, the runnable part), the checks that treat a record as
+// untrusted input (R5), the typed reads and CAS edits of it, the
+// repository's .flume/config with its kinds and roles, and the Env that
+// every command carries.
 //
-// A place is one launch's worktree at <repo>/places/<kind>--<name> on branch
-// <kind>/<name>, with its record at refs/flume/places/<kind>--<name>. Every
-// state change here is a read–decide–CAS-write on that record, so any
-// command may be killed at any point and the next one finds a consistent
-// place.
+// The workflows sit above it: stage/engine moves stages, stage/place makes,
+// follows and tidies places, stage/delegation resolves delegated places,
+// stage/report shows them, stage/cost prices their runs, stage/runenv gives
+// a runnable place its ports and files, stage/radar predicts conflicts.
 package stage

@@ -59,68 +59,81 @@ func DecodePlace(rec *refs.Record) (*Place, error) {
 // that no part of the path is a symlink) is checked where a place is acted
 // on (CheckHome).
 func validatePlace(id string, p *Place) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("invalid place record: "+format, args...)
-	}
 	if p.Kind != "place" || p.Schema != 1 {
-		return bad("kind %q schema %d, want place 1", p.Kind, p.Schema)
+		return fmt.Errorf("invalid place record: kind %q schema %d, want place 1", p.Kind, p.Schema)
 	}
-	if err := refs.ValidateName("kind", p.PlaceKind); err != nil {
-		return bad("%v", err)
-	}
-	if err := refs.ValidateName("name", p.Name); err != nil {
-		return bad("%v", err)
-	}
-	if want := p.PlaceKind + "--" + p.Name; p.ID != want || id != want {
-		return bad("id %q under ref name %q, want %q for kind %q and name %q", p.ID, id, want, p.PlaceKind, p.Name)
-	}
-	if want := p.PlaceKind + "/" + p.Name; p.Branch != want {
-		return bad("branch %q, want %q", p.Branch, want)
-	}
-	if !filepath.IsAbs(p.Repo) || filepath.Clean(p.Repo) != p.Repo || p.Repo == "/" {
-		return bad("repo %q is not a clean absolute path", p.Repo)
-	}
-	if want := filepath.Join(p.Repo, PlacesDir, p.ID); p.Path != want {
-		return bad("path %q, want %q", p.Path, want)
-	}
-	if err := refs.ValidateHost(p.Host); err != nil {
-		return bad("%v", err)
-	}
-	switch p.Phase {
-	case PhaseMaking, PhaseMade, PhaseTidied:
-	default:
-		return bad("phase %q", p.Phase)
-	}
-	if !git.IsObjectID(p.Base) {
-		return bad("base %q is not a full object id", p.Base)
-	}
-	if err := git.CheckRefName("refs/heads/" + p.Target); err != nil || p.Target == "" {
-		return bad("target %q is not a branch name", p.Target)
-	}
-	if n := len(p.Stages); n == 0 || n > maxStages {
-		return bad("%d stages, want 1 to %d", n, maxStages)
-	}
-	if p.Current < 0 || p.Current >= len(p.Stages) {
-		return bad("current stage %d, want 0 to %d", p.Current, len(p.Stages)-1)
-	}
-	for _, pr := range []*Proc{p.Launcher, p.Watcher} {
-		if pr != nil && pr.PID < 0 {
-			return bad("process id %d", pr.PID)
+	for _, check := range []func(id string, p *Place) error{placeNames, placeState} {
+		if err := check(id, p); err != nil {
+			return fmt.Errorf("invalid place record: %v", err)
 		}
-	}
-	if p.Ready != nil && p.Ready.Running != nil && p.Ready.Running.PID < 0 {
-		return bad("process id %d", p.Ready.Running.PID)
-	}
-	if p.Tidied != nil && p.Tidied.BranchHead != "" && !git.IsObjectID(p.Tidied.BranchHead) {
-		return bad("tidied branch head %q", p.Tidied.BranchHead)
 	}
 	for i := range p.Stages {
 		if err := validateStage(p, &p.Stages[i]); err != nil {
-			return bad("stage %d: %v", i+1, err)
+			return fmt.Errorf("invalid place record: stage %d: %v", i+1, err)
 		}
 	}
 	if err := validateDelegation(p); err != nil {
-		return bad("%v", err)
+		return fmt.Errorf("invalid place record: %v", err)
+	}
+	return nil
+}
+
+// placeNames checks what a place's names derive (R6): its id, branch and
+// path from its kind and name, its repository a clean absolute path, its
+// host a host's name.
+func placeNames(id string, p *Place) error {
+	if err := refs.ValidateName("kind", p.PlaceKind); err != nil {
+		return err
+	}
+	if err := refs.ValidateName("name", p.Name); err != nil {
+		return err
+	}
+	if want := p.PlaceKind + "--" + p.Name; p.ID != want || id != want {
+		return fmt.Errorf("id %q under ref name %q, want %q for kind %q and name %q", p.ID, id, want, p.PlaceKind, p.Name)
+	}
+	if want := p.PlaceKind + "/" + p.Name; p.Branch != want {
+		return fmt.Errorf("branch %q, want %q", p.Branch, want)
+	}
+	if !filepath.IsAbs(p.Repo) || filepath.Clean(p.Repo) != p.Repo || p.Repo == "/" {
+		return fmt.Errorf("repo %q is not a clean absolute path", p.Repo)
+	}
+	if want := filepath.Join(p.Repo, PlacesDir, p.ID); p.Path != want {
+		return fmt.Errorf("path %q, want %q", p.Path, want)
+	}
+	return refs.ValidateHost(p.Host)
+}
+
+// placeState checks where a place stands: its phase, full object ids, a
+// branch name for its target, a current stage among its stages, process
+// ids that can be.
+func placeState(_ string, p *Place) error {
+	switch p.Phase {
+	case PhaseMaking, PhaseMade, PhaseTidied:
+	default:
+		return fmt.Errorf("phase %q", p.Phase)
+	}
+	if !git.IsObjectID(p.Base) {
+		return fmt.Errorf("base %q is not a full object id", p.Base)
+	}
+	if err := git.CheckRefName("refs/heads/" + p.Target); err != nil || p.Target == "" {
+		return fmt.Errorf("target %q is not a branch name", p.Target)
+	}
+	if n := len(p.Stages); n == 0 || n > maxStages {
+		return fmt.Errorf("%d stages, want 1 to %d", n, maxStages)
+	}
+	if p.Current < 0 || p.Current >= len(p.Stages) {
+		return fmt.Errorf("current stage %d, want 0 to %d", p.Current, len(p.Stages)-1)
+	}
+	for _, pr := range []*Proc{p.Launcher, p.Watcher} {
+		if pr != nil && pr.PID < 0 {
+			return fmt.Errorf("process id %d", pr.PID)
+		}
+	}
+	if p.Ready != nil && p.Ready.Running != nil && p.Ready.Running.PID < 0 {
+		return fmt.Errorf("process id %d", p.Ready.Running.PID)
+	}
+	if p.Tidied != nil && p.Tidied.BranchHead != "" && !git.IsObjectID(p.Tidied.BranchHead) {
+		return fmt.Errorf("tidied branch head %q", p.Tidied.BranchHead)
 	}
 	return nil
 }

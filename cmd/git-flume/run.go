@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/runenv"
 )
 
 func envCommand(a *app) *cli.Command {
@@ -25,7 +26,7 @@ func envCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			vars, files, err := stage.PlaceEnv(c.Context, a.stageEnv(), stage.EnvOptions{
+			vars, files, err := runenv.PlaceEnv(c.Context, a.stageEnv(), runenv.EnvOptions{
 				PlaceOptions: stage.PlaceOptions{Repo: c.String("repo"), Place: id}, Refresh: c.Bool("refresh")})
 			if err != nil {
 				return err

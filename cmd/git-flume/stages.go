@@ -16,6 +16,7 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/delegation"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
@@ -471,14 +472,14 @@ func costCommand(a *app) *cli.Command {
 					return err
 				}
 			}
-			costs, err := stage.ReadCosts(c.Context, a.stageEnv(), c.String("repo"), id)
+			costs, err := cost.Read(c.Context, a.stageEnv(), c.String("repo"), id)
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				return writeJSON(a.io.Out, costs)
 			}
-			return stage.WriteCosts(a.io.Out, costs)
+			return cost.Write(a.io.Out, costs)
 		},
 	}
 }

@@ -208,7 +208,6 @@ type RestartRules struct {
 
 func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how RestartRules) (*stage.Place, error) {
 	repoDir, id, force, g := o.Repo, o.Place, o.Force, o.Gate
-	verb, check := how.Verb, how.Check
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -230,7 +229,7 @@ func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how
 		if err != nil {
 			return err
 		}
-		if err := check(p); err != nil {
+		if err := how.Check(p); err != nil {
 			return err
 		}
 		// A10: a restart starts only in the place's own worktree.
@@ -246,16 +245,8 @@ func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how
 				return err
 			}
 		}
-		if st.State == stage.StateDelivered || st.State == stage.StateLanded {
-			if p.PlaceKind != "question" && !how.Delivered {
-				return &stage.RefusedError{Place: id, Reason: "stage " + st.Name + " was delivered; nothing to " + verb}
-			}
-			st.Report, st.ReportMissing, st.Landing, st.Ended = nil, false, nil, nil
-		}
-		st.Followup = cmp.Or(how.Followup, nextRoundNote(st))
-		st.Resume = nil
-		if a := st.Agent; how.Resume && a != nil && a.Transcript != "" && !a.Printed() {
-			st.Resume = &stage.ResumeFrom{Program: a.Program, Session: a.Session, Transcript: a.Transcript}
+		if err := rearm(p, st, how); err != nil {
+			return err
 		}
 		// W3: what the ended agent left uncommitted is kept before anyone
 		// starts over it.
@@ -267,13 +258,32 @@ func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how
 		if st.Resume != nil {
 			with = "resuming its agent's session " + st.Resume.Session
 		}
-		_, err = stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s %s", st.Name, id, verb, with))
+		_, err = stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s %s", st.Name, id, how.Verb, with))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return Follow(ctx, env, repoDir, id)
+}
+
+// rearm readies stage st of p to start again as how says: a delivered
+// stage only where how lets one start over (a question's always), its
+// followup set, its agent's session resumed where how asks and the
+// program can.
+func rearm(p *stage.Place, st *stage.StageRecord, how RestartRules) error {
+	if st.State == stage.StateDelivered || st.State == stage.StateLanded {
+		if p.PlaceKind != "question" && !how.Delivered {
+			return &stage.RefusedError{Place: p.ID, Reason: "stage " + st.Name + " was delivered; nothing to " + how.Verb}
+		}
+		st.Report, st.ReportMissing, st.Landing, st.Ended = nil, false, nil, nil
+	}
+	st.Followup = cmp.Or(how.Followup, nextRoundNote(st))
+	st.Resume = nil
+	if a := st.Agent; how.Resume && a != nil && a.Transcript != "" && !a.Printed() {
+		st.Resume = &stage.ResumeFrom{Program: a.Program, Session: a.Session, Transcript: a.Transcript}
+	}
+	return nil
 }
 
 // nextRoundNote is what the next round of a question is told of the last

@@ -72,19 +72,7 @@ func deliverable(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.
 		}
 		return true, "commit " + head, nil, nil
 	case d == stage.DeliverTasks:
-		path := "openspec/changes/" + p.Name + "/tasks.md"
-		data, err := repo.ReadFile(ctx, head, path)
-		if errors.Is(err, git.ErrNotExist) {
-			return false, "", nil, nil
-		}
-		if err != nil {
-			return false, "", nil, err
-		}
-		tc := CountTasks(data)
-		if tc.Total > 0 && tc.Done == tc.Total {
-			return true, fmt.Sprintf("all %d tasks ticked at %s", tc.Total, head), &tc, nil
-		}
-		return false, "", &tc, nil
+		return tasksDelivered(ctx, repo, p, head)
 	case d == stage.DeliverChange:
 		// K3: the change is committed whole, proposal and tasks.
 		dir := "openspec/changes/" + p.Name + "/"
@@ -105,23 +93,50 @@ func deliverable(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.
 			return true, fmt.Sprintf("%s landed on %s", p.Branch, p.Target), nil, nil
 		}
 	case strings.HasPrefix(d, stage.DeliverFile):
-		path, ok := deliverablePath(st)
-		if !ok {
-			break
-		}
-		// K4: a file as the run found it delivers nothing (a concluded
-		// round never satisfies the next).
-		if data, err := repo.ReadFile(ctx, head, path); err == nil && contentID(data) != st.Preexisting {
-			return true, path + " committed at " + head, nil, nil
-		}
-		if roundStage(p, st) {
-			// K4: a question's conclusion need not be committed.
-			if data, err := os.ReadFile(filepath.Join(p.Path, path)); err == nil && contentID(data) != st.Preexisting {
-				return true, path + " written in the place", nil, nil
-			}
-		}
+		ok, how := fileDelivered(ctx, repo, p, st, head)
+		return ok, how, nil, nil
 	}
 	return false, "", nil, nil
+}
+
+// tasksDelivered reads a change's tasks at head: delivered when every one
+// is ticked; the count either way.
+func tasksDelivered(ctx context.Context, repo *git.Repo, p *stage.Place, head string) (bool, string, *stage.TaskCount, error) {
+	path := "openspec/changes/" + p.Name + "/tasks.md"
+	data, err := repo.ReadFile(ctx, head, path)
+	if errors.Is(err, git.ErrNotExist) {
+		return false, "", nil, nil
+	}
+	if err != nil {
+		return false, "", nil, err
+	}
+	tc := CountTasks(data)
+	if tc.Total > 0 && tc.Done == tc.Total {
+		return true, fmt.Sprintf("all %d tasks ticked at %s", tc.Total, head), &tc, nil
+	}
+	return false, "", &tc, nil
+}
+
+// fileDelivered reads a file deliverable at head: delivered when its
+// content differs from what the run found (K4), or, for a question's round,
+// when the place's work tree holds it so.
+func fileDelivered(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, head string) (bool, string) {
+	path, ok := deliverablePath(st)
+	if !ok {
+		return false, ""
+	}
+	// K4: a file as the run found it delivers nothing (a concluded
+	// round never satisfies the next).
+	if data, err := repo.ReadFile(ctx, head, path); err == nil && contentID(data) != st.Preexisting {
+		return true, path + " committed at " + head
+	}
+	if roundStage(p, st) {
+		// K4: a question's conclusion need not be committed.
+		if data, err := os.ReadFile(filepath.Join(p.Path, path)); err == nil && contentID(data) != st.Preexisting {
+			return true, path + " written in the place"
+		}
+	}
+	return false, ""
 }
 
 // deliverablePath is the place-relative path of a file deliverable, and

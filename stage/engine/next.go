@@ -21,18 +21,8 @@ func NextStep(p *stage.Place, agent string) string {
 		return "git flume tidy (the place was dropped; tidy removes it once nothing in it would be lost)"
 	}
 	// Issue 17: a delegated place is moved on by its commissioner.
-	switch stage.DelegationState(p) {
-	case stage.DelegationFinished:
-		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID)
-	case stage.DelegationBlocked:
-		switch {
-		case st.BlockedBy() == stage.BlockDialog && agent == "up":
-			// A10: a dialog is answered in the pane, never told.
-			return fmt.Sprintf("git flume attach %s and answer it there (it goes on by itself), or git flume rollback --delegation %s", p.ID, p.ID)
-		case st.BlockedBy() == stage.BlockPlace:
-			return fmt.Sprintf("git flume rollback --delegation %s (its worktree is gone; its branch keeps its commits)", p.ID)
-		}
-		return fmt.Sprintf("git flume unblock %s --with 'TEXT', or git flume rollback --delegation %s", p.ID, p.ID)
+	if next, ok := delegatedNext(p, &st, agent); ok {
+		return next
 	}
 	up := agent == "up"
 	retry := "git flume retry " + p.ID
@@ -49,24 +39,7 @@ func NextStep(p *stage.Place, agent string) string {
 	case stage.StateStuck:
 		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
 	case stage.StateBlocked:
-		switch st.BlockedBy() {
-		case stage.BlockDialog:
-			// A10: a dialog is answered by a person in the pane, never
-			// told.
-			if up {
-				return fmt.Sprintf("git flume attach %s and answer it there (the stage goes on by itself), or %s", p.ID, retry)
-			}
-		case stage.BlockReady:
-			return fmt.Sprintf("fix the readying step, then %s", retry)
-		case stage.BlockPlace:
-			return recoverPlace(p)
-		case stage.BlockRole:
-			return fmt.Sprintf("launch the work again with --agent claude, codex or pi, or drop the role's tools and path-restrictions; then %s", retry)
-		}
-		if up && st.BlockedBy() != stage.BlockDialog {
-			return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
-		}
-		return retry
+		return blockedNext(p, &st, up, retry)
 	case stage.StateNeverStarted, stage.StateCut:
 		return retry
 	case stage.StateParked:
@@ -79,4 +52,46 @@ func NextStep(p *stage.Place, agent string) string {
 		}
 	}
 	return ""
+}
+
+// delegatedNext is what moves a delegated place on, its commissioner's
+// verb (issue 17); false for a place nobody but its own agent moves.
+func delegatedNext(p *stage.Place, st *stage.StageRecord, agent string) (string, bool) {
+	switch stage.DelegationState(p) {
+	case stage.DelegationFinished:
+		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID), true
+	case stage.DelegationBlocked:
+		switch {
+		case st.BlockedBy() == stage.BlockDialog && agent == "up":
+			// A10: a dialog is answered in the pane, never told.
+			return fmt.Sprintf("git flume attach %s and answer it there (it goes on by itself), or git flume rollback --delegation %s", p.ID, p.ID), true
+		case st.BlockedBy() == stage.BlockPlace:
+			return fmt.Sprintf("git flume rollback --delegation %s (its worktree is gone; its branch keeps its commits)", p.ID), true
+		}
+		return fmt.Sprintf("git flume unblock %s --with 'TEXT', or git flume rollback --delegation %s", p.ID, p.ID), true
+	}
+	return "", false
+}
+
+// blockedNext is what moves blocked stage st of p on, up saying whether its
+// agent is in its pane, retry the command that starts the stage again.
+func blockedNext(p *stage.Place, st *stage.StageRecord, up bool, retry string) string {
+	switch st.BlockedBy() {
+	case stage.BlockDialog:
+		// A10: a dialog is answered by a person in the pane, never
+		// told.
+		if up {
+			return fmt.Sprintf("git flume attach %s and answer it there (the stage goes on by itself), or %s", p.ID, retry)
+		}
+	case stage.BlockReady:
+		return fmt.Sprintf("fix the readying step, then %s", retry)
+	case stage.BlockPlace:
+		return recoverPlace(p)
+	case stage.BlockRole:
+		return fmt.Sprintf("launch the work again with --agent claude, codex or pi, or drop the role's tools and path-restrictions; then %s", retry)
+	}
+	if up && st.BlockedBy() != stage.BlockDialog {
+		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
+	}
+	return retry
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/cost"
 )
 
 // Event is what the notifier reads on standard input, schema 1.
@@ -128,9 +129,9 @@ func SendEvent(ctx context.Context, env *stage.Env, p *stage.Place, cfg *stage.C
 // table that cannot be read is said in the log and left out.
 func endSummary(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place) string {
 	var b bytes.Buffer
-	costs, err := stage.ReadCosts(ctx, env, p.Repo, p.ID)
+	costs, err := cost.Read(ctx, env, p.Repo, p.ID)
 	if err == nil {
-		err = stage.WriteCosts(&b, costs)
+		err = cost.Write(&b, costs)
 	}
 	f, lerr := stage.OpenLog(repo.CommonDir, p.ID)
 	if lerr != nil {

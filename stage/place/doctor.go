@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/runenv"
 )
 
 // Doctor is the `doctor --json` document, schema 1.
@@ -74,7 +75,7 @@ func Diagnose(ctx context.Context, env *stage.Env, repoDir string) (*Doctor, err
 		}
 		// A probe's scratch files, removed at once, in the folder [run]
 		// deps templates live in.
-		d.CopyOnWrite, d.CopyOnWriteProblem = stage.CloneProbe(filepath.Join(repo.CommonDir, "flume", "tmp"))
+		d.CopyOnWrite, d.CopyOnWriteProblem = runenv.CloneProbe(filepath.Join(repo.CommonDir, "flume", "tmp"))
 		if dir, err := repo.HooksDir(ctx); err == nil {
 			d.Hooks = true
 			for _, h := range Hooks {

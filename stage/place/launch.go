@@ -22,6 +22,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/runenv"
 )
 
 // LaunchOptions are the inputs of `git flume launch` (L1).
@@ -73,28 +74,11 @@ func launch(ctx context.Context, env *stage.Env, opts LaunchOptions, starting bo
 	if err != nil {
 		return nil, err
 	}
-	// The main checkout from git's own view of where it runs: a
-	// submodule's `git worktree list` names its git directory inside the
-	// superproject's .git/modules instead, and a place made there would
-	// be inside another repository's git directory.
-	mainPath, err := repo.MainCheckout(ctx)
+	o, err := placeOrigin(ctx, env, repo, c, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := realPlacesDir(mainPath); err != nil {
-		return nil, err
-	}
-	var target, base string
-	var d *stage.Delegation
-	if c != nil {
-		target, base, d, err = delegate(ctx, env, repo, c, opts)
-	} else {
-		target, base, err = launchBase(ctx, repo, mainPath, opts)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, base, env.UserConfig)
+	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, o.base, env.UserConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +91,13 @@ func launch(ctx context.Context, env *stage.Env, opts LaunchOptions, starting bo
 			return nil, err
 		}
 	}
-	if d != nil {
-		if err := keepCommissioner(ctx, repo, c, d); err != nil {
+	if o.parent != nil {
+		if err := keepCommissioner(ctx, repo, c, o.parent); err != nil {
 			return nil, err
 		}
 	}
-	p := newPlace(env, opts, kind, mainPath, target, base)
-	p.Parent = d
+	p := newPlace(env, opts, kind, o.main, o.target, o.base)
+	p.Parent = o.parent
 	rec, err := makePlace(ctx, env, repo, store.InSession(session), store, p)
 	if err != nil {
 		return nil, err
@@ -121,11 +105,43 @@ func launch(ctx context.Context, env *stage.Env, opts LaunchOptions, starting bo
 	return p, prepare(ctx, env, repo, store, rec, p, cfg)
 }
 
+// origin is where a place starts: its repository's main checkout, the
+// branch it lands on and the commit it starts from, and for a delegated
+// place its link to the commissioner.
+type origin struct {
+	main, target, base string
+	parent             *stage.Delegation
+}
+
+// placeOrigin finds where a launch's place starts: from its commissioner's
+// branch when c, the commission, is one (issue 17), else from the target
+// the launch names.
+func placeOrigin(ctx context.Context, env *stage.Env, repo *git.Repo, c *commission, opts LaunchOptions) (origin, error) {
+	// The main checkout from git's own view of where it runs: a
+	// submodule's `git worktree list` names its git directory inside the
+	// superproject's .git/modules instead, and a place made there would
+	// be inside another repository's git directory.
+	mainPath, err := repo.MainCheckout(ctx)
+	if err != nil {
+		return origin{}, err
+	}
+	if err := realPlacesDir(mainPath); err != nil {
+		return origin{}, err
+	}
+	o := origin{main: mainPath}
+	if c != nil {
+		o.target, o.base, o.parent, err = delegate(ctx, env, repo, c, opts)
+	} else {
+		o.target, o.base, err = launchBase(ctx, repo, mainPath, opts)
+	}
+	return o, err
+}
+
 // prepare makes a made place ready to work in: what [run] declares (issue
 // 29), then the readying steps (L2). A fix whose readying failed still goes
 // on, its agent told of the failure, which stays recorded with the place.
 func prepare(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, cfg *stage.Config) error {
-	if run, err := stage.SetUpRun(ctx, env, repo, store, p, cfg.Run); err != nil {
+	if run, err := runenv.SetUpRun(ctx, env, repo, store, p, cfg.Run); err != nil {
 		return fmt.Errorf("launch %s: its place is made, but [run] could not be set up: %w", p.ID, err)
 	} else if run != nil {
 		rec = run

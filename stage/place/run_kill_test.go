@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/report"
+	"github.com/git-flume/git-flume/stage/runenv"
 )
 
 // TestKilledLaunchLeavesNoLease_L1 kills launches of a repository with a
@@ -77,7 +78,7 @@ func TestKilledLaunchLeavesNoLease_L1(t *testing.T) {
 
 // takeableStale counts the stale leases whose ports a bind probe finds
 // free and whose refs no lock file holds.
-func takeableStale(t *testing.T, f *fixture, stale map[string]stage.Lease) int {
+func takeableStale(t *testing.T, f *fixture, stale map[string]runenv.Lease) int {
 	t.Helper()
 	n := 0
 	for ref, l := range stale {
@@ -107,7 +108,7 @@ func bindable(first, count int) bool {
 
 // checkLeases checks every lease of the fixture's repository and returns
 // the stale ones by ref.
-func checkLeases(t *testing.T, f *fixture, env *stage.Env, trial int) map[string]stage.Lease {
+func checkLeases(t *testing.T, f *fixture, env *stage.Env, trial int) map[string]runenv.Lease {
 	t.Helper()
 	st, err := report.ReadStatus(context.Background(), env, report.StatusOptions{Repo: f.dir, All: true})
 	if err != nil {
@@ -129,9 +130,9 @@ func checkLeases(t *testing.T, f *fixture, env *stage.Env, trial int) map[string
 	refsOut := f.git("-C", f.dir, "for-each-ref", "--format=%(refname)", "refs/flume/leases/")
 	type block struct{ first, count int }
 	var blocks []block
-	stale := map[string]stage.Lease{}
+	stale := map[string]runenv.Lease{}
 	for _, ref := range strings.Fields(refsOut) {
-		var l stage.Lease
+		var l runenv.Lease
 		if err := json.Unmarshal([]byte(f.git("-C", f.dir, "cat-file", "-p", ref+":state.json")), &l); err != nil {
 			t.Fatalf("trial %d: lease %s: %v", trial, ref, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/runenv"
 )
 
 // TidyOptions select what tidy does.
@@ -66,34 +67,9 @@ func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, 
 	var results []TidyResult
 	var errs *multierror.Error
 	for _, rec := range records {
-		decoded, err := stage.DecodePlace(rec)
+		res, err := tidyRecord(ctx, env, repo, store, rec, wts, opts)
 		if err != nil {
 			errs = multierror.Append(errs, err)
-			continue
-		}
-		p := *decoded
-		if opts.Place != "" && p.ID != opts.Place {
-			continue
-		}
-		if p.Host != env.Host {
-			continue // another host's place: its owner tidies it (R7)
-		}
-		if err := stage.CheckHome(ctx, env, repo, &p); err != nil {
-			errs = multierror.Append(errs, err)
-			continue
-		}
-		if p.Phase == stage.PhaseMaking {
-			if _, err := stage.ReconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
-				errs = multierror.Append(errs, fmt.Errorf("%s: %w", p.ID, err))
-			}
-			continue
-		}
-		if p.Phase != stage.PhaseMade {
-			continue
-		}
-		res, err := tidyPlace(ctx, env, repo, store, rec, &p, wts, opts)
-		if err != nil {
-			errs = multierror.Append(errs, fmt.Errorf("%s: %w", p.ID, err))
 		}
 		if res != nil {
 			results = append(results, *res)
@@ -103,6 +79,37 @@ func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, 
 		errs.ErrorFormat = listErrors
 	}
 	return results, errs.ErrorOrNil()
+}
+
+// tidyRecord tidies the place of record rec if opts select it and this host
+// owns it (R7): a launch cut short is finished or undone, a made place
+// judged and cleared. It returns nil for a place it leaves alone.
+func tidyRecord(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+	decoded, err := stage.DecodePlace(rec)
+	if err != nil {
+		return nil, err
+	}
+	p := *decoded
+	if opts.Place != "" && p.ID != opts.Place || p.Host != env.Host {
+		return nil, nil // not asked for, or another host's place: its owner tidies it (R7)
+	}
+	if err := stage.CheckHome(ctx, env, repo, &p); err != nil {
+		return nil, err
+	}
+	switch p.Phase {
+	case stage.PhaseMaking:
+		if _, err := stage.ReconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.ID, err)
+		}
+		return nil, nil
+	case stage.PhaseMade:
+		res, err := tidyPlace(ctx, env, repo, store, rec, &p, wts, opts)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", p.ID, err)
+		}
+		return res, err
+	}
+	return nil, nil
 }
 
 func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
@@ -153,7 +160,7 @@ func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 	// Its ports go back once the place is recorded tidied; a tidy killed
 	// in between leaves a lease of a tidied place, which the next lease
 	// takes over (leaseLive).
-	return res, stage.ReleaseLease(ctx, store, p)
+	return res, runenv.ReleaseLease(ctx, store, p)
 }
 
 // tidyReason is why tidy may remove a place (T1): "landed" or "dropped";
@@ -206,7 +213,7 @@ func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 		}
 		*p = *decoded
 	}
-	return rec, stage.StopPlaceProcesses(p), nil
+	return rec, runenv.StopPlaceProcesses(p), nil
 }
 
 // recordLanding lets the engine record a landing it has not seen yet,

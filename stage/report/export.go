@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/cost"
 )
 
 //go:embed export.html.tmpl
@@ -40,7 +41,7 @@ type ExportStage struct {
 // ExportRun is one agent run of a stage: its prompt, what it cost, its
 // transcript.
 type ExportRun struct {
-	Cost    stage.CostRow
+	Cost    cost.Row
 	Prompt  string
 	Entries []Entry
 }
@@ -49,7 +50,7 @@ type ExportRun struct {
 type Export struct {
 	Place  *stage.Place
 	Stages []ExportStage
-	Total  stage.CostRow
+	Total  cost.Row
 	// TotalCost is the grand total as the cost table prints it.
 	TotalCost string
 }
@@ -67,7 +68,7 @@ func WriteExport(ctx context.Context, env *stage.Env, repoDir, id string, w io.W
 	if err != nil {
 		return err
 	}
-	costs, err := stage.ReadCosts(ctx, env, repoDir, id)
+	costs, err := cost.Read(ctx, env, repoDir, id)
 	if err != nil {
 		return err
 	}

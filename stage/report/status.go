@@ -13,6 +13,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
 )
@@ -182,7 +183,7 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 			claims[strings.TrimPrefix(rec.Ref, refs.ClaimPrefix)] = rec
 		}
 	}
-	r := &statusReader{env: env, repo: repo, store: store, book: stage.NewPriceBook(env, repo), present: present, all: opts.All}
+	r := &statusReader{env: env, repo: repo, store: store, book: cost.NewPriceBook(env, repo), present: present, all: opts.All}
 	for _, rec := range records {
 		id, ok := strings.CutPrefix(rec.Ref, stage.PlacePrefix)
 		if !ok || opts.Place != "" && id != opts.Place {
@@ -315,7 +316,7 @@ type statusReader struct {
 	env     *stage.Env
 	repo    *git.Repo
 	store   *refs.Store
-	book    *stage.PriceBook
+	book    *cost.PriceBook
 	present func(*stage.Place) bool
 	all     bool // tidied places too
 	// decoded are the place records read, as decoded: the radar pairs

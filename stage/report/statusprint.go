@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/engine"
 
 	"github.com/git-flume/git-flume/agent"
@@ -69,6 +70,14 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 // statusNotes are the table's note for place p: what is unusual about it,
 // what its stage spent and how long it ran, and what moves it on.
 func statusNotes(p *PlaceStatus) []string {
+	notes := placeNotes(p)
+	notes = append(notes, stageNotes(&p.Stage, p.Previous)...)
+	return append(notes, agentNotes(p)...)
+}
+
+// placeNotes say where place p stands: whose it is, how it ended, its
+// worktree, what it runs, what it conflicts with.
+func placeNotes(p *PlaceStatus) []string {
 	var notes []string
 	if p.Foreign {
 		notes = append(notes, "on "+p.Host+", read-only")
@@ -95,34 +104,49 @@ func statusNotes(p *PlaceStatus) []string {
 		}
 		notes = append(notes, note)
 	}
-	if t := p.Stage.Tasks; t != nil {
+	return notes
+}
+
+// stageNotes say how the current stage st goes (its tasks, cost, budget,
+// report, snapshots, need), and whether the one before it, prev, left no
+// report.
+func stageNotes(st *StageStatus, prev *StageStatus) []string {
+	var notes []string
+	if t := st.Tasks; t != nil {
 		notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
 	}
-	if p.Stage.Tokens > 0 {
+	if st.Tokens > 0 {
 		cost := "cost ?"
-		if p.Stage.Cost != nil {
-			cost = fmt.Sprintf("$%.4f", *p.Stage.Cost)
+		if st.Cost != nil {
+			cost = fmt.Sprintf("$%.4f", *st.Cost)
 		}
-		notes = append(notes, fmt.Sprintf("%d tokens, %s", p.Stage.Tokens, cost))
+		notes = append(notes, fmt.Sprintf("%d tokens, %s", st.Tokens, cost))
 	}
-	if p.Stage.BudgetMs > 0 && p.Stage.Started != nil {
-		notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(p.Stage.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(p.Stage.BudgetMs)*time.Millisecond))
+	if st.BudgetMs > 0 && st.Started != nil {
+		notes = append(notes, fmt.Sprintf("%s of %s", (time.Duration(st.ElapsedMs)*time.Millisecond).Round(time.Second), time.Duration(st.BudgetMs)*time.Millisecond))
 	}
-	if p.Stage.ReportMissing {
+	if st.ReportMissing {
 		notes = append(notes, "report-missing")
 	}
-	if p.Previous != nil && p.Previous.ReportMissing {
-		notes = append(notes, p.Previous.Name+": report-missing")
+	if prev != nil && prev.ReportMissing {
+		notes = append(notes, prev.Name+": report-missing")
 	}
-	for _, sn := range p.Stage.Snapshots {
+	for _, sn := range st.Snapshots {
 		notes = append(notes, "snapshot "+sn.Ref)
 	}
-	if p.Stage.Need != "" {
-		notes = append(notes, "needs: "+p.Stage.Need)
+	if st.Need != "" {
+		notes = append(notes, "needs: "+st.Need)
 	}
-	if p.Stage.Reason != "" {
-		notes = append(notes, p.Stage.Reason)
+	if st.Reason != "" {
+		notes = append(notes, st.Reason)
 	}
+	return notes
+}
+
+// agentNotes say where p's agent is, what its open child asks, and what
+// to do next.
+func agentNotes(p *PlaceStatus) []string {
+	var notes []string
 	switch {
 	case p.Agent == nil:
 	case p.Agent.State == "up":
@@ -152,7 +176,7 @@ func agentHostNote(a *AgentStatus) string {
 // spent fills in the tokens and cost of stage i of p from its agent's
 // transcript, when there is one to read here. A configuration whose
 // prices do not read leaves the cost unknown (cost names the error).
-func spent(ctx context.Context, book *stage.PriceBook, commonDir string, p *stage.Place, i int, ss *StageStatus) {
+func spent(ctx context.Context, book *cost.PriceBook, commonDir string, p *stage.Place, i int, ss *StageStatus) {
 	if i < 0 || i >= len(p.Stages) {
 		return
 	}
@@ -166,7 +190,7 @@ func spent(ctx context.Context, book *stage.PriceBook, commonDir string, p *stag
 	}
 	ss.Tokens = u.Sum()
 	if prices, err := book.At(ctx, p.Base); err == nil {
-		ss.Cost, _, _ = stage.UsageCost(u, prices)
+		ss.Cost, _, _ = cost.OfUsage(u, prices)
 	}
 }
 
@@ -183,7 +207,7 @@ func usageOf(commonDir string, p *stage.Place, a *stage.AgentRun) (agent.Usage, 
 	var c usageCache
 	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &c) == nil &&
 		c.Size == info.Size() && c.ModTime == info.ModTime().UnixNano() {
-		return stage.OwnUsage(a, c.Usage), true
+		return cost.OwnUsage(a, c.Usage), true
 	}
 	tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
 	if err != nil {
@@ -193,7 +217,7 @@ func usageOf(commonDir string, p *stage.Place, a *stage.AgentRun) (agent.Usage, 
 	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
 		_ = engine.ReplaceFile(path, data, 0o644) // best effort: a cache not written is read around
 	}
-	return stage.OwnUsage(a, tr.Usage), true
+	return cost.OwnUsage(a, tr.Usage), true
 }
 
 // runNote says what a place was given to run: its ports and its env

@@ -1,4 +1,4 @@
-package stage
+package cost
 
 import (
 	"cmp"
@@ -15,11 +15,13 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/words"
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 )
 
-// CostRow is one agent run's use, from its transcript (W6): every run of
+// Row is one agent run's use, from its transcript (W6): every run of
 // a stage (retry, go-on rounds) is a row of its own.
-type CostRow struct {
+type Row struct {
 	Place string `json:"place"`
 	Stage string `json:"stage"`
 	// Run is the run of the stage, from 1; 0 in the total.
@@ -74,15 +76,15 @@ const (
 
 // runOutcome is how run a of stage st of place p ended, delivered saying
 // whether it delivered its stage.
-func runOutcome(p *Place, st *StageRecord, a *AgentRun, delivered bool) string {
+func runOutcome(p *stage.Place, st *stage.StageRecord, a *stage.AgentRun, delivered bool) string {
 	switch {
-	case p.Parent != nil && p.Parent.Outcome == OutcomeRolledBack:
+	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack:
 		return RunRolledBack
 	case delivered:
 		return RunFinished
-	case a == st.Agent && !a.Ended && p.Phase == PhaseMade && p.Dropped == nil:
+	case a == st.Agent && !a.Ended && p.Phase == stage.PhaseMade && p.Dropped == nil:
 		return RunRunning
-	case a == st.Agent && (st.State == StateBlocked || st.State == StateWaiting || st.State == StateStuck || st.State == StateParked):
+	case a == st.Agent && (st.State == stage.StateBlocked || st.State == stage.StateWaiting || st.State == stage.StateStuck || st.State == stage.StateParked):
 		return RunBlocked
 	}
 	return RunAborted
@@ -103,7 +105,7 @@ func costMark(outcome string) string {
 }
 
 // CostText is the row's cost for people: dollars, or "?" when unknown.
-func (r CostRow) CostText() string {
+func (r Row) CostText() string {
 	if r.CostFrom == costNone {
 		return "-"
 	}
@@ -113,68 +115,44 @@ func (r CostRow) CostText() string {
 	return fmt.Sprintf("$%.4f", *r.Cost)
 }
 
-// Costs are the rows of every stage that ran an agent, in place order,
+// Table holds the rows of every stage that ran an agent, in place order,
 // with their totals.
-type Costs struct {
-	Schema int       `json:"schema"`
-	Rows   []CostRow `json:"rows"`
+type Table struct {
+	Schema int   `json:"schema"`
+	Rows   []Row `json:"rows"`
 	// Total sums the rows; its cost sums the known costs only, and
 	// Unpriced counts the rows whose cost is unknown, naming in
 	// UnpricedModels the models that want a [price] section.
-	Total          CostRow  `json:"total"`
+	Total          Row      `json:"total"`
 	Unpriced       int      `json:"unpriced"`
 	UnpricedModels []string `json:"unpricedModels"`
 }
 
 // TotalText is the grand total for people: the known costs' sum, with
 // "+ ?" when some stages' costs are unknown.
-func (c *Costs) TotalText() string {
+func (c *Table) TotalText() string {
 	if c.Unpriced > 0 {
 		return c.Total.CostText() + " + ?"
 	}
 	return c.Total.CostText()
 }
 
-// ReadCosts reads the tokens and cost of each stage's agent from its
+// Read reads the tokens and cost of each stage's agent from its
 // transcript (W6): for one place, or every place of the repository.
 // Transcripts that carry no cost (Claude Code, Codex) are priced from the
 // [price "MODEL"] sections of the configuration at the place's base; a
 // cost neither recorded nor priced is unknown, never zero.
-func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, error) {
+func Read(ctx context.Context, env *stage.Env, repoDir, only string) (*Table, error) {
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
-	var places []*Place
-	if only != "" {
-		// The place and every place it delegated, all the way down.
-		for queue := []string{only}; len(queue) > 0; queue = queue[1:] {
-			_, p, err := ReadPlace(ctx, store, queue[0])
-			var nf *NotFoundError
-			if errors.As(err, &nf) && queue[0] != only {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			places = append(places, p)
-			queue = append(queue, p.Children...)
-		}
-	} else {
-		records, _, err := store.List(ctx, PlacePrefix)
-		if err != nil {
-			return nil, err
-		}
-		for _, rec := range records {
-			var p Place
-			if rec.Decode(&p) == nil {
-				places = append(places, &p)
-			}
-		}
-		sort.Slice(places, func(i, j int) bool { return places[i].ID < places[j].ID })
+	places, err := readPlaces(ctx, store, only)
+	if err != nil {
+		return nil, err
 	}
 	zero := 0.0
-	c := &Costs{Schema: 1, Rows: []CostRow{}, Total: CostRow{Place: "total", Cost: &zero, Models: []string{}}, UnpricedModels: []string{}}
+	c := &Table{Schema: 1, Rows: []Row{}, Total: Row{Place: "total", Cost: &zero, Models: []string{}}, UnpricedModels: []string{}}
 	book := NewPriceBook(env, repo)
 	unpriced := map[string]bool{}
 	for _, p := range places {
@@ -184,15 +162,15 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 		}
 		for si := range p.Stages {
 			st := &p.Stages[si]
-			runs := StageRuns(st)
+			runs := stage.StageRuns(st)
 			for i, a := range runs {
-				var next *AgentRun
+				var next *stage.AgentRun
 				if i+1 < len(runs) {
 					next = runs[i+1]
 				}
 				// A run whose session the next one resumed had delivered:
 				// only a delivered stage is reopened.
-				delivered := i == len(runs)-1 && (st.State == StateDelivered || st.State == StateLanded) || next != nil && next.Resumed
+				delivered := i == len(runs)-1 && (st.State == stage.StateDelivered || st.State == stage.StateLanded) || next != nil && next.Resumed
 				row, missing := runCost(p, st, a, next, st.Runs-len(runs)+i+1, delivered, prices, p.Host == env.Host)
 				row.stage, row.Outcome = si, runOutcome(p, st, a, delivered)
 				if p.Parent != nil {
@@ -213,84 +191,132 @@ func ReadCosts(ctx context.Context, env *Env, repoDir, only string) (*Costs, err
 	return c, nil
 }
 
+// readPlaces reads place only and every place it delegated, all the way
+// down, or, with only "", every place of the repository in id order.
+func readPlaces(ctx context.Context, store *refs.Store, only string) ([]*stage.Place, error) {
+	var places []*stage.Place
+	if only != "" {
+		// The place and every place it delegated, all the way down.
+		for queue := []string{only}; len(queue) > 0; queue = queue[1:] {
+			_, p, err := stage.ReadPlace(ctx, store, queue[0])
+			var nf *stage.NotFoundError
+			if errors.As(err, &nf) && queue[0] != only {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			places = append(places, p)
+			queue = append(queue, p.Children...)
+		}
+	} else {
+		records, _, err := store.List(ctx, stage.PlacePrefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range records {
+			var p stage.Place
+			if rec.Decode(&p) == nil {
+				places = append(places, &p)
+			}
+		}
+		sort.Slice(places, func(i, j int) bool { return places[i].ID < places[j].ID })
+	}
+	return places, nil
+}
+
 // delegationTree orders rows as the places' tree (issue 17): each place's
 // rows, then those of the places it delegated, indented by depth; and sets
 // on each run that delegated the finished descendants' cost.
-func delegationTree(places []*Place, rows []CostRow) []CostRow {
-	byPlace := map[string][]int{}
+func delegationTree(places []*stage.Place, rows []Row) []Row {
+	t := &costTree{rows: rows, byPlace: map[string][]int{}, byID: map[string]*stage.Place{}, done: map[string]bool{}}
 	for i, r := range rows {
-		byPlace[r.Place] = append(byPlace[r.Place], i)
+		t.byPlace[r.Place] = append(t.byPlace[r.Place], i)
 	}
-	byID := map[string]*Place{}
 	for _, p := range places {
-		byID[p.ID] = p
+		t.byID[p.ID] = p
 	}
-	// children are the places p delegated whose records say so too.
-	children := func(p *Place) []*Place {
-		var out []*Place
-		for _, id := range p.Children {
-			if c, ok := byID[id]; ok && c.Parent != nil && c.Parent.Parent == p.ID {
-				out = append(out, c)
-			}
-		}
-		return out
-	}
-	var finished func(p *Place, seen map[string]bool) (float64, int)
-	finished = func(p *Place, seen map[string]bool) (sum float64, unpriced int) {
-		if seen[p.ID] {
-			return 0, 0 // a cycle no valid tree makes: counted once
-		}
-		seen[p.ID] = true
-		for _, i := range byPlace[p.ID] {
-			switch r := rows[i]; {
-			case r.Outcome != RunFinished || r.CostFrom == costNone:
-			case r.Cost != nil:
-				sum += *r.Cost
-			default:
-				unpriced++
-			}
-		}
-		for _, c := range children(p) {
-			s, u := finished(c, seen)
-			sum, unpriced = sum+s, unpriced+u
-		}
-		return sum, unpriced
-	}
-	out := make([]CostRow, 0, len(rows))
-	done := map[string]bool{}
-	var visit func(p *Place, depth int)
-	visit = func(p *Place, depth int) {
-		if done[p.ID] {
-			return
-		}
-		done[p.ID] = true
-		for _, i := range byPlace[p.ID] {
-			r := rows[i]
-			r.Depth = depth
-			for _, c := range children(p) {
-				if c.Parent.Stage == r.stage && c.Parent.Run == r.Run {
-					sum, unpriced := finished(c, map[string]bool{p.ID: true})
-					if r.Children != nil {
-						sum += *r.Children
-					}
-					r.Children, r.ChildrenUnpriced = &sum, r.ChildrenUnpriced+unpriced
-				}
-			}
-			out = append(out, r)
-		}
-		for _, c := range children(p) {
-			visit(c, depth+1)
+	t.out = make([]Row, 0, len(rows))
+	for _, p := range places {
+		if p.Parent == nil || t.byID[p.Parent.Parent] == nil || !slices.Contains(t.byID[p.Parent.Parent].Children, p.ID) {
+			t.visit(p, 0)
 		}
 	}
 	for _, p := range places {
-		if p.Parent == nil || byID[p.Parent.Parent] == nil || !slices.Contains(byID[p.Parent.Parent].Children, p.ID) {
-			visit(p, 0)
-		}
+		t.visit(p, 0)
 	}
-	for _, p := range places {
-		visit(p, 0)
+	return t.out
+}
+
+// costTree is delegationTree's walk: the rows by place, the places by id,
+// the rows put out so far and the places visited.
+type costTree struct {
+	rows    []Row
+	byPlace map[string][]int
+	byID    map[string]*stage.Place
+	out     []Row
+	done    map[string]bool
+}
+
+// children are the places p delegated whose records say so too.
+func (t *costTree) children(p *stage.Place) []*stage.Place {
+	var out []*stage.Place
+	for _, id := range p.Children {
+		if c, ok := t.byID[id]; ok && c.Parent != nil && c.Parent.Parent == p.ID {
+			out = append(out, c)
+		}
 	}
 	return out
+}
+
+// finished is the cost of p's finished runs and its descendants', and how
+// many of them are unpriced; seen guards against a cycle no valid tree
+// makes, counting each place once.
+func (t *costTree) finished(p *stage.Place, seen map[string]bool) (sum float64, unpriced int) {
+	if seen[p.ID] {
+		return 0, 0
+	}
+	seen[p.ID] = true
+	for _, i := range t.byPlace[p.ID] {
+		switch r := t.rows[i]; {
+		case r.Outcome != RunFinished || r.CostFrom == costNone:
+		case r.Cost != nil:
+			sum += *r.Cost
+		default:
+			unpriced++
+		}
+	}
+	for _, c := range t.children(p) {
+		s, u := t.finished(c, seen)
+		sum, unpriced = sum+s, unpriced+u
+	}
+	return sum, unpriced
+}
+
+// visit puts out p's rows at depth, each run that delegated carrying its
+// finished children's cost, then its children's rows one deeper.
+func (t *costTree) visit(p *stage.Place, depth int) {
+	if t.done[p.ID] {
+		return
+	}
+	t.done[p.ID] = true
+	for _, i := range t.byPlace[p.ID] {
+		r := t.rows[i]
+		r.Depth = depth
+		for _, c := range t.children(p) {
+			if c.Parent.Stage == r.stage && c.Parent.Run == r.Run {
+				sum, unpriced := t.finished(c, map[string]bool{p.ID: true})
+				if r.Children != nil {
+					sum += *r.Children
+				}
+				r.Children, r.ChildrenUnpriced = &sum, r.ChildrenUnpriced+unpriced
+			}
+		}
+		t.out = append(t.out, r)
+	}
+	for _, c := range t.children(p) {
+		t.visit(c, depth+1)
+	}
 }
 
 // costNone is a run's CostFrom when it never had a transcript.
@@ -300,8 +326,8 @@ const costNone = "none"
 // if any): its transcript's tokens and cost, read only for a place of this
 // host (local), since a record's paths are another host's otherwise. It
 // also returns the models that want a price.
-func runCost(p *Place, st *StageRecord, a, next *AgentRun, n int, delivered bool, prices map[string]Price, local bool) (CostRow, []string) {
-	row := CostRow{Place: p.ID, Stage: st.Name, Run: max(n, 1), Agent: a.Program, Delivered: delivered, Models: []string{}}
+func runCost(p *stage.Place, st *stage.StageRecord, a, next *stage.AgentRun, n int, delivered bool, prices map[string]stage.Price, local bool) (Row, []string) {
+	row := Row{Place: p.ID, Stage: st.Name, Run: max(n, 1), Agent: a.Program, Delivered: delivered, Models: []string{}}
 	if a.Transcript == "" {
 		row.CostFrom = costNone
 		return row, nil
@@ -328,13 +354,13 @@ func runCost(p *Place, st *StageRecord, a, next *AgentRun, n int, delivered bool
 		}
 	}
 	var missing []string
-	row.Cost, row.CostFrom, missing = UsageCost(u, prices)
+	row.Cost, row.CostFrom, missing = OfUsage(u, prices)
 	return row, missing
 }
 
 // add counts row in the table and its total; a run with no transcript
 // counts nothing, one whose cost is unknown counts as unpriced.
-func (c *Costs) add(row CostRow) {
+func (c *Table) add(row Row) {
 	c.Rows = append(c.Rows, row)
 	c.Total.Input += row.Input
 	c.Total.Output += row.Output
@@ -356,43 +382,43 @@ func (c *Costs) add(row CostRow) {
 // versions of it however many bases they have, so status spawns no more
 // git as places grow (R4).
 // NewPriceBook reads prices for repo's places as they are asked for.
-func NewPriceBook(env *Env, repo *git.Repo) *PriceBook { return &PriceBook{env: env, repo: repo} }
+func NewPriceBook(env *stage.Env, repo *git.Repo) *PriceBook { return &PriceBook{env: env, repo: repo} }
 
 type PriceBook struct {
-	env  *Env
+	env  *stage.Env
 	repo *git.Repo
 	// byConfig maps a config blob id ("" for none, "?" for a base this
 	// repository lacks) to its prices.
-	byConfig map[string]map[string]Price
+	byConfig map[string]map[string]stage.Price
 }
 
-func (b *PriceBook) At(ctx context.Context, base string) (map[string]Price, error) {
-	key, err := b.repo.BlobAt(ctx, base, ConfigPath)
+func (b *PriceBook) At(ctx context.Context, base string) (map[string]stage.Price, error) {
+	key, err := b.repo.BlobAt(ctx, base, stage.ConfigPath)
 	if err != nil {
 		key = "?"
 	}
 	if prices, ok := b.byConfig[key]; ok {
 		return prices, nil
 	}
-	cfg, err := LoadConfig(ctx, b.env.Runner, b.repo, base, b.env.UserConfig)
+	cfg, err := stage.LoadConfig(ctx, b.env.Runner, b.repo, base, b.env.UserConfig)
 	if err != nil {
 		// A base this repository lacks (another host's place): the
 		// user-level file alone.
-		if cfg, err = LoadFiles(ctx, b.env.Runner, b.env.UserConfig); err != nil {
+		if cfg, err = stage.LoadFiles(ctx, b.env.Runner, b.env.UserConfig); err != nil {
 			return nil, err
 		}
 	}
 	if b.byConfig == nil {
-		b.byConfig = map[string]map[string]Price{}
+		b.byConfig = map[string]map[string]stage.Price{}
 	}
 	b.byConfig[key] = cfg.Prices
 	return cfg.Prices, nil
 }
 
-// UsageCost is what usage cost: the transcript's own figure ("transcript"),
+// OfUsage is what usage cost: the transcript's own figure ("transcript"),
 // else its tokens at the configured prices ("price"), else nil with the
 // models that spent tokens and have no price.
-func UsageCost(u agent.Usage, prices map[string]Price) (cost *float64, from string, missing []string) {
+func OfUsage(u agent.Usage, prices map[string]stage.Price) (cost *float64, from string, missing []string) {
 	if u.Priced {
 		c := u.Cost
 		return &c, "transcript", nil
@@ -416,12 +442,12 @@ func UsageCost(u agent.Usage, prices map[string]Price) (cost *float64, from stri
 	return &sum, "price", nil
 }
 
-// WriteCosts prints the cost table, a row per session in the places' tree
+// Write prints the cost table, a row per session in the places' tree
 // (issue 17): place, stage, run, agent, its mark (✓ finished; ✗ blocked,
 // rolled back or aborted; … running), tokens, cost ("-" for a run that
 // left no transcript) with "(+ $children)" on a run that delegated, and
 // the grand total.
-func WriteCosts(w io.Writer, c *Costs) error {
+func Write(w io.Writer, c *Table) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLACE\tSTAGE\tRUN\tAGENT\t\tTOKENS\tCOST")
 	for _, r := range c.Rows {
@@ -464,7 +490,7 @@ func priceHint(models []string) string {
 
 // OwnUsage is what agent a spent of the usage u its transcript shows: all
 // of it, unless a resumed an earlier run's session (W6).
-func OwnUsage(a *AgentRun, u agent.Usage) agent.Usage {
+func OwnUsage(a *stage.AgentRun, u agent.Usage) agent.Usage {
 	if a.UsageBefore == nil {
 		return u
 	}

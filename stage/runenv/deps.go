@@ -1,4 +1,4 @@
-package stage
+package runenv
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // Dependencies without a full install (issue 29, point 4): the ignored
@@ -29,18 +30,9 @@ import (
 // it does not. Never a symlink to a shared folder, never a hard link: each
 // place's folders are its own. Tracked files stay git worktree add's job.
 
-// DepsSetup is how a place got its dependency folders.
-type DepsSetup struct {
-	Key     string   `json:"key"`
-	Folders []string `json:"folders"`
-	// Method is "install" (this place built the template), "reflink"
-	// (cloned copy-on-write from it) or "copy" (copied in full).
-	Method string `json:"method"`
-}
-
 // depsKey is the template's key: the install command, the folders, and
 // each key file's blob at the place's base (or its absence).
-func depsKey(ctx context.Context, repo *git.Repo, base string, d RunDecl) (string, error) {
+func depsKey(ctx context.Context, repo *git.Repo, base string, d stage.RunDecl) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "install %q\nfolders %q\n", d.DepsInstall, d.Deps)
 	for _, f := range d.DepsKey {
@@ -60,7 +52,7 @@ func depsKey(ctx context.Context, repo *git.Repo, base string, d RunDecl) (strin
 // is made beside the place, in the repository's flume/tmp, and renamed in
 // whole: a copy cut short never shows, and what it left is removed by the
 // next setup once its process is gone.
-func setUpDeps(ctx context.Context, env *Env, repo *git.Repo, p *Place, d RunDecl) (*DepsSetup, error) {
+func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl) (*stage.DepsSetup, error) {
 	if len(d.Deps) == 0 {
 		return nil, nil
 	}
@@ -81,7 +73,7 @@ func setUpDeps(ctx context.Context, env *Env, repo *git.Repo, p *Place, d RunDec
 		return nil, err
 	}
 	defer l.Unlock()
-	setup := &DepsSetup{Key: key, Folders: d.Deps}
+	setup := &stage.DepsSetup{Key: key, Folders: d.Deps}
 	template := filepath.Join(root, key)
 	if _, err := os.Stat(filepath.Join(template, ".complete")); err == nil {
 		setup.Method = "reflink"
@@ -123,16 +115,16 @@ func setUpDeps(ctx context.Context, env *Env, repo *git.Repo, p *Place, d RunDec
 
 // installDeps runs the install command in the place, as a repository step
 // (its output to the place's log), through /bin/sh -c.
-func installDeps(ctx context.Context, env *Env, repo *git.Repo, p *Place, d RunDecl) error {
+func installDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl) error {
 	if d.DepsInstall == "" {
 		return fmt.Errorf("[run] deps names %v but no depsInstall builds them", d.Deps)
 	}
-	log, err := OpenLog(repo.CommonDir, p.ID)
+	log, err := stage.OpenLog(repo.CommonDir, p.ID)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	return RunSteps(ctx, []Step{{Command: d.DepsInstall, Shell: true}}, p.Path, StepEnv(env.CallerEnv, p), "deps", env.Out, log)
+	return stage.RunSteps(ctx, []stage.Step{{Command: d.DepsInstall, Shell: true}}, p.Path, stage.StepEnv(env.CallerEnv, p), "deps", env.Out, log)
 }
 
 // partialName names a folder a copy is made in: the process's pid, so

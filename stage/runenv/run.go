@@ -1,4 +1,4 @@
-package stage
+package runenv
 
 import (
 	"cmp"
@@ -23,6 +23,7 @@ import (
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // Places that can be run (issue 29): a repository's [run] section names
@@ -34,149 +35,10 @@ import (
 // tidy releases it. Every repository step, the agent and `git flume env`
 // get the variables.
 
-// RunDecl is a repository's [run] section.
-type RunDecl struct {
-	// Env are globs of ignored files, relative to the main checkout,
-	// copied into each new place (mode 0600).
-	Env []string
-	// Ports are the variables each place gets a port of its own for.
-	Ports []string
-	// PortsFrom is the first port blocks are leased from.
-	PortsFrom int
-	// Compose are variables given the place's compose project name,
-	// besides COMPOSE_PROJECT_NAME, which every place gets.
-	Compose []string
-	// Deps are ignored folders (node_modules, .venv, target) each place
-	// gets a clone of, from a template built once per key by DepsInstall
-	// (a shell line) and keyed also by the content of DepsKey's files.
-	Deps        []string
-	DepsKey     []string
-	DepsInstall string
-}
-
-// DefaultPortsFrom is where port blocks start unless [run] portsFrom says.
-const DefaultPortsFrom = 20000
-
-// maxPort bounds the port blocks.
-const maxPort = 65000
-
-// isVarName reports a name a shell takes for an environment variable:
-// a letter or _, then letters, digits and _.
-func isVarName(s string) bool {
-	for i, c := range []byte(s) {
-		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// apply takes one key of the [run] section.
-func (d *RunDecl) apply(name, value string) error {
-	switch name {
-	case "env":
-		if filepath.IsAbs(value) || strings.Contains(filepath.ToSlash(value), "..") {
-			return fmt.Errorf("run.env %q: a path inside the repository, relative to it", value)
-		}
-		d.Env = append(d.Env, value)
-	case "port", "compose":
-		if !isVarName(value) {
-			return fmt.Errorf("run.%s %q: not an environment variable's name", name, value)
-		}
-		if name == "port" {
-			d.Ports = append(d.Ports, value)
-		} else {
-			d.Compose = append(d.Compose, value)
-		}
-	case "deps", "depskey":
-		if filepath.IsAbs(value) || strings.Contains(filepath.ToSlash(value), "..") || value == "" {
-			return fmt.Errorf("run.%s %q: a path inside the repository, relative to it", name, value)
-		}
-		if name == "deps" {
-			d.Deps = append(d.Deps, filepath.Clean(value))
-		} else {
-			d.DepsKey = append(d.DepsKey, value)
-		}
-	case "depsinstall":
-		d.DepsInstall = value
-	case "portsfrom":
-		n, err := strconv.Atoi(value)
-		if err != nil || n < 1024 || n > maxPort {
-			return fmt.Errorf("run.portsFrom %q: a port from 1024 to %d", value, maxPort)
-		}
-		d.PortsFrom = n
-	}
-	return nil
-}
-
-// RunSetup is what a place was given to run (issue 29): its ports, the
-// lease that holds them, its env files as copied.
-type RunSetup struct {
-	Ports map[string]int `json:"ports,omitempty"`
-	Lease string         `json:"lease,omitempty"`
-	Env   []EnvFile      `json:"env,omitempty"`
-	// Deps is how it got its dependency folders, nil when it has none.
-	Deps *DepsSetup `json:"deps,omitempty"`
-	// Compose are the variables given its compose project name.
-	Compose []string `json:"compose,omitempty"`
-}
-
-// EnvFile is an env file copied into a place: its path (relative), the
-// SHA-256 of what was copied, or why it was not.
-type EnvFile struct {
-	Path    string `json:"path"`
-	SHA256  string `json:"sha256,omitempty"`
-	Skipped string `json:"skipped,omitempty"`
-}
-
-// ComposeName is a place's compose project name: the repository's folder
-// name, the place, and a short hash of the repository's path, so that two
-// repositories with a place of the same name never share a project, its
-// containers or its volumes. Lowercase letters, digits, '-' and '_', as
-// compose requires.
-func ComposeName(p *Place) string {
-	sum := sha256.Sum256([]byte(p.Repo))
-	base := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
-			return r
-		case r >= 'A' && r <= 'Z':
-			return r + 'a' - 'A'
-		}
-		return '_'
-	}, filepath.Base(p.Repo)+"-"+p.ID)
-	return strings.TrimLeft(base, "-_") + "-" + hex.EncodeToString(sum[:3])
-}
-
-// RunVars are a place's run variables as NAME=value, for a place whose
-// repository declares [run]: its compose name under COMPOSE_PROJECT_NAME
-// and every other variable the repository names, then its ports, in a
-// stable order.
-func RunVars(p *Place) []string {
-	if p.Run == nil {
-		return nil // its repository declares no [run]
-	}
-	vars := []string{"COMPOSE_PROJECT_NAME=" + ComposeName(p)}
-	for _, name := range p.Run.Compose {
-		if name != "COMPOSE_PROJECT_NAME" {
-			vars = append(vars, name+"="+ComposeName(p))
-		}
-	}
-	names := make([]string, 0, len(p.Run.Ports))
-	for name := range p.Run.Ports {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		vars = append(vars, fmt.Sprintf("%s=%d", name, p.Run.Ports[name]))
-	}
-	return vars
-}
-
 // SetUpRun gives a made place what [run] declares: a lease of its ports,
 // then copies of its env files, and records both with the place. It does
 // nothing for a repository that declares neither.
-func SetUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place, d RunDecl) (*refs.Record, error) {
+func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, d stage.RunDecl) (*refs.Record, error) {
 	if len(d.Env) == 0 && len(d.Ports) == 0 && len(d.Compose) == 0 && len(d.Deps) == 0 {
 		return nil, nil
 	}
@@ -190,14 +52,14 @@ func SetUpRun(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, 
 		return nil, err
 	}
 	env.FaultAt("run:deps")
-	setup := &RunSetup{Compose: d.Compose, Env: files, Deps: deps}
+	setup := &stage.RunSetup{Compose: d.Compose, Env: files, Deps: deps}
 	if len(d.Ports) > 0 {
 		if setup.Lease, setup.Ports, err = leasePorts(ctx, env, repo, store, p, d); err != nil {
 			return nil, err
 		}
 		env.FaultAt("run:leased")
 	}
-	rec, err := EditPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	rec, err := stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
 		cur.Run = setup
 		*p = *cur
 		return fmt.Sprintf("launch %s: run set up (%d ports, %d env files)", p.ID, len(setup.Ports), len(setup.Env)), nil
@@ -245,11 +107,11 @@ func validateLease(ref string, data []byte) (any, error) {
 	if err := refs.ValidateHost(l.Host); err != nil {
 		return nil, fmt.Errorf("invalid lease: %w", err)
 	}
-	if ref != leaseRef(l.Host, l.First) || l.Count < 1 || l.First < 1024 || l.First+l.Count > maxPort+100 {
+	if ref != leaseRef(l.Host, l.First) || l.Count < 1 || l.First < 1024 || l.First+l.Count > stage.MaxPort+100 {
 		return nil, fmt.Errorf("invalid lease: %s holds ports %d+%d of host %q", ref, l.First, l.Count, l.Host)
 	}
 	for name, port := range l.Ports {
-		if !isVarName(name) || port < l.First || port >= l.First+l.Count {
+		if !stage.IsVarName(name) || port < l.First || port >= l.First+l.Count {
 			return nil, fmt.Errorf("invalid lease: %s=%d is outside its block", name, port)
 		}
 	}
@@ -263,7 +125,7 @@ func leaseRef(host string, first int) string { return LeasePrefix + host + "/" +
 // repository on this host holds and whose every port a bind probe finds
 // free is taken by a create-only ref (or over this repository's stale
 // lease of it, by compare-and-swap).
-func leasePorts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, p *Place, d RunDecl) (string, map[string]int, error) {
+func leasePorts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, d stage.RunDecl) (string, map[string]int, error) {
 	dir := stateDir(env.CallerEnv)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
@@ -278,8 +140,8 @@ func leasePorts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		return "", nil, err
 	}
 	n := len(d.Ports)
-	from := cmp.Or(d.PortsFrom, DefaultPortsFrom)
-	for first := from; first+n <= maxPort; first += n {
+	from := cmp.Or(d.PortsFrom, stage.DefaultPortsFrom)
+	for first := from; first+n <= stage.MaxPort; first += n {
 		if overlaps(taken, first, n) || !portsFree(first, n) {
 			continue
 		}
@@ -300,7 +162,7 @@ func leasePorts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 		}
 		return ch.Ref, lease.Ports, nil
 	}
-	return "", nil, fmt.Errorf("no block of %d free ports from %d to %d on this host", n, from, maxPort)
+	return "", nil, fmt.Errorf("no block of %d free ports from %d to %d on this host", n, from, stage.MaxPort)
 }
 
 // hostLeases are the port blocks leased on this host: this repository's
@@ -309,7 +171,7 @@ func leasePorts(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 // is gone or tidied, or whose launch died before the place named it, is
 // stale: returned apart, to be taken over by compare-and-swap. Another
 // repository's leases are only read.
-func hostLeases(ctx context.Context, env *Env, store *refs.Store) (taken map[int]int, stale map[int]*refs.Record, err error) {
+func hostLeases(ctx context.Context, env *stage.Env, store *refs.Store) (taken map[int]int, stale map[int]*refs.Record, err error) {
 	taken, stale = map[int]int{}, map[int]*refs.Record{}
 	mine, _, err := store.List(ctx, LeasePrefix+env.Host+"/")
 	if err != nil {
@@ -326,7 +188,7 @@ func hostLeases(ctx context.Context, env *Env, store *refs.Store) (taken map[int
 			stale[l.First] = rec
 		}
 	}
-	repos, _ := env.Runner.GlobalConfigAll(ctx, RepositoryKey)
+	repos, _ := env.Runner.GlobalConfigAll(ctx, stage.RepositoryKey)
 	for _, dir := range repos {
 		r, err := env.Runner.Open(ctx, dir)
 		if err != nil || r.CommonDir == store.Repo().CommonDir {
@@ -351,9 +213,9 @@ func hostLeases(ctx context.Context, env *Env, store *refs.Store) (taken map[int
 // record names it and is not tidied, or the process that took it still
 // runs (its place may not name it yet; that process may be this one,
 // making several places at once, as the MCP server does).
-func leaseLive(ctx context.Context, env *Env, store *refs.Store, l *Lease) bool {
-	_, p, err := ReadPlace(ctx, store, l.Place)
-	if err == nil && p.Phase != PhaseTidied && p.Run != nil && p.Run.Lease == leaseRef(l.Host, l.First) {
+func leaseLive(ctx context.Context, env *stage.Env, store *refs.Store, l *Lease) bool {
+	_, p, err := stage.ReadPlace(ctx, store, l.Place)
+	if err == nil && p.Phase != stage.PhaseTidied && p.Run != nil && p.Run.Lease == leaseRef(l.Host, l.First) {
 		return true
 	}
 	return refs.ProcessAlive(l.Host, l.PID, env.Host)
@@ -384,7 +246,7 @@ func portsFree(first, n int) bool {
 }
 
 // ReleaseLease gives up a place's port lease, if it still holds it.
-func ReleaseLease(ctx context.Context, store *refs.Store, p *Place) error {
+func ReleaseLease(ctx context.Context, store *refs.Store, p *stage.Place) error {
 	if p.Run == nil || p.Run.Lease == "" {
 		return nil
 	}
@@ -424,7 +286,7 @@ func stateDir(environ []string) string {
 // place, mode 0600. A file git tracks is never copied (the place has its
 // own), nor one git does not ignore (a copy could be committed): each is
 // recorded with why it was skipped.
-func copyEnvFiles(ctx context.Context, repo *git.Repo, p *Place, globs []string) ([]EnvFile, error) {
+func copyEnvFiles(ctx context.Context, repo *git.Repo, p *stage.Place, globs []string) ([]stage.EnvFile, error) {
 	var paths []string
 	for _, g := range globs {
 		matches, err := filepath.Glob(filepath.Join(p.Repo, g))
@@ -433,7 +295,7 @@ func copyEnvFiles(ctx context.Context, repo *git.Repo, p *Place, globs []string)
 		}
 		for _, m := range matches {
 			rel, err := filepath.Rel(p.Repo, m)
-			if err == nil && !strings.HasPrefix(rel, PlacesDir+string(filepath.Separator)) && !slices.Contains(paths, rel) {
+			if err == nil && !strings.HasPrefix(rel, stage.PlacesDir+string(filepath.Separator)) && !slices.Contains(paths, rel) {
 				paths = append(paths, rel)
 			}
 		}
@@ -450,9 +312,9 @@ func copyEnvFiles(ctx context.Context, repo *git.Repo, p *Place, globs []string)
 	if err != nil {
 		return nil, err
 	}
-	var files []EnvFile
+	var files []stage.EnvFile
 	for _, rel := range paths {
-		f := EnvFile{Path: rel}
+		f := stage.EnvFile{Path: rel}
 		switch {
 		case tracked[rel]:
 			f.Skipped = "tracked in the place: it has its own"
@@ -521,30 +383,30 @@ func copyPrivate(src, dst, tmpDir string) (string, error) {
 // EnvOptions name a place whose run variables `git flume env` prints, and
 // whether its env files are copied again first.
 type EnvOptions struct {
-	PlaceOptions
+	stage.PlaceOptions
 	Refresh bool
 }
 
 // PlaceEnv is a place's run variables (RunVars) and its env files; with
 // Refresh, its env files are first copied again from the main checkout
 // (an original that changed reaches the place) and the record says so.
-func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile, error) {
+func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []stage.EnvFile, error) {
 	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, nil, err
 	}
-	_, p, err := ReadPlace(ctx, store, o.Place)
+	_, p, err := stage.ReadPlace(ctx, store, o.Place)
 	if err != nil {
 		return nil, nil, err
 	}
 	if p.Run == nil {
-		return nil, nil, &RefusedError{Place: p.ID, Reason: "its repository declared no [run] section when it was launched; there is nothing to print"}
+		return nil, nil, &stage.RefusedError{Place: p.ID, Reason: "its repository declared no [run] section when it was launched; there is nothing to print"}
 	}
 	if !o.Refresh {
-		return RunVars(p), p.Run.Env, nil
+		return stage.RunVars(p), p.Run.Env, nil
 	}
 	if p.Host != env.Host {
-		return nil, nil, &RefusedError{Place: p.ID, Reason: "a place of host " + p.Host + ": only its own host copies its env files"}
+		return nil, nil, &stage.RefusedError{Place: p.ID, Reason: "a place of host " + p.Host + ": only its own host copies its env files"}
 	}
 	var globs []string
 	for _, f := range p.Run.Env {
@@ -554,7 +416,7 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := EditPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	if _, err := stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
 		if cur.Run == nil {
 			return "", refs.ErrNoChange
 		}
@@ -566,7 +428,7 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 	}); err != nil {
 		return nil, nil, err
 	}
-	return RunVars(p), files, nil
+	return stage.RunVars(p), files, nil
 }
 
 // StopPlaceProcesses ends what a place started before tidy removes it
@@ -579,7 +441,7 @@ func PlaceEnv(ctx context.Context, env *Env, o EnvOptions) ([]string, []EnvFile,
 // signalled: the place is kept, naming it. The calling process, its
 // ancestors, and flume's and git's own processes are never touched. It returns why the place is kept, "" when
 // nothing runs in it any more.
-func StopPlaceProcesses(p *Place) string {
+func StopPlaceProcesses(p *stage.Place) string {
 	spare := map[int]bool{os.Getpid(): true}
 	for _, pid := range proc.Ancestors(os.Getpid()) {
 		spare[pid] = true

@@ -1,0 +1,163 @@
+// A runnable place (issue 29) as configuration and record: what [run]
+// declares, what a place was given, and the variables its steps and agents
+// see. stage/runenv sets it up.
+
+package stage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// RunDecl is a repository's [run] section.
+type RunDecl struct {
+	// Env are globs of ignored files, relative to the main checkout,
+	// copied into each new place (mode 0600).
+	Env []string
+	// Ports are the variables each place gets a port of its own for.
+	Ports []string
+	// PortsFrom is the first port blocks are leased from.
+	PortsFrom int
+	// Compose are variables given the place's compose project name,
+	// besides COMPOSE_PROJECT_NAME, which every place gets.
+	Compose []string
+	// Deps are ignored folders (node_modules, .venv, target) each place
+	// gets a clone of, from a template built once per key by DepsInstall
+	// (a shell line) and keyed also by the content of DepsKey's files.
+	Deps        []string
+	DepsKey     []string
+	DepsInstall string
+}
+
+// DefaultPortsFrom is where port blocks start unless [run] portsFrom says.
+const DefaultPortsFrom = 20000
+
+// MaxPort bounds the port blocks.
+const MaxPort = 65000
+
+// IsVarName reports a name a shell takes for an environment variable:
+// a letter or _, then letters, digits and _.
+func IsVarName(s string) bool {
+	for i, c := range []byte(s) {
+		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// apply takes one key of the [run] section.
+func (d *RunDecl) apply(name, value string) error {
+	switch name {
+	case "env":
+		if filepath.IsAbs(value) || strings.Contains(filepath.ToSlash(value), "..") {
+			return fmt.Errorf("run.env %q: a path inside the repository, relative to it", value)
+		}
+		d.Env = append(d.Env, value)
+	case "port", "compose":
+		if !IsVarName(value) {
+			return fmt.Errorf("run.%s %q: not an environment variable's name", name, value)
+		}
+		if name == "port" {
+			d.Ports = append(d.Ports, value)
+		} else {
+			d.Compose = append(d.Compose, value)
+		}
+	case "deps", "depskey":
+		if filepath.IsAbs(value) || strings.Contains(filepath.ToSlash(value), "..") || value == "" {
+			return fmt.Errorf("run.%s %q: a path inside the repository, relative to it", name, value)
+		}
+		if name == "deps" {
+			d.Deps = append(d.Deps, filepath.Clean(value))
+		} else {
+			d.DepsKey = append(d.DepsKey, value)
+		}
+	case "depsinstall":
+		d.DepsInstall = value
+	case "portsfrom":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1024 || n > MaxPort {
+			return fmt.Errorf("run.portsFrom %q: a port from 1024 to %d", value, MaxPort)
+		}
+		d.PortsFrom = n
+	}
+	return nil
+}
+
+// RunSetup is what a place was given to run (issue 29): its ports, the
+// lease that holds them, its env files as copied.
+type RunSetup struct {
+	Ports map[string]int `json:"ports,omitempty"`
+	Lease string         `json:"lease,omitempty"`
+	Env   []EnvFile      `json:"env,omitempty"`
+	// Deps is how it got its dependency folders, nil when it has none.
+	Deps *DepsSetup `json:"deps,omitempty"`
+	// Compose are the variables given its compose project name.
+	Compose []string `json:"compose,omitempty"`
+}
+
+// EnvFile is an env file copied into a place: its path (relative), the
+// SHA-256 of what was copied, or why it was not.
+type EnvFile struct {
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// ComposeName is a place's compose project name: the repository's folder
+// name, the place, and a short hash of the repository's path, so that two
+// repositories with a place of the same name never share a project, its
+// containers or its volumes. Lowercase letters, digits, '-' and '_', as
+// compose requires.
+func ComposeName(p *Place) string {
+	sum := sha256.Sum256([]byte(p.Repo))
+	base := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '_'
+	}, filepath.Base(p.Repo)+"-"+p.ID)
+	return strings.TrimLeft(base, "-_") + "-" + hex.EncodeToString(sum[:3])
+}
+
+// RunVars are a place's run variables as NAME=value, for a place whose
+// repository declares [run]: its compose name under COMPOSE_PROJECT_NAME
+// and every other variable the repository names, then its ports, in a
+// stable order.
+func RunVars(p *Place) []string {
+	if p.Run == nil {
+		return nil // its repository declares no [run]
+	}
+	vars := []string{"COMPOSE_PROJECT_NAME=" + ComposeName(p)}
+	for _, name := range p.Run.Compose {
+		if name != "COMPOSE_PROJECT_NAME" {
+			vars = append(vars, name+"="+ComposeName(p))
+		}
+	}
+	names := make([]string, 0, len(p.Run.Ports))
+	for name := range p.Run.Ports {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		vars = append(vars, fmt.Sprintf("%s=%d", name, p.Run.Ports[name]))
+	}
+	return vars
+}
+
+// DepsSetup is how a place got its dependency folders.
+type DepsSetup struct {
+	Key     string   `json:"key"`
+	Folders []string `json:"folders"`
+	// Method is "install" (this place built the template), "reflink"
+	// (cloned copy-on-write from it) or "copy" (copied in full).
+	Method string `json:"method"`
+}
