@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -151,7 +152,7 @@ func LoadFiles(ctx context.Context, runner *git.Runner, paths ...string) (*Confi
 
 // apply adds one file's entries. Only the repository's file declares
 // readying and remove steps: they run in its worktrees.
-func (c *Config) apply(entries []git.ConfigEntry, repoFile bool) error {
+func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 	readyShell, removeShell := false, false
 	kindsHere := map[string]bool{}
 	var ready, remove []string

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
 )
 
 // Finding the repository and reading its configuration in process (issue
@@ -65,7 +67,7 @@ func (r *Runner) fromCommandLine() bool {
 // GIT_CONFIG_KEY_<n> / GIT_CONFIG_VALUE_<n> as git lists them: section
 // and name lowercased, a subsection as given. ok is false where git
 // would refuse them (it says why).
-func (r *Runner) commandLineConfig() (entries []ConfigEntry, ok bool) {
+func (r *Runner) commandLineConfig() (entries []gitconfig.Entry, ok bool) {
 	v, set := r.envLookup("GIT_CONFIG_COUNT")
 	if !set {
 		return nil, true
@@ -82,12 +84,12 @@ func (r *Runner) commandLineConfig() (entries []ConfigEntry, ok bool) {
 			return nil, false
 		}
 		section, name := strings.ToLower(key[:first]), strings.ToLower(key[last+1:])
-		if !isAlpha(name[0]) || strings.IndexFunc(name, func(c rune) bool { return c > 127 || !isKeyChar(byte(c)) }) >= 0 ||
-			strings.IndexFunc(section, func(c rune) bool { return c > 127 || !isKeyChar(byte(c)) }) >= 0 {
+		if !gitconfig.IsAlpha(name[0]) || strings.IndexFunc(name, func(c rune) bool { return c > 127 || !gitconfig.IsKeyChar(byte(c)) }) >= 0 ||
+			strings.IndexFunc(section, func(c rune) bool { return c > 127 || !gitconfig.IsKeyChar(byte(c)) }) >= 0 {
 			return nil, false
 		}
 		full := section + key[first:last+1] + name
-		entries = append(entries, ConfigEntry{Key: full, Value: value})
+		entries = append(entries, gitconfig.Entry{Key: full, Value: value})
 	}
 	return entries, true
 }
@@ -171,7 +173,7 @@ func statOf(path string) (*syscall.Stat_t, bool) {
 // plainGitDir reads a repository folder's own config and reports whether
 // the repository is plain: not a linked worktree's folder, format version
 // 0 or 1 with no extension, not bare, no other work tree, no include.
-func plainGitDir(gitDir string) ([]ConfigEntry, bool) {
+func plainGitDir(gitDir string) ([]gitconfig.Entry, bool) {
 	if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); err == nil {
 		return nil, false
 	}
@@ -179,7 +181,7 @@ func plainGitDir(gitDir string) ([]ConfigEntry, bool) {
 	if err != nil {
 		return nil, false
 	}
-	entries, ok := parseConfig(data)
+	entries, ok := gitconfig.Parse(data)
 	if !ok {
 		return nil, false
 	}
@@ -196,14 +198,14 @@ func plainGitDir(gitDir string) ([]ConfigEntry, bool) {
 	return entries, true
 }
 
-func includes(e ConfigEntry) bool {
+func includes(e gitconfig.Entry) bool {
 	return strings.HasPrefix(e.Key, "include.") || strings.HasPrefix(e.Key, "includeif.")
 }
 
 // configInProcess lists repo's configuration in every scope as `git
 // config --includes --list` would (system, global, local); ok is false
 // when git must.
-func (r *Runner) configInProcess(repo *Repo) ([]ConfigEntry, bool) {
+func (r *Runner) configInProcess(repo *Repo) ([]gitconfig.Entry, bool) {
 	if repo.localConfig == nil || r.fromCommandLine() {
 		return nil, false
 	}
@@ -214,7 +216,7 @@ func (r *Runner) configInProcess(repo *Repo) ([]ConfigEntry, bool) {
 		files = append(files, system)
 	}
 	files = append(files, r.globalConfigs()...)
-	var all []ConfigEntry
+	var all []gitconfig.Entry
 	for _, path := range files {
 		data, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -223,7 +225,7 @@ func (r *Runner) configInProcess(repo *Repo) ([]ConfigEntry, bool) {
 		if err != nil {
 			return nil, false // git says what it could not read
 		}
-		entries, ok := parseConfig(data)
+		entries, ok := gitconfig.Parse(data)
 		if !ok {
 			return nil, false
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
 )
 
 // ErrNotExist means git answered that the object, ref or path asked for does
@@ -241,7 +243,7 @@ type Repo struct {
 	objects objectStore
 	// localConfig is the repository's own config as read in process when
 	// it was found so (openInProcess); nil when git found it.
-	localConfig []ConfigEntry
+	localConfig []gitconfig.Entry
 	// main is MainCheckout's answer, found once.
 	main struct {
 		once sync.Once

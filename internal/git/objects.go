@@ -3,15 +3,11 @@ package git
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"context"
-	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/git-flume/git-flume/internal/git/objfile"
 )
 
 // TreeEntry is one file of a tree flume writes: state trees hold only
@@ -37,11 +35,7 @@ type objectStore struct {
 	reftableOnce sync.Once
 	isReftable   bool
 
-	// kept holds commits read while listing refs (see keep).
-	keptMu sync.Mutex
-	kept   map[string][]byte
-
-	packs packSet
+	objfile.Store
 }
 
 // inProcess reports whether objects are read and written here.
@@ -52,12 +46,12 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	if repo.inProcess() {
 		obj, err := encodeBlob(data)
 		if err == nil {
-			_, err = repo.storeLoose(obj)
+			err = repo.objects.Write(repo.CommonDir, obj)
 		}
 		if err != nil {
 			return "", fmt.Errorf("write blob: %w", err)
 		}
-		return obj.id, nil
+		return obj.ID, nil
 	}
 	out, err := repo.write(ctx, data, nil, "hash-object", "-w", "-t", "blob", "--stdin")
 	if err != nil {
@@ -66,33 +60,19 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// looseObject is an object encoded in memory: its type and content.
-type looseObject struct {
-	typ  string
-	data []byte
-	id   string
-}
-
-func newObject(typ string, data []byte) *looseObject {
-	h := sha1.New()
-	fmt.Fprintf(h, "%s %d\x00", typ, len(data))
-	h.Write(data)
-	return &looseObject{typ: typ, data: data, id: hex.EncodeToString(h.Sum(nil))}
-}
-
-func encodeBlob(data []byte) (*looseObject, error) { return newObject("blob", data), nil }
+func encodeBlob(data []byte) (*objfile.Encoded, error) { return objfile.Encode("blob", data), nil }
 
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
 	if repo.inProcess() {
 		obj, err := encodeTree(entries)
 		if err == nil {
-			_, err = repo.storeLoose(obj)
+			err = repo.objects.Write(repo.CommonDir, obj)
 		}
 		if err != nil {
 			return "", fmt.Errorf("write tree: %w", err)
 		}
-		return obj.id, nil
+		return obj.ID, nil
 	}
 	var in bytes.Buffer
 	for _, e := range entries {
@@ -108,7 +88,7 @@ func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, e
 // encodeTree encodes a flat tree of regular files as git does: entries
 // "100644 <name>\x00<20-byte id>", ordered bytewise by name (regular
 // files only: a folder would sort as "name/").
-func encodeTree(entries []TreeEntry) (*looseObject, error) {
+func encodeTree(entries []TreeEntry) (*objfile.Encoded, error) {
 	es := slices.Clone(entries)
 	slices.SortFunc(es, func(a, b TreeEntry) int { return strings.Compare(a.Name, b.Name) })
 	var buf bytes.Buffer
@@ -122,7 +102,7 @@ func encodeTree(entries []TreeEntry) (*looseObject, error) {
 		buf.WriteByte(0)
 		buf.Write(raw)
 	}
-	return newObject("tree", buf.Bytes()), nil
+	return objfile.Encode("tree", buf.Bytes()), nil
 }
 
 // CommitSpec describes a commit to write.
@@ -140,12 +120,12 @@ func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error)
 	if repo.inProcess() {
 		obj, err := encodeCommit(c)
 		if err == nil {
-			_, err = repo.storeLoose(obj)
+			err = repo.objects.Write(repo.CommonDir, obj)
 		}
 		if err != nil {
 			return "", fmt.Errorf("write commit: %w", err)
 		}
-		return obj.id, nil
+		return obj.ID, nil
 	}
 	args := []string{"commit-tree"}
 	for _, p := range c.Parents {
@@ -178,7 +158,7 @@ func (c CommitSpec) normal() CommitSpec {
 // encodeCommit encodes a commit as git does: tree, parents, author and
 // committer ("Name <email> <unix seconds> <+hhmm>"), a blank line, the
 // message.
-func encodeCommit(c CommitSpec) (*looseObject, error) {
+func encodeCommit(c CommitSpec) (*objfile.Encoded, error) {
 	for _, id := range append([]string{c.Tree}, c.Parents...) {
 		if !isSHA1ID(id) {
 			return nil, fmt.Errorf("commit: %q is not an object id", id)
@@ -194,7 +174,7 @@ func encodeCommit(c CommitSpec) (*looseObject, error) {
 	}
 	sig := fmt.Sprintf("%s <%s> %d %s", c.Author.Name, c.Author.Email, c.When.Unix(), c.When.Format("-0700"))
 	fmt.Fprintf(&buf, "author %s\ncommitter %s\n\n%s", sig, sig, c.Message)
-	return newObject("commit", buf.Bytes()), nil
+	return objfile.Encode("commit", buf.Bytes()), nil
 }
 
 // IsObjectID reports whether s is a full SHA-1 or SHA-256 object id in
@@ -237,86 +217,28 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 	if err != nil {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
-	tree, err := encodeTree([]TreeEntry{{Name: file, ID: blob.id}})
+	tree, err := encodeTree([]TreeEntry{{Name: file, ID: blob.ID}})
 	if err != nil {
 		return "", fmt.Errorf("write tree: %w", err)
 	}
 	c = c.normal()
-	c.Tree = tree.id
+	c.Tree = tree.ID
 	commit, err := encodeCommit(c)
 	if err != nil {
 		return "", fmt.Errorf("write commit: %w", err)
 	}
-	objs := []*looseObject{blob, tree, commit}
+	objs := []*objfile.Encoded{blob, tree, commit}
 	errs := make([]error, len(objs))
 	var wg sync.WaitGroup
 	for i, obj := range objs {
-		wg.Go(func() { _, errs[i] = repo.storeLoose(obj) })
+		wg.Go(func() { errs[i] = repo.objects.Write(repo.CommonDir, obj) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return "", fmt.Errorf("write state: %w", err)
 	}
-	return commit.id, nil
+	return commit.ID, nil
 }
-
-// storeLoose writes an object encoded in memory as git writes a loose
-// object: "<type> <size>\x00<content>", zlib-deflated, into
-// objects/<2 hex>/<38 hex> through a temporary file in that folder that is
-// renamed into place, read-only. An object already there is left alone:
-// an object's name is its content. Fewer file-system calls than go-git's
-// writer (no second folder, no mode change after): a state record is three
-// objects, and on a slow file system their writing was most of a record
-// write (issue 14).
-func (repo *Repo) storeLoose(obj *looseObject) (string, error) {
-	id := obj.id
-	dir := filepath.Join(repo.CommonDir, "objects", id[:2])
-	final := filepath.Join(dir, id[2:])
-	if _, err := os.Lstat(final); err == nil {
-		return id, nil
-	}
-	var buf bytes.Buffer
-	zw := zlibWriters.Get().(*zlib.Writer)
-	defer zlibWriters.Put(zw)
-	zw.Reset(&buf)
-	fmt.Fprintf(zw, "%s %d\x00", obj.typ, len(obj.data))
-	if _, err := zw.Write(obj.data); err != nil {
-		return "", err
-	}
-	if err := zw.Close(); err != nil {
-		return "", err
-	}
-	tmp := filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
-		}
-	}
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(buf.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, final)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return id, nil
-}
-
-// zlibWriters keeps deflaters for reuse: each holds several hundred
-// kilobytes of state, too much to allocate per object. They deflate at
-// level 1, as git writes loose objects (core.looseCompression's default).
-var zlibWriters = sync.Pool{New: func() any {
-	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed) // a valid level: no error
-	return zw
-}}
 
 // Object is one object read through a Batch.
 type Object struct {

@@ -3,20 +3,17 @@ package git
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/git-flume/git-flume/internal/git/objfile"
 	"github.com/git-flume/git-flume/internal/par"
 )
 
@@ -271,7 +268,7 @@ func (repo *Repo) fileAt(id, file string, obj *Object) bool {
 	if err != nil || typ != "tree" {
 		return false
 	}
-	mode, entry, err := treeEntry(data, file)
+	mode, entry, err := objfile.FindInTree(data, file)
 	switch {
 	case err != nil:
 		return false
@@ -291,8 +288,6 @@ func (repo *Repo) fileAt(id, file string, obj *Object) bool {
 	return true
 }
 
-// commitTree returns the tree a commit names, read in process; false when
-// git must answer.
 // HasCommit reports whether commit id is in this repository, read in
 // process; false too where only git could tell (it starts no process).
 func (repo *Repo) HasCommit(id string) bool {
@@ -303,165 +298,24 @@ func (repo *Repo) HasCommit(id string) bool {
 	return err == nil && typ == "commit"
 }
 
+// commitTree returns the tree a commit names, read in process; false when
+// git must answer.
 func (repo *Repo) commitTree(id string) (string, bool) {
-	typ, data, err := repo.readObject(id, false)
-	if err != nil || typ != "commit" {
-		return "", false
-	}
-	tree, found := strings.CutPrefix(string(data[:min(len(data), 46)]), "tree ")
-	if !found || len(tree) < 41 || tree[40] != '\n' || !isAnyHash(tree[:40]) {
-		return "", false
-	}
-	return tree[:40], true
+	return repo.objects.CommitTree(repo.CommonDir, id)
 }
 
 // blobAtInProcess is BlobAt read in process (path may name a file in a
 // folder); false when git must answer.
 func (repo *Repo) blobAtInProcess(commit, path string) (string, bool) {
-	tree, ok := repo.commitTree(commit)
-	if !ok {
-		return "", false
-	}
-	parts := strings.Split(path, "/")
-	for i, part := range parts {
-		typ, data, err := repo.readObject(tree, false)
-		if err != nil || typ != "tree" {
-			return "", false
-		}
-		mode, id, err := treeEntry(data, part)
-		switch {
-		case err != nil:
-			return "", false
-		case id == "":
-			return "", true
-		case i < len(parts)-1:
-			if mode != "40000" {
-				return "", true
-			}
-			tree = id
-		case mode == "40000" || mode == "160000":
-			return "", true // a folder or a submodule, not a file
-		default:
-			return id, true
-		}
-	}
-	return "", true
-}
-
-// treeEntry finds name among a tree's entries ("<mode> <name>\x00<20
-// bytes>" each) and returns its mode and id; "" when it is not there.
-func treeEntry(tree []byte, name string) (mode, id string, err error) {
-	for len(tree) > 0 {
-		sp := bytes.IndexByte(tree, ' ')
-		nul := bytes.IndexByte(tree, 0)
-		if sp < 0 || nul < sp || len(tree) < nul+21 {
-			return "", "", errors.New("malformed tree")
-		}
-		if string(tree[sp+1:nul]) == name {
-			return string(tree[:sp]), hex.EncodeToString(tree[nul+1 : nul+21]), nil
-		}
-		tree = tree[nul+21:]
-	}
-	return "", "", nil
+	return repo.objects.BlobAt(repo.CommonDir, commit, path)
 }
 
 // readObject returns an object's type and, unless headerOnly, its
-// content. A loose object is inflated here (go-git's reader resolves
-// every path through a chroot, a stat per folder, and was most of a
-// status of a hundred places); a packed one, or one in an alternate, is
-// go-git's to find.
+// content, read in process (objfile); an object in an alternate, or one
+// objfile cannot read, is an error, and git's to read.
 func (repo *Repo) readObject(id string, headerOnly bool) (typ string, data []byte, err error) {
-	if !isAnyHash(id) {
-		return "", nil, fmt.Errorf("read object %q: not an object id", id)
-	}
-	if data, ok := repo.objects.take(id); ok {
-		return "commit", data, nil
-	}
-	// A pack known is looked in first: after gc nearly every object is
-	// there, and a loose file tried first is a failed open for each.
-	if len(id) == 40 && repo.objects.packs.inKnownPack(repo.CommonDir, id) {
-		return repo.readPacked(id, headerOnly)
-	}
-	f, err := os.Open(filepath.Join(repo.CommonDir, "objects", id[:2], id[2:]))
-	if errors.Is(err, fs.ErrNotExist) {
-		return repo.readPacked(id, headerOnly)
-	}
-	if err != nil {
-		return "", nil, err
-	}
-	defer f.Close()
-	zr, err := inflater(bufio.NewReaderSize(f, 4096))
-	if err != nil {
-		return "", nil, fmt.Errorf("read object %s: %w", id, err)
-	}
-	defer zlibReaders.Put(zr)
-	br := bufio.NewReaderSize(zr, 512)
-	header, err := br.ReadString(0)
-	if err != nil {
-		return "", nil, fmt.Errorf("read object %s: header: %w", id, err)
-	}
-	typ, sizeText, ok := strings.Cut(strings.TrimSuffix(header, "\x00"), " ")
-	size, serr := strconv.ParseInt(sizeText, 10, 64)
-	if !ok || serr != nil || size < 0 || size > maxInProcessObject {
-		return "", nil, fmt.Errorf("read object %s: header %q", id, header)
-	}
-	if headerOnly && (typ != "commit" || size > 4096) {
-		return typ, nil, nil
-	}
-	data = make([]byte, size)
-	if _, err := io.ReadFull(br, data); err != nil {
-		return "", nil, fmt.Errorf("read object %s: %w", id, err)
-	}
-	if headerOnly {
-		// A commit asked for its type is a record's, whose file is read
-		// through it next: kept for that read (see keep).
-		repo.objects.keep(id, data)
-	}
-	return typ, data, nil
+	return repo.objects.Read(repo.CommonDir, id, headerOnly)
 }
-
-// keep holds a commit's content read while listing refs until the read of
-// its record's file takes it: one inflate per commit, not two.
-func (o *objectStore) keep(id string, data []byte) {
-	if data == nil {
-		return
-	}
-	o.keptMu.Lock()
-	defer o.keptMu.Unlock()
-	if o.kept == nil || len(o.kept) >= maxKept {
-		o.kept = map[string][]byte{} // a listing never read on (sync's) is forgotten
-	}
-	o.kept[id] = data
-}
-
-// maxKept bounds what a long-lived process (a watcher) keeps of listings
-// it never read on.
-const maxKept = 8192
-
-func (o *objectStore) take(id string) ([]byte, bool) {
-	o.keptMu.Lock()
-	defer o.keptMu.Unlock()
-	data, ok := o.kept[id]
-	delete(o.kept, id)
-	return data, ok
-}
-
-// zlibReaders keeps inflaters for reuse: each holds a 32 KiB window.
-var zlibReaders sync.Pool
-
-func inflater(r io.Reader) (io.ReadCloser, error) {
-	if zr, ok := zlibReaders.Get().(io.ReadCloser); ok {
-		if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
-			return nil, err
-		}
-		return zr, nil
-	}
-	return zlib.NewReader(r)
-}
-
-// maxInProcessObject bounds what is read into memory here: a record is a
-// few kilobytes; anything larger is git's to read.
-const maxInProcessObject = 64 << 20
 
 // isAnyHash reports a 40-digit hex id, in either case (a loose ref written
 // in capitals is git's to judge: listed as broken by its caller).

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
 )
 
 // Worktree is one entry of `git worktree list --porcelain`.
@@ -449,16 +451,10 @@ func (repo *Repo) HooksDir(ctx context.Context) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// ConfigEntry is one key and value of a git-config file, in file order.
-type ConfigEntry struct {
-	Key   string // lowercased section and name; the subsection keeps its case
-	Value string
-}
-
 // ConfigAt reads a git-config-syntax file committed at rev:path (such as
 // .flume/config). A file that does not exist there reads as empty. It is
 // read in process where parseConfig reads it as git would, else by git.
-func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry, error) {
+func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]gitconfig.Entry, error) {
 	blob, err := repo.BlobAt(ctx, rev, path)
 	switch {
 	case err != nil:
@@ -470,7 +466,7 @@ func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry
 		return nil, nil
 	}
 	if typ, data, err := repo.readObject(blob, false); err == nil && typ == "blob" {
-		if entries, ok := parseConfig(data); ok {
+		if entries, ok := gitconfig.Parse(data); ok {
 			return entries, nil
 		}
 	}
@@ -478,12 +474,12 @@ func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]ConfigEntry
 	if err != nil {
 		return nil, fmt.Errorf("read %s at %s: %w", path, rev, err)
 	}
-	return parseConfigZ(out), nil
+	return gitconfig.ParseList(out), nil
 }
 
 // ConfigFile reads a git-config-syntax file on disk; a missing file reads as
 // empty. Like ConfigAt, it is read in process where it can be.
-func (r *Runner) ConfigFile(ctx context.Context, path string) ([]ConfigEntry, error) {
+func (r *Runner) ConfigFile(ctx context.Context, path string) ([]gitconfig.Entry, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -492,21 +488,21 @@ func (r *Runner) ConfigFile(ctx context.Context, path string) ([]ConfigEntry, er
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if entries, ok := parseConfig(data); ok && err == nil {
+	if entries, ok := gitconfig.Parse(data); ok && err == nil {
 		return entries, nil
 	}
 	out, err := r.run(ctx, call{dir: filepath.Dir(abs), readOnly: true, args: []string{"config", "--file", abs, "--list", "-z"}})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return parseConfigZ(out), nil
+	return gitconfig.ParseList(out), nil
 }
 
 // ConfigIn reads the git configuration (all scopes) of the repository
 // containing dir, without opening it first: a command can read its settings
 // while it opens the repository. A plain repository's is read in process
 // (configInProcess); anything else by `git config --list`.
-func (r *Runner) ConfigIn(ctx context.Context, dir string) ([]ConfigEntry, error) {
+func (r *Runner) ConfigIn(ctx context.Context, dir string) ([]gitconfig.Entry, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		if repo, ok := r.openInProcess(abs); ok {
 			if entries, ok := r.configInProcess(repo); ok {
@@ -521,19 +517,7 @@ func (r *Runner) ConfigIn(ctx context.Context, dir string) ([]ConfigEntry, error
 		}
 		return nil, fmt.Errorf("read git config: %w", err)
 	}
-	return parseConfigZ(out), nil
-}
-
-func parseConfigZ(out []byte) []ConfigEntry {
-	var es []ConfigEntry
-	for rec := range strings.SplitSeq(string(out), "\x00") {
-		if rec == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(rec, "\n")
-		es = append(es, ConfigEntry{Key: k, Value: v})
-	}
-	return es
+	return gitconfig.ParseList(out), nil
 }
 
 // WorktreeBranch returns the branch (full ref name) checked out in the

@@ -1,4 +1,4 @@
-package git
+package gitconfig
 
 import (
 	"fmt"
@@ -95,7 +95,7 @@ func checkConfigAgainstGit(t *testing.T, dir string, env []string, text string) 
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := parseConfig([]byte(text))
+	got, ok := Parse([]byte(text))
 	cmd := exec.Command("git", "config", "--file", path, "--list", "-z")
 	cmd.Env = env
 	out, err := cmd.Output()
@@ -105,7 +105,7 @@ func checkConfigAgainstGit(t *testing.T, dir string, env []string, text string) 
 	if err != nil {
 		t.Fatalf("%q: read in process as %q, git refuses it: %v", text, got, err)
 	}
-	want := parseConfigZ(out)
+	want := ParseList(out)
 	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
 		t.Fatalf("%q:\n in process %q\n git        %q", text, got, want)
 	}

@@ -1,4 +1,4 @@
-package git
+package objfile
 
 import (
 	"bytes"
@@ -65,17 +65,19 @@ const (
 
 var packTypeNames = map[int]string{packCommit: "commit", packTree: "tree", packBlob: "blob", packTag: "tag"}
 
-var errNotPacked = errors.New("not in a local pack")
+// ErrNotPacked is an object in no local pack.
+var ErrNotPacked = errors.New("not in a local pack")
 
-// readPacked reads a packed object: its type and, unless headerOnly (and
-// it is not a small commit, kept for the read that follows), its content.
-func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error) {
+// read reads object id (hex) from the packs of the repository whose
+// common directory is commonDir: its type and content. With headerOnly it
+// reads the type alone, but for a commit of at most 4 KiB, whose content
+// it returns too: a record's commit, read on next, costs one inflate.
+func (ps *packSet) read(commonDir, id string, headerOnly bool) (string, []byte, error) {
 	raw, err := hex.DecodeString(id)
 	if err != nil || len(raw) != 20 {
 		return "", nil, fmt.Errorf("read object %q: not a SHA-1 id", id)
 	}
-	ps := &repo.objects.packs
-	p, off, err := ps.find(repo.CommonDir, raw)
+	p, off, err := ps.find(commonDir, raw)
 	if err != nil {
 		return "", nil, fmt.Errorf("read object %s: %w", id, err)
 	}
@@ -90,16 +92,12 @@ func (repo *Repo) readPacked(id string, headerOnly bool) (string, []byte, error)
 	if err != nil {
 		return "", nil, fmt.Errorf("read object %s: %w", id, err)
 	}
-	if headerOnly {
-		repo.objects.keep(id, data) // as readObject keeps a loose one
-		return packTypeNames[typ], nil, nil
-	}
 	return packTypeNames[typ], data, nil
 }
 
-// inKnownPack reports whether an object is in one of the packs known
+// known reports whether an object is in one of the packs known
 // (the folder scanned once, at the first read), without scanning again.
-func (ps *packSet) inKnownPack(commonDir, id string) bool {
+func (ps *packSet) known(commonDir, id string) bool {
 	raw, err := hex.DecodeString(id)
 	if err != nil || len(raw) != 20 {
 		return false
@@ -134,7 +132,7 @@ func (ps *packSet) find(commonDir string, id []byte) (*pack, int, error) {
 			}
 		}
 		if again {
-			return nil, 0, errNotPacked
+			return nil, 0, ErrNotPacked
 		}
 	}
 }
@@ -361,7 +359,7 @@ func (ps *packSet) findLocked(id []byte) (*pack, int, error) {
 			return p, off, nil
 		}
 	}
-	return nil, 0, errNotPacked // a base in no pack (thin, or loose): git's to read
+	return nil, 0, ErrNotPacked // a base in no pack (thin, or loose): git's to read
 }
 
 // readAt inflates the object at off, applying deltas down to it; depth
@@ -374,7 +372,7 @@ func (ps *packSet) readAt(p *pack, off, depth int) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if size > maxInProcessObject {
+	if size > MaxObject {
 		return 0, nil, fmt.Errorf("pack %s: object at %d is %d bytes", p.name, off, size)
 	}
 	switch typ {
@@ -442,7 +440,7 @@ func (p *pack) inflate(at, size int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: at %d: %w", p.name, at, err)
 	}
-	defer zlibReaders.Put(zr)
+	defer zr.Close()
 	data := make([]byte, size)
 	if _, err := io.ReadFull(zr, data); err != nil {
 		return nil, fmt.Errorf("pack %s: at %d: %w", p.name, at, err)
@@ -458,7 +456,7 @@ var errBadDelta = errors.New("malformed delta")
 func applyDelta(base, delta []byte) ([]byte, error) {
 	src, delta, ok1 := deltaSize(delta)
 	dst, delta, ok2 := deltaSize(delta)
-	if !ok1 || !ok2 || src != len(base) || dst > maxInProcessObject {
+	if !ok1 || !ok2 || src != len(base) || dst > MaxObject {
 		return nil, errBadDelta
 	}
 	out := make([]byte, 0, dst)
@@ -531,3 +529,4 @@ func deltaBytes(d []byte, mask byte, count int) (v int, rest []byte, ok bool) {
 	}
 	return v, d, true
 }
+

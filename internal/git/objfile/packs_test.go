@@ -1,4 +1,4 @@
-package git
+package objfile
 
 import (
 	"bytes"
@@ -62,7 +62,8 @@ func TestPackedObjectsReadAsGitReadsThem_R4(t *testing.T) {
 			if c.name == "two packs" && len(packs(t, dir)) != 2 {
 				t.Fatalf("packs: %v", packs(t, dir))
 			}
-			repo := &Repo{CommonDir: filepath.Join(dir, ".git"), ObjectFormat: "sha1"}
+			var s Store
+			commonDir := filepath.Join(dir, ".git")
 			ids := strings.Fields(run("cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
 			if len(ids) < 200 {
 				t.Fatalf("only %d objects", len(ids))
@@ -79,7 +80,7 @@ func TestPackedObjectsReadAsGitReadsThem_R4(t *testing.T) {
 				t.Fatal("no deltas in the pack")
 			}
 			for _, id := range ids {
-				typ, data, err := repo.readPacked(id, false)
+				typ, data, err := s.packs.read(commonDir, id, false)
 				if err != nil {
 					t.Fatalf("%s: %v", id, err)
 				}
@@ -93,11 +94,11 @@ func TestPackedObjectsReadAsGitReadsThem_R4(t *testing.T) {
 				if err != nil || !bytes.Equal(content, data) {
 					t.Fatalf("%s (%s): read %d bytes, git %d (%v)", id, typ, len(data), len(content), err)
 				}
-				if htyp, _, err := repo.readPacked(id, true); err != nil || htyp != typ {
+				if htyp, _, err := s.packs.read(commonDir, id, true); err != nil || htyp != typ {
 					t.Fatalf("%s: header only: %s, %v", id, htyp, err)
 				}
 			}
-			if _, _, err := repo.readPacked(strings.Repeat("0", 40), false); err == nil {
+			if _, _, err := s.packs.read(commonDir, strings.Repeat("0", 40), false); err == nil {
 				t.Fatal("an object in no pack was read")
 			}
 		})
@@ -119,7 +120,7 @@ func FuzzApplyDelta(f *testing.F) {
 	f.Add([]byte("abc"), []byte{3, 4, 0x91, 1, 2, 2, 'x', 'y'})
 	f.Fuzz(func(t *testing.T, base, delta []byte) {
 		out, err := applyDelta(base, delta)
-		if err == nil && len(out) > maxInProcessObject {
+		if err == nil && len(out) > MaxObject {
 			t.Fatal("result larger than allowed")
 		}
 	})

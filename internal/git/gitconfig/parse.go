@@ -1,4 +1,4 @@
-package git
+package gitconfig
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 // Reading git-config files in process (issue 26): `git config --list`
 // was one of the five processes every launch started, and `git config
 // --file` / `--blob` one more each for the user's flume config and the
-// repository's .flume/config. parseConfig follows git's own parser
+// repository's .flume/config. Parse follows git's own parser
 // (config.c: git_parse_source, get_base_var, get_value, parse_value)
 // and gives up, leaving the file to git, on anything it does not read
 // exactly as git does; git then answers, or names the bad line itself.
@@ -36,8 +36,12 @@ func (r *configReader) next() byte {
 }
 
 func isConfigSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-func isAlpha(c byte) bool       { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-func isKeyChar(c byte) bool     { return isAlpha(c) || c >= '0' && c <= '9' || c == '-' }
+
+// IsAlpha reports an ASCII letter.
+func IsAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// IsKeyChar reports a byte git allows in a config key's name.
+func IsKeyChar(c byte) bool { return IsAlpha(c) || c >= '0' && c <= '9' || c == '-' }
 
 func lower(c byte) byte {
 	if c >= 'A' && c <= 'Z' {
@@ -46,12 +50,12 @@ func lower(c byte) byte {
 	return c
 }
 
-// parseConfig lists a config file's entries in order, each key as `git
+// Parse lists a config file's entries in order, each key as `git
 // config --list` prints it (section and name lowercased, a subsection as
-// written) and a key without "=" with an empty value, as parseConfigZ
+// written) and a key without "=" with an empty value, as ParseList
 // reads git's. ok is false when git must read the file instead: a syntax
 // error, a NUL byte, or a key outside any section.
-func parseConfig(data []byte) (entries []ConfigEntry, ok bool) {
+func Parse(data []byte) (entries []Entry, ok bool) {
 	if bytes.IndexByte(data, 0) >= 0 {
 		return nil, false
 	}
@@ -76,7 +80,7 @@ func parseConfig(data []byte) (entries []ConfigEntry, ok bool) {
 				return nil, false
 			}
 			section = name
-		case !isAlpha(c) || section == "":
+		case !IsAlpha(c) || section == "":
 			return nil, false
 		default:
 			e, ok := r.entry(section, c)
@@ -102,7 +106,7 @@ func (r *configReader) sectionName() (string, bool) {
 			return name.String(), true
 		case isConfigSpace(c):
 			return r.subsection(&name, c)
-		case !isKeyChar(c) && c != '.':
+		case !IsKeyChar(c) && c != '.':
 			return "", false
 		}
 		name.WriteByte(lower(c))
@@ -142,14 +146,14 @@ func (r *configReader) subsection(name *strings.Builder, c byte) (string, bool) 
 }
 
 // entry reads one "name [= value]" whose first letter is c.
-func (r *configReader) entry(section string, c byte) (ConfigEntry, bool) {
+func (r *configReader) entry(section string, c byte) (Entry, bool) {
 	var key strings.Builder
 	key.WriteString(section)
 	key.WriteByte('.')
 	key.WriteByte(lower(c))
 	for {
 		c = r.next()
-		if r.eof || !isKeyChar(c) {
+		if r.eof || !IsKeyChar(c) {
 			break
 		}
 		key.WriteByte(lower(c))
@@ -158,13 +162,13 @@ func (r *configReader) entry(section string, c byte) (ConfigEntry, bool) {
 		c = r.next()
 	}
 	if c == '\n' {
-		return ConfigEntry{Key: key.String()}, true
+		return Entry{Key: key.String()}, true
 	}
 	if c != '=' {
-		return ConfigEntry{}, false
+		return Entry{}, false
 	}
 	value, ok := r.value()
-	return ConfigEntry{Key: key.String(), Value: value}, ok
+	return Entry{Key: key.String(), Value: value}, ok
 }
 
 // value reads a value as git's parse_value does: blanks outside quotes
@@ -219,4 +223,24 @@ func (r *configReader) value() (string, bool) {
 			}
 		}
 	}
+}
+
+// Entry is one key and value of a git-config file, in file order.
+type Entry struct {
+	Key   string // lowercased section and name; the subsection keeps its case
+	Value string
+}
+
+// ParseList reads what `git config -z --list` prints: each entry its key,
+// a newline and its value (none for a key without "="), NUL-terminated.
+func ParseList(out []byte) []Entry {
+	var es []Entry
+	for rec := range strings.SplitSeq(string(out), "\x00") {
+		if rec == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(rec, "\n")
+		es = append(es, Entry{Key: k, Value: v})
+	}
+	return es
 }

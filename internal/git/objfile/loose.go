@@ -1,0 +1,156 @@
+package objfile
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Encoded is an object encoded in memory: its type, content and id.
+type Encoded struct {
+	Type string
+	Data []byte
+	ID   string
+}
+
+// Encode is the object of type typ holding data, its id hashed as git
+// hashes it (SHA-1).
+func Encode(typ string, data []byte) *Encoded {
+	h := sha1.New()
+	fmt.Fprintf(h, "%s %d\x00", typ, len(data))
+	h.Write(data)
+	return &Encoded{Type: typ, Data: data, ID: hex.EncodeToString(h.Sum(nil))}
+}
+
+// Write stores obj as git writes a loose object: "<type> <size>\x00<content>",
+// zlib-deflated, into objects/<2 hex>/<38 hex> under commonDir, through a
+// temporary file in that folder that is renamed into place, read-only. An
+// object already there is left alone: an object's name is its content.
+// Fewer file-system calls than go-git's writer (no second folder, no mode
+// change after): a state record is three objects, and on a slow file
+// system their writing was most of a record write (issue 14).
+func (s *Store) Write(commonDir string, obj *Encoded) error {
+	id := obj.ID
+	dir := filepath.Join(commonDir, "objects", id[:2])
+	final := filepath.Join(dir, id[2:])
+	if _, err := os.Lstat(final); err == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	zw := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(zw)
+	zw.Reset(&buf)
+	fmt.Fprintf(zw, "%s %d\x00", obj.Type, len(obj.Data))
+	if _, err := zw.Write(obj.Data); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(buf.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// zlibWriters keeps deflaters for reuse: each holds several hundred
+// kilobytes of state, too much to allocate per object. They deflate at
+// level 1, as git writes loose objects (core.looseCompression's default).
+var zlibWriters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed) // a valid level: no error
+	return zw
+}}
+
+// readLoose reads loose object id under commonDir: its type and, unless
+// headerOnly (but for a commit of at most 4 KiB), its content. An object
+// with no loose file is fs.ErrNotExist.
+func readLoose(commonDir, id string, headerOnly bool) (typ string, data []byte, err error) {
+	f, err := os.Open(filepath.Join(commonDir, "objects", id[:2], id[2:]))
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	zr, err := inflater(bufio.NewReaderSize(f, 4096))
+	if err != nil {
+		return "", nil, fmt.Errorf("read object %s: %w", id, err)
+	}
+	defer zr.Close()
+	br := bufio.NewReaderSize(zr, 512)
+	header, err := br.ReadString(0)
+	if err != nil {
+		return "", nil, fmt.Errorf("read object %s: header: %w", id, err)
+	}
+	typ, sizeText, ok := strings.Cut(strings.TrimSuffix(header, "\x00"), " ")
+	size, serr := strconv.ParseInt(sizeText, 10, 64)
+	if !ok || serr != nil || size < 0 || size > MaxObject {
+		return "", nil, fmt.Errorf("read object %s: header %q", id, header)
+	}
+	if headerOnly && (typ != "commit" || size > 4096) {
+		return typ, nil, nil
+	}
+	data = make([]byte, size)
+	if _, err := io.ReadFull(br, data); err != nil {
+		return "", nil, fmt.Errorf("read object %s: %w", id, err)
+	}
+	return typ, data, nil
+}
+
+// MaxObject bounds what is read into memory here: a record is a few
+// kilobytes; anything larger is git's to read.
+const MaxObject = 64 << 20
+
+// zlibReaders keeps inflaters for reuse: each holds a 32 KiB window.
+var zlibReaders sync.Pool
+
+// inflater is a zlib reader of r taken from a pool; Close puts it back.
+func inflater(r io.Reader) (io.ReadCloser, error) {
+	if zr, ok := zlibReaders.Get().(io.ReadCloser); ok {
+		if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
+			return nil, err
+		}
+		return pooled{zr}, nil
+	}
+	zr, err := zlib.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	return pooled{zr}, nil
+}
+
+// pooled is a pooled inflater: closing it returns it to the pool.
+type pooled struct{ io.ReadCloser }
+
+func (p pooled) Close() error {
+	zlibReaders.Put(p.ReadCloser)
+	return nil
+}
