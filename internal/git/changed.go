@@ -1,112 +1,22 @@
 package git
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
-)
 
-// ChangedFile is a file a change from one commit to another touches, with
-// the line ranges of the first commit's version it replaces.
-type ChangedFile struct {
-	Path string
-	// Spans are the first version's lines each hunk replaces, 1-based and
-	// inclusive; a pure insertion after line n is {n+1, n}. None for a
-	// change without text hunks (binary, mode only).
-	Spans [][2]int
-}
+	"github.com/git-flume/git-flume/internal/git/patch"
+)
 
 // ChangedLines lists the files that differ from commit from to commit to,
 // each with the line ranges of from's version the change replaces (a diff
 // with no context lines, by the histogram algorithm git's merge uses,
 // renames not followed: a rename is a deletion and
 // an addition).
-func (repo *Repo) ChangedLines(ctx context.Context, from, to string) ([]ChangedFile, error) {
+func (repo *Repo) ChangedLines(ctx context.Context, from, to string) ([]patch.File, error) {
 	out, err := repo.read(ctx, nil, "-c", "core.quotePath=false", "diff", "--unified=0", "--no-renames", "--diff-algorithm=histogram",
 		"--no-color", "--no-ext-diff", "--no-textconv", "--end-of-options", from, to, "--")
 	if err != nil {
 		return nil, fmt.Errorf("diff %.12s %.12s: %w", from, to, err)
 	}
-	return parseChangedLines(out)
-}
-
-// parseChangedLines reads a `git diff --unified=0 --no-renames` patch.
-func parseChangedLines(patch []byte) ([]ChangedFile, error) {
-	var files []ChangedFile
-	sc := bufio.NewScanner(bytes.NewReader(patch))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			path, err := diffGitPath(strings.TrimPrefix(line, "diff --git "))
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, ChangedFile{Path: path})
-		case strings.HasPrefix(line, "@@ -") && len(files) > 0:
-			span, err := hunkSpan(line)
-			if err != nil {
-				return nil, err
-			}
-			f := &files[len(files)-1]
-			f.Spans = append(f.Spans, span)
-		}
-	}
-	return files, sc.Err()
-}
-
-// diffGitPath is the path of a `diff --git a/P b/P` line's rest, where both
-// names are the same (renames are not followed), each quoted C-style when
-// it holds unusual characters.
-func diffGitPath(rest string) (string, error) {
-	if strings.HasPrefix(rest, `"`) {
-		q, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			return "", fmt.Errorf("diff header %q: %w", rest, err)
-		}
-		name, err := strconv.Unquote(q)
-		if err != nil || !strings.HasPrefix(name, "a/") {
-			return "", fmt.Errorf("diff header %q: not a quoted a/ name", rest)
-		}
-		return name[2:], nil
-	}
-	// a/P b/P: the two names are the same, so the first is half of what is
-	// left after the space and the prefixes.
-	if len(rest) < 5 || (len(rest)-5)%2 != 0 || !strings.HasPrefix(rest, "a/") {
-		return "", fmt.Errorf("diff header %q: not a/P b/P", rest)
-	}
-	n := (len(rest) - 5) / 2
-	path := rest[2 : 2+n]
-	if rest[2+n:] != " b/"+path {
-		return "", fmt.Errorf("diff header %q: names differ", rest)
-	}
-	return path, nil
-}
-
-// hunkSpan reads the first version's lines from a hunk header
-// "@@ -s[,n] +t[,m] @@".
-func hunkSpan(header string) ([2]int, error) {
-	old, _, ok := strings.Cut(strings.TrimPrefix(header, "@@ -"), " ")
-	if !ok {
-		return [2]int{}, fmt.Errorf("hunk header %q", header)
-	}
-	start, count, hasCount := strings.Cut(old, ",")
-	s, err := strconv.Atoi(start)
-	if err != nil || s < 0 {
-		return [2]int{}, fmt.Errorf("hunk header %q", header)
-	}
-	n := 1
-	if hasCount {
-		if n, err = strconv.Atoi(count); err != nil || n < 0 {
-			return [2]int{}, fmt.Errorf("hunk header %q", header)
-		}
-	}
-	if n == 0 {
-		return [2]int{s + 1, s}, nil // inserted after line s
-	}
-	return [2]int{s, s + n - 1}, nil
+	return patch.Parse(out)
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/git-flume/git-flume/internal/git/gitconfig"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 )
 
 // Finding the repository and reading its configuration in process (issue
@@ -55,7 +56,7 @@ func (r *Runner) fromCommandLine() bool {
 	}
 	for _, e := range entries {
 		switch {
-		case includes(e), strings.HasPrefix(e.Key, "extensions."), strings.HasPrefix(e.Key, "safe."),
+		case gitconfig.Includes(e), strings.HasPrefix(e.Key, "extensions."), strings.HasPrefix(e.Key, "safe."),
 			e.Key == "core.bare", e.Key == "core.worktree", e.Key == "core.repositoryformatversion":
 			return true
 		}
@@ -135,7 +136,7 @@ func (r *Runner) openInProcess(abs string) (repo *Repo, ok bool) {
 }
 
 // plainTop opens the work tree top whose .git folder was found, when both
-// are this user's and the repository is plain (plainGitDir).
+// are this user's and the repository is plain (gitconfig.PlainGitDir).
 func (r *Runner) plainTop(top string, st *syscall.Stat_t) (*Repo, bool) {
 	gitDir := filepath.Join(top, ".git")
 	gst, ok := statOf(gitDir)
@@ -149,11 +150,11 @@ func (r *Runner) plainTop(top string, st *syscall.Stat_t) (*Repo, bool) {
 	}
 	// A HEAD git would not take makes it look further up.
 	var buf [256]byte
-	head, err := readSmall(filepath.Join(gitDir, "HEAD"), buf[:])
+	head, err := ondisk.ReadSmall(filepath.Join(gitDir, "HEAD"), buf[:])
 	if ref, isRef := strings.CutPrefix(string(head), "ref: refs/"); err != nil || (!isRef && !isSHA1ID(strings.TrimSpace(string(head)))) || (isRef && strings.TrimSpace(ref) == "") {
 		return nil, false
 	}
-	local, ok := plainGitDir(gitDir)
+	local, ok := gitconfig.PlainGitDir(gitDir)
 	if !ok {
 		return nil, false
 	}
@@ -170,38 +171,6 @@ func statOf(path string) (*syscall.Stat_t, bool) {
 	return &st, true
 }
 
-// plainGitDir reads a repository folder's own config and reports whether
-// the repository is plain: not a linked worktree's folder, format version
-// 0 or 1 with no extension, not bare, no other work tree, no include.
-func plainGitDir(gitDir string) ([]gitconfig.Entry, bool) {
-	if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); err == nil {
-		return nil, false
-	}
-	data, err := os.ReadFile(filepath.Join(gitDir, "config"))
-	if err != nil {
-		return nil, false
-	}
-	entries, ok := gitconfig.Parse(data)
-	if !ok {
-		return nil, false
-	}
-	for _, e := range entries {
-		switch {
-		case strings.HasPrefix(e.Key, "extensions."), includes(e):
-			return nil, false
-		case e.Key == "core.bare" && e.Value != "false",
-			e.Key == "core.worktree",
-			e.Key == "core.repositoryformatversion" && e.Value != "0" && e.Value != "1":
-			return nil, false
-		}
-	}
-	return entries, true
-}
-
-func includes(e gitconfig.Entry) bool {
-	return strings.HasPrefix(e.Key, "include.") || strings.HasPrefix(e.Key, "includeif.")
-}
-
 // configInProcess lists repo's configuration in every scope as `git
 // config --includes --list` would (system, global, local); ok is false
 // when git must.
@@ -215,26 +184,10 @@ func (r *Runner) configInProcess(repo *Repo) ([]gitconfig.Entry, bool) {
 	} else if system != "" {
 		files = append(files, system)
 	}
-	files = append(files, r.globalConfigs()...)
-	var all []gitconfig.Entry
-	for _, path := range files {
-		data, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, false // git says what it could not read
-		}
-		entries, ok := gitconfig.Parse(data)
-		if !ok {
-			return nil, false
-		}
-		for _, e := range entries {
-			if includes(e) {
-				return nil, false
-			}
-		}
-		all = append(all, entries...)
+	files = append(files, gitconfig.GlobalFiles(r.envLookup)...)
+	all, ok := gitconfig.ReadFiles(files)
+	if !ok {
+		return nil, false
 	}
 	cmdline, ok := r.commandLineConfig()
 	if !ok {
@@ -250,7 +203,7 @@ func (r *Runner) configInProcess(repo *Repo) ([]gitconfig.Entry, bool) {
 // location only it knows: ok is false.
 func (r *Runner) systemConfig() (path string, ok bool) {
 	if v, set := r.envLookup("GIT_CONFIG_NOSYSTEM"); set {
-		if on, known := gitBool(v); !known {
+		if on, known := gitconfig.Bool(v); !known {
 			return "", false
 		} else if on {
 			return "", true
@@ -291,41 +244,4 @@ func lookPathIn(prog string, r *Runner) (string, error) {
 		}
 	}
 	return "", exec.ErrNotFound
-}
-
-// globalConfigs are the user's config files in git's order:
-// GIT_CONFIG_GLOBAL alone when set, else the XDG file, then ~/.gitconfig.
-func (r *Runner) globalConfigs() []string {
-	if v, set := r.envLookup("GIT_CONFIG_GLOBAL"); set {
-		if v == "" {
-			return nil
-		}
-		return []string{v}
-	}
-	home, _ := r.envLookup("HOME")
-	var files []string
-	if xdg, _ := r.envLookup("XDG_CONFIG_HOME"); xdg != "" {
-		files = append(files, filepath.Join(xdg, "git", "config"))
-	} else if home != "" {
-		files = append(files, filepath.Join(home, ".config", "git", "config"))
-	}
-	if home != "" {
-		files = append(files, filepath.Join(home, ".gitconfig"))
-	}
-	return files
-}
-
-// gitBool reads a boolean as git's environment does; known is false for
-// a word git would refuse.
-func gitBool(v string) (on, known bool) {
-	switch strings.ToLower(v) {
-	case "true", "yes", "on":
-		return true, true
-	case "false", "no", "off", "":
-		return false, true
-	}
-	if n, err := strconv.Atoi(v); err == nil {
-		return n != 0, true
-	}
-	return false, false
 }

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-flume/git-flume/internal/git/objfile"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 )
 
 // TreeEntry is one file of a tree flume writes: state trees hold only
@@ -35,7 +35,7 @@ type objectStore struct {
 	reftableOnce sync.Once
 	isReftable   bool
 
-	objfile.Store
+	ondisk.Store
 }
 
 // inProcess reports whether objects are read and written here.
@@ -60,7 +60,7 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func encodeBlob(data []byte) (*objfile.Encoded, error) { return objfile.Encode("blob", data), nil }
+func encodeBlob(data []byte) (*ondisk.Encoded, error) { return ondisk.Encode("blob", data), nil }
 
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
@@ -88,7 +88,7 @@ func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, e
 // encodeTree encodes a flat tree of regular files as git does: entries
 // "100644 <name>\x00<20-byte id>", ordered bytewise by name (regular
 // files only: a folder would sort as "name/").
-func encodeTree(entries []TreeEntry) (*objfile.Encoded, error) {
+func encodeTree(entries []TreeEntry) (*ondisk.Encoded, error) {
 	es := slices.Clone(entries)
 	slices.SortFunc(es, func(a, b TreeEntry) int { return strings.Compare(a.Name, b.Name) })
 	var buf bytes.Buffer
@@ -102,7 +102,7 @@ func encodeTree(entries []TreeEntry) (*objfile.Encoded, error) {
 		buf.WriteByte(0)
 		buf.Write(raw)
 	}
-	return objfile.Encode("tree", buf.Bytes()), nil
+	return ondisk.Encode("tree", buf.Bytes()), nil
 }
 
 // CommitSpec describes a commit to write.
@@ -158,7 +158,7 @@ func (c CommitSpec) normal() CommitSpec {
 // encodeCommit encodes a commit as git does: tree, parents, author and
 // committer ("Name <email> <unix seconds> <+hhmm>"), a blank line, the
 // message.
-func encodeCommit(c CommitSpec) (*objfile.Encoded, error) {
+func encodeCommit(c CommitSpec) (*ondisk.Encoded, error) {
 	for _, id := range append([]string{c.Tree}, c.Parents...) {
 		if !isSHA1ID(id) {
 			return nil, fmt.Errorf("commit: %q is not an object id", id)
@@ -174,7 +174,7 @@ func encodeCommit(c CommitSpec) (*objfile.Encoded, error) {
 	}
 	sig := fmt.Sprintf("%s <%s> %d %s", c.Author.Name, c.Author.Email, c.When.Unix(), c.When.Format("-0700"))
 	fmt.Fprintf(&buf, "author %s\ncommitter %s\n\n%s", sig, sig, c.Message)
-	return objfile.Encode("commit", buf.Bytes()), nil
+	return ondisk.Encode("commit", buf.Bytes()), nil
 }
 
 // IsObjectID reports whether s is a full SHA-1 or SHA-256 object id in
@@ -227,7 +227,7 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 	if err != nil {
 		return "", fmt.Errorf("write commit: %w", err)
 	}
-	objs := []*objfile.Encoded{blob, tree, commit}
+	objs := []*ondisk.Encoded{blob, tree, commit}
 	errs := make([]error, len(objs))
 	var wg sync.WaitGroup
 	for i, obj := range objs {

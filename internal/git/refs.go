@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 )
 
 // Ref is a ref name, the object id it points at and that object's type.
@@ -382,28 +384,7 @@ type LockFile struct {
 // CheckRefName applies git's rules for ref names (git check-ref-format) in
 // process, so that a bad name is refused at once with its reason instead of
 // by a failed update-ref.
-func CheckRefName(name string) error {
-	bad := func(why string) error { return fmt.Errorf("invalid ref name %q: %s", name, why) }
-	switch {
-	case name == "" || name == "@":
-		return bad("empty or @")
-	case strings.HasSuffix(name, "/") || strings.HasSuffix(name, "."):
-		return bad(`ends in "/" or "."`)
-	case strings.Contains(name, "..") || strings.Contains(name, "@{") || strings.Contains(name, "//"):
-		return bad(`contains "..", "@{" or "//"`)
-	}
-	for _, c := range name {
-		if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
-			return bad(fmt.Sprintf("character %q not allowed", c))
-		}
-	}
-	for part := range strings.SplitSeq(name, "/") {
-		if strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
-			return bad(`a part begins with "." or ends in ".lock"`)
-		}
-	}
-	return nil
-}
+func CheckRefName(name string) error { return ondisk.CheckRefName(name) }
 
 // LockedError is a transaction refused because git's lock on a ref was
 // held, every ref being where the caller expected. It matches ErrLocked,

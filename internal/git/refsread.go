@@ -1,19 +1,11 @@
 package git
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/hex"
-	"errors"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/git-flume/git-flume/internal/git/objfile"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/internal/par"
 )
 
@@ -44,11 +36,11 @@ func (repo *Repo) listRefsInProcess(patterns []string) (refs []Ref, ok bool) {
 	}
 	ids := map[string]string{}
 	for _, p := range patterns {
-		if !repo.looseRefs(strings.TrimSuffix(p, "/"), ids) {
+		if !ondisk.LooseRefs(repo.CommonDir, strings.TrimSuffix(p, "/"), ids) {
 			return nil, false
 		}
 	}
-	if !repo.packedRefs(patterns, ids) {
+	if !ondisk.PackedRefs(repo.CommonDir, func(name string) bool { return ondisk.MatchesAny(name, patterns) }, ids) {
 		return nil, false
 	}
 	refs = make([]Ref, 0, len(ids))
@@ -108,139 +100,11 @@ func (repo *Repo) refsInProcess(names []string) (map[string]string, bool) {
 			continue // many places name one target
 		}
 		want[n] = true
-		if !strings.HasPrefix(n, "refs/") || !repo.looseRefs(n, ids) {
+		if !strings.HasPrefix(n, "refs/") || !ondisk.LooseRefs(repo.CommonDir, n, ids) {
 			return nil, false
 		}
 	}
-	return ids, repo.packedRefsMatching(func(name string) bool { return want[name] }, ids)
-}
-
-// looseRefs adds the loose refs at or under name (a ref, or a folder of
-// refs) to ids. It reports false for anything git would have to judge.
-func (repo *Repo) looseRefs(name string, ids map[string]string) bool {
-	path := filepath.Join(repo.CommonDir, filepath.FromSlash(name))
-	info, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return true
-	case err != nil:
-		return false
-	case info.Mode().IsRegular():
-		return repo.looseRef(name, path, ids)
-	case !info.IsDir():
-		return false
-	}
-	entries, err := os.ReadDir(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true // removed since the Lstat: git removes empty folders
-	}
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		child := name + "/" + e.Name()
-		switch {
-		case e.IsDir():
-			if !repo.looseRefs(child, ids) {
-				return false
-			}
-		case strings.HasSuffix(e.Name(), ".lock"):
-			// A writer's lock, not a ref: git skips it too.
-		case e.Type().IsRegular():
-			if !repo.looseRef(child, filepath.Join(path, e.Name()), ids) {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func (repo *Repo) looseRef(name, path string, ids map[string]string) bool {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true // packed or deleted since the folder was listed
-	}
-	if err != nil || CheckRefName(name) != nil {
-		return false
-	}
-	id := strings.TrimSuffix(string(data), "\n")
-	switch {
-	case strings.HasPrefix(id, "ref:"):
-		return false // a symbolic ref: git follows it
-	case !isAnyHash(id) || strings.ToLower(id) != id:
-		// Broken (git skips it with a warning): listed with no id, so
-		// its reader names it instead of never seeing it (R5).
-		id = ""
-	}
-	if _, seen := ids[name]; !seen {
-		ids[name] = id
-	}
-	return true
-}
-
-// packedRefs adds the refs of the packed-refs file that the patterns
-// match and no loose ref shadows.
-func (repo *Repo) packedRefs(patterns []string, ids map[string]string) bool {
-	return repo.packedRefsMatching(func(name string) bool { return matchesAny(name, patterns) }, ids)
-}
-
-// packedRefsMatching adds the refs of the packed-refs file that match
-// reports and no loose ref shadows.
-func (repo *Repo) packedRefsMatching(match func(name string) bool, ids map[string]string) bool {
-	f, err := os.Open(filepath.Join(repo.CommonDir, "packed-refs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return true
-	}
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	first := true
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return false
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return false
-		}
-		if len(line) > 0 {
-			line = bytes.TrimSuffix(line, []byte("\n"))
-			switch {
-			case first && bytes.HasPrefix(line, []byte("# pack-refs with:")):
-			case bytes.HasPrefix(line, []byte("^")):
-				// The peeled value of the tag above: not asked for.
-			default:
-				id, name, found := strings.Cut(string(line), " ")
-				if !found || !isAnyHash(id) {
-					return false
-				}
-				if match(name) {
-					if _, loose := ids[name]; !loose {
-						ids[name] = id
-					}
-				}
-			}
-			first = false
-		}
-		if err != nil {
-			return true
-		}
-	}
-}
-
-// matchesAny applies for-each-ref's rule for a pattern without glob
-// characters: the ref itself, or a ref below it.
-func matchesAny(name string, patterns []string) bool {
-	for _, p := range patterns {
-		if name == p || strings.HasPrefix(name, strings.TrimSuffix(p, "/")+"/") {
-			return true
-		}
-	}
-	return false
+	return ids, ondisk.PackedRefs(repo.CommonDir, func(name string) bool { return want[name] }, ids)
 }
 
 // filesAtInProcess reads the top-level file of each commit as
@@ -268,7 +132,7 @@ func (repo *Repo) fileAt(id, file string, obj *Object) bool {
 	if err != nil || typ != "tree" {
 		return false
 	}
-	mode, entry, err := objfile.FindInTree(data, file)
+	mode, entry, err := ondisk.FindInTree(data, file)
 	switch {
 	case err != nil:
 		return false
@@ -315,14 +179,4 @@ func (repo *Repo) blobAtInProcess(commit, path string) (string, bool) {
 // objfile cannot read, is an error, and git's to read.
 func (repo *Repo) readObject(id string, headerOnly bool) (typ string, data []byte, err error) {
 	return repo.objects.Read(repo.CommonDir, id, headerOnly)
-}
-
-// isAnyHash reports a 40-digit hex id, in either case (a loose ref written
-// in capitals is git's to judge: listed as broken by its caller).
-func isAnyHash(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git/gitconfig"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 )
 
 // Worktree is one entry of `git worktree list --porcelain`.
@@ -529,7 +529,7 @@ func (repo *Repo) WorktreeBranch(path string) (string, error) {
 	dotgit := filepath.Join(path, ".git")
 	gitDir := dotgit
 	var buf [512]byte
-	data, err := readSmall(dotgit, buf[:])
+	data, err := ondisk.ReadSmall(dotgit, buf[:])
 	switch {
 	case errors.Is(err, syscall.EISDIR):
 		// A checkout's own .git folder.
@@ -549,7 +549,7 @@ func (repo *Repo) WorktreeBranch(path string) (string, error) {
 	if g := filepath.Clean(gitDir); g != owner && filepath.Dir(g) != filepath.Join(owner, "worktrees") {
 		return "", fmt.Errorf("worktree %s belongs to %s, not %s: %w", path, g, owner, ErrNotExist)
 	}
-	head, err := readSmall(filepath.Join(gitDir, "HEAD"), buf[:])
+	head, err := ondisk.ReadSmall(filepath.Join(gitDir, "HEAD"), buf[:])
 	if err != nil {
 		return "", fmt.Errorf("worktree %s: %w", path, ErrNotExist)
 	}
@@ -558,33 +558,6 @@ func (repo *Repo) WorktreeBranch(path string) (string, error) {
 		return "", nil
 	}
 	return ref, nil
-}
-
-// readSmall reads a file of git's that fits buf (a .git file, a HEAD) in
-// three system calls: os.ReadFile's stat and its try to register a
-// regular file with the poller were a third of a status's system calls
-// after gc (issue 26). A file that does not fit is an error.
-func readSmall(path string, buf []byte) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer syscall.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			return buf[:n], nil
-		}
-		n += m
-	}
-	return nil, fmt.Errorf("%s: larger than %d bytes", path, len(buf))
 }
 
 // GlobalConfigAll returns every value of key in the user's global git

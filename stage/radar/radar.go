@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/patch"
 )
 
 // Limits keep a fingerprint small enough to travel in a record: beyond
@@ -96,7 +97,7 @@ func Take(ctx context.Context, repo *git.Repo, dir, head, target string) (*Finge
 }
 
 // fromChanges makes a fingerprint's files of a diff's, within the limits.
-func fromChanges(changed []git.ChangedFile) ([]File, bool) {
+func fromChanges(changed []patch.File) ([]File, bool) {
 	cut := len(changed) > MaxFiles
 	if cut {
 		changed = changed[:MaxFiles]

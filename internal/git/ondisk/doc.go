@@ -4,4 +4,4 @@
 // here). It never touches a ref (R2: refs move only through git). Only
 // SHA-1 repositories are its to read; anything unexpected is an error, and
 // the caller then asks git.
-package objfile
+package ondisk

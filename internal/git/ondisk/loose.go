@@ -1,4 +1,4 @@
-package objfile
+package ondisk
 
 import (
 	"bufio"

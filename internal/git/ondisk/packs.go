@@ -1,4 +1,4 @@
-package objfile
+package ondisk
 
 import (
 	"bytes"
@@ -529,4 +529,3 @@ func deltaBytes(d []byte, mask byte, count int) (v int, rest []byte, ok bool) {
 	}
 	return v, d, true
 }
-

@@ -1,4 +1,4 @@
-package git
+package patch
 
 import (
 	"reflect"
@@ -27,11 +27,11 @@ new file mode 100644
 diff --git a/with space b/with space
 Binary files a/with space and b/with space differ
 `
-	got, err := parseChangedLines([]byte(patch))
+	got, err := Parse([]byte(patch))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ChangedFile{
+	want := []File{
 		{Path: "a.txt", Spans: [][2]int{{3, 3}, {8, 7}, {10, 12}}},
 		{Path: "spécial \"q\".txt", Spans: [][2]int{{1, 0}}},
 		{Path: "with space"},
@@ -40,7 +40,7 @@ Binary files a/with space and b/with space differ
 		t.Errorf("got %#v\nwant %#v", got, want)
 	}
 	for _, bad := range []string{"diff --git a/x b/y\n", "diff --git a/x b/x\n@@ -z +1 @@\n"} {
-		if _, err := parseChangedLines([]byte(bad)); err == nil {
+		if _, err := Parse([]byte(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}

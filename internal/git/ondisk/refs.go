@@ -1,0 +1,168 @@
+package ondisk
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Reading refs in process (R2, R4): git's own files, replaced by rename
+// and never rewritten in place, so a read sees one whole version of each.
+// Whatever is not plainly the files backend sends the read back to git.
+
+// LooseRefs adds the loose refs at or under name (a ref, or a folder of
+// refs) under commonDir to ids. It reports false for anything git would have to judge.
+func LooseRefs(commonDir, name string, ids map[string]string) bool {
+	path := filepath.Join(commonDir, filepath.FromSlash(name))
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true
+	case err != nil:
+		return false
+	case info.Mode().IsRegular():
+		return looseRef(name, path, ids)
+	case !info.IsDir():
+		return false
+	}
+	entries, err := os.ReadDir(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true // removed since the Lstat: git removes empty folders
+	}
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		child := name + "/" + e.Name()
+		switch {
+		case e.IsDir():
+			if !LooseRefs(commonDir, child, ids) {
+				return false
+			}
+		case strings.HasSuffix(e.Name(), ".lock"):
+			// A writer's lock, not a ref: git skips it too.
+		case e.Type().IsRegular():
+			if !looseRef(child, filepath.Join(path, e.Name()), ids) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// looseRef adds loose ref name, read from path, to ids unless a ref of
+// that name is there already.
+func looseRef(name, path string, ids map[string]string) bool {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true // packed or deleted since the folder was listed
+	}
+	if err != nil || CheckRefName(name) != nil {
+		return false
+	}
+	id := strings.TrimSuffix(string(data), "\n")
+	switch {
+	case strings.HasPrefix(id, "ref:"):
+		return false // a symbolic ref: git follows it
+	case !isAnyHash(id) || strings.ToLower(id) != id:
+		// Broken (git skips it with a warning): listed with no id, so
+		// its reader names it instead of never seeing it (R5).
+		id = ""
+	}
+	if _, seen := ids[name]; !seen {
+		ids[name] = id
+	}
+	return true
+}
+
+// PackedRefs adds the refs of commonDir's packed-refs file that match
+// reports and no loose ref in ids shadows. It reports false for anything
+// git would have to judge.
+func PackedRefs(commonDir string, match func(name string) bool, ids map[string]string) bool {
+	f, err := os.Open(filepath.Join(commonDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	first := true
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return false
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false
+		}
+		if len(line) > 0 {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			switch {
+			case first && bytes.HasPrefix(line, []byte("# pack-refs with:")):
+			case bytes.HasPrefix(line, []byte("^")):
+				// The peeled value of the tag above: not asked for.
+			default:
+				id, name, found := strings.Cut(string(line), " ")
+				if !found || !isAnyHash(id) {
+					return false
+				}
+				if match(name) {
+					if _, loose := ids[name]; !loose {
+						ids[name] = id
+					}
+				}
+			}
+			first = false
+		}
+		if err != nil {
+			return true
+		}
+	}
+}
+
+// MatchesAny applies for-each-ref's rule for a pattern without glob
+// characters: the ref itself, or a ref below it.
+func MatchesAny(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if name == p || strings.HasPrefix(name, strings.TrimSuffix(p, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckRefName applies git's rules for ref names (git check-ref-format) in
+// process, so that a bad name is refused at once with its reason instead of
+// by a failed update-ref.
+func CheckRefName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("invalid ref name %q: %s", name, why) }
+	switch {
+	case name == "" || name == "@":
+		return bad("empty or @")
+	case strings.HasSuffix(name, "/") || strings.HasSuffix(name, "."):
+		return bad(`ends in "/" or "."`)
+	case strings.Contains(name, "..") || strings.Contains(name, "@{") || strings.Contains(name, "//"):
+		return bad(`contains "..", "@{" or "//"`)
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
+			return bad(fmt.Sprintf("character %q not allowed", c))
+		}
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		if strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return bad(`a part begins with "." or ends in ".lock"`)
+		}
+	}
+	return nil
+}
