@@ -363,3 +363,49 @@ func (h *Herdr) Report(ctx context.Context, name, state, message string) error {
 		"pane_id": p.Pane, "source": "git-flume", "agent": p.Program, "state": state, "message": message,
 	}, nil)
 }
+
+// HerdrPluginID is the id of flume's herdr plugin.
+const HerdrPluginID = "git-flume"
+
+// herdrManifest is flume's herdr plugin (herdr 0.7 or later): the board as
+// a pane, an action that opens it beside the focused pane, and a pane that
+// attaches to a place's agent, which the board opens for "o N".
+const herdrManifest = `# git flume's herdr plugin, written by git flume herdr-plugin.
+id = "git-flume"
+name = "git-flume"
+version = %q
+description = "git flume's board: every place on this host; keys to open, tell, stop, retry and launch; rows that sound"
+min_herdr_version = "0.7.0"
+platforms = ["linux", "macos"]
+
+[[panes]]
+id = "board"
+title = "flume"
+placement = "split"
+command = ["git-flume", "board"]
+
+[[panes]]
+id = "attach"
+title = "flume attach"
+placement = "split"
+command = ["sh", "-c", "exec git-flume attach --repo \"$FLUME_BOARD_REPO\" \"$FLUME_BOARD_PLACE\""]
+
+[[actions]]
+id = "board"
+title = "git flume board"
+description = "Open git flume's board beside the focused pane."
+command = ["sh", "-c", "exec \"$HERDR_BIN_PATH\" plugin pane open --plugin git-flume --entrypoint board --placement split --focus"]
+`
+
+// HerdrKeys is the binding a user adds to herdr's config.toml: herdr 0.7
+// binds no key from a plugin's manifest.
+const HerdrKeys = `[[keys.command]]
+key = "prefix+f"
+type = "plugin_action"
+command = "git-flume.board"
+description = "git flume board"
+`
+
+// HerdrManifest is flume's herdr plugin manifest for plugin version
+// version.
+func HerdrManifest(version string) string { return fmt.Sprintf(herdrManifest, version) }

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/promote/request"
 )
 
 // contentID names a file's exact bytes.
@@ -25,7 +28,7 @@ func contentID(data []byte) string {
 
 // copyInputs reads every input once and keeps a private read-only copy of
 // those very bytes (P2); the ids recorded are the copies'.
-func copyInputs(root, id string, inputs map[string]string) (map[string]Input, error) {
+func copyInputs(root, id string, inputs map[string]string) (map[string]request.Input, error) {
 	if len(inputs) == 0 {
 		return nil, nil
 	}
@@ -33,15 +36,15 @@ func copyInputs(root, id string, inputs map[string]string) (map[string]Input, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	out := map[string]Input{}
-	for _, name := range sortedKeys(inputs) {
+	out := map[string]request.Input{}
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		src := inputs[name]
 		data, err := os.ReadFile(src)
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %w", name, err)
 		}
-		if len(data) > MaxInputSize {
-			return nil, invalid("tasks[0].inputs."+name, "%s is %d bytes; at most %d", src, len(data), MaxInputSize)
+		if len(data) > request.MaxInputSize {
+			return nil, request.Invalid("tasks[0].inputs."+name, "%s is %d bytes; at most %d", src, len(data), request.MaxInputSize)
 		}
 		cp := filepath.Join(dir, name)
 		_ = os.Chmod(cp, 0o600) // a copy left by an interrupted start is replaced; if it cannot be, WriteFile says so
@@ -51,7 +54,7 @@ func copyInputs(root, id string, inputs map[string]string) (map[string]Input, er
 		if err := os.Chmod(cp, 0o400); err != nil {
 			return nil, err
 		}
-		out[name] = Input{Source: src, Copy: cp, ID: contentID(data)}
+		out[name] = request.Input{Source: src, Copy: cp, ID: contentID(data)}
 	}
 	return out, nil
 }
@@ -59,8 +62,8 @@ func copyInputs(root, id string, inputs map[string]string) (map[string]Input, er
 // checkInputCopies verifies every input's source and copy still have the
 // content id recorded: a change blocks validation and promotion (P2) and
 // needs a person to look.
-func checkInputCopies(inputs map[string]Input) error {
-	for _, name := range sortedKeys(inputs) {
+func checkInputCopies(inputs map[string]request.Input) error {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		in := inputs[name]
 		for _, f := range []struct{ which, path string }{{"source", in.Source}, {"copy", in.Copy}} {
 			data, err := os.ReadFile(f.path)
@@ -130,7 +133,7 @@ func checkPinned(m *member, dir string) error {
 
 // maps are the FLUME_REPOSITORIES and FLUME_INPUTS values for a set of
 // worktrees (P3).
-func (ws *Workspace) maps(tree func(*member) *Tree) (repos, inputs string) {
+func (ws *Workspace) maps(tree func(*member) *request.Tree) (repos, inputs string) {
 	rm := map[string]string{}
 	for _, m := range ws.members {
 		if t := tree(m); t != nil {
@@ -151,18 +154,18 @@ func (ws *Workspace) maps(tree func(*member) *Tree) (repos, inputs string) {
 // that leaves any member changed or dirty, or runs over a changed pinned
 // script or input, is refused whatever its exit. It stops at the first
 // check that does not pass.
-func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, checks []Check, tree func(*member) *Tree, want func(*member) *Identity) ([]Result, error) {
+func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, checks []request.Check, tree func(*member) *request.Tree, want func(*member) *request.Identity) ([]request.Result, error) {
 	logDir := filepath.Join(Dir(ws.Root, ws.ID), "logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return nil, err
 	}
 	repos, inputs := ws.maps(tree)
-	var results []Result
+	var results []request.Result
 	// The inspection after one check is the next one's before: nothing
 	// runs between them.
 	inspected := ws.inspect(ctx, tree, want)
 	for i, c := range checks {
-		r := Result{Repository: c.Repository, Command: c.Command, Args: c.Args}
+		r := request.Result{Repository: c.Repository, Command: c.Command, Args: c.Args}
 		if err := inspected; err != nil {
 			var refused *RefusedError
 			if !errors.As(err, &refused) {
@@ -181,7 +184,7 @@ func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, check
 			return results, fmt.Errorf("check log: %w", err)
 		}
 		r.Exit, r.Tail = exit, lastLines(out, proc.TailLines)
-		env.progress("%s check %d/%d in %s: %s: exit %d", kind, i+1, len(checks), c.Repository, commandLine(c), exit)
+		env.progress("%s check %d/%d in %s: %s: exit %d", kind, i+1, len(checks), c.Repository, c.Line(), exit)
 		inspected = ws.inspect(ctx, tree, want)
 		if err := inspected; err != nil {
 			var refused *RefusedError
@@ -202,18 +205,14 @@ func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, check
 // runCheck runs one check command: not a shell, in the step environment
 // of every repository step (X4: PATH, HOME, LANG and TERM of the caller),
 // with the maps. A program not found exits 127, as in a shell.
-func runCheck(ctx context.Context, env *Env, dir string, c Check, repos, inputs string) ([]byte, int, error) {
+func runCheck(ctx context.Context, env *Env, dir string, c request.Check, repos, inputs string) ([]byte, int, error) {
 	var out bytes.Buffer
 	code, err := proc.RunStep(ctx, proc.Cmd{Path: c.Command, Args: c.Args, Dir: dir, Stdout: &out, Stderr: &out,
 		Env: proc.StepEnv(env.CallerEnv, "FLUME_REPOSITORIES="+repos, "FLUME_INPUTS="+inputs)})
 	if err != nil {
-		return out.Bytes(), code, fmt.Errorf("check %s in %s: %w", commandLine(c), dir, err)
+		return out.Bytes(), code, fmt.Errorf("check %s in %s: %w", c.Line(), dir, err)
 	}
 	return out.Bytes(), code, nil
-}
-
-func commandLine(c Check) string {
-	return strings.Join(append([]string{c.Command}, c.Args...), " ")
 }
 
 func lastLines(b []byte, n int) string {

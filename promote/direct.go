@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -97,7 +99,7 @@ func (env *Env) program(root, name string) (agent.Program, error) {
 // workspace, then checks every member for a conflict before it writes
 // anything (the whole reservation is refused on one), then records each
 // member together with its reservation in one transaction.
-func startDirect(ctx context.Context, env *Env, ws *Workspace, req *Request, prog agent.Program, limits Limits) error {
+func startDirect(ctx context.Context, env *Env, ws *Workspace, req *request.Request, prog agent.Program, limits request.Limits) error {
 	writes := req.Writes()
 	if writes {
 		if err := reserveWorkspace(ctx, env, ws.Root, req.ID); err != nil {
@@ -112,7 +114,7 @@ func startDirect(ctx context.Context, env *Env, ws *Workspace, req *Request, pro
 			return errors.Join(err, releaseWorkspace(ctx, ws.Root, req.ID))
 		}
 	}
-	inputs, err := copyInputs(ws.Root, req.ID, req.inputs())
+	inputs, err := copyInputs(ws.Root, req.ID, req.Inputs())
 	if err != nil {
 		return errors.Join(err, releaseWorkspace(ctx, ws.Root, req.ID))
 	}
@@ -122,10 +124,10 @@ func startDirect(ctx context.Context, env *Env, ws *Workspace, req *Request, pro
 		if err != nil {
 			return errors.Join(err, ws.rollBack(ctx, env, i))
 		}
-		m.r = Record{
+		m.r = request.Record{
 			Schema: 1, Kind: "workspace", ID: req.ID, Member: m.t.Name, Host: env.Host, Root: ws.Root, Repository: m.t.Repo,
-			Request: req, Phase: PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Inputs: inputs, Limits: limits,
-			WorkerTree: &Tree{Path: m.t.Repo, Branch: m.t.Branch}, Start: start,
+			Request: req, Phase: request.PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Inputs: inputs, Limits: limits,
+			WorkerTree: &request.Tree{Path: m.t.Repo, Branch: m.t.Branch}, Start: start,
 		}
 		changes := []refs.Change{{Ref: RecordRef(req.ID), State: m.r,
 			Message: fmt.Sprintf("workspace %s: %s, direct work from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base)}}
@@ -148,7 +150,7 @@ func startDirect(ctx context.Context, env *Env, ws *Workspace, req *Request, pro
 }
 
 // found reads the member's checkout as direct work finds it.
-func (m *member) found(ctx context.Context) (*Checkout, error) {
+func (m *member) found(ctx context.Context) (*request.Checkout, error) {
 	dirty, err := m.repo.Dirty(ctx, m.t.Repo)
 	if err != nil {
 		return nil, err
@@ -157,7 +159,7 @@ func (m *member) found(ctx context.Context) (*Checkout, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Checkout{Branch: m.t.Branch, Commit: m.t.Base, Dirty: dirty, Tree: tree}, nil
+	return &request.Checkout{Branch: m.t.Branch, Commit: m.t.Base, Dirty: dirty, Tree: tree}, nil
 }
 
 // admit refuses a member a write request may not reserve: its checkout is
@@ -184,7 +186,7 @@ func (m *member) admit(ctx context.Context, env *Env, root string, writes bool) 
 		return nil, err
 	}
 	for _, o := range others {
-		var r Record
+		var r request.Record
 		if o.Decode(&r) != nil || r.Request.Direct() {
 			continue
 		}
@@ -197,14 +199,14 @@ func (m *member) admit(ctx context.Context, env *Env, root string, writes bool) 
 
 // awaitsPromotion reports whether a checked request's member needs its main
 // unchanged from now until it is promoted.
-func awaitsPromotion(r Record) bool {
+func awaitsPromotion(r request.Record) bool {
 	switch {
-	case r.State == Promoted || r.Phase == PhaseCleaned:
+	case r.State == Promoted || r.Phase == request.PhaseCleaned:
 		return false
 	case r.State == Intent:
 		return true
 	}
-	return r.Phase == PhaseStaging || r.Phase == PhaseStaged || r.Phase == PhaseValidated
+	return r.Phase == request.PhaseStaging || r.Phase == request.PhaseStaged || r.Phase == request.PhaseValidated
 }
 
 // reservation reads this host's reservation of the member's checkout; nil
@@ -250,7 +252,7 @@ func held(ctx context.Context, env *Env, root, id string) (bool, string, error) 
 	}
 	for _, m := range ws.members {
 		switch w := m.r.Worker; {
-		case m.r.Phase == PhaseWorking:
+		case m.r.Phase == request.PhaseWorking:
 			return true, fmt.Sprintf("working; if its worker is gone, git flume workspace reconcile --id %s settles it", id), nil
 		case w != nil && !w.Ended:
 			return true, fmt.Sprintf("%s, its worker not proved stopped; git flume workspace abort --id %s ends it", m.r.Phase, id), nil
@@ -380,16 +382,16 @@ func (ws *Workspace) directPrompt(i int) (string, error) {
 	type named struct{ Name, Path, Branch string }
 	data := struct {
 		ID, Root, Goal string
-		Task           Task
+		Task           request.Task
 		N, Total       int
 		Repositories   []named
 		Inputs         []named
-		Earlier        []TaskResult
+		Earlier        []request.TaskResult
 	}{ID: ws.ID, Root: ws.Root, Goal: req.Goal, Task: req.Tasks[i], N: i + 1, Total: len(req.Tasks)}
 	for _, m := range ws.members {
 		data.Repositories = append(data.Repositories, named{m.t.Name, m.t.Repo, m.r.Branch})
 	}
-	for _, name := range sortedKeys(first.Inputs) {
+	for _, name := range slices.Sorted(maps.Keys(first.Inputs)) {
 		data.Inputs = append(data.Inputs, named{Name: name, Path: first.Inputs[name].Copy})
 	}
 	for _, t := range first.Tasks {
@@ -406,13 +408,13 @@ func (ws *Workspace) directPrompt(i int) (string, error) {
 
 // taskResult is what the current task's worker, delivered, leaves in the
 // record: its session and last message.
-func (ws *Workspace) taskResult(w Worker, answer string) []TaskResult {
+func (ws *Workspace) taskResult(w request.Worker, answer string) []request.TaskResult {
 	first := ws.members[0].r
 	t := first.Request.Tasks[first.Task]
-	if len(answer) > MaxAnswer {
-		answer = answer[:MaxAnswer]
+	if len(answer) > request.MaxAnswer {
+		answer = answer[:request.MaxAnswer]
 	}
-	res := TaskResult{ID: t.ID, Kind: t.Kind, Program: w.Program, Session: w.Session, Answer: answer}
+	res := request.TaskResult{ID: t.ID, Kind: t.Kind, Program: w.Program, Session: w.Session, Answer: answer}
 	return append(slices.Clip(first.Tasks[:min(first.Task, len(first.Tasks))]), res)
 }
 
@@ -426,12 +428,12 @@ func (ws *Workspace) nextTask(ctx context.Context, env *Env) (bool, error) {
 		return true, fmt.Errorf("request %s: task %d delivered, but %d task results are recorded", ws.ID, first.Task, len(first.Tasks))
 	}
 	if first.Task+1 == len(first.Request.Tasks) {
-		return true, ws.finishDirect(ctx, env, PhaseDone, "", fmt.Sprintf("done: %d tasks delivered", len(first.Tasks)))
+		return true, ws.finishDirect(ctx, env, request.PhaseDone, "", fmt.Sprintf("done: %d tasks delivered", len(first.Tasks)))
 	}
 	prog, err := env.program(ws.Root, first.Worker.Program)
 	if err != nil {
 		reason := fmt.Sprintf("task %s's worker could not start: %v", first.Request.Tasks[first.Task+1].ID, err)
-		return true, ws.finishDirect(ctx, env, PhaseFailed, reason, "failed: "+reason)
+		return true, ws.finishDirect(ctx, env, request.PhaseFailed, reason, "failed: "+reason)
 	}
 	return false, ws.startTask(ctx, env, first.Task+1, prog)
 }
@@ -440,7 +442,7 @@ func (ws *Workspace) nextTask(ctx context.Context, env *Env) (bool, error) {
 // each member's report is recorded with the phase (phase "" keeps the one
 // recorded), then what the request reserved is released.
 func (ws *Workspace) finishDirect(ctx context.Context, env *Env, phase, reason, msg string) error {
-	reports := make([]*Report, len(ws.members))
+	reports := make([]*request.Report, len(ws.members))
 	for i, m := range ws.members {
 		if m.r.Report != nil {
 			reports[i] = m.r.Report // what the request ended with stays
@@ -468,12 +470,12 @@ func (ws *Workspace) finishDirect(ctx context.Context, env *Env, phase, reason, 
 // found it: for a write request its new commits, the files they change and
 // what is left uncommitted; for a read request whether anything changed
 // while it was read (a stale-read warning).
-func (m *member) report(ctx context.Context) (*Report, error) {
+func (m *member) report(ctx context.Context) (*request.Report, error) {
 	start := m.r.Start
 	if start == nil {
 		return nil, nil
 	}
-	rep := &Report{Branch: start.Branch, From: start.Commit, DirtyBefore: start.Dirty}
+	rep := &request.Report{Branch: start.Branch, From: start.Commit, DirtyBefore: start.Dirty}
 	head, err := m.repo.WorktreeBranch(m.t.Repo)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.t.Name, err)
@@ -510,14 +512,14 @@ func (m *member) report(ctx context.Context) (*Report, error) {
 	} else if !ok {
 		rep.Note = strings.TrimPrefix(rep.Note+"; ", "; ") + fmt.Sprintf("%.12s is not an ancestor of %.12s: history was rewritten", rep.From, rep.To)
 	}
-	if rep.Commits, err = m.repo.Subjects(ctx, rep.From, rep.To, MaxReportLines); err != nil {
+	if rep.Commits, err = m.repo.Subjects(ctx, rep.From, rep.To, request.MaxReportLines); err != nil {
 		return nil, err
 	}
 	files, err := m.repo.ChangedPaths(ctx, rep.From, rep.To)
 	if err != nil {
 		return nil, err
 	}
-	rep.Files = files[:min(len(files), MaxReportLines)]
+	rep.Files = files[:min(len(files), request.MaxReportLines)]
 	return rep, nil
 }
 
@@ -559,9 +561,9 @@ func (ws *Workspace) reconcileDirect(ctx context.Context, env *Env) error {
 			return nil
 		}
 		switch m.r.Phase {
-		case PhaseWorking:
+		case request.PhaseWorking:
 			working = true
-		case PhaseAllocating:
+		case request.PhaseAllocating:
 			allocating = true
 		default:
 			phase, reason = m.r.Phase, m.r.Reason
@@ -585,7 +587,7 @@ func (ws *Workspace) reconcileDirect(ctx context.Context, env *Env) error {
 func (ws *Workspace) cleanupDirect(ctx context.Context, env *Env) error {
 	for _, m := range ws.members {
 		switch w := m.r.Worker; {
-		case m.r.Phase == PhaseWorking || m.r.Phase == PhaseAllocating:
+		case m.r.Phase == request.PhaseWorking || m.r.Phase == request.PhaseAllocating:
 			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("is %s; only ended direct work is cleaned (abort it first)", m.r.Phase)}
 		case w != nil && !w.Ended:
 			return &RefusedError{Member: m.t.Name, Reason: "its worker is not proved stopped; abort it first"}
@@ -600,9 +602,9 @@ func (ws *Workspace) cleanupDirect(ctx context.Context, env *Env) error {
 		return err
 	}
 	return ws.saveAll(ctx, "cleaned: reservation released, input copies removed", func(m *member) {
-		if m.r.Phase != PhaseCleaned {
+		if m.r.Phase != request.PhaseCleaned {
 			m.r.Reason = strings.TrimSuffix("ended "+m.r.Phase+": "+m.r.Reason, ": ")
-			m.r.Phase = PhaseCleaned
+			m.r.Phase = request.PhaseCleaned
 		}
 	})
 }

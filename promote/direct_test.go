@@ -13,19 +13,20 @@ import (
 	"testing"
 
 	"github.com/git-flume/git-flume/promote"
+	"github.com/git-flume/git-flume/promote/request"
 )
 
 // directWork is a direct request (seed 001) driven from Go: the print pane
 // starts no agent, so the test plays each task's worker in the checkouts
 // themselves.
 type directWork struct {
-	*request
-	req promote.Request
+	*testRequest
+	req request.Request
 }
 
 // newDirect makes repositories app and lib under a new workspace root and
 // a direct request over them with tasks (none started yet).
-func newDirect(t *testing.T, id string, tasks ...promote.Task) *directWork {
+func newDirect(t *testing.T, id string, tasks ...request.Task) *directWork {
 	t.Helper()
 	r := newRoot(t, id)
 	root := r.root
@@ -39,15 +40,15 @@ func newDirect(t *testing.T, id string, tasks ...promote.Task) *directWork {
 		r.names = append(r.names, name)
 		repos[name] = dir
 	}
-	return &directWork{request: r, req: promote.Request{Mode: promote.ModeDirect, ID: id, Goal: "change app, then say what changed", Repositories: repos, Tasks: tasks}}
+	return &directWork{testRequest: r, req: request.Request{Mode: request.ModeDirect, ID: id, Goal: "change app, then say what changed", Repositories: repos, Tasks: tasks}}
 }
 
-func changeTask(id string) promote.Task {
-	return promote.Task{ID: id, Kind: "changeset", Requirements: "add change.txt to app", Deliverable: "a commit in app"}
+func changeTask(id string) request.Task {
+	return request.Task{ID: id, Kind: "changeset", Requirements: "add change.txt to app", Deliverable: "a commit in app"}
 }
 
-func textTask(id string, context ...string) promote.Task {
-	return promote.Task{ID: id, Kind: "text", Requirements: "say what app holds", Deliverable: "an answer", ContextFrom: context, DependsOn: context}
+func textTask(id string, context ...string) request.Task {
+	return request.Task{ID: id, Kind: "text", Requirements: "say what app holds", Deliverable: "an answer", ContextFrom: context, DependsOn: context}
 }
 
 // start starts request d (or another over the same root) as its own id.
@@ -114,7 +115,7 @@ func (d *directWork) drive() *promote.Status {
 	d.t.Helper()
 	for range 2 * len(d.req.Tasks) {
 		st := d.status()
-		if st.Phase != promote.PhaseWorking {
+		if st.Phase != request.PhaseWorking {
 			return st
 		}
 		d.play("task " + st.Task + " is done")
@@ -148,8 +149,8 @@ func (d *directWork) status() *promote.Status {
 }
 
 // other is a second request over the same workspace.
-func (d *directWork) other(id string, repos []string, tasks ...promote.Task) *directWork {
-	o := &directWork{request: &request{t: d.t, root: d.root, id: id, env: d.env, names: repos}, req: d.req}
+func (d *directWork) other(id string, repos []string, tasks ...request.Task) *directWork {
+	o := &directWork{testRequest: &testRequest{t: d.t, root: d.root, id: id, env: d.env, names: repos}, req: d.req}
 	o.req.ID, o.req.Tasks, o.req.Repositories = id, tasks, map[string]string{}
 	for _, name := range repos {
 		o.req.Repositories[name] = filepath.Join(d.root, name)
@@ -170,7 +171,7 @@ func TestDirectWorkReportsEachRepository_P9_P11(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := d.status()
-	if st.Mode != promote.ModeDirect || st.Phase != promote.PhaseWorking || st.Task != "change" {
+	if st.Mode != request.ModeDirect || st.Phase != request.PhaseWorking || st.Task != "change" {
 		t.Fatalf("after start: mode %s phase %s task %s", st.Mode, st.Phase, st.Task)
 	}
 	for _, name := range d.names {
@@ -189,7 +190,7 @@ func TestDirectWorkReportsEachRepository_P9_P11(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = d.status()
-	if st.Phase != promote.PhaseWorking || st.Task != "answer" || len(st.Tasks) != 1 {
+	if st.Phase != request.PhaseWorking || st.Task != "answer" || len(st.Tasks) != 1 {
 		t.Fatalf("after the first task: phase %s task %s tasks %+v", st.Phase, st.Task, st.Tasks)
 	}
 	prompt, _ := os.ReadFile(st.Worker.PromptFile)
@@ -203,7 +204,7 @@ func TestDirectWorkReportsEachRepository_P9_P11(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = d.status()
-	if st.Phase != promote.PhaseDone || len(st.Tasks) != 2 || st.Tasks[1].Answer != "app holds change-change.txt" {
+	if st.Phase != request.PhaseDone || len(st.Tasks) != 2 || st.Tasks[1].Answer != "app holds change-change.txt" {
 		t.Fatalf("at the end: phase %s tasks %+v", st.Phase, st.Tasks)
 	}
 	app, lib := st.Members["app"].Report, st.Members["lib"].Report
@@ -285,9 +286,9 @@ func TestDirectReservationRefusedWhole_P10(t *testing.T) {
 	// A checked request staged in a member refuses direct work there, and
 	// direct work in a checkout holds off a checked request's staging.
 	c := newRequest(t, 1)
-	cd := &directWork{request: &request{t: t, root: c.root, id: "direct", env: c.env, names: c.names}}
-	cd.req = promote.Request{Mode: promote.ModeDirect, ID: "direct", Goal: "g", Repositories: map[string]string{"r0": filepath.Join(c.root, "r0")},
-		Tasks: []promote.Task{{ID: "t", Kind: "changeset", Requirements: "r", Deliverable: "d"}}}
+	cd := &directWork{testRequest: &testRequest{t: t, root: c.root, id: "direct", env: c.env, names: c.names}}
+	cd.req = request.Request{Mode: request.ModeDirect, ID: "direct", Goal: "g", Repositories: map[string]string{"r0": filepath.Join(c.root, "r0")},
+		Tasks: []request.Task{{ID: "t", Kind: "changeset", Requirements: "r", Deliverable: "d"}}}
 	if err := cd.start(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func TestDirectReadWarnsOfStaleReads_P11(t *testing.T) {
 	d.git(lib, "add", ".")
 	d.git(lib, "commit", "-q", "-m", "meanwhile")
 	st := d.drive()
-	if st.Phase != promote.PhaseDone {
+	if st.Phase != request.PhaseDone {
 		t.Fatalf("phase %s", st.Phase)
 	}
 	if r := st.Members["lib"].Report; r == nil || !strings.Contains(r.Stale, "read while main moved from") {
@@ -380,7 +381,7 @@ func TestDirectCrashAtEveryStep_P11(t *testing.T) {
 				}
 				for range 4 {
 					st := d.status()
-					if st.Phase != promote.PhaseWorking {
+					if st.Phase != request.PhaseWorking {
 						return nil
 					}
 					d.play("done")
@@ -396,7 +397,7 @@ func TestDirectCrashAtEveryStep_P11(t *testing.T) {
 			live := false
 			if st, err := promote.ReadStatus(context.Background(), d.penv(nil), d.root, d.id); err == nil {
 				for _, m := range st.Members {
-					live = live || m.Phase == promote.PhaseWorking
+					live = live || m.Phase == request.PhaseWorking
 				}
 			}
 			intruder := d.other(fmt.Sprintf("intruder-%d", s.n), []string{"app"}, changeTask("x"))
@@ -412,7 +413,7 @@ func TestDirectCrashAtEveryStep_P11(t *testing.T) {
 				// Nothing was recorded: nothing to settle.
 			} else if err != nil {
 				t.Fatalf("reconcile after %s: %v", s.point, err)
-			} else if st := d.status(); st.Phase == promote.PhaseAllocating || len(st.Missing) > 0 {
+			} else if st := d.status(); st.Phase == request.PhaseAllocating || len(st.Missing) > 0 {
 				// An interrupted allocation is never adopted; what it
 				// reserved is released (checked below).
 				if st.Worker != nil {
@@ -420,7 +421,7 @@ func TestDirectCrashAtEveryStep_P11(t *testing.T) {
 				}
 			} else {
 				st := d.drive()
-				if st.Phase != promote.PhaseDone && st.Phase != promote.PhaseFailed {
+				if st.Phase != request.PhaseDone && st.Phase != request.PhaseFailed {
 					t.Fatalf("after %s the request ended %s", s.point, st.Phase)
 				}
 				if _, err := promote.ReconcileWorkspace(context.Background(), d.penv(nil), promote.RequestOptions{Root: d.root, ID: d.id}); err != nil {
@@ -439,7 +440,7 @@ func TestDirectCrashAtEveryStep_P11(t *testing.T) {
 						t.Fatalf("after %s task %s committed twice:\n%s", s.point, task, log)
 					}
 				}
-				if st.Phase == promote.PhaseDone && !strings.Contains(log, "change second") {
+				if st.Phase == request.PhaseDone && !strings.Contains(log, "change second") {
 					t.Fatalf("after %s done without the second task's commit:\n%s", s.point, log)
 				}
 			}
@@ -480,7 +481,7 @@ func TestDirectNeverShownEndedWhileItHoldsACheckout_P11(t *testing.T) {
 	}
 	st := d.status()
 	for name, m := range st.Members {
-		if m.Phase != promote.PhaseDone || !m.Reserved {
+		if m.Phase != request.PhaseDone || !m.Reserved {
 			t.Fatalf("%s after the cut: phase %s, reserved %v; want done and still reserved", name, m.Phase, m.Reserved)
 		}
 	}
@@ -490,7 +491,7 @@ func TestDirectNeverShownEndedWhileItHoldsACheckout_P11(t *testing.T) {
 	if _, err := promote.ReconcileWorkspace(context.Background(), d.penv(nil), promote.RequestOptions{Root: d.root, ID: d.id}); err != nil {
 		t.Fatal(err)
 	}
-	if st := d.status(); st.Phase != promote.PhaseDone {
+	if st := d.status(); st.Phase != request.PhaseDone {
 		t.Fatalf("after reconcile the request is %q; want done", st.Phase)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -55,7 +56,7 @@ func open(ctx context.Context, env *Env, id string, targets []Target) ([]*member
 func (m *member) read(ctx context.Context, id string) error {
 	rec, err := m.store.Read(ctx, RecordRef(id))
 	if errors.Is(err, refs.ErrNotFound) {
-		r := Record{Schema: 1, Kind: "workspace", ID: id, Member: m.t.Name, Branch: m.t.Branch, Base: m.t.Base, Tip: m.t.Tip, State: Pending}
+		r := request.Record{Schema: 1, Kind: "workspace", ID: id, Member: m.t.Name, Branch: m.t.Branch, Base: m.t.Base, Tip: m.t.Tip, State: Pending}
 		w, err := m.store.Write(ctx, []refs.Change{{Ref: RecordRef(id), State: r, Message: fmt.Sprintf("promote %s: %s %s %.12s..%.12s", id, m.t.Name, m.t.Branch, m.t.Base, m.t.Tip)}})
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.t.Name, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -109,7 +110,7 @@ type member struct {
 	repo  *git.Repo
 	store *refs.Store
 	rec   *refs.Record
-	r     Record
+	r     request.Record
 	// wt is the worktree with the member's branch checked out, as the
 	// preflight found it.
 	wt *git.Worktree
@@ -137,7 +138,7 @@ func (m *member) save(ctx context.Context, msg string) error {
 	return nil
 }
 
-func (m *member) change(r Record, msg string) refs.Change {
+func (m *member) change(r request.Record, msg string) refs.Change {
 	return refs.Change{Ref: m.rec.Ref, Old: m.rec, State: r, Message: fmt.Sprintf("promote %s: %s %s", r.ID, m.t.Name, msg)}
 }
 
@@ -358,12 +359,12 @@ func promoteOne(ctx context.Context, env *Env, id string, ms []*member, i int, r
 // written beside it; the receipt is saved only after, and only if the
 // branch is still at the tip. Member i's crash point after-switch is
 // between the two.
-func (m *member) switchWithReceipt(ctx context.Context, env *Env, wt *git.Worktree, i int) (Record, *refs.Prepared, error) {
+func (m *member) switchWithReceipt(ctx context.Context, env *Env, wt *git.Worktree, i int) (request.Record, *refs.Prepared, error) {
 	// The receipt's objects are written while git brings the work tree
 	// along; it is saved only after, and only if the branch is still at
 	// the tip.
 	type prepared struct {
-		r   Record
+		r   request.Record
 		p   *refs.Prepared
 		err error
 	}
@@ -376,7 +377,7 @@ func (m *member) switchWithReceipt(ctx context.Context, env *Env, wt *git.Worktr
 		// A checked-out branch brings its clean work tree along.
 		if err := m.repo.SwitchTree(ctx, wt.Path, m.r.Base, m.r.Tip); err != nil {
 			<-rc
-			return Record{}, nil, fmt.Errorf("%s: %w (run reconcile)", m.t.Name, err)
+			return request.Record{}, nil, fmt.Errorf("%s: %w (run reconcile)", m.t.Name, err)
 		}
 	}
 	receipt := <-rc
@@ -458,10 +459,10 @@ func (m *member) receipt(ctx context.Context, env *Env) error {
 
 // prepareReceipt writes the objects of the member's receipt record, dated
 // now, without saving it.
-func (m *member) prepareReceipt(ctx context.Context, env *Env) (Record, *refs.Prepared, error) {
+func (m *member) prepareReceipt(ctx context.Context, env *Env) (request.Record, *refs.Prepared, error) {
 	r := m.r
 	r.State, r.Manual = Promoted, ""
-	r.Receipt = &Receipt{From: r.Base, To: r.Tip, At: env.Now().UTC()}
+	r.Receipt = &request.Receipt{From: r.Base, To: r.Tip, At: env.Now().UTC()}
 	p, err := m.store.Prepare(ctx, m.change(r, fmt.Sprintf("receipt %.12s -> %.12s", r.Base, r.Tip)))
 	if err != nil {
 		return r, nil, fmt.Errorf("%s: %w", m.t.Name, err)
@@ -471,7 +472,7 @@ func (m *member) prepareReceipt(ctx context.Context, env *Env) (Record, *refs.Pr
 
 // saveReceipt saves a prepared receipt once the live branch is at the tip:
 // a receipt is never saved on the record's word alone.
-func (m *member) saveReceipt(ctx context.Context, r Record, p *refs.Prepared) error {
+func (m *member) saveReceipt(ctx context.Context, r request.Record, p *refs.Prepared) error {
 	at, err := m.at(ctx)
 	if err != nil {
 		return err

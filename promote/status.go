@@ -2,9 +2,10 @@ package promote
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"strings"
+	"maps"
+	"slices"
+
+	"github.com/git-flume/git-flume/promote/request"
 )
 
 // StatusSchema is the version of the workspace status document.
@@ -23,43 +24,43 @@ type Status struct {
 	// work that ended but still holds a checkout is "releasing".
 	Phase string `json:"phase"`
 	// Mode is the request's: "isolated" (checked) or "direct".
-	Mode    string                  `json:"mode"`
-	Goal    string                  `json:"goal"`
-	Worker  *Worker                 `json:"worker,omitempty"`
-	Inputs  map[string]Input        `json:"inputs,omitempty"`
-	Members map[string]MemberStatus `json:"members"`
+	Mode    string                   `json:"mode"`
+	Goal    string                   `json:"goal"`
+	Worker  *request.Worker          `json:"worker,omitempty"`
+	Inputs  map[string]request.Input `json:"inputs,omitempty"`
+	Members map[string]MemberStatus  `json:"members"`
 	// Missing are selected repositories with no record: an interrupted
 	// allocation.
-	Missing     []string `json:"missing,omitempty"`
-	Candidates  Expected `json:"candidates,omitempty"`
-	Tips        Expected `json:"tips,omitempty"`
-	Checks      []Result `json:"checks,omitempty"`
-	FinalChecks []Result `json:"finalChecks,omitempty"`
+	Missing     []string         `json:"missing,omitempty"`
+	Candidates  Expected         `json:"candidates,omitempty"`
+	Tips        Expected         `json:"tips,omitempty"`
+	Checks      []request.Result `json:"checks,omitempty"`
+	FinalChecks []request.Result `json:"finalChecks,omitempty"`
 	// Direct work: Task is the id of the task whose worker runs or ran
 	// last; Tasks what each ended task left.
-	Task  string       `json:"task,omitempty"`
-	Tasks []TaskResult `json:"tasks,omitempty"`
+	Task  string               `json:"task,omitempty"`
+	Tasks []request.TaskResult `json:"tasks,omitempty"`
 }
 
 // MemberStatus is one repository of a request.
 type MemberStatus struct {
-	Repository      string    `json:"repository"`
-	Branch          string    `json:"branch"`
-	Base            string    `json:"base"`
-	Tip             string    `json:"tip,omitempty"`
-	Phase           string    `json:"phase"`
-	Reason          string    `json:"reason,omitempty"`
-	Promotion       string    `json:"promotion,omitempty"`
-	Receipt         *Receipt  `json:"receipt,omitempty"`
-	Manual          string    `json:"manual,omitempty"`
-	WorkerTree      *Tree     `json:"workerTree,omitempty"`
-	IntegrationTree *Tree     `json:"integrationTree,omitempty"`
-	Candidate       *Identity `json:"candidate,omitempty"`
-	Staged          *Identity `json:"staged,omitempty"`
+	Repository      string            `json:"repository"`
+	Branch          string            `json:"branch"`
+	Base            string            `json:"base"`
+	Tip             string            `json:"tip,omitempty"`
+	Phase           string            `json:"phase"`
+	Reason          string            `json:"reason,omitempty"`
+	Promotion       string            `json:"promotion,omitempty"`
+	Receipt         *request.Receipt  `json:"receipt,omitempty"`
+	Manual          string            `json:"manual,omitempty"`
+	WorkerTree      *request.Tree     `json:"workerTree,omitempty"`
+	IntegrationTree *request.Tree     `json:"integrationTree,omitempty"`
+	Candidate       *request.Identity `json:"candidate,omitempty"`
+	Staged          *request.Identity `json:"staged,omitempty"`
 	// Direct work: Reserved says this host's reservation of the checkout
 	// is the request's; Report is what became of the checkout.
-	Reserved bool    `json:"reserved,omitempty"`
-	Report   *Report `json:"report,omitempty"`
+	Reserved bool            `json:"reserved,omitempty"`
+	Report   *request.Report `json:"report,omitempty"`
 }
 
 // ReadStatus reads a request's records; it changes nothing.
@@ -74,12 +75,12 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 	if first.Request != nil {
 		st.Goal, st.Mode = first.Request.Goal, first.Request.Mode
 		if st.Mode == "" {
-			st.Mode = ModeIsolated
+			st.Mode = request.ModeIsolated
 		}
 		if first.Request.Direct() {
 			st.Task, st.Tasks = first.Request.Tasks[min(first.Task, len(first.Request.Tasks)-1)].ID, first.Tasks
 		}
-		for _, name := range sortedKeys(first.Request.Repositories) {
+		for _, name := range slices.Sorted(maps.Keys(first.Request.Repositories)) {
 			if ws.member(name) == nil {
 				st.Missing = append(st.Missing, name)
 			}
@@ -110,7 +111,7 @@ func ReadStatus(ctx context.Context, env *Env, root, id string) (*Status, error)
 		}
 	}
 	st.Phase = requestPhase(ws.members, len(st.Missing) > 0)
-	if st.Mode == ModeDirect && held && st.Phase != PhaseWorking && st.Phase != PhaseAllocating {
+	if st.Mode == request.ModeDirect && held && st.Phase != request.PhaseWorking && st.Phase != request.PhaseAllocating {
 		// Direct work records its ending (each member's report and phase)
 		// before it lets its checkouts go: until then it is not done, and
 		// a request started meanwhile is refused.
@@ -160,136 +161,20 @@ func requestPhase(members []*member, missing bool) string {
 	}
 	n := len(members)
 	switch {
-	case manual > 0 || phases[PhaseManual] > 0:
+	case manual > 0 || phases[request.PhaseManual] > 0:
 		return "manual"
-	case intent > 0 || phases[PhaseStaging] > 0:
+	case intent > 0 || phases[request.PhaseStaging] > 0:
 		return "interrupted"
-	case phases[PhaseCleaned] == n:
-		return PhaseCleaned
+	case phases[request.PhaseCleaned] == n:
+		return request.PhaseCleaned
 	case promoted == n:
 		return Promoted
 	case promoted > 0:
 		return "promoting"
 	case missing:
-		return PhaseAllocating
+		return request.PhaseAllocating
 	case len(phases) == 1:
 		return members[0].r.Phase
 	}
 	return "mixed"
-}
-
-// WriteStatus prints a status for people.
-func WriteStatus(w io.Writer, st *Status) {
-	if st.Mode == ModeDirect {
-		writeDirect(w, st)
-		return
-	}
-	fmt.Fprintf(w, "request %s: %s\n", st.ID, st.Phase)
-	if st.Worker != nil {
-		state := "running"
-		switch {
-		case st.Worker.Ended:
-			state = "ended"
-		case !st.Worker.Confirmed:
-			state = "prompt not confirmed yet"
-		}
-		fmt.Fprintf(w, "worker %s (session %s): %s\n", st.Worker.Program, st.Worker.Session, state)
-	}
-	for _, name := range sortedKeys(st.Members) {
-		m := st.Members[name]
-		line := fmt.Sprintf("  %-12s %-10s %s %.12s", name, m.Phase, m.Branch, m.Base)
-		if m.Tip != "" {
-			line += fmt.Sprintf(" -> %.12s", m.Tip)
-		}
-		if m.Promotion != "" {
-			line += " [" + m.Promotion + "]"
-		}
-		if m.Reason != "" {
-			line += ": " + m.Reason
-		}
-		if m.Manual != "" {
-			line += ": " + m.Manual
-		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
-	}
-	for _, name := range st.Missing {
-		fmt.Fprintf(w, "  %-12s no record: allocation interrupted\n", name)
-	}
-	for _, r := range append(append([]Result(nil), st.Checks...), st.FinalChecks...) {
-		mark := "ok"
-		if !r.OK() {
-			mark = fmt.Sprintf("exit %d", r.Exit)
-			if r.Refused != "" {
-				mark += ", refused " + r.Refused
-			}
-		}
-		fmt.Fprintf(w, "  check %s: %s: %s\n", r.Repository, commandLine(Check{Command: r.Command, Args: r.Args}), mark)
-	}
-}
-
-// writeDirect prints direct work: the request, its worker, what each
-// ended task said, then each checkout's change report or stale-read
-// warning.
-func writeDirect(w io.Writer, st *Status) {
-	line := fmt.Sprintf("request %s (direct): %s", st.ID, st.Phase)
-	if st.Phase == PhaseWorking {
-		line += ", task " + st.Task
-	}
-	fmt.Fprintln(w, line)
-	if wk := st.Worker; wk != nil && !wk.Ended {
-		state := "running"
-		if !wk.Confirmed {
-			state = "prompt not confirmed yet"
-		}
-		fmt.Fprintf(w, "worker %s (session %s): %s\n", wk.Program, wk.Session, state)
-	}
-	for _, t := range st.Tasks {
-		fmt.Fprintf(w, "  task %s (%s): %s\n", t.ID, t.Kind, firstLine(t.Answer))
-	}
-	for _, name := range sortedKeys(st.Members) {
-		m := st.Members[name]
-		head := fmt.Sprintf("  %-12s %-10s %s %.12s", name, m.Phase, m.Branch, m.Base)
-		if m.Reserved {
-			head += " [reserved]"
-		}
-		if m.Reason != "" {
-			head += ": " + m.Reason
-		}
-		fmt.Fprintln(w, head)
-		r := m.Report
-		if r == nil {
-			continue
-		}
-		switch {
-		case r.Stale != "":
-			fmt.Fprintf(w, "    stale read: %s\n", r.Stale)
-		case r.To != r.From:
-			fmt.Fprintf(w, "    %s %.12s -> %.12s: %d commits, %d files\n", r.Branch, r.From, r.To, len(r.Commits), len(r.Files))
-			for _, c := range r.Commits {
-				fmt.Fprintf(w, "      %s\n", c)
-			}
-			for _, f := range r.Files {
-				fmt.Fprintf(w, "      %s\n", f)
-			}
-		default:
-			fmt.Fprintf(w, "    %s unchanged at %.12s\n", r.Branch, r.From)
-		}
-		if r.Note != "" {
-			fmt.Fprintf(w, "    note: %s\n", r.Note)
-		}
-		if len(r.Dirty) > 0 {
-			fmt.Fprintf(w, "    uncommitted: %s\n", strings.Join(r.Dirty, ", "))
-		}
-		if len(r.DirtyBefore) > 0 {
-			fmt.Fprintf(w, "    uncommitted before the request: %s\n", strings.Join(r.DirtyBefore, ", "))
-		}
-	}
-	for _, name := range st.Missing {
-		fmt.Fprintf(w, "  %-12s no record: allocation interrupted\n", name)
-	}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }

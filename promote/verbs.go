@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,19 +13,20 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
 
 // StartOptions choose the worker and its limits.
 type StartOptions struct {
 	Program agent.Program
-	Limits  Limits
+	Limits  request.Limits
 	// Detach returns once the worker started (StartRequest).
 	Detach bool
 }
 
 // DefaultLimits are the worker's limits when a request names none.
-var DefaultLimits = Limits{MaxMs: (45 * time.Minute).Milliseconds(), IdleMs: (15 * time.Minute).Milliseconds()}
+var DefaultLimits = request.Limits{MaxMs: (45 * time.Minute).Milliseconds(), IdleMs: (15 * time.Minute).Milliseconds()}
 
 // StartRequest is workspace start's use case: Begin, then follow the worker
 // until it settles (Observe); with opts.Detach, following is left to a
@@ -53,7 +55,7 @@ func StartRequest(ctx context.Context, env *Env, root string, data []byte, opts 
 // A crash during allocation grants nothing: members left "allocating" are
 // reported, never adopted; a new request is needed.
 func Begin(ctx context.Context, env *Env, root string, data []byte, opts StartOptions) (*Workspace, error) {
-	req, err := ParseRequest(data, root, env.CallerEnv)
+	req, err := request.ParseRequest(data, root, env.CallerEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +72,7 @@ func Begin(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 	if req.Direct() {
 		return ws, startDirect(ctx, env, ws, req, opts.Program, limits)
 	}
-	inputs, err := copyInputs(root, req.ID, req.inputs())
+	inputs, err := copyInputs(root, req.ID, req.Inputs())
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +82,11 @@ func Begin(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.t.Name, err)
 		}
-		m.r = Record{
+		m.r = request.Record{
 			Schema: 1, Kind: "workspace", ID: req.ID, Member: m.t.Name, Host: env.Host, Root: root, Repository: m.t.Repo,
-			Request: req, Phase: PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Pinned: pinned,
+			Request: req, Phase: request.PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Pinned: pinned,
 			Inputs: inputs, Limits: limits,
-			WorkerTree: &Tree{Path: filepath.Join(dir, "worker", m.t.Name), Branch: workerBranch(req.ID)},
+			WorkerTree: &request.Tree{Path: filepath.Join(dir, "worker", m.t.Name), Branch: workerBranch(req.ID)},
 		}
 		w, err := m.store.Write(ctx, []refs.Change{{Ref: RecordRef(req.ID), State: m.r, Message: fmt.Sprintf("workspace %s: %s allocating from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base)}})
 		if err != nil {
@@ -109,7 +111,7 @@ func Begin(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 }
 
 // limits are the worker's limits, the defaults where none is given.
-func (o StartOptions) limits() Limits {
+func (o StartOptions) limits() request.Limits {
 	l := o.Limits
 	if l.MaxMs <= 0 {
 		l.MaxMs = DefaultLimits.MaxMs
@@ -123,9 +125,9 @@ func (o StartOptions) limits() Limits {
 // openMembers opens every selected repository as a member of a new
 // request: none may record the request yet (an id is used once), and each
 // checkout must be on a branch, whose commit is the member's base.
-func openMembers(ctx context.Context, env *Env, root string, req *Request) (*Workspace, error) {
+func openMembers(ctx context.Context, env *Env, root string, req *request.Request) (*Workspace, error) {
 	ws := &Workspace{ID: req.ID, Root: root}
-	for _, name := range sortedKeys(req.Repositories) {
+	for _, name := range slices.Sorted(maps.Keys(req.Repositories)) {
 		repo, err := env.Runner.OpenTop(ctx, req.Repositories[name])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -173,7 +175,7 @@ func begin(ctx context.Context, env *Env, root, id, verb string, complete bool) 
 
 // addWorktree makes an owned worktree on a new branch, under the
 // repository's worktree lock (L2b).
-func (m *member) addWorktree(ctx context.Context, t *Tree, at string) error {
+func (m *member) addWorktree(ctx context.Context, t *request.Tree, at string) error {
 	l, err := lockfile.Take(ctx, filepath.Join(m.repo.CommonDir, lockfile.RepoName))
 	if err != nil {
 		return err
@@ -208,10 +210,10 @@ func StageWorkspace(ctx context.Context, env *Env, o RequestOptions) (*Workspace
 		return ws, err
 	}
 	defer l.Unlock()
-	if err := ws.phases("stage", PhaseChecked, PhaseStaged); err != nil {
+	if err := ws.phases("stage", request.PhaseChecked, request.PhaseStaged); err != nil {
 		return ws, err
 	}
-	if err := ws.match(exp, "candidate", func(m *member) *Identity { return m.r.Candidate }); err != nil {
+	if err := ws.match(exp, "candidate", func(m *member) *request.Identity { return m.r.Candidate }); err != nil {
 		return ws, err
 	}
 	if err := ws.inspect(ctx, workerTree, candidate); err != nil {
@@ -231,12 +233,12 @@ func StageWorkspace(ctx context.Context, env *Env, o RequestOptions) (*Workspace
 		}
 	}
 	for i, m := range ws.members {
-		if m.r.Phase == PhaseStaged {
+		if m.r.Phase == request.PhaseStaged {
 			continue
 		}
 		env.fault(fmt.Sprintf("stage:before-intent:%d", i))
-		m.r.Phase = PhaseStaging
-		m.r.IntegrationTree = &Tree{Path: filepath.Join(Dir(root, id), "integration", m.t.Name), Branch: integrationBranch(id)}
+		m.r.Phase = request.PhaseStaging
+		m.r.IntegrationTree = &request.Tree{Path: filepath.Join(Dir(root, id), "integration", m.t.Name), Branch: integrationBranch(id)}
 		if err := m.saveMsg(ctx, "staging: intent"); err != nil {
 			return ws, err
 		}
@@ -254,10 +256,10 @@ func StageWorkspace(ctx context.Context, env *Env, o RequestOptions) (*Workspace
 	return ws, nil
 }
 
-func workerTree(m *member) *Tree      { return m.r.WorkerTree }
-func integrationTree(m *member) *Tree { return m.r.IntegrationTree }
-func candidate(m *member) *Identity   { return m.r.Candidate }
-func staged(m *member) *Identity      { return m.r.Staged }
+func workerTree(m *member) *request.Tree      { return m.r.WorkerTree }
+func integrationTree(m *member) *request.Tree { return m.r.IntegrationTree }
+func candidate(m *member) *request.Identity   { return m.r.Candidate }
+func staged(m *member) *request.Identity      { return m.r.Staged }
 
 // staged records the integration worktree's identity as the member's tip,
 // after checking it holds exactly the candidate, clean.
@@ -269,7 +271,7 @@ func (m *member) staged(ctx context.Context) error {
 	if len(dirty) > 0 || id.Commit != m.r.Candidate.Commit || id.IndexTree != m.r.Candidate.IndexTree {
 		return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("integration worktree %s does not hold the candidate %.12s cleanly; run reconcile", m.r.IntegrationTree.Path, m.r.Candidate.Commit)}
 	}
-	m.r.Phase, m.r.Staged, m.r.Tip, m.t.Tip = PhaseStaged, &id, id.Commit, id.Commit
+	m.r.Phase, m.r.Staged, m.r.Tip, m.t.Tip = request.PhaseStaged, &id, id.Commit, id.Commit
 	return m.saveMsg(ctx, fmt.Sprintf("staged %.12s", id.Commit))
 }
 
@@ -282,7 +284,7 @@ func Validate(ctx context.Context, env *Env, o RequestOptions) (*Workspace, erro
 		return ws, err
 	}
 	defer l.Unlock()
-	if err := ws.phases("validate", PhaseStaged, PhaseValidated); err != nil {
+	if err := ws.phases("validate", request.PhaseStaged, request.PhaseValidated); err != nil {
 		return ws, err
 	}
 	if err := ws.match(exp, "tip", staged); err != nil {
@@ -301,9 +303,9 @@ func Validate(ctx context.Context, env *Env, o RequestOptions) (*Workspace, erro
 		m.r.FinalChecks = results
 		msg := "validated: every final check passed"
 		if ok {
-			m.r.Phase = PhaseValidated
+			m.r.Phase = request.PhaseValidated
 		} else {
-			m.r.Phase, m.r.Reason = PhaseFailed, failure("final", results)
+			m.r.Phase, m.r.Reason = request.PhaseFailed, failure("final", results)
 			msg = "failed: " + m.r.Reason
 		}
 		if err := m.saveMsg(ctx, msg); err != nil {
@@ -314,12 +316,12 @@ func Validate(ctx context.Context, env *Env, o RequestOptions) (*Workspace, erro
 	return ws, nil
 }
 
-func failure(kind string, results []Result) string {
+func failure(kind string, results []request.Result) string {
 	r := results[len(results)-1]
 	if r.Refused != "" {
-		return fmt.Sprintf("%s check %s in %s refused %s", kind, commandLine(Check{Command: r.Command, Args: r.Args}), r.Repository, r.Refused)
+		return fmt.Sprintf("%s check %s in %s refused %s", kind, request.Check{Command: r.Command, Args: r.Args}.Line(), r.Repository, r.Refused)
 	}
-	return fmt.Sprintf("%s check %s in %s exited %d", kind, commandLine(Check{Command: r.Command, Args: r.Args}), r.Repository, r.Exit)
+	return fmt.Sprintf("%s check %s in %s exited %d", kind, request.Check{Command: r.Command, Args: r.Args}.Line(), r.Repository, r.Exit)
 }
 
 // PromoteWorkspace promotes the exact validated tips the caller confirms
@@ -333,7 +335,7 @@ func PromoteWorkspace(ctx context.Context, env *Env, o RequestOptions) (*Workspa
 		return ws, err
 	}
 	defer l.Unlock()
-	if err := ws.phases("promote", PhaseValidated); err != nil {
+	if err := ws.phases("promote", request.PhaseValidated); err != nil {
 		return ws, err
 	}
 	if err := ws.match(exp, "tip", staged); err != nil {
@@ -378,7 +380,7 @@ func ReconcileWorkspace(ctx context.Context, env *Env, o RequestOptions) ([]Outc
 			return nil, err
 		}
 	}
-	if slices.ContainsFunc(ws.members, func(m *member) bool { return m.r.Phase == PhaseWorking }) {
+	if slices.ContainsFunc(ws.members, func(m *member) bool { return m.r.Phase == request.PhaseWorking }) {
 		if _, err := Observe(ctx, env, root, id, true); err != nil {
 			return nil, err
 		}
@@ -394,9 +396,9 @@ func ReconcileWorkspace(ctx context.Context, env *Env, o RequestOptions) ([]Outc
 	var out []Outcome
 	for i, m := range ws.members {
 		switch {
-		case m.r.Phase == PhaseAllocating:
-			out = append(out, Outcome{Member: m.t.Name, Step: "allocation", State: PhaseAllocating, Reason: "allocation was interrupted: inspect it and make a new request; nothing is adopted"})
-		case m.r.Phase == PhaseStaging:
+		case m.r.Phase == request.PhaseAllocating:
+			out = append(out, Outcome{Member: m.t.Name, Step: "allocation", State: request.PhaseAllocating, Reason: "allocation was interrupted: inspect it and make a new request; nothing is adopted"})
+		case m.r.Phase == request.PhaseStaging:
 			env.fault(fmt.Sprintf("reconcile:staging:%d", i))
 			if err := m.reconcileStaging(ctx); err != nil {
 				return out, err
@@ -437,7 +439,7 @@ func (m *member) reconcileStaging(ctx context.Context) error {
 	switch {
 	case wt == nil && branch == "" && errors.Is(statErr, os.ErrNotExist):
 		// Nothing was made: pending again.
-		m.r.Phase, m.r.IntegrationTree = PhaseChecked, nil
+		m.r.Phase, m.r.IntegrationTree = request.PhaseChecked, nil
 		return m.saveMsg(ctx, "reconciled: staging had made nothing; checked again")
 	case wt != nil && !wt.Locked && wt.Branch == "refs/heads/"+t.Branch && branch == m.r.Candidate.Commit:
 		if dirty, err := m.repo.Dirty(ctx, t.Path); err != nil {
@@ -446,7 +448,7 @@ func (m *member) reconcileStaging(ctx context.Context) error {
 			return m.staged(ctx)
 		}
 	}
-	m.r.Phase = PhaseManual
+	m.r.Phase = request.PhaseManual
 	m.r.Reason = fmt.Sprintf("staging was interrupted: %s and branch %s (at %.12s) are neither absent nor exactly the candidate %.12s; inspect them and make a new request", t.Path, t.Branch, branch, m.r.Candidate.Commit)
 	return m.saveMsg(ctx, "reconciled: manual")
 }
@@ -469,11 +471,11 @@ func Abort(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) 
 	// Marked first, so the observer stops at its next reading and takes
 	// the ended worker for what it is.
 	for _, m := range ws.members {
-		err := m.update(ctx, "aborted; git work retained", func(r *Record) bool {
-			if r.State == Promoted || r.Phase == PhaseCleaned || r.Phase == PhaseAborted || r.Phase == PhaseDone {
+		err := m.update(ctx, "aborted; git work retained", func(r *request.Record) bool {
+			if r.State == Promoted || r.Phase == request.PhaseCleaned || r.Phase == request.PhaseAborted || r.Phase == request.PhaseDone {
 				return false
 			}
-			r.Phase, r.Reason = PhaseAborted, "aborted in phase "+r.Phase
+			r.Phase, r.Reason = request.PhaseAborted, "aborted in phase "+r.Phase
 			return true
 		})
 		if err != nil {
@@ -485,7 +487,7 @@ func Abort(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) 
 		return ws, fmt.Errorf("the worker could not be proved gone; it stays visible for recovery: %w", endErr)
 	}
 	for _, m := range ws.members {
-		err := m.update(ctx, "worker ended", func(r *Record) bool {
+		err := m.update(ctx, "worker ended", func(r *request.Record) bool {
 			if r.Worker == nil || r.Worker.Ended {
 				return false
 			}
@@ -519,7 +521,7 @@ func Cleanup(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error
 		return ws, ws.cleanupDirect(ctx, env)
 	}
 	for _, m := range ws.members {
-		if m.r.Phase == PhaseCleaned {
+		if m.r.Phase == request.PhaseCleaned {
 			continue
 		}
 		if m.r.State != Promoted || m.r.Receipt == nil {
@@ -532,18 +534,18 @@ func Cleanup(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error
 		}
 	}
 	for _, m := range ws.members {
-		if m.r.Phase == PhaseCleaned {
+		if m.r.Phase == request.PhaseCleaned {
 			continue
 		}
 		for _, o := range []struct {
-			t   *Tree
+			t   *request.Tree
 			tip string
 		}{{m.r.WorkerTree, m.r.Candidate.Commit}, {m.r.IntegrationTree, m.r.Tip}} {
 			if err := m.removeOwned(ctx, o.t, o.tip); err != nil {
 				return ws, err
 			}
 		}
-		m.r.Phase = PhaseCleaned
+		m.r.Phase = request.PhaseCleaned
 		if err := m.saveMsg(ctx, "cleaned: owned worktrees and branches removed"); err != nil {
 			return ws, err
 		}
@@ -559,7 +561,7 @@ func Cleanup(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error
 	return ws, nil
 }
 
-func orPhase(r Record) string {
+func orPhase(r request.Record) string {
 	if r.State != "" && r.State != Pending {
 		return r.State
 	}
@@ -569,7 +571,7 @@ func orPhase(r Record) string {
 // removeOwned removes a worktree that is exactly owned and clean, then its
 // branch at the recorded commit. A worktree or branch already gone (an
 // earlier cleanup was interrupted) is fine; one that differs is refused.
-func (m *member) removeOwned(ctx context.Context, t *Tree, commit string) error {
+func (m *member) removeOwned(ctx context.Context, t *request.Tree, commit string) error {
 	if t == nil {
 		return nil
 	}

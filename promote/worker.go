@@ -5,9 +5,11 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/template"
@@ -16,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -40,11 +43,11 @@ func (ws *Workspace) prompt() (string, error) {
 		data.Repositories = append(data.Repositories, named{m.t.Name, m.r.WorkerTree.Path, m.r.WorkerTree.Branch})
 	}
 	inputs := ws.members[0].r.Inputs
-	for _, name := range sortedKeys(inputs) {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		data.Inputs = append(data.Inputs, named{Name: name, Path: inputs[name].Copy})
 	}
 	for _, c := range req.Tasks[0].Checks {
-		data.Checks = append(data.Checks, check{c.Repository, commandLine(c)})
+		data.Checks = append(data.Checks, check{c.Repository, c.Line()})
 	}
 	var b strings.Builder
 	if err := workerPrompt().Execute(&b, data); err != nil {
@@ -74,7 +77,7 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 		return err
 	}
 	now := env.clock()
-	w := &Worker{
+	w := &request.Worker{
 		Agent: run.Agent{Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(),
 			Pane: pane, PaneHost: env.Pane, Host: env.Host, PromptFile: promptFile, Started: now, SentAt: now, Sends: 1},
 		Home: agent.HomeOf(env.CallerEnv), Life: run.Life{State: run.StateStarting},
@@ -83,7 +86,7 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 		w.Pane = "print"
 	}
 	if err := ws.saveAll(ctx, fmt.Sprintf("working: starting %s (session %s)", prog.Name, w.Session), func(m *member) {
-		m.r.Phase, m.r.Worker = PhaseWorking, w
+		m.r.Phase, m.r.Worker = request.PhaseWorking, w
 		if edit != nil {
 			edit(m)
 		}
@@ -140,7 +143,7 @@ func Observe(ctx context.Context, env *Env, root, id string, once bool) (bool, e
 	}
 	failures := 0
 	for {
-		if ws.members[0].r.Phase != PhaseWorking {
+		if ws.members[0].r.Phase != request.PhaseWorking {
 			return true, nil
 		}
 		done, err := ws.observeOnce(ctx, env)
@@ -186,7 +189,7 @@ func (env *Env) window() time.Duration {
 // need ends it; its limits are hard (the seed's childMaxMs, childIdleMs):
 // past its maximum runtime or quiet past its idle limit it is cut, never
 // steered or reported stuck. Everything else is decided as for a stage.
-func (env *Env) policy(l Limits) run.Policy {
+func (env *Env) policy(l request.Limits) run.Policy {
 	p := run.Policy{Window: env.window(), TurnDelivers: true, NeedEnds: true, BudgetName: "maximum runtime",
 		Stuck: time.Duration(math.MaxInt64)}
 	if l.IdleMs > 0 {
@@ -196,7 +199,7 @@ func (env *Env) policy(l Limits) run.Policy {
 }
 
 // panes is the pane host the worker runs in; nil for a printed one.
-func (env *Env) panes(w Worker) agent.PaneHost {
+func (env *Env) panes(w request.Worker) agent.PaneHost {
 	if w.Printed() {
 		return nil
 	}
@@ -213,7 +216,7 @@ func (ws *Workspace) observeOnce(ctx context.Context, env *Env) (bool, error) {
 	w := *ws.members[0].r.Worker
 	limits := ws.members[0].r.Limits
 	pol := env.policy(limits)
-	cur := w.run(limits)
+	cur := w.Run(limits)
 	src := run.Sources{
 		Panes: env.panes(w),
 		Vars:  agent.Vars{SessionID: w.Session, Place: ws.Root, Home: w.Home},
@@ -266,10 +269,10 @@ func (ws *Workspace) worktreeGone() string {
 // record: a run that ended without delivering ends the worker, verified
 // (X5), and says the request's phase; a direct request's delivery records
 // its tasks, read from o. The run saved is left in settled.
-func (ws *Workspace) saveRun(env *Env, w Worker, o run.Observation, settled *run.Run) func(ctx context.Context, r run.Run, msg string) (bool, error) {
+func (ws *Workspace) saveRun(env *Env, w request.Worker, o run.Observation, settled *run.Run) func(ctx context.Context, r run.Run, msg string) (bool, error) {
 	return func(ctx context.Context, r run.Run, msg string) (bool, error) {
 		*settled = r
-		phase, reason := PhaseWorking, ""
+		phase, reason := request.PhaseWorking, ""
 		if !run.Active(r.State) && r.State != run.StateDelivered {
 			// The request leaves working: its worker goes with
 			// it, verified (X5), whatever ended the run.
@@ -280,7 +283,7 @@ func (ws *Workspace) saveRun(env *Env, w Worker, o run.Observation, settled *run
 			msg = phase + ": " + reason
 		}
 		err := ws.saveAll(ctx, msg, func(m *member) {
-			cp := m.r.Worker.withRun(r)
+			cp := m.r.Worker.WithRun(r)
 			m.r.Worker, m.r.Phase, m.r.Reason = &cp, phase, reason
 			if r.State == run.StateDelivered && m.r.Request.Direct() {
 				m.r.Tasks = ws.taskResult(cp, o.LastAssistant)
@@ -297,11 +300,11 @@ func (ws *Workspace) saveRun(env *Env, w Worker, o run.Observation, settled *run
 func workerEnd(r run.Run) (phase, reason string) {
 	switch {
 	case r.State == run.StateBlocked && r.Block != run.BlockExited && r.Block != run.BlockPlace:
-		return PhaseBlocked, "the worker is blocked: " + r.Reason
+		return request.PhaseBlocked, "the worker is blocked: " + r.Reason
 	case r.State == run.StateCut:
-		return PhaseFailed, "the worker was cut: " + r.Reason
+		return request.PhaseFailed, "the worker was cut: " + r.Reason
 	}
-	return PhaseFailed, "the worker did not deliver: " + r.Reason
+	return request.PhaseFailed, "the worker did not deliver: " + r.Reason
 }
 
 // checkCandidates reads each worker worktree's candidate and runs the
@@ -315,7 +318,7 @@ func (ws *Workspace) checkCandidates(ctx context.Context, env *Env) error {
 		}
 		if len(dirty) > 0 {
 			reason := fmt.Sprintf("the worker left %s with uncommitted changes (%s); clean committed candidates were asked for", m.r.WorkerTree.Path, dirty[0])
-			return ws.saveAll(ctx, "failed: "+reason, func(m *member) { m.r.Phase, m.r.Reason = PhaseFailed, reason })
+			return ws.saveAll(ctx, "failed: "+reason, func(m *member) { m.r.Phase, m.r.Reason = request.PhaseFailed, reason })
 		}
 		m.r.Candidate = &id
 	}
@@ -327,9 +330,9 @@ func (ws *Workspace) checkCandidates(ctx context.Context, env *Env) error {
 	for _, r := range results {
 		ok = ok && r.OK()
 	}
-	phase, reason, msg := PhaseChecked, "", "checked: every task check passed"
+	phase, reason, msg := request.PhaseChecked, "", "checked: every task check passed"
 	if !ok {
-		phase, reason = PhaseFailed, failure("task", results)
+		phase, reason = request.PhaseFailed, failure("task", results)
 		msg = "failed: " + reason
 	}
 	return ws.saveAll(ctx, msg, func(m *member) { m.r.Phase, m.r.Reason, m.r.Checks = phase, reason, results })

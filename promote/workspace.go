@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -91,7 +94,7 @@ func (ws *Workspace) complete() error {
 	for _, m := range ws.members {
 		have[m.t.Name] = true
 	}
-	for _, name := range sortedKeys(req.Repositories) {
+	for _, name := range slices.Sorted(maps.Keys(req.Repositories)) {
 		if !have[name] {
 			return &RefusedError{Member: name, Reason: "has no record of request " + ws.ID + ": its allocation was interrupted; inspect it and make a new request"}
 		}
@@ -106,7 +109,7 @@ func (ws *Workspace) refresh(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.t.Name, err)
 		}
-		var r Record
+		var r request.Record
 		if err := rec.Decode(&r); err != nil {
 			return err
 		}
@@ -139,7 +142,7 @@ func (m *member) saveMsg(ctx context.Context, msg string) error {
 // update is a read-decide-write step on a member's record under the
 // store's retry policy: edit decides from the record as last read; a record
 // moved meanwhile is read again and edit decides again.
-func (m *member) update(ctx context.Context, msg string, edit func(r *Record) bool) error {
+func (m *member) update(ctx context.Context, msg string, edit func(r *request.Record) bool) error {
 	reread := false
 	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		if reread {
@@ -147,7 +150,7 @@ func (m *member) update(ctx context.Context, msg string, edit func(r *Record) bo
 			if err != nil {
 				return err
 			}
-			var r Record
+			var r request.Record
 			if err := rec.Decode(&r); err != nil {
 				return err
 			}
@@ -190,9 +193,9 @@ func (ws *Workspace) phases(verb string, allowed ...string) error {
 		if !ok {
 			reason := fmt.Sprintf("is %s; %s needs %v", m.r.Phase, verb, allowed)
 			switch m.r.Phase {
-			case PhaseStaging:
+			case request.PhaseStaging:
 				reason = "staging was interrupted here; run reconcile first"
-			case PhaseFailed, PhaseBlocked, PhaseAborted, PhaseManual:
+			case request.PhaseFailed, request.PhaseBlocked, request.PhaseAborted, request.PhaseManual:
 				reason = fmt.Sprintf("is %s (%s); its work is retained, and a new request is needed", m.r.Phase, m.r.Reason)
 			}
 			return &RefusedError{Member: m.t.Name, Reason: reason}
@@ -202,7 +205,7 @@ func (ws *Workspace) phases(verb string, allowed ...string) error {
 }
 
 // Expected is a caller's complete map of the identities it saw (P5).
-type Expected map[string]Identity
+type Expected map[string]request.Identity
 
 // ParseExpected reads an --expected map; unknown fields and empty values
 // are refused.
@@ -211,13 +214,13 @@ func ParseExpected(data []byte) (Expected, error) {
 	dec.DisallowUnknownFields()
 	var e Expected
 	if err := dec.Decode(&e); err != nil {
-		return nil, invalid("expected", "not a map of repository to {branch, commit, indexTree, committedTree}: %v", err)
+		return nil, request.Invalid("expected", "not a map of repository to {branch, commit, indexTree, committedTree}: %v", err)
 	}
-	for _, name := range sortedKeys(e) {
+	for _, name := range slices.Sorted(maps.Keys(e)) {
 		id := e[name]
 		for field, v := range map[string]string{"branch": id.Branch, "commit": id.Commit, "indexTree": id.IndexTree, "committedTree": id.CommittedTree} {
 			if v == "" {
-				return nil, invalid("expected."+name+"."+field, "required: every repository needs its exact branch, commit, index tree and committed tree")
+				return nil, request.Invalid("expected."+name+"."+field, "required: every repository needs its exact branch, commit, index tree and committed tree")
 			}
 		}
 	}
@@ -226,16 +229,16 @@ func ParseExpected(data []byte) (Expected, error) {
 
 // match compares a complete expected map with what each member records:
 // a partial map is refused as invalid, a different value as refused.
-func (ws *Workspace) match(exp Expected, what string, get func(*member) *Identity) error {
+func (ws *Workspace) match(exp Expected, what string, get func(*member) *request.Identity) error {
 	for _, m := range ws.members {
 		if _, ok := exp[m.t.Name]; !ok {
-			return invalid("expected", "repository %q is missing; partial maps are refused", m.t.Name)
+			return request.Invalid("expected", "repository %q is missing; partial maps are refused", m.t.Name)
 		}
 	}
 	if len(exp) != len(ws.members) {
-		for _, name := range sortedKeys(exp) {
+		for _, name := range slices.Sorted(maps.Keys(exp)) {
 			if ws.member(name) == nil {
-				return invalid("expected."+name, "not a repository of request %s", ws.ID)
+				return request.Invalid("expected."+name, "not a repository of request %s", ws.ID)
 			}
 		}
 	}
@@ -251,7 +254,7 @@ func (ws *Workspace) match(exp Expected, what string, get func(*member) *Identit
 	return nil
 }
 
-func differ(name, what string, want, have Identity) error {
+func differ(name, what string, want, have request.Identity) error {
 	for _, f := range [][3]string{
 		{"branch", want.Branch, have.Branch}, {"commit", want.Commit, have.Commit},
 		{"indexTree", want.IndexTree, have.IndexTree}, {"committedTree", want.CommittedTree, have.CommittedTree},
@@ -277,8 +280,8 @@ func (ws *Workspace) member(name string) *member {
 // what is dirty. indexTree writes the index's tree too (one more git
 // process); without it, a clean worktree's index tree is its committed
 // tree, which git status has just compared it with.
-func (m *member) identity(ctx context.Context, t *Tree, indexTree bool) (Identity, []string, error) {
-	id := Identity{Branch: t.Branch}
+func (m *member) identity(ctx context.Context, t *request.Tree, indexTree bool) (request.Identity, []string, error) {
+	id := request.Identity{Branch: t.Branch}
 	branch, err := m.repo.WorktreeBranch(t.Path)
 	if errors.Is(err, git.ErrNotExist) {
 		return id, nil, &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("worktree %s is gone", t.Path)}
@@ -310,7 +313,7 @@ func (m *member) identity(ctx context.Context, t *Tree, indexTree bool) (Identit
 // positions checks each member's worktree is still on its branch at the
 // recorded commit, and every input unchanged (P2): what promotion needs of
 // the integration set, whose commits, not files, are promoted.
-func (ws *Workspace) positions(ctx context.Context, tree func(*member) *Tree, want func(*member) *Identity) error {
+func (ws *Workspace) positions(ctx context.Context, tree func(*member) *request.Tree, want func(*member) *request.Identity) error {
 	for _, m := range ws.members {
 		t, w := tree(m), want(m)
 		if t == nil || w == nil {
@@ -332,7 +335,7 @@ func (ws *Workspace) positions(ctx context.Context, tree func(*member) *Tree, wa
 // inspect checks the complete set (P2, P3, P4): every member's worktree at
 // exactly its recorded identity and clean, tracked and untracked; its
 // pinned test script unchanged; every input's source and copy unchanged.
-func (ws *Workspace) inspect(ctx context.Context, tree func(*member) *Tree, want func(*member) *Identity) error {
+func (ws *Workspace) inspect(ctx context.Context, tree func(*member) *request.Tree, want func(*member) *request.Identity) error {
 	// Members are independent repositories: read them all at once, and
 	// report the first problem in member order.
 	errs := make([]error, len(ws.members))
@@ -353,7 +356,7 @@ func (ws *Workspace) inspect(ctx context.Context, tree func(*member) *Tree, want
 	return checkInputCopies(ws.members[0].r.Inputs)
 }
 
-func (m *member) inspect(ctx context.Context, t *Tree, w *Identity) error {
+func (m *member) inspect(ctx context.Context, t *request.Tree, w *request.Identity) error {
 	if t == nil {
 		return &RefusedError{Member: m.t.Name, Reason: "has no worktree for this step"}
 	}

@@ -16,12 +16,13 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/promote"
+	"github.com/git-flume/git-flume/promote/request"
 )
 
 // request is a workspace request driven from Go: the test plays the worker
 // (the print pane starts no agent), committing in the worker worktrees and
 // writing the worker's transcript as Claude Code would.
-type request struct {
+type testRequest struct {
 	t     testing.TB
 	root  string
 	env   []string
@@ -31,12 +32,12 @@ type request struct {
 
 const reqID = "req"
 
-func (r *request) git(dir string, args ...string) string {
+func (r *testRequest) git(dir string, args ...string) string {
 	r.t.Helper()
 	return gitIn(r.t, r.env, dir, args...)
 }
 
-func (r *request) penv(fault func(string)) *promote.Env {
+func (r *testRequest) penv(fault func(string)) *promote.Env {
 	return &promote.Env{Runner: &git.Runner{Env: r.env}, Host: "h", Now: time.Now, Fault: fault, CallerEnv: r.env,
 		Pane: "print", Print: io.Discard, ConfirmWindow: time.Hour, Interval: 5 * time.Millisecond,
 		Program: func(string, string) (agent.Program, error) { return testProgram, nil }}
@@ -47,12 +48,12 @@ var testProgram = agent.Program{Name: "t", Format: agent.FormatClaude, Transcrip
 // newRequest makes n repositories under a new workspace root, starts a
 // request over them and plays its worker: one commit in each worktree,
 // then the turn ends. The request is checked when it returns.
-func newRequest(t testing.TB, n int) *request {
+func newRequest(t testing.TB, n int) *testRequest {
 	t.Helper()
 	r := newRoot(t, reqID)
 	root, home := r.root, filepath.Join(filepath.Dir(r.root), "home")
 	repos := map[string]string{}
-	var checks []promote.Check
+	var checks []request.Check
 	for i := range n {
 		name := fmt.Sprintf("r%d", i)
 		dir := filepath.Join(root, name)
@@ -65,12 +66,12 @@ func newRequest(t testing.TB, n int) *request {
 		// X4: a check is a repository step. It sees the maps and PATH, HOME,
 		// LANG and TERM, and nothing else of the caller's (which sets the
 		// author below): a check that finds it fails.
-		checks = append(checks, promote.Check{Repository: name, Command: "sh", Args: []string{"-c",
+		checks = append(checks, request.Check{Repository: name, Command: "sh", Args: []string{"-c",
 			`test -f change.txt && test -n "$FLUME_REPOSITORIES" && test -n "$HOME" && test -z "$GIT_AUTHOR_NAME$GIT_CONFIG_GLOBAL"`}})
 	}
 	os.WriteFile(filepath.Join(root, "contract.txt"), []byte("contract\n"), 0o644)
-	req := promote.Request{Mode: "isolated", ID: reqID, Goal: "change them all", Repositories: repos,
-		Tasks: []promote.Task{{ID: "change", Kind: "changeset", Requirements: "add change.txt", Deliverable: "a commit in each",
+	req := request.Request{Mode: "isolated", ID: reqID, Goal: "change them all", Repositories: repos,
+		Tasks: []request.Task{{ID: "change", Kind: "changeset", Requirements: "add change.txt", Deliverable: "a commit in each",
 			Inputs: map[string]string{"contract": filepath.Join(root, "contract.txt")}, Checks: checks}},
 		FinalChecks: checks}
 	data, _ := json.Marshal(req)
@@ -93,7 +94,7 @@ func newRequest(t testing.TB, n int) *request {
 	if _, err := promote.Observe(ctx, r.penv(nil), root, reqID, false); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.status(); st.Phase != promote.PhaseChecked {
+	if st := r.status(); st.Phase != request.PhaseChecked {
 		t.Fatalf("after the worker: %s (%+v)", st.Phase, st.Members)
 	}
 	return r
@@ -101,13 +102,13 @@ func newRequest(t testing.TB, n int) *request {
 
 // newRoot makes an empty workspace root and a home beside it, for request
 // id with a hermetic git environment.
-func newRoot(t testing.TB, id string) *request {
+func newRoot(t testing.TB, id string) *testRequest {
 	base := t.TempDir()
 	root := filepath.Join(base, "ws")
 	home := filepath.Join(base, "home")
 	os.MkdirAll(home, 0o755)
 	os.MkdirAll(root, 0o755)
-	return &request{t: t, root: root, id: id, env: []string{
+	return &testRequest{t: t, root: root, id: id, env: []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
 		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
@@ -133,7 +134,7 @@ func writeTranscript(t testing.TB, path, prompt, reply string) {
 	}
 }
 
-func (r *request) status() *promote.Status {
+func (r *testRequest) status() *promote.Status {
 	r.t.Helper()
 	st, err := promote.ReadStatus(context.Background(), r.penv(nil), r.root, r.id)
 	if err != nil {
@@ -142,28 +143,28 @@ func (r *request) status() *promote.Status {
 	return st
 }
 
-func (r *request) stage(fault func(string)) error {
+func (r *testRequest) stage(fault func(string)) error {
 	_, err := promote.StageWorkspace(context.Background(), r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id, Expected: r.status().Candidates})
 	return err
 }
 
-func (r *request) validate(fault func(string)) error {
+func (r *testRequest) validate(fault func(string)) error {
 	_, err := promote.Validate(context.Background(), r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id, Expected: r.status().Tips})
 	return err
 }
 
-func (r *request) promote(fault func(string)) error {
+func (r *testRequest) promote(fault func(string)) error {
 	_, err := promote.PromoteWorkspace(context.Background(), r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id, Expected: r.status().Tips})
 	return err
 }
 
-func (r *request) reconcile(fault func(string)) error {
+func (r *testRequest) reconcile(fault func(string)) error {
 	_, err := promote.ReconcileWorkspace(context.Background(), r.penv(fault), promote.RequestOptions{Root: r.root, ID: r.id})
 	return err
 }
 
 // restore puts the saved copy of the request back in place for test t.
-func (r *request) restore(t testing.TB, saved string) *request {
+func (r *testRequest) restore(t testing.TB, saved string) *testRequest {
 	t.Helper()
 	filepath.WalkDir(r.root, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -183,7 +184,7 @@ func (r *request) restore(t testing.TB, saved string) *request {
 }
 
 // mainsAtBase checks nothing moved a main branch.
-func (r *request) mainsAtBase(when string) {
+func (r *testRequest) mainsAtBase(when string) {
 	r.t.Helper()
 	st := r.status()
 	for _, name := range r.names {
@@ -195,7 +196,7 @@ func (r *request) mainsAtBase(when string) {
 
 // promoted checks the end: every main at its tip with its receipt and
 // exactly one flume move, one integration worktree each.
-func (r *request) promoted() {
+func (r *testRequest) promoted() {
 	r.t.Helper()
 	st := r.status()
 	if st.Phase != promote.Promoted {
@@ -218,11 +219,11 @@ func (r *request) promoted() {
 
 // finish continues whatever phase the request is in to the end, as a
 // caller reading status would.
-func (r *request) finish() {
+func (r *testRequest) finish() {
 	r.t.Helper()
 	for range 4 {
 		switch st := r.status(); st.Phase {
-		case promote.PhaseChecked, "mixed":
+		case request.PhaseChecked, "mixed":
 			if st.Tips == nil || len(st.Tips) < len(r.names) {
 				if err := r.stage(nil); err != nil {
 					r.t.Fatalf("stage: %v", err)
@@ -230,11 +231,11 @@ func (r *request) finish() {
 				continue
 			}
 			fallthrough
-		case promote.PhaseStaged:
+		case request.PhaseStaged:
 			if err := r.validate(nil); err != nil {
 				r.t.Fatalf("validate: %v", err)
 			}
-		case promote.PhaseValidated, "promoting":
+		case request.PhaseValidated, "promoting":
 			if err := r.promote(nil); err != nil {
 				r.t.Fatalf("promote: %v", err)
 			}
@@ -366,7 +367,7 @@ func crashEveryStep(t *testing.T, n int) {
 func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 	ctx := context.Background()
 	var refused *promote.RefusedError
-	var invalid *promote.InvalidError
+	var invalid *request.InvalidError
 
 	t.Run("partial or wrong expected map", func(t *testing.T) {
 		r := newRequest(t, 2)
@@ -394,7 +395,7 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 		if data, _ := os.ReadFile(file); string(data) != "mine\n" {
 			t.Fatal("the dirty file was not preserved")
 		}
-		if st := r.status(); st.Phase != promote.PhaseChecked {
+		if st := r.status(); st.Phase != request.PhaseChecked {
 			t.Fatalf("phase %s after a refused stage", st.Phase)
 		}
 	})
@@ -410,7 +411,7 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := r.status()
-		if st.Phase != promote.PhaseFailed || !strings.Contains(st.Members["r0"].Reason, "input contract") {
+		if st.Phase != request.PhaseFailed || !strings.Contains(st.Members["r0"].Reason, "input contract") {
 			t.Fatalf("phase %s: %s", st.Phase, st.Members["r0"].Reason)
 		}
 		if err := r.promote(nil); !errors.As(err, &refused) {
@@ -485,7 +486,7 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 		if !errors.As(second, &refused) || !strings.Contains(second.Error(), "another git flume is working on this request") {
 			t.Fatalf("second stage: %v", second)
 		}
-		if st := r.status(); st.Phase != promote.PhaseStaged {
+		if st := r.status(); st.Phase != request.PhaseStaged {
 			t.Fatalf("phase %s", st.Phase)
 		}
 	})
@@ -504,7 +505,7 @@ func TestWorkspaceRefusals_P2_P4_P5_P6(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := r.status()
-		if st.Phase != promote.PhaseFailed || !strings.Contains(st.FinalChecks[0].Refused, "not clean") {
+		if st.Phase != request.PhaseFailed || !strings.Contains(st.FinalChecks[0].Refused, "not clean") {
 			t.Fatalf("phase %s: %+v", st.Phase, st.FinalChecks)
 		}
 	})

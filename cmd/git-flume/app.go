@@ -14,9 +14,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/internal/cliargs"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/promote"
+	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/delegation"
@@ -276,7 +278,7 @@ func run(ctx context.Context, args []string, io *streams, environ []string) int 
 	warn := func(msg string, keyvals ...any) { logger().Warn(msg, keyvals...) }
 	a := &app{io: io, env: e, warn: warn, repoDir: ".", runner: &git.Runner{Env: environ, OpenOnce: true}}
 	cliApp := newApp(a)
-	err := cliApp.RunContext(ctx, flagsFirst(cliApp.Commands, args))
+	err := cliApp.RunContext(ctx, cliargs.FlagsFirst(cliApp.Commands, args))
 	if a.unknown {
 		return exitUsage
 	}
@@ -302,7 +304,7 @@ func exitCode(w io.Writer, err error) int {
 		exists   *place.ExistsError
 		claimed  *refs.ClaimedError
 		refused  *stage.RefusedError
-		wsBad    *promote.InvalidError
+		wsBad    *request.InvalidError
 		wsRefuse *promote.RefusedError
 		unchosen *stage.RemoteUnchosenError
 		lost     *delegation.LostError
@@ -333,78 +335,4 @@ func repoFlag() *cli.StringFlag {
 
 func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print a versioned JSON document"}
-}
-
-// flagsFirst moves a command's flags before its arguments, so that flags
-// are taken wherever they stand, as git takes them (`git flume drop PLACE
-// --take-over`); urfave stops reading flags at the first argument. A
-// flag's value goes with it; everything after "--" stays an argument.
-// Arguments keep their order.
-func flagsFirst(cmds []*cli.Command, args []string) []string {
-	if len(args) < 2 {
-		return args
-	}
-	out := []string{args[0]}
-	rest := args[1:]
-	var cmd *cli.Command
-	for len(rest) > 0 {
-		next := findCommand(cmds, rest[0])
-		if next == nil {
-			break
-		}
-		cmd, cmds = next, next.Subcommands
-		out, rest = append(out, rest[0]), rest[1:]
-	}
-	if cmd == nil || len(cmd.Subcommands) > 0 || cmd.SkipFlagParsing {
-		return args
-	}
-	var flags, positional []string
-	for i := 0; i < len(rest); i++ {
-		arg := rest[i]
-		switch {
-		case arg == "--":
-			positional = append(positional, rest[i:]...)
-			i = len(rest)
-		case len(arg) > 1 && arg[0] == '-':
-			flags = append(flags, arg)
-			if takesValue(cmd, arg) && i+1 < len(rest) {
-				i++
-				flags = append(flags, rest[i])
-			}
-		default:
-			positional = append(positional, arg)
-		}
-	}
-	return append(append(out, flags...), positional...)
-}
-
-func findCommand(cmds []*cli.Command, name string) *cli.Command {
-	for _, c := range cmds {
-		if c.HasName(name) {
-			return c
-		}
-	}
-	return nil
-}
-
-// takesValue reports whether flag arg (as written: -x, --name) of cmd
-// takes the next argument as its value: any flag but a boolean one, unless
-// the value is given with "=".
-func takesValue(cmd *cli.Command, arg string) bool {
-	name := strings.TrimLeft(arg, "-")
-	if strings.Contains(name, "=") {
-		return false
-	}
-	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if n != name {
-				continue
-			}
-			if _, ok := f.(*cli.BoolFlag); ok {
-				return false
-			}
-			return true
-		}
-	}
-	return false
 }

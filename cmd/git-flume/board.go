@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage/report"
 )
@@ -110,7 +111,7 @@ func (a *app) boardDo(ctx context.Context, cmd report.BoardCommand) string {
 	if bin := a.env.vars["HERDR_BIN_PATH"]; cmd.Attach && bin != "" {
 		// Inside herdr: the agent's tmux pane opens in a pane of its own
 		// beside the board (the plugin's attach pane).
-		c := proc.Cmd{Path: bin, Args: []string{"plugin", "pane", "open", "--plugin", herdrPluginID, "--entrypoint", "attach",
+		c := proc.Cmd{Path: bin, Args: []string{"plugin", "pane", "open", "--plugin", agent.HerdrPluginID, "--entrypoint", "attach",
 			"--placement", "split", "--focus", "--env", "FLUME_BOARD_REPO=" + cmd.Row.Repo, "--env", "FLUME_BOARD_PLACE=" + cmd.Row.Place},
 			Env: a.env.list}
 		if _, err := proc.Output(ctx, c); err != nil {
@@ -153,48 +154,6 @@ func isTerminal(w any) bool {
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
-// herdrPluginID is the id of flume's herdr plugin.
-const herdrPluginID = "git-flume"
-
-// herdrManifest is flume's herdr plugin (herdr 0.7 or later): the board as
-// a pane, an action that opens it beside the focused pane, and a pane that
-// attaches to a place's agent, which the board opens for "o N".
-const herdrManifest = `# git flume's herdr plugin, written by git flume herdr-plugin.
-id = "git-flume"
-name = "git-flume"
-version = %q
-description = "git flume's board: every place on this host; keys to open, tell, stop, retry and launch; rows that sound"
-min_herdr_version = "0.7.0"
-platforms = ["linux", "macos"]
-
-[[panes]]
-id = "board"
-title = "flume"
-placement = "split"
-command = ["git-flume", "board"]
-
-[[panes]]
-id = "attach"
-title = "flume attach"
-placement = "split"
-command = ["sh", "-c", "exec git-flume attach --repo \"$FLUME_BOARD_REPO\" \"$FLUME_BOARD_PLACE\""]
-
-[[actions]]
-id = "board"
-title = "git flume board"
-description = "Open git flume's board beside the focused pane."
-command = ["sh", "-c", "exec \"$HERDR_BIN_PATH\" plugin pane open --plugin git-flume --entrypoint board --placement split --focus"]
-`
-
-// herdrKeys is the binding a user adds to herdr's config.toml: herdr 0.7
-// binds no key from a plugin's manifest.
-const herdrKeys = `[[keys.command]]
-key = "prefix+f"
-type = "plugin_action"
-command = "git-flume.board"
-description = "git flume board"
-`
-
 func herdrPluginCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "herdr-plugin",
@@ -218,11 +177,11 @@ func herdrPluginCommand(a *app) *cli.Command {
 				return err
 			}
 			manifest := filepath.Join(dir, "herdr-plugin.toml")
-			if err := os.WriteFile(manifest, []byte(fmt.Sprintf(herdrManifest, "0.1.0")), 0o644); err != nil {
+			if err := os.WriteFile(manifest, []byte(agent.HerdrManifest("0.1.0")), 0o644); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "wrote %s\nlink it:  herdr plugin link %s\nthen bind a key in herdr's config.toml and run herdr server reload-config:\n%s",
-				manifest, dir, herdrKeys)
+				manifest, dir, agent.HerdrKeys)
 			return nil
 		},
 	}

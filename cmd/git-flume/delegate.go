@@ -6,9 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/delegation"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // The commissioner's verbs on a delegated place (issue 17). Each is run by
@@ -36,16 +36,9 @@ func acceptCommand(a *app) *cli.Command {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s: accepted; its work is on %s\n", id, p.Target)
-			printKept(a, p)
+			report.WriteKept(a.io.Out, p)
 			return nil
 		},
-	}
-}
-
-// printKept says what the tidy that closed a delegation kept, if it did.
-func printKept(a *app, p *stage.Place) {
-	if p.Phase != stage.PhaseTidied && p.Kept != "" {
-		fmt.Fprintf(a.io.Out, "%s: kept: %s\n", p.ID, term.Clean(p.Kept))
 	}
 }
 

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 func doctorCommand(a *app) *cli.Command {
@@ -31,50 +29,12 @@ func doctorCommand(a *app) *cli.Command {
 					return err
 				}
 			} else {
-				writeDoctor(a.io.Out, d)
+				report.WriteDoctor(a.io.Out, d)
 			}
 			if !d.OK() {
 				return silentExit{exitError}
 			}
 			return nil
 		},
-	}
-}
-
-func writeDoctor(w io.Writer, d *place.Doctor) {
-	fmt.Fprintf(w, "git %s\n", d.Git)
-	if d.PaneHostProblem != "" {
-		fmt.Fprintf(w, "pane host %s: missing: %s\n", d.PaneHost, d.PaneHostProblem)
-	} else {
-		fmt.Fprintf(w, "pane host %s: ok\n", d.PaneHost)
-	}
-	switch {
-	case d.Repo == "":
-	case d.Hooks:
-		fmt.Fprintf(w, "hooks in %s: ok\n", d.Repo)
-	default:
-		fmt.Fprintf(w, "hooks in %s: missing: run git flume install\n", d.Repo)
-	}
-	switch {
-	case d.Repo == "":
-	case d.CopyOnWrite:
-		fmt.Fprintf(w, "copy-on-write clones in %s: yes ([run] deps are cloned)\n", d.Repo)
-	default:
-		fmt.Fprintf(w, "copy-on-write clones in %s: no (%s): [run] deps are copied in full\n", d.Repo, d.CopyOnWriteProblem)
-	}
-	fmt.Fprintf(w, "agents (a launch uses %s unless --agent or FLUME_AGENT says otherwise):\n", d.Default)
-	for _, r := range d.Agents {
-		state := "cannot start here"
-		if r.CanStart {
-			state = "can start"
-		}
-		line := "  " + r.Name + ": " + state
-		if r.Version != "" {
-			line += ", " + r.Version
-		}
-		fmt.Fprintln(w, line)
-		for _, c := range r.Checks {
-			fmt.Fprintf(w, "    %-7s %-11s %s\n", c.Status, c.Name, c.Detail)
-		}
 	}
 }

@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -65,39 +64,16 @@ func (a *app) session(c *cli.Context) (refs.Session, error) {
 	return a.sessionOf(c.String("session"), c.Int("pid"))
 }
 
-// sessionOf is the calling session. Inside an agent flume started (an
-// ancestor process carries its FLUME_SESSION, whatever this process's own
-// environment says) it is that agent's session, kept alive by the agent
-// process, not by the tool's shell that ran this command; naming another
-// is refused. Otherwise: sid and pid when given, else $FLUME_SESSION and
-// $FLUME_SESSION_PID, else the working directory and the nearest ancestor
-// that is not git.
+// sessionOf is the calling session (refs.CallerSession), a session named
+// inside an agent's process tree that is not the agent's refused as a
+// usage error.
 func (a *app) sessionOf(sid string, pid int) (refs.Session, error) {
-	s := refs.Session{Host: a.host()}
-	if agentSID, agentPID := agentSession(); agentSID != "" {
-		if sid != "" && sid != agentSID {
-			return s, usagef("--session %s: this command runs inside the agent of session %s and acts only as that session (R8)", term.Clean(sid), term.Clean(agentSID))
-		}
-		s.Key, s.Agent, s.PID = refs.AgentKey(agentSID), agentSID, agentPID
-		return s, nil
+	s, err := refs.CallerSession(a.host(), sid, pid, a.env.vars)
+	var foreign *refs.ForeignSessionError
+	if errors.As(err, &foreign) {
+		return s, usagef("--session %s: this command runs inside the agent of session %s and acts only as that session (R8)", term.Clean(foreign.Named), term.Clean(foreign.Agent))
 	}
-	if sid == "" {
-		sid = a.env.vars["FLUME_SESSION"]
-	}
-	if sid != "" {
-		s.Key = "sid:" + sid
-	} else {
-		cwd, _ := os.Getwd()
-		s.Key = "cwd:" + cwd
-	}
-	s.PID = pid
-	if s.PID == 0 {
-		s.PID, _ = strconv.Atoi(a.env.vars["FLUME_SESSION_PID"])
-	}
-	if s.PID == 0 {
-		s.PID = sessionPID()
-	}
-	return s, nil
+	return s, err
 }
 
 // callerSession is the calling session as sessionOf finds it when no
@@ -105,45 +81,6 @@ func (a *app) sessionOf(sid string, pid int) (refs.Session, error) {
 func (a *app) callerSession() refs.Session {
 	s, _ := a.sessionOf("", 0) // an error needs a named session
 	return s
-}
-
-// agentSession finds the agent flume started whose process tree this
-// command runs in: the FLUME_SESSION its nearest ancestor carries, and the
-// topmost ancestor that carries the same (the agent itself, which lives as
-// long as its session). "" when no ancestor carries one.
-func agentSession() (string, int) {
-	var sid string
-	var top int
-	for pid, n := os.Getppid(), 0; pid > 1 && n < 64; n++ {
-		v, ok := proc.Getenv(pid, "FLUME_SESSION")
-		if !ok || v == "" || (sid != "" && v != sid) {
-			if sid != "" {
-				break
-			}
-		} else {
-			sid, top = v, pid
-		}
-		ppid, _, ok := proc.Parent(pid)
-		if !ok {
-			break
-		}
-		pid = ppid
-	}
-	return sid, top
-}
-
-// sessionPID is the nearest ancestor process that is neither git nor
-// git-flume: the shell or agent session that ran the command.
-func sessionPID() int {
-	pid := os.Getppid()
-	for range 8 {
-		ppid, comm, ok := proc.Parent(pid)
-		if !ok || comm != "git" && comm != "git-flume" || ppid <= 1 {
-			return pid
-		}
-		pid = ppid
-	}
-	return pid
 }
 
 // onePlace takes the single PLACE argument.
@@ -258,26 +195,17 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 	return err
 }
 
-// printLaunched says what a launch made and, when its first stage already
-// moved, where that stage stands and, if it waits for someone, what moves
-// it on.
+// printLaunched says what a launch made (report.WriteLaunched), with what
+// moves its first stage on when it waits for someone.
 func (a *app) printLaunched(ctx context.Context, repo string, p *stage.Place, out io.Writer) {
-	fmt.Fprintf(out, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
-	st := p.Stages[p.Current]
-	if st.State == stage.StagePending {
-		return
-	}
-	fmt.Fprintf(out, "stage %s: %s", st.Name, st.State)
-	if st.Reason != "" {
-		fmt.Fprintf(out, ": %s", term.Clean(st.Reason))
-	}
-	fmt.Fprintln(out)
-	switch st.State {
+	next := ""
+	switch p.Stages[p.Current].State {
 	case stage.StateBlocked, stage.StateNeverStarted, stage.StateWaiting, stage.StateUnknown:
-		if s, err := report.ReadStatus(ctx, a.stageEnv(), report.StatusOptions{Repo: repo, Place: p.ID}); err == nil && s.Places[0].Stage.Next != "" {
-			fmt.Fprintf(out, "next: %s\n", term.Clean(s.Places[0].Stage.Next))
+		if s, err := report.ReadStatus(ctx, a.stageEnv(), report.StatusOptions{Repo: repo, Place: p.ID}); err == nil {
+			next = s.Places[0].Stage.Next
 		}
 	}
+	report.WriteLaunched(out, p, next)
 }
 
 func readBrief(c *cli.Context, stdin io.Reader) (string, error) {

@@ -434,7 +434,7 @@ func rollbackCommand(a *app) *cli.Command {
 					return err
 				}
 				fmt.Fprintf(a.io.Out, "%s: delegation rolled back; %s restored to %.12s\n", id, p.Parent.Parent, p.Base)
-				printKept(a, p)
+				report.WriteKept(a.io.Out, p)
 				return nil
 			}
 			po, err := a.placeOptions(c, id)

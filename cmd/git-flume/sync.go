@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/internal/term"
-	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 func syncCommand(a *app) *cli.Command {
@@ -49,36 +47,10 @@ func syncCommand(a *app) *cli.Command {
 			if c.Bool("json") {
 				return writeJSON(a.io.Out, rep)
 			}
-			writeSync(a, rep)
+			report.WriteSync(a.io.Out, rep)
 			return nil
 		},
 	}
-}
-
-func writeSync(a *app, rep *refs.SyncReport) {
-	for _, l := range []struct {
-		what string
-		refs []string
-	}{{"fetched", rep.Fetched}, {"pushed", rep.Pushed}, {"deleted on " + rep.Remote, rep.Deleted}, {"removed here", rep.Removed}} {
-		for _, r := range l.refs {
-			fmt.Fprintf(a.io.Out, "%s %s\n", l.what, r)
-		}
-	}
-	for _, r := range sortedKeys(rep.Kept) {
-		fmt.Fprintf(a.io.Out, "kept %s: %s\n", term.Clean(r), term.Clean(rep.Kept[r]))
-	}
-	if len(rep.Fetched)+len(rep.Pushed)+len(rep.Deleted)+len(rep.Removed)+len(rep.Kept) == 0 {
-		fmt.Fprintf(a.io.Out, "in sync with %s\n", rep.Remote)
-	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func sharedFlags() []cli.Flag {

@@ -13,7 +13,9 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/promote"
+	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 func (a *app) promoteEnv() *promote.Env {
@@ -143,7 +145,7 @@ func workspaceStartCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			limits := promote.Limits{MaxMs: c.Duration("max").Milliseconds(), IdleMs: c.Duration("idle").Milliseconds()}
+			limits := request.Limits{MaxMs: c.Duration("max").Milliseconds(), IdleMs: c.Duration("idle").Milliseconds()}
 			ws, err := promote.StartRequest(c.Context, a.promoteEnv(), root, data, promote.StartOptions{Program: prog, Limits: limits, Detach: c.Bool("detach")})
 			if err != nil {
 				return err
@@ -165,11 +167,11 @@ func (a *app) printWorkspace(c *cli.Context, root, id string, settled bool) erro
 			return err
 		}
 	} else {
-		promote.WriteStatus(a.io.Out, st)
+		report.WriteWorkspace(a.io.Out, st)
 	}
 	if settled {
 		switch st.Phase {
-		case promote.PhaseFailed, promote.PhaseBlocked, "manual":
+		case request.PhaseFailed, request.PhaseBlocked, "manual":
 			return silentExit{exitError}
 		}
 	}

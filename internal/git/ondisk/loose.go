@@ -104,7 +104,7 @@ func readLoose(commonDir, id string, headerOnly bool) (typ string, data []byte, 
 	if err != nil {
 		return "", nil, fmt.Errorf("read object %s: %w", id, err)
 	}
-	defer zr.Close()
+	defer zr.release()
 	br := bufio.NewReaderSize(zr, 512)
 	header, err := br.ReadString(0)
 	if err != nil {
@@ -132,25 +132,24 @@ const MaxObject = 64 << 20
 // zlibReaders keeps inflaters for reuse: each holds a 32 KiB window.
 var zlibReaders sync.Pool
 
-// inflater is a zlib reader of r taken from a pool; Close puts it back.
-func inflater(r io.Reader) (io.ReadCloser, error) {
+// inflater is a zlib reader of r taken from a pool; release puts it back.
+func inflater(r io.Reader) (pooled, error) {
 	if zr, ok := zlibReaders.Get().(io.ReadCloser); ok {
 		if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
-			return nil, err
+			return pooled{}, err
 		}
 		return pooled{zr}, nil
 	}
 	zr, err := zlib.NewReader(r)
 	if err != nil {
-		return nil, err
+		return pooled{}, err
 	}
 	return pooled{zr}, nil
 }
 
-// pooled is a pooled inflater: closing it returns it to the pool.
+// pooled is an inflater taken from the pool.
 type pooled struct{ io.ReadCloser }
 
-func (p pooled) Close() error {
-	zlibReaders.Put(p.ReadCloser)
-	return nil
-}
+// release returns the inflater to the pool (closing a zlib reader only
+// marks it done, so nothing is lost by not closing it).
+func (p pooled) release() { zlibReaders.Put(p.ReadCloser) }

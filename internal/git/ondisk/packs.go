@@ -440,7 +440,7 @@ func (p *pack) inflate(at, size int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: at %d: %w", p.name, at, err)
 	}
-	defer zr.Close()
+	defer zr.release()
 	data := make([]byte, size)
 	if _, err := io.ReadFull(zr, data); err != nil {
 		return nil, fmt.Errorf("pack %s: at %d: %w", p.name, at, err)

@@ -1,4 +1,4 @@
-package promote_test
+package request_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-flume/git-flume/promote"
+	"github.com/git-flume/git-flume/promote/request"
 )
 
 // requestWorkspace makes a workspace with two repositories and an input
@@ -234,14 +234,14 @@ func TestRequestValidation_P1_P2(t *testing.T) {
 			root, req := requestWorkspace(t)
 			env := append([]string{"PATH=/bin"}, c.change(t, root, req)...)
 			data, _ := json.Marshal(req)
-			r, err := promote.ParseRequest(data, root, env)
+			r, err := request.ParseRequest(data, root, env)
 			if c.field == "" {
 				if err != nil || r.ID != "change-contract" || len(r.Repositories) != 2 {
 					t.Fatalf("valid request refused: %v", err)
 				}
 				return
 			}
-			var inv *promote.InvalidError
+			var inv *request.InvalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("got %v, want an InvalidError for %s", err, c.field)
 			}

@@ -1,8 +1,9 @@
-package promote
+package request
 
 import (
-	"github.com/git-flume/git-flume/agent/run"
 	"time"
+
+	"github.com/git-flume/git-flume/agent/run"
 )
 
 // Phases of a workspace request in one member (P3, P5). Each verb moves
@@ -128,7 +129,7 @@ type Worker struct {
 // run is the worker's run as the lifecycle reads it. A record made before
 // Life was kept reads as starting, or working once its prompt was
 // confirmed.
-func (w *Worker) run(l Limits) run.Run {
+func (w *Worker) Run(l Limits) run.Run {
 	life := w.Life
 	if life.State == "" {
 		life.State = run.StateStarting
@@ -143,7 +144,7 @@ func (w *Worker) run(l Limits) run.Run {
 }
 
 // withRun is the worker as run r leaves it.
-func (w Worker) withRun(r run.Run) Worker {
+func (w Worker) WithRun(r run.Run) Worker {
 	w.Agent, w.Life = *r.Agent, r.Life
 	switch r.State {
 	case run.StateStarting, run.StateUnknown, run.StateNeverStarted:

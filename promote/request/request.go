@@ -1,4 +1,4 @@
-package promote
+package request
 
 import (
 	"bytes"
@@ -70,6 +70,9 @@ type Check struct {
 	Args       []string `json:"args"`
 }
 
+// Line is the check's command line for people: its program and arguments.
+func (c Check) Line() string { return strings.Join(append([]string{c.Command}, c.Args...), " ") }
+
 // Limits of a request (P1, P2).
 const (
 	MaxRepositories = 8
@@ -87,7 +90,7 @@ type InvalidError struct {
 
 func (e *InvalidError) Error() string { return fmt.Sprintf("request: %s: %s", e.Field, e.Rule) }
 
-func invalid(field, format string, args ...any) error {
+func Invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Rule: fmt.Sprintf(format, args...)}
 }
 
@@ -102,7 +105,7 @@ func ParseRequest(data []byte, root string, environ []string) (*Request, error) 
 		name, _, _ := strings.Cut(kv, "=")
 		for _, o := range gitOverrides {
 			if name == o {
-				return nil, invalid("environment", "%s is set; workspace requests refuse git overrides in the environment", name)
+				return nil, Invalid("environment", "%s is set; workspace requests refuse git overrides in the environment", name)
 			}
 		}
 	}
@@ -110,29 +113,29 @@ func ParseRequest(data []byte, root string, environ []string) (*Request, error) 
 	dec.DisallowUnknownFields()
 	var r Request
 	if err := dec.Decode(&r); err != nil {
-		return nil, invalid("request", "not a request: %v", err)
+		return nil, Invalid("request", "not a request: %v", err)
 	}
 	if dec.More() {
-		return nil, invalid("request", "more than one JSON value")
+		return nil, Invalid("request", "more than one JSON value")
 	}
 	absRoot, err := canonical(root)
 	if err != nil {
-		return nil, invalid("workspace", "%v", err)
+		return nil, Invalid("workspace", "%v", err)
 	}
 	if inside, _ := insideGit(absRoot); inside {
-		return nil, invalid("workspace", "%s is inside a git repository; a workspace is a plain folder whose children are repositories", absRoot)
+		return nil, Invalid("workspace", "%s is inside a git repository; a workspace is a plain folder whose children are repositories", absRoot)
 	}
 	if r.Mode != "" && r.Mode != ModeIsolated && r.Mode != ModeDirect {
-		return nil, invalid("mode", "\"isolated\" (checked work in owned worktrees) or \"direct\" (work in the checkouts), got %q", r.Mode)
+		return nil, Invalid("mode", "\"isolated\" (checked work in owned worktrees) or \"direct\" (work in the checkouts), got %q", r.Mode)
 	}
 	if err := refs.ValidateName("id", r.ID); err != nil {
-		return nil, invalid("id", "%v", err)
+		return nil, Invalid("id", "%v", err)
 	}
 	if strings.TrimSpace(r.Goal) == "" {
-		return nil, invalid("goal", "required")
+		return nil, Invalid("goal", "required")
 	}
 	if n := len(r.Repositories); n < 1 || n > MaxRepositories {
-		return nil, invalid("repositories", "select 1 to %d repositories, got %d", MaxRepositories, n)
+		return nil, Invalid("repositories", "select 1 to %d repositories, got %d", MaxRepositories, n)
 	}
 	for _, name := range sortedKeys(r.Repositories) {
 		if err := checkRepository(absRoot, name, r.Repositories[name]); err != nil {
@@ -152,24 +155,24 @@ func ParseRequest(data []byte, root string, environ []string) (*Request, error) 
 // checkIsolated checks a checked request's one changeset task (P1, P2).
 func checkIsolated(absRoot string, r *Request) error {
 	if len(r.Tasks) != 1 {
-		return invalid("tasks", "exactly one changeset task, got %d", len(r.Tasks))
+		return Invalid("tasks", "exactly one changeset task, got %d", len(r.Tasks))
 	}
 	t := r.Tasks[0]
 	switch {
 	case t.Kind != "changeset":
-		return invalid("tasks[0].kind", "only \"changeset\" tasks are supported, got %q", t.Kind)
+		return Invalid("tasks[0].kind", "only \"changeset\" tasks are supported, got %q", t.Kind)
 	case len(t.DependsOn) > 0:
-		return invalid("tasks[0].dependsOn", "dependencies are not supported")
+		return Invalid("tasks[0].dependsOn", "dependencies are not supported")
 	case len(t.ContextFrom) > 0:
-		return invalid("tasks[0].contextFrom", "not supported")
+		return Invalid("tasks[0].contextFrom", "not supported")
 	case len(t.Paths) > 0:
-		return invalid("tasks[0].paths", "not supported; the worker's worktrees are the repositories selected")
+		return Invalid("tasks[0].paths", "not supported; the worker's worktrees are the repositories selected")
 	case len(t.ContinueFrom) > 0:
-		return invalid("tasks[0].continueFrom", "not supported")
+		return Invalid("tasks[0].continueFrom", "not supported")
 	case strings.TrimSpace(t.Requirements) == "":
-		return invalid("tasks[0].requirements", "required")
+		return Invalid("tasks[0].requirements", "required")
 	case strings.TrimSpace(t.Deliverable) == "":
-		return invalid("tasks[0].deliverable", "required")
+		return Invalid("tasks[0].deliverable", "required")
 	}
 	if err := checkInputs(absRoot, r.Repositories, t.Inputs); err != nil {
 		return err
@@ -192,45 +195,45 @@ const MaxDirectTasks = 8
 // checks, paths and continueFrom are refused.
 func checkDirect(absRoot string, r *Request) error {
 	if len(r.FinalChecks) > 0 {
-		return invalid("finalChecks", "direct work has no checked integration; use mode \"isolated\" for checked work")
+		return Invalid("finalChecks", "direct work has no checked integration; use mode \"isolated\" for checked work")
 	}
 	if n := len(r.Tasks); n < 1 || n > MaxDirectTasks {
-		return invalid("tasks", "direct work runs 1 to %d tasks, got %d", MaxDirectTasks, n)
+		return Invalid("tasks", "direct work runs 1 to %d tasks, got %d", MaxDirectTasks, n)
 	}
 	seen := map[string]bool{}
 	inputs := map[string]string{}
 	for i, t := range r.Tasks {
 		f := fmt.Sprintf("tasks[%d]", i)
 		if err := refs.ValidateName("task id", t.ID); err != nil {
-			return invalid(f+".id", "%v", err)
+			return Invalid(f+".id", "%v", err)
 		}
 		switch {
 		case seen[t.ID]:
-			return invalid(f+".id", "%q names two tasks", t.ID)
+			return Invalid(f+".id", "%q names two tasks", t.ID)
 		case t.Kind != "changeset" && t.Kind != "text":
-			return invalid(f+".kind", "\"changeset\" (it changes the checkouts) or \"text\" (it reads them and answers), got %q", t.Kind)
+			return Invalid(f+".kind", "\"changeset\" (it changes the checkouts) or \"text\" (it reads them and answers), got %q", t.Kind)
 		case len(t.Paths) > 0:
-			return invalid(f+".paths", "direct selection rejects paths; the task's scope is its requirements")
+			return Invalid(f+".paths", "direct selection rejects paths; the task's scope is its requirements")
 		case len(t.ContinueFrom) > 0:
-			return invalid(f+".continueFrom", "direct selection rejects continueFrom")
+			return Invalid(f+".continueFrom", "direct selection rejects continueFrom")
 		case len(t.Checks) > 0:
-			return invalid(f+".checks", "direct work runs no checks; use mode \"isolated\" for checked work")
+			return Invalid(f+".checks", "direct work runs no checks; use mode \"isolated\" for checked work")
 		case strings.TrimSpace(t.Requirements) == "":
-			return invalid(f+".requirements", "required")
+			return Invalid(f+".requirements", "required")
 		case strings.TrimSpace(t.Deliverable) == "":
-			return invalid(f+".deliverable", "required")
+			return Invalid(f+".deliverable", "required")
 		}
 		for field, names := range map[string][]string{"dependsOn": t.DependsOn, "contextFrom": t.ContextFrom} {
 			for _, d := range names {
 				if !seen[d] {
-					return invalid(f+"."+field, "%q is not an earlier task; tasks run in the order given", d)
+					return Invalid(f+"."+field, "%q is not an earlier task; tasks run in the order given", d)
 				}
 			}
 		}
 		seen[t.ID] = true
 		for name, path := range t.Inputs {
 			if _, dup := inputs[name]; dup {
-				return invalid(f+".inputs."+name, "an earlier task names input %q too; input names are the request's", name)
+				return Invalid(f+".inputs."+name, "an earlier task names input %q too; input names are the request's", name)
 			}
 			inputs[name] = path
 		}
@@ -239,7 +242,7 @@ func checkDirect(absRoot string, r *Request) error {
 }
 
 // inputs are every task's inputs, by name.
-func (r *Request) inputs() map[string]string {
+func (r *Request) Inputs() map[string]string {
 	all := map[string]string{}
 	for _, t := range r.Tasks {
 		for name, path := range t.Inputs {
@@ -293,65 +296,65 @@ func insideGit(dir string) (bool, error) {
 func checkRepository(root, name, path string) error {
 	field := "repositories." + name
 	if err := refs.ValidateName("repository name", name); err != nil {
-		return invalid(field, "%v", err)
+		return Invalid(field, "%v", err)
 	}
 	p, err := canonical(path)
 	if err != nil {
-		return invalid(field, "%v", err)
+		return Invalid(field, "%v", err)
 	}
 	if filepath.Dir(p) != root {
-		return invalid(field, "%s is not a direct child of the workspace %s", p, root)
+		return Invalid(field, "%s is not a direct child of the workspace %s", p, root)
 	}
 	info, err := os.Lstat(filepath.Join(p, ".git"))
 	switch {
 	case err != nil:
-		return invalid(field, "%s has no .git directory", p)
+		return Invalid(field, "%s has no .git directory", p)
 	case !info.IsDir():
-		return invalid(field, "%s is a linked worktree or a submodule checkout (.git is a file); select the repository itself", p)
+		return Invalid(field, "%s is a linked worktree or a submodule checkout (.git is a file); select the repository itself", p)
 	}
 	if _, err := os.Lstat(filepath.Join(p, ".gitmodules")); err == nil {
-		return invalid(field, "%s has submodules, which workspace requests do not support", p)
+		return Invalid(field, "%s has submodules, which workspace requests do not support", p)
 	}
 	if _, err := os.Lstat(filepath.Join(p, ".git", "modules")); err == nil {
-		return invalid(field, "%s has submodules, which workspace requests do not support", p)
+		return Invalid(field, "%s has submodules, which workspace requests do not support", p)
 	}
 	return nil
 }
 
 func checkInputs(root string, repos map[string]string, inputs map[string]string) error {
 	if len(inputs) > MaxInputs {
-		return invalid("tasks[0].inputs", "at most %d inputs, got %d", MaxInputs, len(inputs))
+		return Invalid("tasks[0].inputs", "at most %d inputs, got %d", MaxInputs, len(inputs))
 	}
 	for _, name := range sortedKeys(inputs) {
 		field := "tasks[0].inputs." + name
 		if err := refs.ValidateName("input name", name); err != nil {
-			return invalid(field, "%v", err)
+			return Invalid(field, "%v", err)
 		}
 		path := inputs[name]
 		info, err := os.Lstat(path)
 		if err != nil {
-			return invalid(field, "%v", err)
+			return Invalid(field, "%v", err)
 		}
 		if info.Mode()&os.ModeSymlink != 0 {
-			return invalid(field, "%s is a symlink; inputs are regular files", path)
+			return Invalid(field, "%s is a symlink; inputs are regular files", path)
 		}
 		if !info.Mode().IsRegular() {
-			return invalid(field, "%s is not a regular file", path)
+			return Invalid(field, "%s is not a regular file", path)
 		}
 		p, err := canonical(path)
 		if err != nil {
-			return invalid(field, "%v", err)
+			return Invalid(field, "%v", err)
 		}
 		if !strings.HasPrefix(p, root+string(filepath.Separator)) {
-			return invalid(field, "%s is outside the workspace %s", p, root)
+			return Invalid(field, "%s is outside the workspace %s", p, root)
 		}
 		for _, repo := range repos {
 			if p == repo || strings.HasPrefix(p, repo+string(filepath.Separator)) {
-				return invalid(field, "%s is inside the repository %s; inputs stay outside every repository", p, repo)
+				return Invalid(field, "%s is inside the repository %s; inputs stay outside every repository", p, repo)
 			}
 		}
 		if info.Size() > MaxInputSize {
-			return invalid(field, "%s is %d bytes; at most %d", p, info.Size(), MaxInputSize)
+			return Invalid(field, "%s is %d bytes; at most %d", p, info.Size(), MaxInputSize)
 		}
 	}
 	return nil
@@ -359,22 +362,22 @@ func checkInputs(root string, repos map[string]string, inputs map[string]string)
 
 func checkChecks(field string, checks []Check, repos map[string]string, max int) error {
 	if max > 0 && len(checks) > max {
-		return invalid(field, "at most %d entries, got %d", max, len(checks))
+		return Invalid(field, "at most %d entries, got %d", max, len(checks))
 	}
 	has := map[string]bool{}
 	for i, c := range checks {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if _, ok := repos[c.Repository]; !ok {
-			return invalid(f+".repository", "%q is not a selected repository", c.Repository)
+			return Invalid(f+".repository", "%q is not a selected repository", c.Repository)
 		}
 		if strings.TrimSpace(c.Command) == "" {
-			return invalid(f+".command", "required")
+			return Invalid(f+".command", "required")
 		}
 		has[c.Repository] = true
 	}
 	for _, name := range sortedKeys(repos) {
 		if !has[name] {
-			return invalid(field, "repository %q has no check; every selected repository needs one", name)
+			return Invalid(field, "repository %q has no check; every selected repository needs one", name)
 		}
 	}
 	return nil

@@ -1,0 +1,92 @@
+package refs
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/git-flume/git-flume/internal/proc"
+)
+
+// ForeignSessionError is a session named by a command that runs inside the
+// process tree of an agent flume started, which acts only as its own (R8).
+type ForeignSessionError struct{ Named, Agent string }
+
+func (e *ForeignSessionError) Error() string {
+	return fmt.Sprintf("session %s named inside the agent of session %s, which acts only as its own (R8)", e.Named, e.Agent)
+}
+
+// CallerSession is the session a command on host acts as (R8), vars its
+// environment. Inside an agent flume started (an ancestor process carries
+// its FLUME_SESSION, whatever this process's own environment says) it is
+// that agent's session, kept alive by the agent process, not by the tool's
+// shell that ran the command; naming another is a ForeignSessionError.
+// Otherwise: the named session sid and pid when given, else
+// $FLUME_SESSION and $FLUME_SESSION_PID, else the working directory and
+// the nearest ancestor that is not git.
+func CallerSession(host, sid string, pid int, vars map[string]string) (Session, error) {
+	s := Session{Host: host}
+	if agentSID, agentPID := agentSession(); agentSID != "" {
+		if sid != "" && sid != agentSID {
+			return s, &ForeignSessionError{Named: sid, Agent: agentSID}
+		}
+		s.Key, s.Agent, s.PID = AgentKey(agentSID), agentSID, agentPID
+		return s, nil
+	}
+	if sid == "" {
+		sid = vars["FLUME_SESSION"]
+	}
+	if sid != "" {
+		s.Key = "sid:" + sid
+	} else {
+		cwd, _ := os.Getwd()
+		s.Key = "cwd:" + cwd
+	}
+	s.PID = pid
+	if s.PID == 0 {
+		s.PID, _ = strconv.Atoi(vars["FLUME_SESSION_PID"])
+	}
+	if s.PID == 0 {
+		s.PID = sessionPID()
+	}
+	return s, nil
+}
+
+// agentSession finds the agent flume started whose process tree this
+// command runs in: the FLUME_SESSION its nearest ancestor carries, and the
+// topmost ancestor that carries the same (the agent itself, which lives as
+// long as its session). "" when no ancestor carries one.
+func agentSession() (string, int) {
+	var sid string
+	var top int
+	for pid, n := os.Getppid(), 0; pid > 1 && n < 64; n++ {
+		v, ok := proc.Getenv(pid, "FLUME_SESSION")
+		if !ok || v == "" || (sid != "" && v != sid) {
+			if sid != "" {
+				break
+			}
+		} else {
+			sid, top = v, pid
+		}
+		ppid, _, ok := proc.Parent(pid)
+		if !ok {
+			break
+		}
+		pid = ppid
+	}
+	return sid, top
+}
+
+// sessionPID is the nearest ancestor process that is neither git nor
+// git-flume: the shell or agent session that ran the command.
+func sessionPID() int {
+	pid := os.Getppid()
+	for range 8 {
+		ppid, comm, ok := proc.Parent(pid)
+		if !ok || comm != "git" && comm != "git-flume" || ppid <= 1 {
+			return pid
+		}
+		pid = ppid
+	}
+	return pid
+}

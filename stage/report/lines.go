@@ -1,0 +1,99 @@
+// Short reports for people: what a launch made, what doctor found, what a
+// sync moved, what a closing verb's tidy kept.
+
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/place"
+)
+
+// WriteDoctor writes what doctor found, a line a check.
+func WriteDoctor(w io.Writer, d *place.Doctor) {
+	fmt.Fprintf(w, "git %s\n", d.Git)
+	if d.PaneHostProblem != "" {
+		fmt.Fprintf(w, "pane host %s: missing: %s\n", d.PaneHost, d.PaneHostProblem)
+	} else {
+		fmt.Fprintf(w, "pane host %s: ok\n", d.PaneHost)
+	}
+	switch {
+	case d.Repo == "":
+	case d.Hooks:
+		fmt.Fprintf(w, "hooks in %s: ok\n", d.Repo)
+	default:
+		fmt.Fprintf(w, "hooks in %s: missing: run git flume install\n", d.Repo)
+	}
+	switch {
+	case d.Repo == "":
+	case d.CopyOnWrite:
+		fmt.Fprintf(w, "copy-on-write clones in %s: yes ([run] deps are cloned)\n", d.Repo)
+	default:
+		fmt.Fprintf(w, "copy-on-write clones in %s: no (%s): [run] deps are copied in full\n", d.Repo, d.CopyOnWriteProblem)
+	}
+	fmt.Fprintf(w, "agents (a launch uses %s unless --agent or FLUME_AGENT says otherwise):\n", d.Default)
+	for _, r := range d.Agents {
+		state := "cannot start here"
+		if r.CanStart {
+			state = "can start"
+		}
+		line := "  " + r.Name + ": " + state
+		if r.Version != "" {
+			line += ", " + r.Version
+		}
+		fmt.Fprintln(w, line)
+		for _, c := range r.Checks {
+			fmt.Fprintf(w, "    %-7s %-11s %s\n", c.Status, c.Name, c.Detail)
+		}
+	}
+}
+
+// WriteSync writes what a sync moved, a line a ref, or that nothing
+// needed to.
+func WriteSync(w io.Writer, rep *refs.SyncReport) {
+	for _, l := range []struct {
+		what string
+		refs []string
+	}{{"fetched", rep.Fetched}, {"pushed", rep.Pushed}, {"deleted on " + rep.Remote, rep.Deleted}, {"removed here", rep.Removed}} {
+		for _, r := range l.refs {
+			fmt.Fprintf(w, "%s %s\n", l.what, r)
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(rep.Kept)) {
+		fmt.Fprintf(w, "kept %s: %s\n", term.Clean(r), term.Clean(rep.Kept[r]))
+	}
+	if len(rep.Fetched)+len(rep.Pushed)+len(rep.Deleted)+len(rep.Removed)+len(rep.Kept) == 0 {
+		fmt.Fprintf(w, "in sync with %s\n", rep.Remote)
+	}
+}
+
+// WriteKept says what the tidy that closed a delegation kept, if it did.
+func WriteKept(w io.Writer, p *stage.Place) {
+	if p.Phase != stage.PhaseTidied && p.Kept != "" {
+		fmt.Fprintf(w, "%s: kept: %s\n", p.ID, term.Clean(p.Kept))
+	}
+}
+
+// WriteLaunched says what a launch made and, when its first stage already
+// moved, where that stage stands and, given next, what moves it on.
+func WriteLaunched(w io.Writer, p *stage.Place, next string) {
+	fmt.Fprintf(w, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
+	st := p.Stages[p.Current]
+	if st.State == stage.StagePending {
+		return
+	}
+	fmt.Fprintf(w, "stage %s: %s", st.Name, st.State)
+	if st.Reason != "" {
+		fmt.Fprintf(w, ": %s", term.Clean(st.Reason))
+	}
+	fmt.Fprintln(w)
+	if next != "" {
+		fmt.Fprintf(w, "next: %s\n", term.Clean(next))
+	}
+}
