@@ -129,8 +129,7 @@ func startDirect(ctx context.Context, env *Env, ws *Workspace, req *request.Requ
 			Request: req, Phase: request.PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Inputs: inputs, Limits: limits,
 			WorkerTree: &request.Tree{Path: m.t.Repo, Branch: m.t.Branch}, Start: start,
 		}
-		changes := []refs.Change{{Ref: RecordRef(req.ID), State: m.r,
-			Message: fmt.Sprintf("workspace %s: %s, direct work from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base)}}
+		changes := []refs.Change{recordChange(nil, m.r, fmt.Sprintf("workspace %s: %s, direct work from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base))}
 		if writes {
 			changes = append(changes, refs.Change{Ref: reservationRef(env.Host), Old: stale[i], Message: "reserved for direct request " + req.ID,
 				State: Reservation{Schema: 1, Kind: "reservation", Request: req.ID, Root: ws.Root, Host: env.Host, At: now}})
@@ -267,11 +266,11 @@ func held(ctx context.Context, env *Env, root, id string) (bool, string, error) 
 func (ws *Workspace) rollBack(ctx context.Context, env *Env, n int) error {
 	var errs []error
 	for _, m := range ws.members[:n] {
-		changes := []refs.Change{{Ref: m.rec.Ref, Old: m.rec, Delete: true, Message: "refused: allocation rolled back"}}
+		changes := []refs.Change{m.rec.Deletion("refused: allocation rolled back")}
 		if rec, res, err := m.reservation(ctx, env.Host); err != nil {
 			errs = append(errs, err)
 		} else if res != nil && res.Request == ws.ID {
-			changes = append(changes, refs.Change{Ref: rec.Ref, Old: rec, Delete: true, Message: "refused: reservation rolled back"})
+			changes = append(changes, rec.Deletion("refused: reservation rolled back"))
 		}
 		if _, err := m.store.Write(ctx, changes); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m.t.Name, err))
@@ -356,7 +355,7 @@ func (ws *Workspace) release(ctx context.Context, env *Env) error {
 		if res == nil || res.Request != ws.ID {
 			continue
 		}
-		if _, err := m.store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, Delete: true, Message: "released by direct request " + ws.ID}}); err != nil {
+		if _, err := m.store.Write(ctx, []refs.Change{rec.Deletion("released by direct request " + ws.ID)}); err != nil {
 			return fmt.Errorf("%s: %w", m.t.Name, err)
 		}
 		env.fault(fmt.Sprintf("direct:released:%d", i))

@@ -139,7 +139,13 @@ func (m *member) save(ctx context.Context, msg string) error {
 }
 
 func (m *member) change(r request.Record, msg string) refs.Change {
-	return refs.Change{Ref: m.rec.Ref, Old: m.rec, State: r, Message: fmt.Sprintf("promote %s: %s %s", r.ID, m.t.Name, msg)}
+	return recordChange(m.rec, r, fmt.Sprintf("promote %s: %s %s", r.ID, m.t.Name, msg))
+}
+
+// recordChange is the write of a member's record r over old (nil for one
+// not recorded yet), said by msg: the one shape every record write takes.
+func recordChange(old *refs.Record, r request.Record, msg string) refs.Change {
+	return refs.Change{Ref: RecordRef(r.ID), Old: old, State: r, Message: msg}
 }
 
 // prepareIntent writes the objects of the member's intent record ahead of

@@ -88,7 +88,7 @@ func Begin(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 			Inputs: inputs, Limits: limits,
 			WorkerTree: &request.Tree{Path: filepath.Join(dir, "worker", m.t.Name), Branch: workerBranch(req.ID)},
 		}
-		w, err := m.store.Write(ctx, []refs.Change{{Ref: RecordRef(req.ID), State: m.r, Message: fmt.Sprintf("workspace %s: %s allocating from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base)}})
+		w, err := m.store.Write(ctx, []refs.Change{recordChange(nil, m.r, fmt.Sprintf("workspace %s: %s allocating from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base))})
 		if err != nil {
 			var conflict *refs.ConflictError
 			if errors.As(err, &conflict) {

@@ -131,7 +131,7 @@ func (ws *Workspace) saveAll(ctx context.Context, msg string, edit func(m *membe
 }
 
 func (m *member) saveMsg(ctx context.Context, msg string) error {
-	w, err := m.store.Write(ctx, []refs.Change{{Ref: m.rec.Ref, Old: m.rec, State: m.r, Message: fmt.Sprintf("workspace %s: %s %s", m.r.ID, m.t.Name, msg)}})
+	w, err := m.store.Write(ctx, []refs.Change{recordChange(m.rec, m.r, fmt.Sprintf("workspace %s: %s %s", m.r.ID, m.t.Name, msg))})
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.t.Name, err)
 	}

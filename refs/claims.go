@@ -158,7 +158,7 @@ func (s *Store) liveClaim(ctx context.Context, rec *Record, host string) (ClaimS
 	if c.Alive(host) {
 		return ClaimState{Record: rec, Claim: c}, nil
 	}
-	_, err := s.Write(ctx, []Change{{Ref: rec.Ref, Old: rec, Delete: true}})
+	_, err := s.Write(ctx, []Change{rec.Deletion("")})
 	var conflict *ConflictError
 	if errors.As(err, &conflict) {
 		// Someone moved it meanwhile: read what is there now.
@@ -223,7 +223,7 @@ func (s *Store) Release(ctx context.Context, place string, sess Session, takeOve
 		if err := cs.Gate(place, sess, takeOver); err != nil {
 			return err
 		}
-		_, err = s.Write(ctx, []Change{{Ref: cs.Record.Ref, Old: cs.Record, Delete: true, Message: "release " + place}})
+		_, err = s.Write(ctx, []Change{cs.Record.Deletion("release " + place)})
 		return err
 	})
 }

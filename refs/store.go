@@ -94,6 +94,12 @@ type Record struct {
 	decoded any
 }
 
+// Deletion is the change that deletes record r if it still stands as read
+// (R2), said by msg.
+func (r *Record) Deletion(msg string) Change {
+	return Change{Ref: r.Ref, Old: r, Delete: true, Message: msg}
+}
+
 // Take returns what the kind's validator decoded from the record, once:
 // the first caller owns it, later ones get nil and decode Data themselves.
 func (r *Record) Take() any {

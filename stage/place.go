@@ -266,11 +266,19 @@ func ReadPlace(ctx context.Context, s *refs.Store, id string) (*refs.Record, *Pl
 // moved meanwhile is a *refs.ConflictError. extra refs join the same
 // transaction. It returns the record as written.
 func SavePlace(ctx context.Context, s *refs.Store, rec *refs.Record, p *Place, msg string, extra ...git.RefUpdate) (*refs.Record, error) {
-	w, err := s.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: msg}}, extra...)
+	w, err := s.Write(ctx, []refs.Change{PlaceChange(rec, p, msg)}, extra...)
 	if err != nil {
 		return nil, err
 	}
 	return w[0], nil
+}
+
+// PlaceChange is the write of place p's record over old (nil for a place
+// not recorded yet), said by msg: the one shape every place write takes,
+// alone (SavePlace) or in a transaction with other refs (a launch's making,
+// a tidy deleting its claim, a commissioner naming its child).
+func PlaceChange(old *refs.Record, p *Place, msg string) refs.Change {
+	return refs.Change{Ref: PlaceRef(p.ID), Old: old, State: p, Message: msg}
 }
 
 // EditPlace is a read–decide–write loop on place id under the store's

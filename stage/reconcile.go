@@ -113,7 +113,9 @@ func undoLaunch(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store
 	}
 	p.Phase, p.Launcher = PhaseTidied, nil
 	p.Tidied = &TidyRecord{At: env.NowUTC(), Reason: "launch interrupted"}
-	_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Hold: hold, Message: fmt.Sprintf("launch %s: interrupted, cleaned up", p.ID)}})
+	ch := PlaceChange(rec, p, fmt.Sprintf("launch %s: interrupted, cleaned up", p.ID))
+	ch.Hold = hold
+	_, err = store.Write(ctx, []refs.Change{ch})
 	var conflict *refs.ConflictError
 	if errors.As(err, &conflict) {
 		return false, nil // someone else reconciled it

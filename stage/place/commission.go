@@ -134,5 +134,5 @@ func commissionChange(ctx context.Context, store *refs.Store, child *stage.Place
 	if !slices.Contains(p.Children, child.ID) {
 		p.Children = append(p.Children, child.ID)
 	}
-	return refs.Change{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("delegate %s: to %s", p.ID, child.ID)}, nil
+	return stage.PlaceChange(rec, p, fmt.Sprintf("delegate %s: to %s", p.ID, child.ID)), nil
 }

@@ -325,7 +325,7 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps, sto
 	}
 	ready := make(chan prepared, 1)
 	go func() {
-		pr, err := steps.Prepare(ctx, refs.Change{Ref: rec.Ref, Old: rec, State: &made, Message: "launch " + p.ID + ": made " + p.Path})
+		pr, err := steps.Prepare(ctx, stage.PlaceChange(rec, &made, "launch "+p.ID+": made "+p.Path))
 		ready <- prepared{pr, err}
 	}()
 	if err := repo.AddWorktree(ctx, p.Path, p.Branch, p.Base); err != nil {
@@ -354,7 +354,7 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps, sto
 // commissioner's record moving meanwhile is read again.
 func createPlace(ctx context.Context, store *refs.Store, old *refs.Record, p *stage.Place) (*refs.Record, error) {
 	for n := 0; ; n++ {
-		changes := []refs.Change{{Ref: stage.PlaceRef(p.ID), Old: old, State: p, Message: "launch " + p.ID + ": making"}}
+		changes := []refs.Change{stage.PlaceChange(old, p, "launch "+p.ID+": making")}
 		if p.Parent != nil {
 			ch, err := commissionChange(ctx, store, p)
 			if err != nil {

@@ -360,7 +360,7 @@ func recordTidy(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 		// A stage still under way ends with its place: status never shows
 		// a tidied place starting, its clock ticking.
 		engine.EndStage(&p.Stages[p.Current], stage.StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.ClockNow())
-		changes := []refs.Change{{Ref: rec.Ref, Old: rec, State: p, Message: fmt.Sprintf("tidy %s: %s", p.ID, res.Reason)}}
+		changes := []refs.Change{stage.PlaceChange(rec, p, fmt.Sprintf("tidy %s: %s", p.ID, res.Reason))}
 		if res.Branch == "deleted" {
 			// X2: the deleted branch's commits stay reachable from the
 			// record, its base too: a base nothing else holds (a record's
@@ -370,7 +370,7 @@ func recordTidy(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 		}
 		extra := []git.RefUpdate{}
 		if cs.Record != nil {
-			changes = append(changes, refs.Change{Ref: cs.Record.Ref, Old: cs.Record, Delete: true})
+			changes = append(changes, cs.Record.Deletion(""))
 		} else {
 			extra = append(extra, cs.Verify(p.ID))
 		}

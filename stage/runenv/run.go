@@ -261,7 +261,7 @@ func ReleaseLease(ctx context.Context, store *refs.Store, p *stage.Place) error 
 	if err := rec.Decode(&l); err != nil || l.Place != p.ID {
 		return err
 	}
-	_, err = store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, Delete: true, Message: "release ports of " + p.ID}})
+	_, err = store.Write(ctx, []refs.Change{rec.Deletion("release ports of " + p.ID)})
 	return err
 }
 
