@@ -97,43 +97,26 @@ type EngineOptions struct {
 }
 
 // RadarInterval is RadarEvery, or 30 seconds when unset.
-func (o EngineOptions) RadarInterval() time.Duration {
-	if o.RadarEvery > 0 {
-		return o.RadarEvery
-	}
-	return 30 * time.Second
-}
+func (o EngineOptions) RadarInterval() time.Duration { return setOr(o.RadarEvery, 30*time.Second) }
 
 // Grace is ReportGrace, or 60 seconds when unset.
-func (o EngineOptions) Grace() time.Duration {
-	if o.ReportGrace > 0 {
-		return o.ReportGrace
-	}
-	return 60 * time.Second
-}
+func (o EngineOptions) Grace() time.Duration { return setOr(o.ReportGrace, 60*time.Second) }
 
 // Remind is RemindAfter, or 2 minutes when unset.
-func (o EngineOptions) Remind() time.Duration {
-	if o.RemindAfter > 0 {
-		return o.RemindAfter
-	}
-	return 2 * time.Minute
-}
+func (o EngineOptions) Remind() time.Duration { return setOr(o.RemindAfter, 2*time.Minute) }
 
 // Window is ConfirmWindow, or 60 seconds when unset.
-func (o EngineOptions) Window() time.Duration {
-	if o.ConfirmWindow > 0 {
-		return o.ConfirmWindow
-	}
-	return 60 * time.Second
-}
+func (o EngineOptions) Window() time.Duration { return setOr(o.ConfirmWindow, 60*time.Second) }
 
 // Stuck is StuckAfter, or 30 minutes when unset.
-func (o EngineOptions) Stuck() time.Duration {
-	if o.StuckAfter > 0 {
-		return o.StuckAfter
+func (o EngineOptions) Stuck() time.Duration { return setOr(o.StuckAfter, 30*time.Minute) }
+
+// setOr is d when it is set (positive), else def.
+func setOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
 	}
-	return 30 * time.Minute
+	return def
 }
 
 // RunPanes is the pane host a's lifecycle runs against: nil for an agent

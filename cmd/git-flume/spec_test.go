@@ -1,11 +1,16 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -119,5 +124,113 @@ func TestEveryPackageHasItsDocInDocGo(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDesignMapNamesEveryPackage: DESIGN.md's map has a line for every
+// package of the module, its size within 0.1k of the package's non-test
+// lines, and names no package that is gone.
+func TestDesignMapNamesEveryPackage(t *testing.T) {
+	root := filepath.Join("..", "..")
+	design, err := os.ReadFile(filepath.Join(root, "DESIGN.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(design)
+	start := strings.Index(text, "## The map")
+	if start < 0 {
+		t.Fatal("DESIGN.md has no map section")
+	}
+	section := text[start:]
+	if end := strings.Index(section[1:], "\n## "); end >= 0 {
+		section = section[:end+1]
+	}
+	entry := regexp.MustCompile("(?m)^- `([\\w/-]+)` \\((\\d+\\.\\d)k\\)")
+	mapped := map[string]float64{}
+	for _, m := range entry.FindAllStringSubmatch(section, -1) {
+		size, _ := strconv.ParseFloat(m[2], 64)
+		mapped[m[1]] = size
+	}
+	seen := map[string]bool{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if name := d.Name(); name == ".git" || name == "testdata" || name == "node_modules" {
+			return filepath.SkipDir
+		}
+		goFiles, _ := filepath.Glob(filepath.Join(path, "*.go"))
+		lines := 0
+		for _, f := range goFiles {
+			if !strings.HasSuffix(f, "_test.go") {
+				data, _ := os.ReadFile(f)
+				lines += strings.Count(string(data), "\n")
+			}
+		}
+		if lines == 0 {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		seen[rel] = true
+		size, ok := mapped[rel]
+		switch {
+		case !ok:
+			t.Errorf("DESIGN.md's map has no line for %s (%d lines)", rel, lines)
+		case math.Abs(size-float64(lines)/1000) > 0.1:
+			t.Errorf("DESIGN.md's map says %s is %.1fk lines; it is %d", rel, size, lines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg := range mapped {
+		if !seen[pkg] {
+			t.Errorf("DESIGN.md's map names %s, which is no package", pkg)
+		}
+	}
+}
+
+// TestNoPackageOver3kNoFunctionOver60: a package a newcomer opens holds at
+// most 3,000 lines and a function at most 60 (issue 28), test code aside.
+func TestNoPackageOver3kNoFunctionOver60(t *testing.T) {
+	root := filepath.Join("..", "..")
+	fset := token.NewFileSet()
+	lines := map[string]int{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if name := d.Name(); d.IsDir() && (name == ".git" || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		lines[filepath.Dir(path)] += fset.Position(f.End()).Line
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil {
+				if n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; n > 60 {
+					t.Errorf("%s: %s is %d lines, more than 60", path, fn.Name.Name, n)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) < 20 {
+		t.Fatalf("only %d packages found under %s: the walk is not seeing the module", len(lines), root)
+	}
+	for dir, n := range lines {
+		if n > 3000 {
+			t.Errorf("%s is %d lines, more than 3,000", dir, n)
+		}
 	}
 }

@@ -112,7 +112,7 @@ func readLoose(commonDir, id string, headerOnly bool) (typ string, data []byte, 
 	}
 	typ, sizeText, ok := strings.Cut(strings.TrimSuffix(header, "\x00"), " ")
 	size, serr := strconv.ParseInt(sizeText, 10, 64)
-	if !ok || serr != nil || size < 0 || size > MaxObject {
+	if !ok || serr != nil || size < 0 || size > maxObject {
 		return "", nil, fmt.Errorf("read object %s: header %q", id, header)
 	}
 	if headerOnly && (typ != "commit" || size > 4096) {
@@ -125,9 +125,9 @@ func readLoose(commonDir, id string, headerOnly bool) (typ string, data []byte, 
 	return typ, data, nil
 }
 
-// MaxObject bounds what is read into memory here: a record is a few
+// maxObject bounds what is read into memory here: a record is a few
 // kilobytes; anything larger is git's to read.
-const MaxObject = 64 << 20
+const maxObject = 64 << 20
 
 // zlibReaders keeps inflaters for reuse: each holds a 32 KiB window.
 var zlibReaders sync.Pool

@@ -65,8 +65,8 @@ const (
 
 var packTypeNames = map[int]string{packCommit: "commit", packTree: "tree", packBlob: "blob", packTag: "tag"}
 
-// ErrNotPacked is an object in no local pack.
-var ErrNotPacked = errors.New("not in a local pack")
+// errNotPacked is an object in no local pack.
+var errNotPacked = errors.New("not in a local pack")
 
 // read reads object id (hex) from the packs of the repository whose
 // common directory is commonDir: its type and content. With headerOnly it
@@ -132,7 +132,7 @@ func (ps *packSet) find(commonDir string, id []byte) (*pack, int, error) {
 			}
 		}
 		if again {
-			return nil, 0, ErrNotPacked
+			return nil, 0, errNotPacked
 		}
 	}
 }
@@ -359,7 +359,7 @@ func (ps *packSet) findLocked(id []byte) (*pack, int, error) {
 			return p, off, nil
 		}
 	}
-	return nil, 0, ErrNotPacked // a base in no pack (thin, or loose): git's to read
+	return nil, 0, errNotPacked // a base in no pack (thin, or loose): git's to read
 }
 
 // readAt inflates the object at off, applying deltas down to it; depth
@@ -372,7 +372,7 @@ func (ps *packSet) readAt(p *pack, off, depth int) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if size > MaxObject {
+	if size > maxObject {
 		return 0, nil, fmt.Errorf("pack %s: object at %d is %d bytes", p.name, off, size)
 	}
 	switch typ {
@@ -456,7 +456,7 @@ var errBadDelta = errors.New("malformed delta")
 func applyDelta(base, delta []byte) ([]byte, error) {
 	src, delta, ok1 := deltaSize(delta)
 	dst, delta, ok2 := deltaSize(delta)
-	if !ok1 || !ok2 || src != len(base) || dst > MaxObject {
+	if !ok1 || !ok2 || src != len(base) || dst > maxObject {
 		return nil, errBadDelta
 	}
 	out := make([]byte, 0, dst)

@@ -120,7 +120,7 @@ func FuzzApplyDelta(f *testing.F) {
 	f.Add([]byte("abc"), []byte{3, 4, 0x91, 1, 2, 2, 'x', 'y'})
 	f.Fuzz(func(t *testing.T, base, delta []byte) {
 		out, err := applyDelta(base, delta)
-		if err == nil && len(out) > MaxObject {
+		if err == nil && len(out) > maxObject {
 			t.Fatal("result larger than allowed")
 		}
 	})
