@@ -353,32 +353,33 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps, sto
 // (issue 17), so neither link is ever written without the other; the
 // commissioner's record moving meanwhile is read again.
 func createPlace(ctx context.Context, store *refs.Store, old *refs.Record, p *stage.Place) (*refs.Record, error) {
-	for n := 0; ; n++ {
+	var made *refs.Record
+	err := refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		changes := []refs.Change{stage.PlaceChange(old, p, "launch "+p.ID+": making")}
 		if p.Parent != nil {
 			ch, err := commissionChange(ctx, store, p)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			changes = append(changes, ch)
 		}
 		w, err := store.Write(ctx, changes)
 		var conflict *refs.ConflictError
-		if !errors.As(err, &conflict) {
-			if err != nil {
-				return nil, err
+		if errors.As(err, &conflict) {
+			for _, c := range conflict.Conflicts {
+				if c.Name == stage.PlaceRef(p.ID) {
+					return &ExistsError{What: "place", Value: p.ID} // not a race to run again
+				}
 			}
-			return w[0], nil
+			return err // the commissioner's record moved: read it again
 		}
-		for _, c := range conflict.Conflicts {
-			if c.Name == stage.PlaceRef(p.ID) {
-				return nil, &ExistsError{What: "place", Value: p.ID}
-			}
+		if err != nil {
+			return err
 		}
-		if n == 20 {
-			return nil, err
-		}
-	}
+		made = w[0]
+		return nil
+	})
+	return made, err
 }
 
 // freePlace returns the record a new launch of id replaces: nil when there
