@@ -206,15 +206,18 @@ func ListWorktrees(ctx context.Context, env *Env, repo *git.Repo, records []*ref
 		return wts, nil
 	}
 	for _, rec := range records {
-		var p Place
-		if !strings.HasPrefix(rec.Ref, PlacePrefix) || rec.Decode(&p) != nil || p.Phase != PhaseMaking || p.Host != env.Host {
+		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
+			continue
+		}
+		p, err := DecodePlace(rec)
+		if err != nil || p.Phase != PhaseMaking || p.Host != env.Host {
 			continue
 		}
 		if p.Launcher != nil && refs.ProcessAlive(p.Launcher.Host, p.Launcher.PID, env.Host) {
 			continue
 		}
-		if CheckHome(ctx, env, repo, &p) == nil {
-			repairHalfMadeAdmin(repo, &p)
+		if CheckHome(ctx, env, repo, p) == nil {
+			repairHalfMadeAdmin(repo, p)
 		}
 	}
 	return repo.Worktrees(ctx)

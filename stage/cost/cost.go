@@ -215,9 +215,8 @@ func readPlaces(ctx context.Context, store *refs.Store, only string) ([]*stage.P
 			return nil, err
 		}
 		for _, rec := range records {
-			var p stage.Place
-			if rec.Decode(&p) == nil {
-				places = append(places, &p)
+			if p, err := stage.DecodePlace(rec); err == nil {
+				places = append(places, p)
 			}
 		}
 		sort.Slice(places, func(i, j int) bool { return places[i].ID < places[j].ID })

@@ -393,12 +393,12 @@ func freePlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 	if err != nil {
 		return nil, err
 	}
-	var prev stage.Place
-	if err := old.Decode(&prev); err != nil {
+	prev, err := stage.DecodePlace(old)
+	if err != nil {
 		return nil, err
 	}
 	if prev.Phase == stage.PhaseMaking {
-		cleaned, err := stage.ReconcileMaking(ctx, env, repo, store, old, &prev, true)
+		cleaned, err := stage.ReconcileMaking(ctx, env, repo, store, old, prev, true)
 		if err != nil {
 			return nil, err
 		}
