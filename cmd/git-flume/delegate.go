@@ -53,7 +53,7 @@ func unblockCommand(a *app) *cli.Command {
 }
 
 func delegateTextCommand(a *app, name, flag, usage string, required bool,
-	run func(context.Context, *stage.Env, delegation.DelegateOptions) (*stage.Place, error)) *cli.Command {
+	run func(context.Context, *stage.Env, delegation.Options) (*stage.Place, error)) *cli.Command {
 	text := "TEXT"
 	if required {
 		text = "REASON"
@@ -76,7 +76,7 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 			if err != nil {
 				return err
 			}
-			p, err := run(c.Context, a.stageEnv(), delegation.DelegateOptions{PlaceOptions: po, Text: c.String(flag)})
+			p, err := run(c.Context, a.stageEnv(), delegation.Options{PlaceOptions: po, Text: c.String(flag)})
 			if err != nil {
 				return err
 			}

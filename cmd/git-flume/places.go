@@ -136,7 +136,7 @@ type launchInput struct {
 	JSON                                         bool
 }
 
-// launch makes a place and starts its first stage (stage.LaunchPlace), then
+// launch makes a place and starts its first stage (place.Launch), then
 // prints it to out: the place's status document with JSON, else a line
 // for people; a printed agent command goes to errOut with JSON.
 func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer) error {
@@ -160,7 +160,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 		// The printed command must not mix with the document.
 		env.Engine.Print = errOut
 	}
-	p, err := place.LaunchPlace(ctx, env, place.LaunchOptions{
+	p, err := place.Launch(ctx, env, place.LaunchOptions{
 		Repo: in.Repo, Kind: in.Kind, Name: name, Brief: in.Brief,
 		From: in.From, Target: in.Target, Agent: in.Agent,
 	})

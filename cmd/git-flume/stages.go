@@ -93,7 +93,7 @@ func advanceCommand(a *app) *cli.Command {
 				}
 				o.Place = id
 			}
-			done, err := place.AdvancePlaces(c.Context, a.stageEnv(), o)
+			done, err := place.AdvanceAll(c.Context, a.stageEnv(), o)
 			if done == nil {
 				return err
 			}
@@ -329,7 +329,7 @@ func hookCommand(a *app) *cli.Command {
 			var args []string
 			switch c.Args().First() {
 			case "post-commit":
-				id := place.PlaceOfDir(cwd)
+				id := place.OfDir(cwd)
 				if id == "" {
 					return nil
 				}
@@ -429,7 +429,7 @@ func rollbackCommand(a *app) *cli.Command {
 				if err != nil {
 					return err
 				}
-				p, err := delegation.RollbackDelegation(c.Context, a.stageEnv(), po)
+				p, err := delegation.Rollback(c.Context, a.stageEnv(), po)
 				if err != nil {
 					return err
 				}

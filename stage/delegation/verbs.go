@@ -16,8 +16,8 @@ import (
 	"github.com/git-flume/git-flume/stage/place"
 )
 
-// DelegateOptions name a delegated place and what its commissioner says.
-type DelegateOptions struct {
+// Options name a delegated place and what its commissioner says.
+type Options struct {
 	stage.PlaceOptions
 	// Text is reopen's reason (--why) or unblock's answer (--with).
 	Text string
@@ -240,7 +240,7 @@ func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o sta
 // Reopen sends a finished delegated place back (issue 17): a fresh agent
 // on its current stage, told why after the stage's prompt; the stage must
 // deliver again from where the branch is now.
-func Reopen(ctx context.Context, env *stage.Env, o DelegateOptions) (*stage.Place, error) {
+func Reopen(ctx context.Context, env *stage.Env, o Options) (*stage.Place, error) {
 	if o.Text == "" {
 		return nil, fmt.Errorf("reopen needs the reason (--why)")
 	}
@@ -277,7 +277,7 @@ func delegatedIn(env *stage.Env, verb, state, why string) func(*stage.Place) err
 // agent that is up and waiting or quiet is told it, confirmed in its
 // transcript (A4); otherwise the stage starts again with a fresh agent,
 // told the text after the stage's prompt.
-func Unblock(ctx context.Context, env *stage.Env, o DelegateOptions) (*stage.Place, error) {
+func Unblock(ctx context.Context, env *stage.Env, o Options) (*stage.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -310,14 +310,14 @@ func Unblock(ctx context.Context, env *stage.Env, o DelegateOptions) (*stage.Pla
 	return engine.RestartStage(ctx, env, o.PlaceOptions, how)
 }
 
-// RollbackDelegation undoes a delegation that is still open (issue 17):
+// Rollback undoes a delegation that is still open (issue 17):
 // its own open delegations first, then the place is dropped (its agent
 // ended, verified) and recorded rolled back, its branch and work tree go
 // back to where it started, and its commissioner's branch and work tree to
 // their state as it delegated. Nothing is lost: every state replaced is
 // kept first in a snapshot under refs/flume/snapshots/. The place is then
 // tidied.
-func RollbackDelegation(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
+func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 
 // MakePlace makes a place without starting its first stage's agent, for
 // tests that need places but no agents; the product launches with
-// LaunchPlace.
+// Launch.
 func MakePlace(ctx context.Context, env *stage.Env, opts LaunchOptions) (*stage.Place, error) {
-	return launch(ctx, env, opts, false)
+	return makeLaunch(ctx, env, opts, false)
 }

@@ -13,12 +13,12 @@ import (
 	"github.com/git-flume/git-flume/stage/engine"
 )
 
-// LaunchPlace is launch's use case (L1): check that the first stage's agent can
+// Launch is launch's use case (L1): check that the first stage's agent can
 // start here (preflight), make the place, start its kind's first stage and
 // follow it. A place whose readying failed is returned with the
 // error, its stage not started: it is made, and the caller shows it.
-func LaunchPlace(ctx context.Context, env *stage.Env, opts LaunchOptions) (*stage.Place, error) {
-	p, err := launch(ctx, env, opts, true)
+func Launch(ctx context.Context, env *stage.Env, opts LaunchOptions) (*stage.Place, error) {
+	p, err := makeLaunch(ctx, env, opts, true)
 	if p == nil || err != nil {
 		return p, err
 	}
@@ -51,11 +51,11 @@ type Advanced struct {
 	Tidied []TidyResult
 }
 
-// AdvancePlaces is advance's use case: the engine of one place or of
+// AdvanceAll is advance's use case: the engine of one place or of
 // every place, each stage that starts followed until its prompt is
 // confirmed (or it resolves otherwise), then, if asked, a tidy. What was
 // done before an error is returned with it.
-func AdvancePlaces(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advanced, error) {
+func AdvanceAll(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advanced, error) {
 	ids := []string{o.Place}
 	if o.Place == "" {
 		var err error

@@ -140,9 +140,9 @@ func installHook(env *stage.Env, dir, name, body string) (string, error) {
 	return path, engine.ReplaceFile(path, []byte(body), 0o755)
 }
 
-// PlaceOfDir returns the place id of a place's top directory
+// OfDir returns the place id of a place's top directory
 // (<repo>/places/<kind>--<name>), or "" — without running git.
-func PlaceOfDir(dir string) string {
+func OfDir(dir string) string {
 	if filepath.Base(filepath.Dir(dir)) != stage.PlacesDir {
 		return ""
 	}

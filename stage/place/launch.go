@@ -47,12 +47,12 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("%s %s already exists; flume never adopts a worktree, branch or place it did not make", e.What, e.Value)
 }
 
-// launch makes a place and readies it (L1, L2). Everything is checked
-// before anything is created; a launch killed part way leaves a record in
+// makeLaunch makes a place and readies it (L1, L2). Everything is checked
+// before anything is created; a makeLaunch killed part way leaves a record in
 // phase "making" that the next command cleans up. It starts no agent
 // (Start does); with starting, what the first stage's agent needs is
 // checked too, before anything is made (preflight).
-func launch(ctx context.Context, env *stage.Env, opts LaunchOptions, starting bool) (*stage.Place, error) {
+func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, starting bool) (*stage.Place, error) {
 	if err := checkLaunch(opts); err != nil {
 		return nil, err
 	}
