@@ -15,7 +15,7 @@ import (
 // place, so a read sees one whole version of each. Whatever is not plainly
 // the files backend of a SHA-1 repository (a reftable, a symbolic or broken
 // loose ref, a glob pattern, a packed-refs line we do not know, an object
-// go-git cannot read) sends the whole read back to git, which then decides
+// ondisk cannot read) sends the whole read back to git, which then decides
 // exactly as it always did.
 
 // listRefsInProcess lists the refs under the patterns as ListRefs does.
