@@ -251,29 +251,13 @@ func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Pro
 	if err != nil {
 		return nil, nil, err
 	}
-	var commits []git.Ref
-	var ids []string
-	var problems []*Problem
-	for _, ref := range listed {
-		if strings.HasPrefix(ref.Name, SnapshotPrefix) {
-			continue
-		}
-		if ref.Type != "commit" {
-			reason := fmt.Sprintf("points at a %s, not a state commit", ref.Type)
-			switch ref.Type {
-			case git.TypeMissing:
-				reason = "points at an object the repository does not have (pruned, or copied by hand)"
-			case git.TypeBroken:
-				reason = "its file holds no object id"
-			}
-			problems = append(problems, &Problem{Ref: ref.Name, Err: &MalformedError{Ref: ref.Name, Commit: ref.ID, Reason: reason}})
-			continue
-		}
-		commits = append(commits, ref)
-		ids = append(ids, ref.ID)
-	}
-	if len(ids) == 0 {
+	commits, problems := stateCommits(listed)
+	if len(commits) == 0 {
 		return nil, problems, nil
+	}
+	ids := make([]string, len(commits))
+	for i, ref := range commits {
+		ids[i] = ref.ID
 	}
 	blobs, err := s.repo.FilesAt(ctx, ids, StateFile)
 	if err != nil {
@@ -299,6 +283,30 @@ func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Pro
 	}
 	slices.SortFunc(problems, func(a, b *Problem) int { return strings.Compare(a.Ref, b.Ref) })
 	return records, problems, nil
+}
+
+// stateCommits sorts listed refs: those at a commit, whose state file is
+// read next, and the problem of each other one, naming its ref (R5).
+// Snapshot refs are not records and are skipped.
+func stateCommits(listed []git.Ref) (commits []git.Ref, problems []*Problem) {
+	for _, ref := range listed {
+		if strings.HasPrefix(ref.Name, SnapshotPrefix) {
+			continue
+		}
+		if ref.Type != "commit" {
+			reason := fmt.Sprintf("points at a %s, not a state commit", ref.Type)
+			switch ref.Type {
+			case git.TypeMissing:
+				reason = "points at an object the repository does not have (pruned, or copied by hand)"
+			case git.TypeBroken:
+				reason = "its file holds no object id"
+			}
+			problems = append(problems, &Problem{Ref: ref.Name, Err: &MalformedError{Ref: ref.Name, Commit: ref.ID, Reason: reason}})
+			continue
+		}
+		commits = append(commits, ref)
+	}
+	return commits, problems
 }
 
 // Change is one record's move in a transaction.
