@@ -227,14 +227,7 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 	if err != nil {
 		return "", fmt.Errorf("write commit: %w", err)
 	}
-	objs := []*ondisk.Encoded{blob, tree, commit}
-	errs := make([]error, len(objs))
-	var wg sync.WaitGroup
-	for i, obj := range objs {
-		wg.Go(func() { errs[i] = repo.objects.Write(repo.CommonDir, obj) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := repo.objects.WriteAll(repo.CommonDir, blob, tree, commit); err != nil {
 		return "", fmt.Errorf("write state: %w", err)
 	}
 	return commit.ID, nil

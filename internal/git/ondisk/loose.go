@@ -42,23 +42,58 @@ func Encode(typ string, data []byte) *Encoded {
 // change after): a state record is three objects, and on a slow file
 // system their writing was most of a record write (issue 14).
 func (s *Store) Write(commonDir string, obj *Encoded) error {
-	id := obj.ID
-	dir := filepath.Join(commonDir, "objects", id[:2])
-	final := filepath.Join(dir, id[2:])
-	if _, err := os.Lstat(final); err == nil {
-		return nil
-	}
-	var buf bytes.Buffer
+	return s.WriteAll(commonDir, obj)
+}
+
+// WriteAll stores objs as Write does, deflated one after another through
+// one deflater, their files written side by side. A deflater is hundreds
+// of kilobytes of fresh memory, and a command writes a record once or
+// twice: three deflaters made side by side took a launch 1.1 ms, one used
+// three times 0.14 ms; the files side by side took 1.2 ms where one after
+// another took 1.5 (issue 26).
+func (s *Store) WriteAll(commonDir string, objs ...*Encoded) error {
+	files := make([][]byte, len(objs))
 	zw := zlibWriters.Get().(*zlib.Writer)
 	defer zlibWriters.Put(zw)
-	zw.Reset(&buf)
-	fmt.Fprintf(zw, "%s %d\x00", obj.Type, len(obj.Data))
-	if _, err := zw.Write(obj.Data); err != nil {
-		return err
+	for i, obj := range objs {
+		if _, err := os.Lstat(loosePath(commonDir, obj.ID)); err == nil {
+			continue
+		}
+		var buf bytes.Buffer
+		zw.Reset(&buf)
+		fmt.Fprintf(zw, "%s %d\x00", obj.Type, len(obj.Data))
+		if _, err := zw.Write(obj.Data); err != nil {
+			return err
+		}
+		if err := zw.Close(); err != nil {
+			return err
+		}
+		files[i] = buf.Bytes()
 	}
-	if err := zw.Close(); err != nil {
-		return err
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	for i, data := range files {
+		switch {
+		case data == nil:
+		case i == len(files)-1:
+			errs[i] = writeLoose(commonDir, objs[i].ID, data)
+		default:
+			wg.Go(func() { errs[i] = writeLoose(commonDir, objs[i].ID, data) })
+		}
 	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// loosePath is where object id is stored loose under commonDir.
+func loosePath(commonDir, id string) string {
+	return filepath.Join(commonDir, "objects", id[:2], id[2:])
+}
+
+// writeLoose writes the deflated object id through a temporary file in
+// its folder (made when missing), renamed into place.
+func writeLoose(commonDir, id string, deflated []byte) error {
+	dir := filepath.Join(commonDir, "objects", id[:2])
 	tmp := filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -69,12 +104,12 @@ func (s *Store) Write(commonDir string, obj *Encoded) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(buf.Bytes())
+	_, err = f.Write(deflated)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, final)
+		err = os.Rename(tmp, filepath.Join(dir, id[2:]))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -95,7 +130,7 @@ var zlibWriters = sync.Pool{New: func() any {
 // headerOnly (but for a commit of at most 4 KiB), its content. An object
 // with no loose file is fs.ErrNotExist.
 func readLoose(commonDir, id string, headerOnly bool) (typ string, data []byte, err error) {
-	f, err := os.Open(filepath.Join(commonDir, "objects", id[:2], id[2:]))
+	f, err := os.Open(loosePath(commonDir, id))
 	if err != nil {
 		return "", nil, err
 	}
