@@ -323,3 +323,47 @@ func TestObjectsWrittenInProcessAreGits_R1(t *testing.T) {
 		t.Fatalf("temporary files left: %v", left)
 	}
 }
+
+// TestHookAbsentOnlyWhenKnown: a launch runs its records' transaction with
+// hooks on, making the branch in it, only where no reference-transaction
+// hook can run. Absent means known absent: a hook file there (even one git
+// would not run), core.hooksPath in any scope, or configuration git must
+// read itself (from the command line, a linked worktree) all say "may run".
+func TestHookAbsentOnlyWhenKnown(t *testing.T) {
+	env := testEnv(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(dir, "repo")
+	mustGit(t, env, "init", "-q", repo)
+	mustGit(t, env, "-C", repo, "commit", "-q", "--allow-empty", "-m", "x")
+	linked := filepath.Join(dir, "linked")
+	mustGit(t, env, "-C", repo, "worktree", "add", "-q", linked)
+	hook := filepath.Join(repo, ".git", "hooks", "reference-transaction")
+	absent := func(env []string, dir string) bool {
+		t.Helper()
+		return mustOpen(t, &git.Runner{Env: env}, dir).HookAbsent("reference-transaction")
+	}
+
+	if !absent(env, repo) {
+		t.Error("a repository with only git's sample hooks: a hook may run")
+	}
+	if absent(append(env[:len(env):len(env)], "GIT_CONFIG_PARAMETERS='core.hooksPath'='/elsewhere'"), repo) {
+		t.Error("core.hooksPath from the command line: said absent")
+	}
+	if absent(env, linked) {
+		t.Error("a linked worktree, whose configuration git reads: said absent")
+	}
+	mustGit(t, env, "config", "--global", "core.hooksPath", filepath.Join(dir, "hooks"))
+	if absent(env, repo) {
+		t.Error("core.hooksPath in the global configuration: said absent")
+	}
+	mustGit(t, env, "config", "--global", "--unset", "core.hooksPath")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if absent(env, repo) {
+		t.Error("a reference-transaction hook file there: said absent")
+	}
+}

@@ -128,6 +128,17 @@ func (repo *Repo) AddWorktree(ctx context.Context, path, branch, base string) er
 	return nil
 }
 
+// CheckoutWorktree makes a linked worktree at path on branch, which exists
+// and is checked out nowhere: AddWorktree without the branch, which git
+// makes in a `git branch` process of its own.
+func (repo *Repo) CheckoutWorktree(ctx context.Context, path, branch string) error {
+	_, err := repo.write(ctx, nil, nil, "worktree", "add", "--quiet", path, branch)
+	if err != nil {
+		return fmt.Errorf("add worktree %s on branch %s: %w", path, branch, err)
+	}
+	return nil
+}
+
 // RemoveWorktree removes a linked worktree with `git worktree remove`, which
 // itself refuses a dirty or locked worktree. force removes it even with
 // changes or a lock (git's own "initializing" lock of an interrupted
@@ -439,6 +450,25 @@ func (repo *Repo) ReadFile(ctx context.Context, rev, path string) ([]byte, error
 		return nil, err
 	}
 	return out, nil
+}
+
+// HookAbsent reports whether git is known to run no hook name here: the
+// configuration was read in process and sets no core.hooksPath, and the
+// common git dir's hooks folder holds nothing by that name. It is false
+// whenever that is not known, so that a caller never runs git with hooks
+// on thinking none would run.
+func (repo *Repo) HookAbsent(name string) bool {
+	config, ok := repo.r.configInProcess(repo)
+	if !ok {
+		return false
+	}
+	for _, e := range config {
+		if e.Key == "core.hookspath" {
+			return false
+		}
+	}
+	_, err := os.Lstat(filepath.Join(repo.CommonDir, "hooks", name))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // HooksDir is where git looks for hooks in this checkout: core.hooksPath

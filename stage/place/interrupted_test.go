@@ -228,3 +228,86 @@ func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
 		})
 	}
 }
+
+// TestLaunchCutBeforeWorktreeAdd_L1: with no reference-transaction hook,
+// the making record and the place's branch are written in one
+// transaction, before `git worktree add`. A launch killed between the two
+// leaves the branch at its base and no worktree: the next tidy removes the
+// branch (nothing is on it) and settles the record as interrupted.
+func TestLaunchCutBeforeWorktreeAdd_L1(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	env := f.stageEnv(f.env)
+	if _, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	interrupt(t, f, "fix--cut")
+	path := filepath.Join(f.dir, "places", "fix--cut")
+	f.git("-C", f.dir, "worktree", "remove", "--force", path)
+	if got, want := f.git("-C", f.dir, "rev-parse", "fix/cut"), f.git("-C", f.dir, "rev-parse", "main"); got != want {
+		t.Fatalf("the branch is at %s, want its base %s", got, want)
+	}
+
+	settle(t, f, env)
+	st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := placeOf(t, st, "fix--cut"); ps.Phase != stage.PhaseTidied {
+		t.Errorf("phase %s, want tidied", ps.Phase)
+	}
+	if out, err := gitFails(f, "-C", f.dir, "rev-parse", "--verify", "-q", "refs/heads/fix/cut"); err == nil {
+		t.Errorf("the interrupted launch's branch stayed, at %s", out)
+	}
+}
+
+// TestRefusedWorktreeAddUndoesTheLaunch_L1: a `git worktree add` that
+// fails after the record and the branch were written (here refused by the
+// git flume runs) leaves neither behind: the branch flume made in its
+// transaction is removed, the record settles as interrupted, and the
+// launch says what git said. The same launch then succeeds.
+func TestRefusedWorktreeAddUndoesTheLaunch_L1(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "calls")
+	script := fmt.Sprintf(`#!/bin/sh
+echo "$*" >> %q
+case "$1 $2" in
+"worktree add") echo "fatal: refused by the test" >&2; exit 128 ;;
+esac
+exec %q "$@"
+`, log, real)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := f.stageEnv(f.env)
+	env.Runner.Path = filepath.Join(bin, "git")
+	opts := place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "no", Brief: "b"}
+
+	_, err = place.MakePlace(ctx, env, opts)
+	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		t.Fatalf("launch: %v; want git's refusal", err)
+	}
+	calls, _ := os.ReadFile(log)
+	if !strings.Contains(string(calls), "worktree add --quiet "+filepath.Join(f.dir, "places", "fix--no")+" fix/no\n") {
+		t.Fatalf("worktree add was not asked for the branch made with the record:\n%s", calls)
+	}
+	if out, err := gitFails(f, "-C", f.dir, "rev-parse", "--verify", "-q", "refs/heads/fix/no"); err == nil {
+		t.Errorf("the refused launch's branch stayed, at %s", out)
+	}
+	st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := placeOf(t, st, "fix--no"); ps.Phase != stage.PhaseTidied {
+		t.Errorf("phase %s, want tidied", ps.Phase)
+	}
+	if _, err := place.MakePlace(ctx, f.stageEnv(f.env), opts); err != nil {
+		t.Fatalf("the same launch after: %v", err)
+	}
+}
