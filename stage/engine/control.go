@@ -417,21 +417,31 @@ func recoverPlace(p *stage.Place) string {
 // keeps its timers, even when following failed: the stage may still run.
 func Follow(ctx context.Context, env *stage.Env, repoDir, id string) (*stage.Place, error) {
 	p, err := Confirm(ctx, env, repoDir, id)
-	ensureWatcher(ctx, env, repoDir, id)
+	known := p
+	if err != nil {
+		known = nil // it may have moved since: read it
+	}
+	ensureWatcher(ctx, env, repoDir, id, known)
 	return p, err
 }
 
 // ensureWatcher starts place id's watcher if it needs one: its record
-// alone says so (a launch used to read every place's status here).
-func ensureWatcher(ctx context.Context, env *stage.Env, repoDir, id string) {
+// alone says so (a launch used to read every place's status here). p is
+// the place as just read and decided, or nil to read it.
+func ensureWatcher(ctx context.Context, env *stage.Env, repoDir, id string, p *stage.Place) {
 	if env.StartWatcher == nil {
 		return
 	}
-	_, store, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return
+	if p == nil {
+		_, store, err := env.Open(ctx, repoDir)
+		if err != nil {
+			return
+		}
+		if _, p, err = stage.ReadPlace(ctx, store, id); err != nil {
+			return
+		}
 	}
-	if _, p, err := stage.ReadPlace(ctx, store, id); err == nil && NeedsWatcher(ctx, env, p) {
+	if NeedsWatcher(ctx, env, p) {
 		env.StartWatcher(repoDir, id)
 	}
 }
