@@ -94,15 +94,8 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 // locked "initializing"). Status shows it and touches nothing; the next
 // tidy repairs exactly that folder and cleans the launch up.
 func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
-	f := newFixture(t)
+	f, env, path := cutBeforeWorktree(t)
 	ctx := context.Background()
-	env := f.stageEnv(f.env)
-	if _, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
-		t.Fatal(err)
-	}
-	interrupt(t, f, "fix--cut")
-	path := filepath.Join(f.dir, "places", "fix--cut")
-	f.git("-C", f.dir, "worktree", "remove", "--force", path)
 	f.git("-C", f.dir, "branch", "-D", "fix/cut")
 	admin := filepath.Join(f.dir, ".git", "worktrees", "fix--cut")
 	os.MkdirAll(admin, 0o755)
@@ -118,13 +111,8 @@ func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 		t.Fatalf("the planted state should make git fail, got %s", out)
 	}
 
-	settle(t, f, env)
-	st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ps := placeOf(t, st, "fix--cut"); ps.Phase != stage.PhaseTidied {
-		t.Errorf("phase %s, want tidied", ps.Phase)
+	if phase := settledPhase(t, f, env, "fix--cut"); phase != stage.PhaseTidied {
+		t.Errorf("phase %s, want tidied", phase)
 	}
 	if _, err := os.Lstat(path); err == nil {
 		t.Error("the interrupted launch's folder stayed")
@@ -132,6 +120,34 @@ func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 	if out := f.git("-C", f.dir, "worktree", "list"); strings.Contains(out, "fix--cut") {
 		t.Errorf("git still lists the worktree: %s", out)
 	}
+}
+
+// settledPhase settles what a killed launch left (settle) and returns
+// place id's phase as status then shows it.
+func settledPhase(t *testing.T, f *fixture, env *stage.Env, id string) string {
+	t.Helper()
+	settle(t, f, env)
+	st, err := report.ReadStatus(context.Background(), env, report.StatusOptions{Repo: f.dir, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return placeOf(t, st, id).Phase
+}
+
+// cutBeforeWorktree leaves place fix--cut as a launch killed after its
+// making record and branch, before its worktree: it returns the fixture,
+// its Env and the place's path.
+func cutBeforeWorktree(t *testing.T) (*fixture, *stage.Env, string) {
+	t.Helper()
+	f := newFixture(t)
+	env := f.stageEnv(f.env)
+	if _, err := place.MakePlace(context.Background(), env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	interrupt(t, f, "fix--cut")
+	path := filepath.Join(f.dir, "places", "fix--cut")
+	f.git("-C", f.dir, "worktree", "remove", "--force", path)
+	return f, env, path
 }
 
 func gitFails(f *fixture, args ...string) (string, error) {
@@ -217,13 +233,8 @@ func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
 			// in part.
 			os.Remove(filepath.Join(admin, "index"))
 			os.WriteFile(filepath.Join(path, "a.js"), []byte(c.write), 0o644)
-			settle(t, f, env)
-			st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ps := placeOf(t, st, "fix--cut"); ps.Phase != c.want {
-				t.Fatalf("phase %s, want %s", ps.Phase, c.want)
+			if phase := settledPhase(t, f, env, "fix--cut"); phase != c.want {
+				t.Fatalf("phase %s, want %s", phase, c.want)
 			}
 		})
 	}
@@ -235,26 +246,13 @@ func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
 // leaves the branch at its base and no worktree: the next tidy removes the
 // branch (nothing is on it) and settles the record as interrupted.
 func TestLaunchCutBeforeWorktreeAdd_L1(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	env := f.stageEnv(f.env)
-	if _, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
-		t.Fatal(err)
-	}
-	interrupt(t, f, "fix--cut")
-	path := filepath.Join(f.dir, "places", "fix--cut")
-	f.git("-C", f.dir, "worktree", "remove", "--force", path)
+	f, env, _ := cutBeforeWorktree(t)
 	if got, want := f.git("-C", f.dir, "rev-parse", "fix/cut"), f.git("-C", f.dir, "rev-parse", "main"); got != want {
 		t.Fatalf("the branch is at %s, want its base %s", got, want)
 	}
 
-	settle(t, f, env)
-	st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: f.dir, All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ps := placeOf(t, st, "fix--cut"); ps.Phase != stage.PhaseTidied {
-		t.Errorf("phase %s, want tidied", ps.Phase)
+	if phase := settledPhase(t, f, env, "fix--cut"); phase != stage.PhaseTidied {
+		t.Errorf("phase %s, want tidied", phase)
 	}
 	if out, err := gitFails(f, "-C", f.dir, "rev-parse", "--verify", "-q", "refs/heads/fix/cut"); err == nil {
 		t.Errorf("the interrupted launch's branch stayed, at %s", out)
