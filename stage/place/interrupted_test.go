@@ -94,23 +94,7 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 // locked "initializing"). Status shows it and touches nothing; the next
 // tidy repairs exactly that folder and cleans the launch up.
 func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
-	f, env, path := cutBeforeWorktree(t)
-	ctx := context.Background()
-	f.git("-C", f.dir, "branch", "-D", "fix/cut")
-	admin := filepath.Join(f.dir, ".git", "worktrees", "fix--cut")
-	os.MkdirAll(admin, 0o755)
-	os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing\n"), 0o644)
-	os.WriteFile(filepath.Join(admin, "gitdir"), []byte(filepath.Join(path, ".git")+"\n"), 0o644)
-	os.WriteFile(filepath.Join(admin, "commondir"), nil, 0o644) // created, not yet written
-	os.MkdirAll(path, 0o755)
-	os.WriteFile(filepath.Join(path, ".git"), []byte("gitdir: "+admin+"\n"), 0o644)
-	if _, err := (&git.Runner{Env: f.env}).Open(ctx, f.dir); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := gitFails(f, "-C", f.dir, "worktree", "list"); err == nil {
-		t.Fatalf("the planted state should make git fail, got %s", out)
-	}
-
+	f, env, path := cutInsideWorktreeAdd(t)
 	if phase := settledPhase(t, f, env, "fix--cut"); phase != stage.PhaseTidied {
 		t.Errorf("phase %s, want tidied", phase)
 	}
@@ -119,6 +103,49 @@ func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 	}
 	if out := f.git("-C", f.dir, "worktree", "list"); strings.Contains(out, "fix--cut") {
 		t.Errorf("git still lists the worktree: %s", out)
+	}
+}
+
+// cutInsideWorktreeAdd leaves place fix--cut as a launch whose `git
+// worktree add` was killed between creating its administrative folder's
+// commondir file and writing it, and returns the fixture, its Env and the
+// place's path.
+func cutInsideWorktreeAdd(t *testing.T) (*fixture, *stage.Env, string) {
+	t.Helper()
+	f, env, path := cutBeforeWorktree(t)
+	f.git("-C", f.dir, "branch", "-D", "fix/cut")
+	admin := filepath.Join(f.dir, ".git", "worktrees", "fix--cut")
+	os.MkdirAll(admin, 0o755)
+	os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing\n"), 0o644)
+	os.WriteFile(filepath.Join(admin, "gitdir"), []byte(filepath.Join(path, ".git")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(admin, "commondir"), nil, 0o644) // created, not yet written
+	os.MkdirAll(path, 0o755)
+	os.WriteFile(filepath.Join(path, ".git"), []byte("gitdir: "+admin+"\n"), 0o644)
+	if _, err := (&git.Runner{Env: f.env}).Open(context.Background(), f.dir); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := gitFails(f, "-C", f.dir, "worktree", "list"); err == nil {
+		t.Fatalf("the planted state should make git fail, got %s", out)
+	}
+	return f, env, path
+}
+
+// TestLaunchBesideAWorktreeCutShort_L1: the half-written folder a launch
+// killed inside `git worktree add` leaves makes git fail every worktree
+// command, the next launch's among them. That launch repairs what this
+// host's dead launches left, as tidy does, and goes on: its place is made
+// and the cut one's folder is gone.
+func TestLaunchBesideAWorktreeCutShort_L1(t *testing.T) {
+	f, env, path := cutInsideWorktreeAdd(t)
+	if _, err := place.MakePlace(context.Background(), env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "next", Brief: "b"}); err != nil {
+		t.Fatalf("a launch beside the cut one: %v", err)
+	}
+	out := f.git("-C", f.dir, "worktree", "list", "--porcelain")
+	if !strings.Contains(out, "fix--next") || strings.Contains(out, "fix--cut") {
+		t.Errorf("worktrees after: %s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(path, ".git")); err == nil {
+		t.Error("the cut launch's .git file stayed")
 	}
 }
 

@@ -344,7 +344,15 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps reco
 	if steps.branch {
 		add = func() error { return repo.CheckoutWorktree(ctx, p.Path, p.Branch) }
 	}
-	if err := add(); err != nil {
+	err := add()
+	if err != nil && steps.branch && repairedOthers(ctx, env, repo, store) {
+		// git failed on another place's worktree folder, which a launch
+		// killed inside `git worktree add` left half-written: git made
+		// nothing of this place's then, and the branch is the one this
+		// launch made, so the worktree is tried once more (L1).
+		err = add()
+	}
+	if err != nil {
 		<-ready
 		if _, cerr := stage.ReconcileMaking(ctx, env, repo, store, rec, p, false); cerr != nil {
 			return nil, fmt.Errorf("%w (and cleaning up: %v)", err, cerr)
@@ -361,6 +369,21 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps reco
 	}
 	p.Phase, p.Launcher = made.Phase, made.Launcher
 	return w[0], nil
+}
+
+// repairedOthers reports whether git could not list the repository's
+// worktrees until what this host's dead launches left half-written was
+// repaired, as tidy repairs it (stage.ListWorktrees).
+func repairedOthers(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store) bool {
+	if _, err := repo.Worktrees(ctx); err == nil {
+		return false
+	}
+	records, _, err := store.List(ctx, stage.PlacePrefix)
+	if err != nil {
+		return false
+	}
+	_, err = stage.ListWorktrees(ctx, env, repo, records)
+	return err == nil
 }
 
 // createPlace writes the record of a place being made. It comes first: a
