@@ -205,6 +205,14 @@ func ListWorktrees(ctx context.Context, env *Env, repo *git.Repo, records []*ref
 	if err == nil {
 		return wts, nil
 	}
+	RepairDeadLaunches(ctx, env, repo, records)
+	return repo.Worktrees(ctx)
+}
+
+// RepairDeadLaunches clears the half-written administrative folders this
+// host's dead launches among records left (repairHalfMadeAdmin), which
+// make git fail every worktree command (L1).
+func RepairDeadLaunches(ctx context.Context, env *Env, repo *git.Repo, records []*refs.Record) {
 	for _, rec := range records {
 		if !strings.HasPrefix(rec.Ref, PlacePrefix) {
 			continue
@@ -220,7 +228,6 @@ func ListWorktrees(ctx context.Context, env *Env, repo *git.Repo, records []*ref
 			repairHalfMadeAdmin(repo, p)
 		}
 	}
-	return repo.Worktrees(ctx)
 }
 
 // forgetHalfMade handles a `worktree add` cut short before it wrote the

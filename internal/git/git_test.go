@@ -324,12 +324,12 @@ func TestObjectsWrittenInProcessAreGits_R1(t *testing.T) {
 	}
 }
 
-// TestHookAbsentOnlyWhenKnown: a launch runs its records' transaction with
+// TestHookAbsentOnlyWhenKnown_L1: a launch runs its records' transaction with
 // hooks on, making the branch in it, only where no reference-transaction
 // hook can run. Absent means known absent: a hook file there (even one git
 // would not run), core.hooksPath in any scope, or configuration git must
 // read itself (from the command line, a linked worktree) all say "may run".
-func TestHookAbsentOnlyWhenKnown(t *testing.T) {
+func TestHookAbsentOnlyWhenKnown_L1(t *testing.T) {
 	env := testEnv(t)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -372,8 +372,9 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps reco
 }
 
 // repairedOthers reports whether git could not list the repository's
-// worktrees until what this host's dead launches left half-written was
-// repaired, as tidy repairs it (stage.ListWorktrees).
+// worktrees, and what this host's dead launches left half-written was
+// repaired, as tidy repairs it (stage.RepairDeadLaunches): then the
+// worktree is worth trying once more.
 func repairedOthers(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store) bool {
 	if _, err := repo.Worktrees(ctx); err == nil {
 		return false
@@ -382,8 +383,8 @@ func repairedOthers(ctx context.Context, env *stage.Env, repo *git.Repo, store *
 	if err != nil {
 		return false
 	}
-	_, err = stage.ListWorktrees(ctx, env, repo, records)
-	return err == nil
+	stage.RepairDeadLaunches(ctx, env, repo, records)
+	return true
 }
 
 // createPlace writes the record of a place being made. It comes first: a
