@@ -315,6 +315,30 @@ func TestObjectsWrittenInProcessAreGits_R1(t *testing.T) {
 		t.Fatalf("WriteState made %s, one object at a time makes %s (%v)", state, one, err)
 	}
 	mustGit(t, env, "-C", dir, "update-ref", "refs/flume/y", state)
+	// An object that fits in a file-system block is stored as it is; a
+	// larger one is deflated. git reads both as written.
+	big := bytes.Repeat([]byte("{\"brief\":\"a longer brief\"}\n"), 300)
+	bigID, err := repo.WriteBlob(ctx, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGit(t, env, "-C", dir, "cat-file", "blob", bigID); got != strings.TrimSpace(string(big)) {
+		t.Fatalf("git reads the large blob as %d bytes, want %d", len(got), len(big)-1)
+	}
+	mustGit(t, env, "-C", dir, "update-ref", "refs/flume/z", bigID)
+	sizes := map[string]int{blob: len(fmt.Sprintf("blob %d\x00", len(data))) + len(data) + 11, bigID: -1}
+	for id, want := range sizes {
+		fi, err := os.Stat(filepath.Join(dir, ".git", "objects", id[:2], id[2:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want > 0 && fi.Size() != int64(want) {
+			t.Errorf("small object %s: %d bytes on disk, want %d (stored)", id, fi.Size(), want)
+		}
+		if want < 0 && fi.Size() >= int64(len(big)) {
+			t.Errorf("large object %s: %d bytes on disk for %d of content (not deflated)", id, fi.Size(), len(big))
+		}
+	}
 	mustGit(t, env, "-C", dir, "fsck", "--strict", "--no-dangling")
 	if again, err := repo.WriteBlob(ctx, data); err != nil || again != blob {
 		t.Fatalf("writing the blob again: %s, %v", again, err)
