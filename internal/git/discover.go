@@ -151,7 +151,7 @@ func (r *Runner) plainTop(top string, st *syscall.Stat_t) (*Repo, bool) {
 	// A HEAD git would not take makes it look further up.
 	var buf [256]byte
 	head, err := ondisk.ReadSmall(filepath.Join(gitDir, "HEAD"), buf[:])
-	if ref, isRef := strings.CutPrefix(string(head), "ref: refs/"); err != nil || (!isRef && !isSHA1ID(strings.TrimSpace(string(head)))) || (isRef && strings.TrimSpace(ref) == "") {
+	if ref, isRef := strings.CutPrefix(string(head), "ref: refs/"); err != nil || (!isRef && !ondisk.IsSHA1ID(strings.TrimSpace(string(head)))) || (isRef && strings.TrimSpace(ref) == "") {
 		return nil, false
 	}
 	local, ok := gitconfig.PlainGitDir(gitDir)

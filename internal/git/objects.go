@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +20,7 @@ import (
 
 // TreeEntry is one file of a tree flume writes: state trees hold only
 // regular files at the top level.
-type TreeEntry struct {
-	Name string
-	ID   string
-}
+type TreeEntry = ondisk.TreeFile
 
 // objectStore holds what a repository's in-process object reading and
 // writing keep between calls. Objects are written as loose files (temp
@@ -65,7 +60,7 @@ func encodeBlob(data []byte) (*ondisk.Encoded, error) { return ondisk.Encode("bl
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
 	if repo.inProcess() {
-		obj, err := encodeTree(entries)
+		obj, err := ondisk.EncodeTree(entries)
 		if err == nil {
 			err = repo.objects.Write(repo.CommonDir, obj)
 		}
@@ -85,26 +80,6 @@ func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, e
 	return strings.TrimSpace(string(out)), nil
 }
 
-// encodeTree encodes a flat tree of regular files as git does: entries
-// "100644 <name>\x00<20-byte id>", ordered bytewise by name (regular
-// files only: a folder would sort as "name/").
-func encodeTree(entries []TreeEntry) (*ondisk.Encoded, error) {
-	es := slices.Clone(entries)
-	slices.SortFunc(es, func(a, b TreeEntry) int { return strings.Compare(a.Name, b.Name) })
-	var buf bytes.Buffer
-	for _, e := range es {
-		raw, err := hex.DecodeString(e.ID)
-		if err != nil || len(raw) != 20 || e.Name == "" || strings.ContainsAny(e.Name, "/\x00") {
-			return nil, fmt.Errorf("tree entry %q %q: not a file name and object id", e.Name, e.ID)
-		}
-		buf.WriteString("100644 ")
-		buf.WriteString(e.Name)
-		buf.WriteByte(0)
-		buf.Write(raw)
-	}
-	return ondisk.Encode("tree", buf.Bytes()), nil
-}
-
 // CommitSpec describes a commit to write.
 type CommitSpec struct {
 	Tree    string
@@ -118,7 +93,7 @@ type CommitSpec struct {
 func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error) {
 	c = c.normal()
 	if repo.inProcess() {
-		obj, err := encodeCommit(c)
+		obj, err := ondisk.EncodeCommit(c.Tree, c.Parents, c.Author.Name, c.Author.Email, c.When, c.Message)
 		if err == nil {
 			err = repo.objects.Write(repo.CommonDir, obj)
 		}
@@ -155,45 +130,9 @@ func (c CommitSpec) normal() CommitSpec {
 	return c
 }
 
-// encodeCommit encodes a commit as git does: tree, parents, author and
-// committer ("Name <email> <unix seconds> <+hhmm>"), a blank line, the
-// message.
-func encodeCommit(c CommitSpec) (*ondisk.Encoded, error) {
-	for _, id := range append([]string{c.Tree}, c.Parents...) {
-		if !isSHA1ID(id) {
-			return nil, fmt.Errorf("commit: %q is not an object id", id)
-		}
-	}
-	if strings.ContainsAny(c.Author.Name+c.Author.Email, "<>\n\x00") {
-		return nil, fmt.Errorf("commit: identity %q <%s> has a character git refuses", c.Author.Name, c.Author.Email)
-	}
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "tree %s\n", c.Tree)
-	for _, p := range c.Parents {
-		fmt.Fprintf(&buf, "parent %s\n", p)
-	}
-	sig := fmt.Sprintf("%s <%s> %d %s", c.Author.Name, c.Author.Email, c.When.Unix(), c.When.Format("-0700"))
-	fmt.Fprintf(&buf, "author %s\ncommitter %s\n\n%s", sig, sig, c.Message)
-	return ondisk.Encode("commit", buf.Bytes()), nil
-}
-
 // IsObjectID reports whether s is a full SHA-1 or SHA-256 object id in
 // git's lowercase hex: what a record, a remote or a file may name.
-func IsObjectID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := range len(s) {
-		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// isSHA1ID reports a SHA-1 object id in git's lowercase hex: the only
-// kind the in-process reader and writer handle.
-func isSHA1ID(s string) bool { return len(s) == 40 && IsObjectID(s) }
+func IsObjectID(s string) bool { return ondisk.IsObjectID(s) }
 
 // WriteState stores a state: file as the one file of a tree, and a commit
 // of that tree (c.Tree is set here); it returns the commit's id and moves
@@ -217,13 +156,13 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 	if err != nil {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
-	tree, err := encodeTree([]TreeEntry{{Name: file, ID: blob.ID}})
+	tree, err := ondisk.EncodeTree([]TreeEntry{{Name: file, ID: blob.ID}})
 	if err != nil {
 		return "", fmt.Errorf("write tree: %w", err)
 	}
 	c = c.normal()
 	c.Tree = tree.ID
-	commit, err := encodeCommit(c)
+	commit, err := ondisk.EncodeCommit(c.Tree, c.Parents, c.Author.Name, c.Author.Email, c.When, c.Message)
 	if err != nil {
 		return "", fmt.Errorf("write commit: %w", err)
 	}
