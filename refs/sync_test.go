@@ -324,3 +324,91 @@ func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 		t.Fatalf("the scratch repository holds refs:\n%s", refs)
 	}
 }
+
+// TestSyncLeasesNewRecordsOnBeingAbsent_R7: a push of many new records
+// (one lease for all that must be absent, issue 26) still loses to a push
+// of one of them made between its fetch and its push, though the remote's
+// copy is an older one of ours that a push without a lease would move
+// forward: the first attempt is refused, the second pushes over what it
+// then knows the remote holds.
+func TestSyncLeasesNewRecordsOnBeingAbsent_R7(t *testing.T) {
+	ctx := context.Background()
+	env := hermeticEnv(t.TempDir())
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	run(t, env, "git", "init", "-q", "--bare", remote)
+	a := filepath.Join(root, "a")
+	run(t, env, "git", "init", "-q", a)
+	run(t, env, "git", "-C", a, "remote", "add", "shared", "../remote.git")
+	sa := syncStore(t, env, a)
+	for i := range 70 {
+		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A") // n=1
+	}
+	a2 := filepath.Join(root, "a2") // the same host's other clone, at n=1
+	if err := os.CopyFS(a2, os.DirFS(a)); err != nil {
+		t.Fatal(err)
+	}
+	sa2 := syncStore(t, env, a2)
+	const ref = refs.Prefix + "things/t0"
+	bump(t, sa, ref, "A") // n=2 in a only
+	pushedMeanwhile := false
+	sa.Fault = func(point string) {
+		if point == "fetched" && !pushedMeanwhile {
+			pushedMeanwhile = true
+			if _, err := sa2.Sync(ctx, "shared", "A"); err != nil {
+				t.Errorf("concurrent sync: %v", err)
+			}
+		}
+	}
+	rep, err := sa.Sync(ctx, "shared", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pushedMeanwhile || rep.Attempts != 2 {
+		t.Fatalf("attempts %d (concurrent push made: %v), want the first push refused by its leases and a second attempt", rep.Attempts, pushedMeanwhile)
+	}
+	want := gitOut(t, env, "-C", a, "rev-parse", ref)
+	if got := gitOut(t, env, "--git-dir", remote, "rev-parse", ref); got != want {
+		t.Fatalf("the remote holds %s at %s, want %s", ref, got, want)
+	}
+}
+
+// TestSyncLeasesEachRecordWhereGitTracksThem_R7: where the remote's fetch
+// refspec gives records remote-tracking refs, git's pushes keep them, and
+// a bare lease would expect a new record at a tracking ref left from
+// before: each new record is then leased by name, and a record removed
+// at the remote and made again here is pushed.
+func TestSyncLeasesEachRecordWhereGitTracksThem_R7(t *testing.T) {
+	ctx := context.Background()
+	env := hermeticEnv(t.TempDir())
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	run(t, env, "git", "init", "-q", "--bare", remote)
+	a := filepath.Join(root, "a")
+	run(t, env, "git", "init", "-q", a)
+	run(t, env, "git", "-C", a, "remote", "add", "shared", "../remote.git")
+	run(t, env, "git", "-C", a, "config", "--replace-all", "remote.shared.fetch", "+refs/*:refs/remotes/shared/*")
+	sa := syncStore(t, env, a)
+	bumpAll := func() {
+		for i := range 70 {
+			bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
+		}
+	}
+	bumpAll()
+	if _, err := sa.Sync(ctx, "shared", "A"); err != nil {
+		t.Fatal(err)
+	}
+	const ref = refs.Prefix + "things/t0"
+	if tracked := gitOut(t, env, "--git-dir", filepath.Join(a, ".git", "flume-push.git"), "for-each-ref", "refs/remotes/shared/flume/things/t0"); tracked == "" {
+		t.Fatal("git kept no tracking ref for the pushed record: this test shows nothing")
+	}
+	run(t, env, "git", "--git-dir", remote, "update-ref", "-d", ref)
+	bumpAll()
+	if _, err := sa.Sync(ctx, "shared", "A"); err != nil {
+		t.Fatal(err)
+	}
+	want := gitOut(t, env, "-C", a, "rev-parse", ref)
+	if got := gitOut(t, env, "--git-dir", remote, "rev-parse", ref); got != want {
+		t.Fatalf("the remote holds %s at %s, want %s", ref, got, want)
+	}
+}

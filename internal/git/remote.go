@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -61,9 +63,21 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 	if len(updates) == 0 {
 		return nil
 	}
-	args := []string{"push", "--atomic", "--porcelain", "--no-verify"}
+	// Every source is an object id: git would look each up as a ref name
+	// too (six names each) only to warn when one exists (issue 26).
+	args := []string{"-c", "core.warnAmbiguousRefs=false", "push", "--atomic", "--porcelain", "--no-verify"}
+	// git compares each lease given by name with every ref it pushes (six
+	// formatted names a pair): 150–230 ms of a first sync of a thousand
+	// records. A new record's lease, absent, is what a bare one says where
+	// git tracks no record (issue 26).
+	bare := repo.recordsUntracked(remote)
+	if bare {
+		args = append(args, "--force-with-lease")
+	}
 	for _, u := range updates {
-		args = append(args, "--force-with-lease="+u.Ref+":"+u.Expect)
+		if !bare || u.Expect != "" {
+			args = append(args, "--force-with-lease="+u.Ref+":"+u.Expect)
+		}
 	}
 	args = append(args, "--end-of-options", remote)
 	for _, u := range updates {
@@ -101,6 +115,27 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 		return fmt.Errorf("push to %s: %w", remote, err)
 	}
 	return err
+}
+
+// recordsUntracked reports whether git pushing to remote holds no
+// remote-tracking ref for any ref under refs/flume/, from the
+// configuration read in process (no legacy remotes/ or branches/ file
+// defines the remote either). A bare --force-with-lease then leases a ref
+// with no lease of its own on being absent (git's apply_cas).
+func (repo *Repo) recordsUntracked(remote string) bool {
+	config, ok := repo.r.configInProcess(repo)
+	if !ok || gitconfig.FetchMaps(config, remote, FlumePrefix) {
+		return false
+	}
+	if strings.Contains(remote, "/") || remote == "." || remote == ".." {
+		return true // git reads no legacy file for such a name
+	}
+	for _, dir := range []string{"remotes", "branches"} {
+		if _, err := os.Lstat(filepath.Join(repo.CommonDir, dir, remote)); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }
 
 // pushScratchAt is how many explicit refspecs make a push worth running
