@@ -207,13 +207,13 @@ func decideRunning(r Run, o Observation, p Policy) (Run, Move) {
 		return decideExited(r, o)
 	}
 	if mv, ok := decideBudget(&r, o, p); ok {
-		return r, mv
+		return r, told(&r, mv, o.Now)
 	}
 	switch {
 	case r.State == StateBlocked:
 		return r, decideBlocked(&r, o)
 	case r.State == StateParked:
-		return r, decideParked(&r, o)
+		return r, told(&r, decideParked(&r, o), o.Now)
 	case Starting(r.State):
 		return r, decideStarting(&r, o, p)
 	case (r.State == StateWorking || r.State == StateStuck || r.State == StateWaiting) && o.Transcript:
@@ -228,9 +228,19 @@ func decideRunning(r Run, o Observation, p Policy) (Run, Move) {
 		if mv.Tell != "" && o.Busy {
 			return before, Move{} // a later step types it
 		}
-		return r, mv
+		return r, told(&r, mv, o.Now)
 	}
 	return r, Move{}
+}
+
+// told records the follow-up move mv types, if any, in r: one tell more,
+// the last at now.
+func told(r *Run, mv Move, now time.Time) Move {
+	if mv.Tell != "" && r.Agent != nil {
+		r.Agent.Tells++
+		r.Agent.ToldAt = &now
+	}
+	return mv
 }
 
 // decideDelivered decides a run whose deliverable is in git (K6): an agent

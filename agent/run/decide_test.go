@@ -182,6 +182,10 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 			if mv.Tell != c.tell {
 				t.Errorf("tells %q, want %q", mv.Tell, c.tell)
 			}
+			// A7: the run's quiet counts from a follow-up typed now.
+			if a := r.Agent; mv.Tell != "" && (a.ToldAt == nil || !a.ToldAt.Equal(c.o.Now) || a.Tells != c.r.Agent.Tells+1) {
+				t.Errorf("a follow-up typed at %s recorded as told at %v, tells %d", c.o.Now, a.ToldAt, a.Tells)
+			}
 			if r.State == StateBlocked && r.Block == "" {
 				t.Error("blocked with no block kind: nothing would know when it is gone")
 			}

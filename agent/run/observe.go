@@ -79,6 +79,9 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 		return o, "", fmt.Errorf("read the run's prompt: %w", err)
 	}
 	last := a.SentAt
+	if a.ToldAt != nil && a.ToldAt.After(last) {
+		last = *a.ToldAt
+	}
 	if a.Transcript != "" {
 		if err := readTranscript(r, s, string(prompt), &o); err != nil {
 			return o, "", err

@@ -30,8 +30,13 @@ type Agent struct {
 	// Ended reports the agent ended and verified gone (X5), by flume or by
 	// itself.
 	Ended bool `json:"ended"`
-	// Tells are prompts sent after the first, confirmed or not.
-	Tells int `json:"tells,omitempty"`
+	// Tells are follow-ups flume typed after the prompt (a reminder, the
+	// resume after a usage limit, the recovery after a reply cut for
+	// length), confirmed or not; ToldAt is when it typed the last. A run's
+	// quiet counts from it too (A7): a follow-up after hours parked is not
+	// hours of quiet.
+	Tells  int        `json:"tells,omitempty"`
+	ToldAt *time.Time `json:"toldAt,omitempty"`
 	// Exit is how the agent ended by itself, when it did (A10).
 	Exit *agent.Exit `json:"exit,omitempty"`
 	// Resumed: the agent went on with an earlier run's session (reopen),
@@ -107,6 +112,10 @@ func (r Run) clone() Run {
 		if a.Exit != nil {
 			x := *a.Exit
 			a.Exit = &x
+		}
+		if a.ToldAt != nil {
+			t := *a.ToldAt
+			a.ToldAt = &t
 		}
 		r.Agent = &a
 	}
