@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/git-flume/git-flume/internal/git/gitconfig"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
 )
 
 // FetchRefs fetches refspecs from remote in one atomic transaction: all

@@ -71,7 +71,9 @@ func (s *Store) WriteAll(commonDir string, objs ...*Encoded) error {
 		}
 		var buf bytes.Buffer
 		zw.Reset(&buf)
-		io.WriteString(zw, header)
+		if _, err := io.WriteString(zw, header); err != nil {
+			return err
+		}
 		if _, err := zw.Write(obj.Data); err != nil {
 			return err
 		}
