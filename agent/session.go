@@ -108,5 +108,9 @@ func waitGone(alive func() bool) {
 	}
 }
 
-// killWait bounds how long a SIGKILLed process may take to vanish.
-const killWait = 3 * time.Second
+// killWait bounds how long a SIGKILLed process may take to vanish. A
+// Claude Code process (Node, hundreds of megabytes) took more than 3 s on
+// a CI machine whose page faults cost 12 µs, running three such agents
+// on two CPUs: the delegate's accept then failed on a stop that did
+// happen. The bound only matters for a process that never goes.
+const killWait = 10 * time.Second
