@@ -30,11 +30,11 @@ type Agent struct {
 	// Ended reports the agent ended and verified gone (X5), by flume or by
 	// itself.
 	Ended bool `json:"ended"`
-	// Tells are follow-ups flume typed after the prompt (a reminder, the
-	// resume after a usage limit, the recovery after a reply cut for
-	// length), confirmed or not; ToldAt is when it typed the last. A run's
-	// quiet counts from it too (A7): a follow-up after hours parked is not
-	// hours of quiet.
+	// Tells are follow-ups flume typed after the prompt (the budget's
+	// warning, a reminder, the resume after a usage limit, the recovery
+	// after a reply cut for length), confirmed or not; ToldAt is when it
+	// typed the last. A run's quiet counts from it too (A7): a follow-up
+	// after hours parked is not hours of quiet.
 	Tells  int        `json:"tells,omitempty"`
 	ToldAt *time.Time `json:"toldAt,omitempty"`
 	// Exit is how the agent ended by itself, when it did (A10).
