@@ -88,22 +88,7 @@ func TestSyncPushRefusedByAConcurrentPushConverges_R7(t *testing.T) {
 	}
 	sa2 := syncStore(t, env, a2)
 	bump(t, sa, ref, "h") // n=3 in a only
-	pushedMeanwhile := false
-	sa.Fault = func(point string) {
-		if point == "fetched" && !pushedMeanwhile {
-			pushedMeanwhile = true
-			if _, err := sa2.Sync(ctx, "origin", "h"); err != nil {
-				t.Errorf("concurrent sync: %v", err)
-			}
-		}
-	}
-	rep, err := sa.Sync(ctx, "origin", "h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !pushedMeanwhile || rep.Attempts != 2 {
-		t.Fatalf("attempts %d (concurrent push made: %v), want the first push refused and a second attempt", rep.Attempts, pushedMeanwhile)
-	}
+	syncWithOnePushBetween(t, sa, sa2, "origin", "h")
 	remoteRepo := filepath.Join(root, "check")
 	run(t, env, "git", "clone", "-q", remote, remoteRepo)
 	sc := syncStore(t, env, remoteRepo)
@@ -296,12 +281,7 @@ func TestSyncTrackingListSurvivesAConcurrentSync_R7(t *testing.T) {
 // and the scratch repository never holds a ref.
 func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 	ctx := context.Background()
-	env := hermeticEnv(t.TempDir())
-	root := t.TempDir()
-	run(t, env, "git", "init", "-q", "--bare", filepath.Join(root, "remote.git"))
-	a := filepath.Join(root, "a")
-	run(t, env, "git", "init", "-q", a)
-	run(t, env, "git", "-C", a, "remote", "add", "shared", "../remote.git")
+	env, _, remote, a := sharedRemote(t)
 	sa := syncStore(t, env, a)
 	for i := range 70 {
 		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
@@ -317,7 +297,7 @@ func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 		t.Fatalf("the push did not run from the scratch repository: %v", err)
 	}
 	here := gitOut(t, env, "-C", a, "for-each-ref", "--format=%(objectname) %(refname)", refs.Prefix)
-	if there := gitOut(t, env, "-C", filepath.Join(root, "remote.git"), "for-each-ref", "--format=%(objectname) %(refname)", refs.Prefix); there != here {
+	if there := gitOut(t, env, "-C", remote, "for-each-ref", "--format=%(objectname) %(refname)", refs.Prefix); there != here {
 		t.Fatalf("the remote holds\n%s\nwant\n%s", there, here)
 	}
 	if refs := gitOut(t, env, "--git-dir", filepath.Join(a, ".git", "flume-push.git"), "for-each-ref"); refs != "" {
@@ -332,14 +312,7 @@ func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 // forward: the first attempt is refused, the second pushes over what it
 // then knows the remote holds.
 func TestSyncLeasesNewRecordsOnBeingAbsent_R7(t *testing.T) {
-	ctx := context.Background()
-	env := hermeticEnv(t.TempDir())
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	run(t, env, "git", "init", "-q", "--bare", remote)
-	a := filepath.Join(root, "a")
-	run(t, env, "git", "init", "-q", a)
-	run(t, env, "git", "-C", a, "remote", "add", "shared", "../remote.git")
+	env, root, remote, a := sharedRemote(t)
 	sa := syncStore(t, env, a)
 	for i := range 70 {
 		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A") // n=1
@@ -351,22 +324,7 @@ func TestSyncLeasesNewRecordsOnBeingAbsent_R7(t *testing.T) {
 	sa2 := syncStore(t, env, a2)
 	const ref = refs.Prefix + "things/t0"
 	bump(t, sa, ref, "A") // n=2 in a only
-	pushedMeanwhile := false
-	sa.Fault = func(point string) {
-		if point == "fetched" && !pushedMeanwhile {
-			pushedMeanwhile = true
-			if _, err := sa2.Sync(ctx, "shared", "A"); err != nil {
-				t.Errorf("concurrent sync: %v", err)
-			}
-		}
-	}
-	rep, err := sa.Sync(ctx, "shared", "A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !pushedMeanwhile || rep.Attempts != 2 {
-		t.Fatalf("attempts %d (concurrent push made: %v), want the first push refused by its leases and a second attempt", rep.Attempts, pushedMeanwhile)
-	}
+	syncWithOnePushBetween(t, sa, sa2, "shared", "A")
 	want := gitOut(t, env, "-C", a, "rev-parse", ref)
 	if got := gitOut(t, env, "--git-dir", remote, "rev-parse", ref); got != want {
 		t.Fatalf("the remote holds %s at %s, want %s", ref, got, want)
@@ -380,13 +338,7 @@ func TestSyncLeasesNewRecordsOnBeingAbsent_R7(t *testing.T) {
 // at the remote and made again here is pushed.
 func TestSyncLeasesEachRecordWhereGitTracksThem_R7(t *testing.T) {
 	ctx := context.Background()
-	env := hermeticEnv(t.TempDir())
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	run(t, env, "git", "init", "-q", "--bare", remote)
-	a := filepath.Join(root, "a")
-	run(t, env, "git", "init", "-q", a)
-	run(t, env, "git", "-C", a, "remote", "add", "shared", "../remote.git")
+	env, _, remote, a := sharedRemote(t)
 	run(t, env, "git", "-C", a, "config", "--replace-all", "remote.shared.fetch", "+refs/*:refs/remotes/shared/*")
 	sa := syncStore(t, env, a)
 	bumpAll := func() {
@@ -411,4 +363,42 @@ func TestSyncLeasesEachRecordWhereGitTracksThem_R7(t *testing.T) {
 	if got := gitOut(t, env, "--git-dir", remote, "rev-parse", ref); got != want {
 		t.Fatalf("the remote holds %s at %s, want %s", ref, got, want)
 	}
+}
+
+// syncWithOnePushBetween syncs s with remote as host while other syncs
+// with it once between s's fetch and its push, and checks that s's first
+// push was refused by its leases and its second attempt went through.
+func syncWithOnePushBetween(t *testing.T, s, other *refs.Store, remote, host string) {
+	t.Helper()
+	ctx := context.Background()
+	pushed := false
+	s.Fault = func(point string) {
+		if point == "fetched" && !pushed {
+			pushed = true
+			if _, err := other.Sync(ctx, remote, host); err != nil {
+				t.Errorf("concurrent sync: %v", err)
+			}
+		}
+	}
+	rep, err := s.Sync(ctx, remote, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pushed || rep.Attempts != 2 {
+		t.Fatalf("attempts %d (concurrent push made: %v), want the first push refused by its leases and a second attempt", rep.Attempts, pushed)
+	}
+}
+
+// sharedRemote makes, in a hermetic environment under root, an empty bare
+// remote and a repository a that names it "shared" by a relative URL.
+func sharedRemote(t *testing.T) (env []string, root, remote, a string) {
+	t.Helper()
+	env = hermeticEnv(t.TempDir())
+	root = t.TempDir()
+	remote = filepath.Join(root, "remote.git")
+	run(t, env, "git", "init", "-q", "--bare", remote)
+	a = filepath.Join(root, "a")
+	run(t, env, "git", "init", "-q", a)
+	run(t, env, "git", "-C", a, "remote", "add", "shared", "../remote.git")
+	return env, root, remote, a
 }
