@@ -112,5 +112,5 @@ func waitGone(alive func() bool) {
 // Claude Code process (Node, hundreds of megabytes) took more than 3 s on
 // a CI machine whose page faults cost 12 µs, running three such agents
 // on two CPUs: the delegate's accept then failed on a stop that did
-// happen. The bound only matters for a process that never goes.
+// happen. The bound only matters for a process that never goes (X5).
 const killWait = 10 * time.Second

@@ -70,7 +70,7 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 	// git compares each lease given by name with every ref it pushes (six
 	// formatted names a pair): 150–230 ms of a first sync of a thousand
 	// records. A new record's lease, absent, is what a bare one says where
-	// git tracks no record (issue 26).
+	// git tracks no record: still one lease a record, as R7 asks (issue 26).
 	bare := repo.recordsUntracked(remote)
 	if bare {
 		args = append(args, "--force-with-lease")
