@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/git-flume/git-flume/internal/proc"
 )
@@ -370,6 +371,38 @@ func HowEnded(ctx context.Context, panes PaneHost, pane string) (Exit, bool) {
 		return Exit{}, false
 	}
 	return Exit{Closed: true}, true
+}
+
+// EndScreen is what an ended agent's pane last showed: its last three
+// lines with a word in them (a letter or a digit: not a blank line, a
+// border or a bare prompt), joined, clipped from the front, without the
+// pane host's own notice of the end; "" when the host kept nothing. A
+// program that ends before it writes a transcript (a refused key, an
+// unknown flag, a crash at start) leaves its reason there and nowhere
+// else. The text is the program's: untrusted, to be printed escaped.
+func EndScreen(ctx context.Context, panes PaneHost, pane string) string {
+	text, err := panes.Capture(ctx, pane)
+	if err != nil {
+		return ""
+	}
+	var lines []string
+	for l := range strings.SplitSeq(text, "\n") {
+		// tmux's remain-on-exit writes "Pane is dead (status 3, <date>)".
+		if l = strings.TrimSpace(l); hasWord(l) && !strings.HasPrefix(l, "Pane is dead (") {
+			lines = append(lines, l)
+		}
+	}
+	s := strings.Join(lines[max(0, len(lines)-3):], " / ")
+	if r := []rune(s); len(r) > endScreenRunes {
+		s = "…" + string(r[len(r)-endScreenRunes:])
+	}
+	return s
+}
+
+const endScreenRunes = 240
+
+func hasWord(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // Terminal is a person's terminal: what attaching to a pane reads and

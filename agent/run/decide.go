@@ -93,6 +93,10 @@ type Observation struct {
 	// ended (read only for an agent flume runs in a pane).
 	Up   bool
 	Exit *agent.Exit
+	// EndScreen is what the pane of an agent that ended by itself before
+	// its prompt showed last showed, where its host kept it
+	// (agent.EndScreen).
+	EndScreen string
 	// PlaceGone says why the run's place is no longer its worktree, ""
 	// while it is (A10).
 	PlaceGone string
@@ -269,14 +273,21 @@ func decideDelivered(r Run, o Observation, p Policy) (Run, Move) {
 
 // decideExited decides an agent that ended by itself before it delivered
 // (A10): a run whose prompt never showed never started (A3); any other is
-// blocked with how it ended and its last message. The agent is recorded
-// ended once what it left is closed and kept.
+// blocked with how it ended and its last message. A run that never
+// started says what its screen last showed: a program that fails before
+// it writes a transcript leaves its reason there and nowhere else (a
+// screen left mid-turn is the agent's own interface, its words are in the
+// transcript). The agent is recorded ended once what it left is closed
+// and kept.
 func decideExited(r Run, o Observation) (Run, Move) {
 	now := o.Now
 	r.Ended = &now
 	r.Agent.Exit = o.Exit
 	if Starting(r.State) {
 		r.State, r.Reason = StateNeverStarted, "the agent ended before its prompt showed in its transcript: "+o.Exit.String()
+		if o.EndScreen != "" {
+			r.Reason += fmt.Sprintf("; its screen's last lines: %q", o.EndScreen)
+		}
 		return r, Move{End: SnapshotEnd, Write: "never started: " + r.Reason}
 	}
 	reason := "the agent ended before it delivered: " + o.Exit.String()

@@ -51,13 +51,7 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 	// see all of it.
 	panes := running && !a.Printed() && s.Panes != nil
 	if panes {
-		exit, ended := agent.HowEnded(ctx, s.Panes, a.Pane)
-		o.Up = !ended
-		// An end flume is making (stop, drop, tidy) is recorded by the
-		// command making it, never as the agent's own.
-		if ended && !agent.Ending(a.Session) {
-			o.Exit = &exit
-		}
+		observePane(ctx, r, s.Panes, &o)
 	}
 	if running && a.Transcript == "" {
 		if t := a.ProgramOf().FindTranscript(s.Vars, a.Started, s.Taken); t != "" {
@@ -101,6 +95,23 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 		}
 	}
 	return o, string(prompt), nil
+}
+
+// observePane reads into o how run r's agent stands in its pane: up, or
+// how it ended by itself and, for a run that never started, what its
+// screen last showed.
+func observePane(ctx context.Context, r Run, panes agent.PaneHost, o *Observation) {
+	a := r.Agent
+	exit, ended := agent.HowEnded(ctx, panes, a.Pane)
+	o.Up = !ended
+	// An end flume is making (stop, drop, tidy) is recorded by the
+	// command making it, never as the agent's own.
+	if ended && !agent.Ending(a.Session) {
+		o.Exit = &exit
+		if !exit.Closed && Starting(r.State) {
+			o.EndScreen = agent.EndScreen(ctx, panes, a.Pane)
+		}
+	}
 }
 
 // readTranscript reads run r's transcript once into o: the prompt and the

@@ -59,7 +59,9 @@ import (
 // a trust dialog instead of the composer and records anything typed into
 // ~/typed-into-dialog. A plan starting with "trust" shows the same dialog
 // until a person answers it (one line, Enter), then goes on with the rest
-// of the plan and its first prompt, as Claude Code does.
+// of the plan and its first prompt, as Claude Code does. A plan starting
+// with "crash N WORDS" prints WORDS ("\n" a line break) and exits with
+// status N before it shows a composer or writes a transcript.
 func fakeClaude() {
 	args := os.Args[1:]
 	if len(args) == 1 && args[0] == "--version" {
@@ -111,6 +113,16 @@ func fakeClaude() {
 		rd.ReadString('\n')
 		fmt.Print("\x1b[2J\x1b[H") // the dialog gives way to the composer
 		plan = plan[1:]
+	}
+	if len(plan) > 0 && strings.HasPrefix(plan[0], "crash ") {
+		// Fails at start, before any transcript, as a program with a
+		// refused key or an unknown flag does: its words on screen, then
+		// its exit status.
+		var code int
+		fmt.Sscan(strings.TrimPrefix(plan[0], "crash "), &code)
+		_, words, _ := strings.Cut(strings.TrimPrefix(plan[0], "crash "), " ")
+		fmt.Println(strings.ReplaceAll(words, `\n`, "\n"))
+		os.Exit(code)
 	}
 	slug := regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(cwd, "-")
 	dir := filepath.Join(home, ".claude", "projects", slug)
