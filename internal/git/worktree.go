@@ -17,23 +17,17 @@ import (
 )
 
 // Worktree is one entry of `git worktree list --porcelain`.
-type Worktree struct {
-	Path     string
-	Head     string
-	Branch   string // full ref name, "" when detached
-	Bare     bool
-	Detached bool
-	Locked   bool
-	// LockReason is why it is locked, when a reason was given.
-	LockReason string
-	Prunable   bool
-	// Main reports the main worktree (git lists it first).
-	Main bool
-}
+type Worktree = ondisk.Worktree
 
-// Worktrees lists the repository's worktrees in one git call, the main one
-// first.
+// Worktrees lists the repository's worktrees, the main one first: from
+// git's files where they are plain (ondisk.Worktrees), else in one git
+// call.
 func (repo *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
+	if repo.inProcess() && !repo.Bare {
+		if wts, ok := ondisk.Worktrees(repo.CommonDir); ok {
+			return wts, nil
+		}
+	}
 	out, err := repo.read(ctx, nil, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, fmt.Errorf("list worktrees: %w", err)

@@ -1,0 +1,141 @@
+package ondisk
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Worktree is one entry of `git worktree list --porcelain`.
+type Worktree struct {
+	Path     string
+	Head     string
+	Branch   string // full ref name, "" when detached
+	Bare     bool
+	Detached bool
+	Locked   bool
+	// LockReason is why it is locked, when a reason was given.
+	LockReason string
+	Prunable   bool
+	// Main reports the main worktree (git lists it first).
+	Main bool
+}
+
+// Worktrees lists the worktrees of the repository at commonDir, a
+// checkout's .git folder, as git 2.39's `git worktree list --porcelain`
+// does (worktree.c: get_main_worktree, get_linked_worktree,
+// add_head_info, worktree_lock_reason, should_prune_worktree): the main
+// one first, the linked ones by path; a linked one whose gitdir file
+// cannot be read, or is empty, is not listed; one whose gitdir file names
+// a .git file that is gone is prunable unless locked; an unborn branch's
+// head is all zeros. git reads packed-refs again for every worktree: 3.75
+// GB and 2.4 s at 10,000 worktrees (issue 26). ok is false for anything
+// git would read otherwise or this reader does not judge: a common folder
+// not named .git, reftable, a relative gitdir (newer git's
+// worktree.useRelativePaths), a HEAD that is neither a branch nor an id, a
+// file that cannot be read.
+func Worktrees(commonDir string) (wts []Worktree, ok bool) {
+	real, err := filepath.EvalSymlinks(commonDir)
+	if err != nil || filepath.Base(real) != ".git" {
+		return nil, false
+	}
+	if _, err := os.Lstat(filepath.Join(commonDir, "reftable")); !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	heads := []string{commonDir}
+	wts = []Worktree{{Path: filepath.Dir(real), Main: true}}
+	dir := filepath.Join(commonDir, "worktrees")
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	for _, e := range entries {
+		admin := filepath.Join(dir, e.Name())
+		gitdir, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		dotgit := strings.TrimRight(string(gitdir), asciiSpace)
+		if err != nil || len(gitdir) == 0 {
+			continue // git lists no worktree here either
+		}
+		if !filepath.IsAbs(dotgit) {
+			return nil, false
+		}
+		wt := Worktree{Path: strings.TrimSuffix(dotgit, "/.git")}
+		switch reason, err := os.ReadFile(filepath.Join(admin, "locked")); {
+		case err == nil:
+			wt.Locked, wt.LockReason = true, strings.Trim(string(reason), asciiSpace)
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, false
+		}
+		if _, err := os.Stat(dotgit); errors.Is(err, fs.ErrNotExist) {
+			wt.Prunable = !wt.Locked
+		} else if err != nil {
+			return nil, false
+		}
+		wts, heads = append(wts, wt), append(heads, admin)
+	}
+	// git sorts the linked worktrees by path (fspathcmp: bytes on Linux).
+	order := make([]int, len(wts)-1)
+	for i := range order {
+		order[i] = i + 1
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(wts[a].Path, wts[b].Path) })
+	sorted := []Worktree{wts[0]}
+	sortedHeads := []string{heads[0]}
+	for _, i := range order {
+		sorted, sortedHeads = append(sorted, wts[i]), append(sortedHeads, heads[i])
+	}
+	return sorted, readHeads(commonDir, sorted, sortedHeads)
+}
+
+// asciiSpace is what C's isspace trims, as git's strbuf_trim does.
+const asciiSpace = " \t\n\v\f\r"
+
+// readHeads fills in each worktree's head from the HEAD file in its git
+// folder (adminDirs, in the same order): a branch's commit read from the
+// refs in one pass of packed-refs, or a detached id.
+func readHeads(commonDir string, wts []Worktree, adminDirs []string) bool {
+	ids := map[string]string{}
+	want := map[string]bool{}
+	for i, admin := range adminDirs {
+		data, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+		if err != nil {
+			return false
+		}
+		head := strings.Trim(string(data), asciiSpace)
+		if ref, ok := strings.CutPrefix(head, "ref: "); ok {
+			if !strings.HasPrefix(ref, "refs/") || CheckRefName(ref) != nil {
+				return false
+			}
+			wts[i].Branch = ref
+			if !want[ref] && !LooseRefs(commonDir, ref, ids) {
+				return false
+			}
+			want[ref] = true
+			continue
+		}
+		if !IsSHA1ID(head) {
+			return false
+		}
+		wts[i].Head, wts[i].Detached = head, true
+	}
+	if !PackedRefs(commonDir, func(name string) bool { return want[name] }, ids) {
+		return false
+	}
+	for i := range wts {
+		if wts[i].Detached {
+			continue
+		}
+		id, found := ids[wts[i].Branch]
+		switch {
+		case !found:
+			id = strings.Repeat("0", 40) // an unborn branch
+		case id == "":
+			return false // a broken ref: git's to judge
+		}
+		wts[i].Head = id
+	}
+	return true
+}

@@ -1,0 +1,106 @@
+package git_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
+)
+
+// porcelain writes worktrees as `git worktree list --porcelain -z` does.
+func porcelain(wts []git.Worktree) string {
+	var b strings.Builder
+	for _, wt := range wts {
+		b.WriteString("worktree " + wt.Path + "\x00")
+		if wt.Bare {
+			b.WriteString("bare\x00")
+		} else {
+			b.WriteString("HEAD " + wt.Head + "\x00")
+			if wt.Detached {
+				b.WriteString("detached\x00")
+			} else if wt.Branch != "" {
+				b.WriteString("branch " + wt.Branch + "\x00")
+			}
+		}
+		if wt.Locked {
+			b.WriteString(strings.TrimSuffix("locked "+wt.LockReason, " ") + "\x00")
+		}
+		if wt.Prunable {
+			b.WriteString("prunable gitdir file points to non-existent location\x00")
+		}
+		b.WriteString("\x00")
+	}
+	return b.String()
+}
+
+// TestWorktreesReadInProcessAgreeWithGit_R4: with no git to run, Worktrees
+// lists what `git worktree list --porcelain` lists, byte for byte: the main
+// worktree first and the rest by path (not by their folders' names), branches loose, packed and unborn,
+// detached heads, locks with and without a reason, a removed folder
+// prunable unless locked, a path with a space, and no entry for an
+// administrative folder whose gitdir file is empty. A relative gitdir
+// (newer git's worktree.useRelativePaths) is git's to read.
+func TestWorktreesReadInProcessAgreeWithGit_R4(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t)
+	dir := filepath.Join(t.TempDir(), "repo")
+	mustGit(t, env, "init", "-q", "-b", "main", dir)
+	run := func(args ...string) string { return mustGit(t, env, append([]string{"-C", dir}, args...)...) }
+	run("commit", "-q", "--allow-empty", "-m", "init")
+	places := filepath.Join(filepath.Dir(dir), "places")
+	for _, name := range []string{"b-packed", "Z-first", "a-loose", "locked", "locked-bare", "gone", "gone-locked", "unborn"} {
+		run("worktree", "add", "-q", "-b", name, filepath.Join(places, name))
+	}
+	// git names a worktree's folder after its last element: listed by
+	// folder, b-dir/aaa would come first.
+	run("worktree", "add", "-q", "-b", "zzz", filepath.Join(places, "a-dir", "zzz"))
+	run("worktree", "add", "-q", "-b", "aaa", filepath.Join(places, "b-dir", "aaa"))
+	run("pack-refs", "--all")
+	run("worktree", "add", "-q", "--detach", filepath.Join(places, "with space"))
+	run("commit", "-q", "--allow-empty", "-m", "two")
+	run("update-ref", "refs/heads/a-loose", "HEAD")
+	run("worktree", "lock", "--reason", "  on a usb disk\n", filepath.Join(places, "locked"))
+	run("worktree", "lock", filepath.Join(places, "locked-bare"))
+	run("worktree", "lock", filepath.Join(places, "gone-locked"))
+	for _, name := range []string{"gone", "gone-locked"} {
+		if err := os.RemoveAll(filepath.Join(places, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustGit(t, env, "-C", filepath.Join(places, "unborn"), "symbolic-ref", "HEAD", "refs/heads/none-yet")
+	bogus := filepath.Join(dir, ".git", "worktrees", "bogus")
+	os.MkdirAll(bogus, 0o755)
+	os.WriteFile(filepath.Join(bogus, "gitdir"), nil, 0o644)
+	os.WriteFile(filepath.Join(bogus, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+
+	cmd := exec.Command("git", "-C", dir, "worktree", "list", "--porcelain", "-z")
+	cmd.Env = env
+	want, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &git.Runner{Env: env}
+	repo := mustOpen(t, r, dir)
+	r.Path = noGit
+	got, err := repo.Worktrees(ctx)
+	if err != nil {
+		t.Fatalf("Worktrees: %v (not read in process)", err)
+	}
+	if porcelain(got) != string(want) {
+		t.Errorf("in process:\n%q\ngit:\n%q", porcelain(got), want)
+	}
+	if !strings.Contains(string(want), "HEAD 0000000000000000000000000000000000000000\x00branch refs/heads/none-yet") ||
+		!strings.Contains(string(want), "locked on a usb disk\x00") || !strings.Contains(string(want), "prunable") {
+		t.Fatalf("the fixture lacks a case:\n%q", want)
+	}
+
+	os.WriteFile(filepath.Join(dir, ".git", "worktrees", "a-loose", "gitdir"), []byte("../../../places/a-loose/.git\n"), 0o644)
+	if _, ok := ondisk.Worktrees(filepath.Join(dir, ".git")); ok {
+		t.Error("a relative gitdir was read in process")
+	}
+}
