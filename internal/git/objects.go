@@ -29,6 +29,7 @@ type TreeEntry = ondisk.TreeFile
 type objectStore struct {
 	reftableOnce sync.Once
 	isReftable   bool
+	packedRefs   ondisk.PackedRefsCache
 
 	ondisk.Store
 }

@@ -104,7 +104,7 @@ func (repo *Repo) refsInProcess(names []string) (map[string]string, bool) {
 			return nil, false
 		}
 	}
-	return ids, ondisk.PackedRefs(repo.CommonDir, func(name string) bool { return want[name] }, ids)
+	return ids, repo.objects.packedRefs.Lookup(repo.CommonDir, want, ids)
 }
 
 // filesAtInProcess reads the top-level file of each commit as

@@ -396,3 +396,40 @@ func TestResolveRefReadsPlainRefsInProcess_R4(t *testing.T) {
 		t.Errorf("through git: %q, %v; want %q", got, err, want)
 	}
 }
+
+// TestPackedRefsReadAgainOnceReplaced_R3: one Repo reading a packed ref
+// again and again (tidy judging every place, a watcher's steps) keeps
+// packed-refs as read, yet sees every rewrite of it: a ref moved and packed
+// again, a packed ref deleted, packed-refs removed with every ref loose.
+func TestPackedRefsReadAgainOnceReplaced_R3(t *testing.T) {
+	ctx := context.Background()
+	dir, env := refsFixture(t)
+	run := func(args ...string) string { return mustGit(t, env, append([]string{"-C", dir}, args...)...) }
+	r := &git.Runner{Env: env}
+	repo := mustOpen(t, r, dir)
+	r.Path = noGit
+	read := func(name, want, when string) {
+		t.Helper()
+		for range 2 {
+			if got, err := repo.RefValue(ctx, name); err != nil || got != want {
+				t.Fatalf("%s: %s = %q, %v; want %q", when, name, got, err, want)
+			}
+		}
+	}
+	p0, p2 := "refs/flume/places/fix--p0", "refs/flume/places/fix--p2"
+	read(p0, run("rev-parse", p0), "packed")
+	moved := run("rev-parse", p2)
+	run("update-ref", p0, moved)
+	run("pack-refs", "--all")
+	read(p0, moved, "moved and packed again")
+	run("update-ref", "-d", p2)
+	read(p2, "", "a packed ref deleted")
+	read(p0, moved, "beside a deleted one")
+	main := run("rev-parse", "refs/heads/main")
+	run("update-ref", p0, main)
+	if err := os.Remove(filepath.Join(dir, ".git", "packed-refs")); err != nil {
+		t.Fatal(err)
+	}
+	read(p0, main, "loose, packed-refs gone")
+	read("refs/flume/places/fix--p4", "", "packed-refs gone with the ref it held")
+}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // Reading refs in process (R2, R4): git's own files, replaced by rename
@@ -165,4 +167,51 @@ func CheckRefName(name string) error {
 		}
 	}
 	return nil
+}
+
+// PackedRefsCache keeps one repository's packed-refs file as last read
+// and reads it again only once the file is another one: its inode, size
+// or modification time changed (git replaces the file by rename, and
+// validates its own snapshot by the same stat, R3). A process that reads
+// one ref after another (tidy judging every place, a watcher's every
+// step) parsed the whole file for each: 28 of 29 s of a tidy of 10,000
+// places after gc (issue 26). The zero value is empty.
+type PackedRefsCache struct {
+	mu   sync.Mutex
+	read bool
+	key  [4]int64
+	refs map[string]string
+}
+
+// Lookup adds to ids each of names that packed-refs holds and that no
+// loose ref already in ids shadows; false for anything git would have to
+// judge.
+func (c *PackedRefsCache) Lookup(commonDir string, names map[string]bool, ids map[string]string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var key [4]int64
+	var st syscall.Stat_t
+	switch err := syscall.Stat(filepath.Join(commonDir, "packed-refs"), &st); {
+	case err == nil:
+		key = [4]int64{int64(st.Ino), st.Size, st.Mtim.Sec, st.Mtim.Nsec}
+	case !errors.Is(err, syscall.ENOENT):
+		return false
+	}
+	if !c.read || key != c.key {
+		// Stat first, read after: a file replaced in between is newer
+		// than its key, and the next lookup reads it again.
+		refs := map[string]string{}
+		if !PackedRefs(commonDir, func(string) bool { return true }, refs) {
+			return false
+		}
+		c.read, c.key, c.refs = true, key, refs
+	}
+	for name := range names {
+		if id, packed := c.refs[name]; packed {
+			if _, loose := ids[name]; !loose {
+				ids[name] = id
+			}
+		}
+	}
+	return true
 }
