@@ -43,8 +43,9 @@ func porcelain(wts []git.Worktree) string {
 // worktree first and the rest by path (not by their folders' names), branches loose, packed and unborn,
 // detached heads, locks with and without a reason, a removed folder
 // prunable unless locked, a path with a space, and no entry for an
-// administrative folder whose gitdir file is empty. A relative gitdir
-// (newer git's worktree.useRelativePaths) is git's to read.
+// administrative folder whose gitdir file is empty. A folder without its
+// commondir (git fails) and a relative gitdir (newer git's
+// worktree.useRelativePaths) are git's to read.
 func TestWorktreesReadInProcessAgreeWithGit_R4(t *testing.T) {
 	ctx := context.Background()
 	env := testEnv(t)
@@ -99,7 +100,14 @@ func TestWorktreesReadInProcessAgreeWithGit_R4(t *testing.T) {
 		t.Fatalf("the fixture lacks a case:\n%q", want)
 	}
 
-	os.WriteFile(filepath.Join(dir, ".git", "worktrees", "a-loose", "gitdir"), []byte("../../../places/a-loose/.git\n"), 0o644)
+	// What git fails on, or reads otherwise, is git's to answer.
+	admin := filepath.Join(dir, ".git", "worktrees", "a-loose")
+	os.Rename(filepath.Join(admin, "commondir"), filepath.Join(admin, "commondir.away"))
+	if _, ok := ondisk.Worktrees(filepath.Join(dir, ".git")); ok {
+		t.Error("a folder without its commondir (git fails) was read in process")
+	}
+	os.Rename(filepath.Join(admin, "commondir.away"), filepath.Join(admin, "commondir"))
+	os.WriteFile(filepath.Join(admin, "gitdir"), []byte("../../../places/a-loose/.git\n"), 0o644)
 	if _, ok := ondisk.Worktrees(filepath.Join(dir, ".git")); ok {
 		t.Error("a relative gitdir was read in process")
 	}

@@ -35,8 +35,9 @@ type Worktree struct {
 // GB and 2.4 s at 10,000 worktrees (issue 26). ok is false for anything
 // git would read otherwise or this reader does not judge: a common folder
 // not named .git, reftable, a relative gitdir (newer git's
-// worktree.useRelativePaths), a HEAD that is neither a branch nor an id, a
-// file that cannot be read.
+// worktree.useRelativePaths), a missing or empty commondir (on which git
+// fails), a HEAD that is neither a branch nor an id, a file that cannot be
+// read.
 func Worktrees(commonDir string) (wts []Worktree, ok bool) {
 	real, err := filepath.EvalSymlinks(commonDir)
 	if err != nil || filepath.Base(real) != ".git" {
@@ -60,6 +61,13 @@ func Worktrees(commonDir string) (wts []Worktree, ok bool) {
 			continue // git lists no worktree here either
 		}
 		if !filepath.IsAbs(dotgit) {
+			return nil, false
+		}
+		// git fails every listing over a folder whose commondir is
+		// missing or empty ("failed to read …/commondir": a `worktree
+		// add` killed while it wrote the folder), and flume repairs what
+		// made it fail: that failure is git's to give.
+		if common, err := os.ReadFile(filepath.Join(admin, "commondir")); err != nil || len(strings.Trim(string(common), asciiSpace)) == 0 {
 			return nil, false
 		}
 		wt := Worktree{Path: strings.TrimSuffix(dotgit, "/.git")}
