@@ -53,9 +53,16 @@ func Worktrees(commonDir string) (wts []Worktree, ok bool) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, false
 	}
+	// Files read with ReadSmall, in three system calls each: at 10,000
+	// worktrees os.ReadFile's five were most of the listing's time.
+	var buf [4096]byte
 	for _, e := range entries {
 		admin := filepath.Join(dir, e.Name())
-		gitdir, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		gitdir, err := ReadSmall(filepath.Join(admin, "gitdir"), buf[:])
+		var pathErr *fs.PathError
+		if err != nil && !errors.As(err, &pathErr) {
+			return nil, false // too long to be git's
+		}
 		dotgit := strings.TrimRight(string(gitdir), asciiSpace)
 		if err != nil || len(gitdir) == 0 {
 			continue // git lists no worktree here either
@@ -67,7 +74,7 @@ func Worktrees(commonDir string) (wts []Worktree, ok bool) {
 		// missing or empty ("failed to read …/commondir": a `worktree
 		// add` killed while it wrote the folder), and flume repairs what
 		// made it fail: that failure is git's to give.
-		if common, err := os.ReadFile(filepath.Join(admin, "commondir")); err != nil || len(strings.Trim(string(common), asciiSpace)) == 0 {
+		if common, err := ReadSmall(filepath.Join(admin, "commondir"), buf[:]); err != nil || len(strings.Trim(string(common), asciiSpace)) == 0 {
 			return nil, false
 		}
 		wt := Worktree{Path: strings.TrimSuffix(dotgit, "/.git")}
@@ -107,8 +114,9 @@ const asciiSpace = " \t\n\v\f\r"
 func readHeads(commonDir string, wts []Worktree, adminDirs []string) bool {
 	ids := map[string]string{}
 	want := map[string]bool{}
+	var buf [4096]byte
 	for i, admin := range adminDirs {
-		data, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+		data, err := ReadSmall(filepath.Join(admin, "HEAD"), buf[:])
 		if err != nil {
 			return false
 		}
