@@ -58,38 +58,13 @@ func Worktrees(commonDir string) (wts []Worktree, ok bool) {
 	var buf [4096]byte
 	for _, e := range entries {
 		admin := filepath.Join(dir, e.Name())
-		gitdir, err := ReadSmall(filepath.Join(admin, "gitdir"), buf[:])
-		var pathErr *fs.PathError
-		if err != nil && !errors.As(err, &pathErr) {
-			return nil, false // too long to be git's
-		}
-		dotgit := strings.TrimRight(string(gitdir), asciiSpace)
-		if err != nil || len(gitdir) == 0 {
-			continue // git lists no worktree here either
-		}
-		if !filepath.IsAbs(dotgit) {
+		wt, listed, ok := linkedWorktree(admin, buf[:])
+		if !ok {
 			return nil, false
 		}
-		// git fails every listing over a folder whose commondir is
-		// missing or empty ("failed to read …/commondir": a `worktree
-		// add` killed while it wrote the folder), and flume repairs what
-		// made it fail: that failure is git's to give.
-		if common, err := ReadSmall(filepath.Join(admin, "commondir"), buf[:]); err != nil || len(strings.Trim(string(common), asciiSpace)) == 0 {
-			return nil, false
+		if listed {
+			wts, heads = append(wts, wt), append(heads, admin)
 		}
-		wt := Worktree{Path: strings.TrimSuffix(dotgit, "/.git")}
-		switch reason, err := os.ReadFile(filepath.Join(admin, "locked")); {
-		case err == nil:
-			wt.Locked, wt.LockReason = true, strings.Trim(string(reason), asciiSpace)
-		case !errors.Is(err, fs.ErrNotExist):
-			return nil, false
-		}
-		if _, err := os.Stat(dotgit); errors.Is(err, fs.ErrNotExist) {
-			wt.Prunable = !wt.Locked
-		} else if err != nil {
-			return nil, false
-		}
-		wts, heads = append(wts, wt), append(heads, admin)
 	}
 	// git sorts the linked worktrees by path (fspathcmp: bytes on Linux).
 	order := make([]int, len(wts)-1)
@@ -103,6 +78,44 @@ func Worktrees(commonDir string) (wts []Worktree, ok bool) {
 		sorted, sortedHeads = append(sorted, wts[i]), append(sortedHeads, heads[i])
 	}
 	return sorted, readHeads(commonDir, sorted, sortedHeads)
+}
+
+// linkedWorktree reads the administrative folder admin of one linked
+// worktree as Worktrees does, but for its head; listed is false where git
+// lists none.
+func linkedWorktree(admin string, buf []byte) (wt Worktree, listed, ok bool) {
+	gitdir, err := ReadSmall(filepath.Join(admin, "gitdir"), buf)
+	var pathErr *fs.PathError
+	if err != nil && !errors.As(err, &pathErr) {
+		return wt, false, false // too long to be git's
+	}
+	dotgit := strings.TrimRight(string(gitdir), asciiSpace)
+	if err != nil || len(gitdir) == 0 {
+		return wt, false, true // git lists no worktree here either
+	}
+	if !filepath.IsAbs(dotgit) {
+		return wt, false, false
+	}
+	// git fails every listing over a folder whose commondir is missing
+	// or empty ("failed to read …/commondir": a `worktree add` killed
+	// while it wrote the folder), and flume repairs what made it fail:
+	// that failure is git's to give.
+	if common, err := ReadSmall(filepath.Join(admin, "commondir"), buf); err != nil || len(strings.Trim(string(common), asciiSpace)) == 0 {
+		return wt, false, false
+	}
+	wt.Path = strings.TrimSuffix(dotgit, "/.git")
+	switch reason, err := os.ReadFile(filepath.Join(admin, "locked")); {
+	case err == nil:
+		wt.Locked, wt.LockReason = true, strings.Trim(string(reason), asciiSpace)
+	case !errors.Is(err, fs.ErrNotExist):
+		return wt, false, false
+	}
+	if _, err := os.Stat(dotgit); errors.Is(err, fs.ErrNotExist) {
+		wt.Prunable = !wt.Locked
+	} else if err != nil {
+		return wt, false, false
+	}
+	return wt, true, true
 }
 
 // asciiSpace is what C's isspace trims, as git's strbuf_trim does.
