@@ -179,7 +179,7 @@ func CheckRefName(name string) error {
 type PackedRefsCache struct {
 	mu   sync.Mutex
 	read bool
-	key  [4]int64
+	key  [3]int64
 	refs map[string]string
 }
 
@@ -189,12 +189,14 @@ type PackedRefsCache struct {
 func (c *PackedRefsCache) Lookup(commonDir string, names map[string]bool, ids map[string]string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var key [4]int64
-	var st syscall.Stat_t
-	switch err := syscall.Stat(filepath.Join(commonDir, "packed-refs"), &st); {
+	var key [3]int64
+	switch info, err := os.Stat(filepath.Join(commonDir, "packed-refs")); {
 	case err == nil:
-		key = [4]int64{int64(st.Ino), st.Size, st.Mtim.Sec, st.Mtim.Nsec}
-	case !errors.Is(err, syscall.ENOENT):
+		key = [3]int64{info.Size(), info.ModTime().UnixNano()}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			key[2] = int64(st.Ino) // field of the same name on Linux and macOS
+		}
+	case !errors.Is(err, fs.ErrNotExist):
 		return false
 	}
 	if !c.read || key != c.key {
