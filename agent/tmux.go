@@ -197,8 +197,11 @@ func (t *Tmux) Exited(ctx context.Context, name string) (Exit, bool) {
 	if procExists(p.pid) {
 		return Exit{}, false // ending: how, the next look says
 	}
-	// Reaped, and tmux shows no status: only that it is gone is known.
-	return Exit{Closed: true}, true
+	// Reaped: tmux read how it ended, perhaps since it was asked.
+	if q, err := t.pane(ctx, name); err == nil && q.dead && q.known {
+		return Exit{Status: q.status, Signal: q.signal}, true
+	}
+	return Exit{Closed: true}, true // only that it is gone is known
 }
 
 // listed reports whether a session named name may still be there: the
@@ -241,9 +244,16 @@ func procExists(pid int) bool {
 	return err == nil
 }
 
-// Capture returns the visible text of the session's pane.
+// Capture returns the visible text of the session's pane: the program's,
+// without the notice remain-on-exit writes under it when it ends ("Pane is
+// dead (status 3, <date>)").
 func (t *Tmux) Capture(ctx context.Context, name string) (string, error) {
-	return t.run(ctx, "capture-pane", "-p", "-t", "="+name+":")
+	out, err := t.run(ctx, "capture-pane", "-p", "-t", "="+name+":")
+	text := strings.TrimRight(out, " \n")
+	if i := strings.LastIndexByte(text, '\n'); strings.HasPrefix(text[i+1:], "Pane is dead (") {
+		out = text[:i+1]
+	}
+	return out, err
 }
 
 // Send types text literally, then Enter as a key of its own after a pause:
@@ -375,8 +385,8 @@ func HowEnded(ctx context.Context, panes PaneHost, pane string) (Exit, bool) {
 
 // EndScreen is what an ended agent's pane last showed: its last three
 // lines with a word in them (a letter or a digit: not a blank line, a
-// border or a bare prompt), joined, clipped from the front, without the
-// pane host's own notice of the end; "" when the host kept nothing. A
+// border or a bare prompt), joined, clipped from the front; "" when the
+// host kept nothing (a host leaves out its own notice of the end). A
 // program that ends before it writes a transcript (a refused key, an
 // unknown flag, a crash at start) leaves its reason there and nowhere
 // else. The text is the program's: untrusted, to be printed escaped.
@@ -387,8 +397,7 @@ func EndScreen(ctx context.Context, panes PaneHost, pane string) string {
 	}
 	var lines []string
 	for l := range strings.SplitSeq(text, "\n") {
-		// tmux's remain-on-exit writes "Pane is dead (status 3, <date>)".
-		if l = strings.TrimSpace(l); hasWord(l) && !strings.HasPrefix(l, "Pane is dead (") {
+		if l = strings.TrimSpace(l); hasWord(l) {
 			lines = append(lines, l)
 		}
 	}

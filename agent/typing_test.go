@@ -89,12 +89,12 @@ func TestTellWaitsForTheComposer_X3(t *testing.T) {
 
 // TestEndScreenKeepsTheLastWords_A3: what a program that ended left on its
 // pane is its last three lines with a word in them, without the borders and
-// prompts around them or tmux's own notice of the end, clipped from the
-// front; nothing when the host kept no screen.
+// prompts around them, clipped from the front; nothing when the host kept
+// no screen.
 func TestEndScreenKeepsTheLastWords_A3(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ screen, want string }{
-		{"Welcome\n╭────╮\nchecking the key\n\nError: invalid API key\n  Please run /login  \n❯\n╰────╯\n\nPane is dead (status 1, Wed Dec  2 14:03:39 2026)\n", "checking the key / Error: invalid API key / Please run /login"},
+		{"Welcome\n╭────╮\nchecking the key\n\nError: invalid API key\n  Please run /login  \n❯\n╰────╯\n\n", "checking the key / Error: invalid API key / Please run /login"},
 		{"one\n\n", "one"},
 		{"──\n❯ \n", ""},
 		{strings.Repeat("x", 300), "…" + strings.Repeat("x", 240)},

@@ -4,8 +4,18 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 )
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == agentExec {
+		// The launcher becomes the agent on the process's first thread:
+		// while another thread executes, the kernel shows the process as
+		// a zombie with status 0 to anyone who looks (A10).
+		runtime.LockOSThread()
+	}
+}
 
 func main() {
 	// A closed terminal (SIGHUP) ends a command as Ctrl-C and SIGTERM do:

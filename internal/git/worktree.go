@@ -19,12 +19,42 @@ import (
 // Worktree is one entry of `git worktree list --porcelain`.
 type Worktree = ondisk.Worktree
 
+// branchHeads reads the commits of the worktrees that are on a branch, as
+// refs are read in process: an unborn branch's head is all zeros, as git
+// lists it. false when git must answer (a broken ref among them).
+func (repo *Repo) branchHeads(wts []Worktree) bool {
+	var names []string
+	for _, wt := range wts {
+		if !wt.Detached {
+			names = append(names, wt.Branch)
+		}
+	}
+	ids, ok := repo.refsInProcess(names)
+	if !ok {
+		return false
+	}
+	for i := range wts {
+		if wts[i].Detached {
+			continue
+		}
+		id, found := ids[wts[i].Branch]
+		switch {
+		case !found:
+			id = strings.Repeat("0", 40)
+		case id == "":
+			return false // broken: git's to judge
+		}
+		wts[i].Head = id
+	}
+	return true
+}
+
 // Worktrees lists the repository's worktrees, the main one first: from
 // git's files where they are plain (ondisk.Worktrees), else in one git
 // call.
 func (repo *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
 	if repo.inProcess() && !repo.Bare {
-		if wts, ok := ondisk.Worktrees(repo.CommonDir); ok {
+		if wts, ok := ondisk.Worktrees(repo.CommonDir); ok && repo.branchHeads(wts) {
 			return wts, nil
 		}
 	}

@@ -139,19 +139,11 @@ func Detach(args []string, dir string, env []string) error {
 // Exited reads how process pid ended while it is a zombie its parent has
 // not reaped yet (the wait status the kernel keeps, /proc/<pid>/stat's
 // exit_code): its exit status, or the signal that killed it. ok is false
-// when pid is not a zombie here.
+// when pid is not a zombie here, or has a thread that still runs (ended).
 func Exited(pid int) (status, signal int, ok bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, false
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 >= len(data) || data[i+2] != 'Z' {
-		return 0, 0, false
-	}
-	// Fields after the command: state is field 3; exit_code is field 52.
-	f := strings.Fields(string(data[i+2:]))
-	if len(f) < 50 {
+	f, ok := stat(pid)
+	// The state is field 3, exit_code field 52.
+	if !ok || f[0] != "Z" || len(f) < 50 || !ended(pid) {
 		return 0, 0, false
 	}
 	ws, err := strconv.Atoi(f[49])
@@ -170,23 +162,15 @@ func Exited(pid int) (status, signal int, ok bool) {
 // ended): a pid and its start time name one process, never a later one
 // that was given the same pid.
 func Started(pid int) (string, bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", false
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 >= len(data) || data[i+2] == 'Z' {
-		return "", false
-	}
-	f := strings.Fields(string(data[i+2:]))
-	if len(f) < 20 {
+	f, ok := stat(pid)
+	if !ok || len(f) < 20 || (f[0] == "Z" && ended(pid)) {
 		return "", false
 	}
 	return f[19], true // field 22
 }
 
-// Alive reports whether process pid runs on this host: it exists and is
-// not a zombie (a process that exited and was not yet reaped has ended).
+// Alive reports whether process pid runs on this host: it exists and has
+// not ended (a process that exited and was not yet reaped is a zombie).
 func Alive(pid int) bool {
 	if pid <= 0 {
 		return false
@@ -194,8 +178,43 @@ func Alive(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if i := bytes.LastIndexByte(data, ')'); i >= 0 && i+2 < len(data) && data[i+2] == 'Z' {
+	f, ok := stat(pid)
+	return !ok || f[0] != "Z" || !ended(pid)
+}
+
+// stat reads /proc/<pid>/stat's fields after the command name, the state
+// first; ok is false when there is no such process.
+func stat(pid int) ([]string, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) {
+		return nil, false
+	}
+	return strings.Fields(string(data[i+2:])), true
+}
+
+// ended reports whether every thread of process pid, whose first thread
+// reads as a zombie, has ended. The first thread is a zombie while others
+// run when it exited on its own, and for a moment while another thread
+// executes a new program: the kernel shows the old first thread as a
+// zombie with status 0 until the new program takes over its pid (a Go
+// program's exec runs on any of its threads; found under load, where a
+// launcher's exec read as its agent exiting with status 0).
+func ended(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return true
+	}
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			continue // that thread has gone
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X' {
 			return false
 		}
 	}

@@ -30,9 +30,10 @@ type Worktree struct {
 // add_head_info, worktree_lock_reason, should_prune_worktree): the main
 // one first, the linked ones by path; a linked one whose gitdir file
 // cannot be read, or is empty, is not listed; one whose gitdir file names
-// a .git file that is gone is prunable unless locked; an unborn branch's
-// head is all zeros. git reads packed-refs again for every worktree: 3.75
-// GB and 2.4 s at 10,000 worktrees (issue 26). ok is false for anything
+// a .git file that is gone is prunable unless locked. A worktree on a
+// branch has its Branch and no Head: the caller reads the branches'
+// commits, as it reads any ref (git reads packed-refs again for every
+// worktree: 3.75 GB and 2.4 s at 10,000 worktrees, issue 26). ok is false for anything
 // git would read otherwise or this reader does not judge: a common folder
 // not named .git, reftable, a relative gitdir (newer git's
 // worktree.useRelativePaths), a missing or empty commondir (on which git
@@ -77,7 +78,7 @@ func Worktrees(commonDir string) (wts []Worktree, ok bool) {
 	for _, i := range order {
 		sorted, sortedHeads = append(sorted, wts[i]), append(sortedHeads, heads[i])
 	}
-	return sorted, readHeads(commonDir, sorted, sortedHeads)
+	return sorted, readHeads(sorted, sortedHeads)
 }
 
 // linkedWorktree reads the administrative folder admin of one linked
@@ -121,12 +122,10 @@ func linkedWorktree(admin string, buf []byte) (wt Worktree, listed, ok bool) {
 // asciiSpace is what C's isspace trims, as git's strbuf_trim does.
 const asciiSpace = " \t\n\v\f\r"
 
-// readHeads fills in each worktree's head from the HEAD file in its git
-// folder (adminDirs, in the same order): a branch's commit read from the
-// refs in one pass of packed-refs, or a detached id.
-func readHeads(commonDir string, wts []Worktree, adminDirs []string) bool {
-	ids := map[string]string{}
-	want := map[string]bool{}
+// readHeads reads each worktree's HEAD file, in its git folder
+// (adminDirs, in the same order): a branch's name, or a detached id. The
+// branches' commits are the caller's to read.
+func readHeads(wts []Worktree, adminDirs []string) bool {
 	var buf [4096]byte
 	for i, admin := range adminDirs {
 		data, err := ReadSmall(filepath.Join(admin, "HEAD"), buf[:])
@@ -139,32 +138,12 @@ func readHeads(commonDir string, wts []Worktree, adminDirs []string) bool {
 				return false
 			}
 			wts[i].Branch = ref
-			if !want[ref] && !LooseRefs(commonDir, ref, ids) {
-				return false
-			}
-			want[ref] = true
 			continue
 		}
 		if !IsSHA1ID(head) {
 			return false
 		}
 		wts[i].Head, wts[i].Detached = head, true
-	}
-	if !PackedRefs(commonDir, func(name string) bool { return want[name] }, ids) {
-		return false
-	}
-	for i := range wts {
-		if wts[i].Detached {
-			continue
-		}
-		id, found := ids[wts[i].Branch]
-		switch {
-		case !found:
-			id = strings.Repeat("0", 40) // an unborn branch
-		case id == "":
-			return false // a broken ref: git's to judge
-		}
-		wts[i].Head = id
 	}
 	return true
 }
