@@ -318,7 +318,7 @@ func promoteMembers(ctx context.Context, env *Env, id string, ms []*member) erro
 // moves while the request's lock is held (git.RefSession's condition).
 func promoteOne(ctx context.Context, env *Env, id string, ms []*member, i int, ready chan error) (chan error, error) {
 	m := ms[i]
-	session := m.repo.OpenRefSession("flume promote "+id, true)
+	session := m.repo.OpenRefSession("flume promote "+id, git.Branches)
 	// Every update through the session returned its own error; closing
 	// it after them ends a git process with nothing left to say.
 	defer func() { _ = session.Close() }()

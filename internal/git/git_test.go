@@ -348,12 +348,13 @@ func TestObjectsWrittenInProcessAreGits_R1(t *testing.T) {
 	}
 }
 
-// TestHookAbsentOnlyWhenKnown_L1: a launch runs its records' transaction with
-// hooks on, making the branch in it, only where no reference-transaction
-// hook can run. Absent means known absent: a hook file there (even one git
-// would not run), core.hooksPath in any scope, or configuration git must
-// read itself (from the command line, a linked worktree) all say "may run".
-func TestHookAbsentOnlyWhenKnown_L1(t *testing.T) {
+// TestHookFileOnlyWhenKnown_L1: a launch makes the branch in its records'
+// transaction, run with hooks off, only where it knows what
+// reference-transaction hook git would run (none, or flume's own). Known
+// means read in process: core.hooksPath in any scope, or configuration git
+// must read itself (from the command line, a linked worktree) say "not
+// known".
+func TestHookFileOnlyWhenKnown_L1(t *testing.T) {
 	env := testEnv(t)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -367,7 +368,12 @@ func TestHookAbsentOnlyWhenKnown_L1(t *testing.T) {
 	hook := filepath.Join(repo, ".git", "hooks", "reference-transaction")
 	absent := func(env []string, dir string) bool {
 		t.Helper()
-		return mustOpen(t, &git.Runner{Env: env}, dir).HookAbsent("reference-transaction")
+		path, ok := mustOpen(t, &git.Runner{Env: env}, dir).HookFile("reference-transaction")
+		if ok && path != hook {
+			t.Errorf("hook file %s, want %s", path, hook)
+		}
+		_, err := os.Lstat(path)
+		return ok && errors.Is(err, os.ErrNotExist)
 	}
 
 	if !absent(env, repo) {

@@ -34,8 +34,8 @@ type RefSession struct {
 	repo    *Repo
 	message string
 	args    []string
-	// branches: the session may move refs outside refs/flume/, and runs
-	// with hooks on (updateRefArgs); otherwise it refuses to.
+	// branches: the session may move refs outside refs/flume/; otherwise
+	// it refuses to.
 	branches bool
 
 	mu     sync.Mutex
@@ -45,6 +45,21 @@ type RefSession struct {
 	stderr bytes.Buffer
 }
 
+// Reach is what a RefSession may move, and whether git's hooks hear of it.
+type Reach int
+
+const (
+	// Records: refs under refs/flume/ only, with hooks off (no hook is
+	// told of flume's records).
+	Records Reach = iota
+	// Branches: any ref, with hooks on: a branch moved is news (T1).
+	Branches
+	// BranchesUnheard: any ref, with hooks off, for a caller that knows
+	// no hook would act on what it moves (a launch's new branch beside
+	// flume's own hook, which acts on branches moved, not made).
+	BranchesUnheard
+)
+
 // OpenRefSession starts a session's process at once, so that its start-up
 // overlaps the caller's work up to its first transaction. It starts it in
 // the caller's goroutine, which waits the 0.3–0.5 ms git takes to exec: a
@@ -52,12 +67,11 @@ type RefSession struct {
 // work held the only running thread), and git was then the last thing
 // its first transaction waited for (issue 26). message is the
 // reflog message of every transaction (refs under refs/flume/ keep none
-// by default); branches says whether it moves refs outside refs/flume/
-// (with hooks on) or refuses to (with hooks off). The process is not tied
-// to ctx: a step that must finish once begun (a launch past its record)
-// finishes through it. Close it.
-func (repo *Repo) OpenRefSession(message string, branches bool) *RefSession {
-	s := &RefSession{repo: repo, message: message, args: updateRefArgs(message, branches), branches: branches}
+// by default); reach says what it may move and whether hooks hear of it.
+// The process is not tied to ctx: a step that must finish once begun (a
+// launch past its record) finishes through it. Close it.
+func (repo *Repo) OpenRefSession(message string, reach Reach) *RefSession {
+	s := &RefSession{repo: repo, message: message, args: updateRefArgs(message, reach == Branches), branches: reach != Records}
 	s.start()
 	return s
 }

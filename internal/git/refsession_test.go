@@ -39,7 +39,7 @@ func TestRefSessionTransactionsShareOneProcess_R2(t *testing.T) {
 		return strings.TrimSpace(out)
 	}
 
-	s := repo.OpenRefSession("test", false)
+	s := repo.OpenRefSession("test", git.Records)
 	defer s.Close()
 	steps := [][]git.RefUpdate{
 		{{Op: git.Create, Name: "refs/flume/a", New: one}, {Op: git.Create, Name: "refs/flume/b", New: one}},
@@ -101,7 +101,7 @@ func TestRefSessionTransactionsShareOneProcess_R2(t *testing.T) {
 func TestRefSessionCanceledUpdateLeavesNoLock_R2(t *testing.T) {
 	env, dir, one := repoWithCommit(t)
 	repo := mustOpen(t, &git.Runner{Env: env}, dir)
-	s := repo.OpenRefSession("", false)
+	s := repo.OpenRefSession("", git.Records)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := s.Update(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/flume/a", New: one}})
@@ -141,7 +141,7 @@ func TestFlumeWritesRunNoHooks_T1(t *testing.T) {
 	if err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/flume/a", New: one}}); err != nil {
 		t.Fatal(err)
 	}
-	s := repo.OpenRefSession("launch", false)
+	s := repo.OpenRefSession("launch", git.Records)
 	defer s.Close()
 	if err := s.Update(ctx, []git.RefUpdate{{Op: git.Create, Name: "refs/flume/b", New: one}}); err != nil {
 		t.Fatal(err)

@@ -19,42 +19,12 @@ import (
 // Worktree is one entry of `git worktree list --porcelain`.
 type Worktree = ondisk.Worktree
 
-// branchHeads reads the commits of the worktrees that are on a branch, as
-// refs are read in process: an unborn branch's head is all zeros, as git
-// lists it. false when git must answer (a broken ref among them).
-func (repo *Repo) branchHeads(wts []Worktree) bool {
-	var names []string
-	for _, wt := range wts {
-		if !wt.Detached {
-			names = append(names, wt.Branch)
-		}
-	}
-	ids, ok := repo.refsInProcess(names)
-	if !ok {
-		return false
-	}
-	for i := range wts {
-		if wts[i].Detached {
-			continue
-		}
-		id, found := ids[wts[i].Branch]
-		switch {
-		case !found:
-			id = strings.Repeat("0", 40)
-		case id == "":
-			return false // broken: git's to judge
-		}
-		wts[i].Head = id
-	}
-	return true
-}
-
 // Worktrees lists the repository's worktrees, the main one first: from
 // git's files where they are plain (ondisk.Worktrees), else in one git
 // call.
 func (repo *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
 	if repo.inProcess() && !repo.Bare {
-		if wts, ok := ondisk.Worktrees(repo.CommonDir); ok && repo.branchHeads(wts) {
+		if wts, ok := ondisk.Worktrees(repo.CommonDir, repo.refsInProcess); ok {
 			return wts, nil
 		}
 	}
@@ -476,23 +446,22 @@ func (repo *Repo) ReadFile(ctx context.Context, rev, path string) ([]byte, error
 	return out, nil
 }
 
-// HookAbsent reports whether git is known to run no hook name here: the
-// configuration was read in process and sets no core.hooksPath, and the
-// common git dir's hooks folder holds nothing by that name. It is false
-// whenever that is not known, so that a caller never runs git with hooks
-// on thinking none would run.
-func (repo *Repo) HookAbsent(name string) bool {
+// HookFile is the file git would run as hook name here, when that is
+// known: the configuration was read in process and sets no
+// core.hooksPath, so it is the common git dir's hooks/name (which may not
+// exist). ok is false whenever that is not known, so that a caller never
+// runs git with hooks on thinking none would run.
+func (repo *Repo) HookFile(name string) (path string, ok bool) {
 	config, ok := repo.r.configInProcess(repo)
 	if !ok {
-		return false
+		return "", false
 	}
 	for _, e := range config {
 		if e.Key == "core.hookspath" {
-			return false
+			return "", false
 		}
 	}
-	_, err := os.Lstat(filepath.Join(repo.CommonDir, "hooks", name))
-	return errors.Is(err, os.ErrNotExist)
+	return filepath.Join(repo.CommonDir, "hooks", name), true
 }
 
 // HooksDir is where git looks for hooks in this checkout: core.hooksPath

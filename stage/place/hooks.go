@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 )
@@ -151,4 +152,25 @@ func OfDir(dir string) string {
 		return ""
 	}
 	return id
+}
+
+// branchUnhooked reports whether no reference-transaction hook would act
+// on a branch made here: git is known to run none, or only flume's own as
+// this binary writes it, with no hook chained to it, which acts on
+// branches moved and not on one made. A launch then makes its branch with
+// its records, hooks off, sparing git's `git branch` and the hook's runs.
+func branchUnhooked(repo *git.Repo) bool {
+	path, ok := repo.HookFile("reference-transaction")
+	if !ok {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return true
+	case err != nil || string(data) != referenceTransactionHook:
+		return false
+	}
+	_, err = os.Lstat(path + chainedSuffix)
+	return errors.Is(err, os.ErrNotExist)
 }

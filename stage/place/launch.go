@@ -64,15 +64,8 @@ func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, startin
 		return nil, &stage.NotARepoError{Dir: opts.Repo, Reason: "a bare repository has no work tree to make places from"}
 	}
 	// The record's two steps, making and made, go through one git process,
-	// started now so that its start-up overlaps the checks below (see
-	// makePlace). The first step makes the branch too, sparing `git
-	// worktree add` the `git branch` process it makes one in (2.7 ms of a
-	// launch), unless a reference-transaction hook may be there: the
-	// session would then run it for flume's records, which no hook is told
-	// of, so git makes the branch, and the hook sees it as any branch.
-	steps := recordSteps{branch: repo.HookAbsent("reference-transaction")}
-	session := repo.OpenRefSession("launch "+opts.Kind+"--"+opts.Name, steps.branch)
-	steps.Store = store.InSession(session)
+	// started now so that its start-up overlaps the checks below.
+	steps, session := openRecordSteps(repo, store, "launch "+opts.Kind+"--"+opts.Name)
 	// Every update through the session returned its own error; closing
 	// it after them ends a git process with nothing left to say.
 	defer func() { _ = session.Close() }()
@@ -277,6 +270,24 @@ func realPlacesDir(main string) error {
 type recordSteps struct {
 	*refs.Store
 	branch bool
+}
+
+// openRecordSteps starts the update-ref session a launch writes its
+// record through (see makePlace). The first step makes the branch too,
+// sparing `git worktree add` the `git branch` process it makes one in (2.7
+// ms of a launch, and the hooks' runs), unless a reference-transaction
+// hook may be there that would act on a branch made: the session runs
+// with hooks off, as flume's records are told to no hook, so git makes
+// the branch then, and the hook sees it as any branch.
+func openRecordSteps(repo *git.Repo, store *refs.Store, message string) (recordSteps, *git.RefSession) {
+	steps := recordSteps{branch: branchUnhooked(repo)}
+	reach := git.Records
+	if steps.branch {
+		reach = git.BranchesUnheard
+	}
+	session := repo.OpenRefSession(message, reach)
+	steps.Store = store.InSession(session)
+	return steps, session
 }
 
 // makePlace creates the record, the branch and the worktree under the
