@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/internal/proc"
@@ -220,7 +218,7 @@ func cloneFile(src, dst string, mode fs.FileMode) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	cloned := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) == nil
+	cloned := fileClone(out, in) == nil
 	if !cloned {
 		_, err = io.Copy(out, in)
 	}
@@ -249,7 +247,7 @@ func CloneProbe(dir string) (bool, string) {
 	}
 	defer os.Remove(dst.Name())
 	defer dst.Close()
-	if err := unix.IoctlFileClone(int(dst.Fd()), int(src.Fd())); err != nil {
+	if err := fileClone(dst, src); err != nil {
 		return false, err.Error()
 	}
 	return true, ""
