@@ -288,7 +288,8 @@ func (repo *Repo) encodeUpdates(updates []RefUpdate) ([]byte, error) {
 // /dev/null): a transaction of flume's own records alone starts no
 // reference-transaction hook, flume's nor anyone's, which would cost a
 // shell per phase and tell nothing outside flume. One that moves a branch
-// keeps them: a branch moved is news (a landing, T1).
+// keeps them: a branch moved is news (a landing, T1), unless its caller
+// knows no hook would act on it (BranchesUnheard).
 func updateRefArgs(message string, hooks bool) []string {
 	args := []string{"-c", "core.warnAmbiguousRefs=false"}
 	if !hooks {

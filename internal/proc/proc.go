@@ -193,7 +193,8 @@ func stat(pid int) ([]string, bool) {
 	if i < 0 || i+2 >= len(data) {
 		return nil, false
 	}
-	return strings.Fields(string(data[i+2:])), true
+	f := strings.Fields(string(data[i+2:]))
+	return f, len(f) > 0
 }
 
 // ended reports whether every thread of process pid, whose first thread

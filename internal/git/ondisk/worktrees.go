@@ -31,15 +31,15 @@ type Worktree struct {
 // one first, the linked ones by path; a linked one whose gitdir file
 // cannot be read, or is empty, is not listed; one whose gitdir file names
 // a .git file that is gone is prunable unless locked; an unborn branch's
-// head is all zeros. The branches' commits are read by refs, the caller's
+// head is all zeros. The branches' commits come from refs, the caller's
 // reader of refs (git reads packed-refs again for every worktree: 3.75 GB
-// and 2.4 s at 10,000 worktrees, issue 26): ids by name, missing for one
-// that does not exist, "" for a broken one; ok false when git must answer. ok is false for anything
-// git would read otherwise or this reader does not judge: a common folder
-// not named .git, reftable, a relative gitdir (newer git's
-// worktree.useRelativePaths), a missing or empty commondir (on which git
-// fails), a HEAD that is neither a branch nor an id, a file that cannot be
-// read.
+// and 2.4 s at 10,000 worktrees, issue 26): ids by name, none for a ref
+// that does not exist, "" for a broken one, ok false when git must
+// answer. ok is false for anything git would read otherwise or this reader
+// does not judge: a common folder not named .git, reftable, a relative
+// gitdir (newer git's worktree.useRelativePaths), a missing or empty
+// commondir (on which git fails), a HEAD that is neither a branch nor an
+// id, a broken ref, a file that cannot be read.
 func Worktrees(commonDir string, refs func(names []string) (ids map[string]string, ok bool)) (wts []Worktree, ok bool) {
 	real, err := filepath.EvalSymlinks(commonDir)
 	if err != nil || filepath.Base(real) != ".git" {
