@@ -304,34 +304,38 @@ func crashEveryStep(t *testing.T, n int) {
 			}
 		}
 	}
-	// One checked request per size, copied back into place (the same
-	// absolute paths: records and worktrees name them) before each
-	// case, which then runs alone.
+	// One request per size, saved as checked, staged and validated, and
+	// copied back into place (the same absolute paths: records and
+	// worktrees name them) in the state a case's verb starts from; each
+	// case then runs alone.
 	template := newRequest(t, n)
-	saved := template.root + ".saved"
-	if err := os.CopyFS(saved, os.DirFS(template.root)); err != nil {
+	saved := map[string]string{}
+	save := func(verb string) {
+		saved[verb] = template.root + "." + verb
+		if err := os.CopyFS(saved[verb], os.DirFS(template.root)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("stage")
+	if err := template.stage(nil); err != nil {
 		t.Fatal(err)
 	}
+	save("validate")
+	if err := template.validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	save("promote")
 	for _, s := range steps {
 		t.Run(s.point, func(t *testing.T) {
-			r := template.restore(t, saved)
+			r := template.restore(t, saved[s.verb])
 			var crashed bool
 			var err error
 			switch s.verb {
 			case "stage":
 				crashed, err = run(func() error { return r.stage(crashAt(s.point)) })
 			case "validate":
-				if err := r.stage(nil); err != nil {
-					t.Fatal(err)
-				}
 				crashed, err = run(func() error { return r.validate(crashAt(s.point)) })
 			case "promote":
-				if err := r.stage(nil); err != nil {
-					t.Fatal(err)
-				}
-				if err := r.validate(nil); err != nil {
-					t.Fatal(err)
-				}
 				member := func(i int) string { return filepath.Join(r.root, r.names[i]) }
 				crashed, err = run(func() error { return r.promote(tornAt(t, r.env, member, s.point)) })
 			}
