@@ -185,7 +185,13 @@ func Alive(pid int) bool {
 // stat reads /proc/<pid>/stat's fields after the command name, the state
 // first; ok is false when there is no such process.
 func stat(pid int) ([]string, bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return statFile(fmt.Sprintf("/proc/%d/stat", pid))
+}
+
+// statFile reads the fields of a process's or a thread's stat file after
+// the command name; ok is false when it cannot be read.
+func statFile(path string) ([]string, bool) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, false
 	}
@@ -210,12 +216,8 @@ func ended(pid int) bool {
 		return true
 	}
 	for _, t := range tasks {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
-		if err != nil {
-			continue // that thread has gone
-		}
-		i := bytes.LastIndexByte(data, ')')
-		if i >= 0 && i+2 < len(data) && data[i+2] != 'Z' && data[i+2] != 'X' {
+		// A thread whose file cannot be read has gone.
+		if f, ok := statFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name())); ok && f[0] != "Z" && f[0] != "X" {
 			return false
 		}
 	}

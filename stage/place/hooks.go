@@ -157,8 +157,9 @@ func OfDir(dir string) string {
 // branchUnhooked reports whether no reference-transaction hook would act
 // on a branch made here: git is known to run none, or only flume's own as
 // this binary writes it, with no hook chained to it, which acts on
-// branches moved and not on one made. A launch then makes its branch with
-// its records, hooks off, sparing git's `git branch` and the hook's runs.
+// branches moved and not on one made (T1). A launch then makes its branch
+// with its records, hooks off, sparing git's `git branch` and the hook's
+// runs (L1).
 func branchUnhooked(repo *git.Repo) bool {
 	path, ok := repo.HookFile("reference-transaction")
 	if !ok {
