@@ -173,8 +173,12 @@ func finishMade(ctx context.Context, env *Env, store *refs.Store, rec *refs.Reco
 // being locked "initializing", never prunes it. Only the folder whose
 // gitdir names this place's path is touched, only when its commondir is
 // missing or empty, and of the place's own folder only the .git file that
-// named it.
+// named it. Killed before gitdir, it leaves a folder named as the place
+// holding only its lock, which git neither lists nor prunes and which
+// would make the next launch's worktree take another id: that goes too
+// (forgetLockedOnly).
 func repairHalfMadeAdmin(repo *git.Repo, p *Place) {
+	forgetLockedOnly(filepath.Join(repo.CommonDir, "worktrees", p.ID))
 	dirs, _ := filepath.Glob(filepath.Join(repo.CommonDir, "worktrees", "*"))
 	for _, dir := range dirs {
 		gitdir, err := os.ReadFile(filepath.Join(dir, "gitdir"))
@@ -184,7 +188,7 @@ func repairHalfMadeAdmin(repo *git.Repo, p *Place) {
 		if info, err := os.Lstat(filepath.Join(dir, "commondir")); err == nil && info.Size() > 0 {
 			continue
 		}
-		for _, name := range []string{"locked", "gitdir", "commondir", "HEAD", "ORIG_HEAD", "index"} {
+		for _, name := range []string{"locked", "gitdir", "commondir", "HEAD", "HEAD.lock", "ORIG_HEAD", "index"} {
 			os.Remove(filepath.Join(dir, name))
 		}
 		os.Remove(dir) // never recursively: anything else in it stays
@@ -194,6 +198,22 @@ func repairHalfMadeAdmin(repo *git.Repo, p *Place) {
 		if data, err := os.ReadFile(dotgit); err == nil && len(data) < 4096 && strings.TrimSpace(strings.TrimPrefix(string(data), "gitdir:")) == dir {
 			os.Remove(dotgit)
 		}
+	}
+}
+
+// forgetLockedOnly removes admin, a worktree's administrative folder,
+// when all it holds is git's "initializing" lock: what a `git worktree
+// add` (or flume writing a worktree's files) killed before its gitdir
+// file leaves.
+func forgetLockedOnly(admin string) {
+	entries, err := os.ReadDir(admin)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "locked" {
+		return
+	}
+	lock := filepath.Join(admin, "locked")
+	if reason, err := os.ReadFile(lock); err == nil && strings.TrimSpace(string(reason)) == "initializing" {
+		os.Remove(lock)
+		os.Remove(admin)
 	}
 }
 

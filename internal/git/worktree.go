@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,38 +33,7 @@ func (repo *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list worktrees: %w", err)
 	}
-	var wts []Worktree
-	var cur *Worktree
-	for field := range strings.SplitSeq(string(out), "\x00") {
-		if field == "" {
-			cur = nil
-			continue
-		}
-		key, val, _ := strings.Cut(field, " ")
-		if key == "worktree" {
-			wts = append(wts, Worktree{Path: val, Main: len(wts) == 0})
-			cur = &wts[len(wts)-1]
-			continue
-		}
-		if cur == nil {
-			continue
-		}
-		switch key {
-		case "HEAD":
-			cur.Head = val
-		case "branch":
-			cur.Branch = val
-		case "bare":
-			cur.Bare = true
-		case "detached":
-			cur.Detached = true
-		case "locked":
-			cur.Locked, cur.LockReason = true, val
-		case "prunable":
-			cur.Prunable = true
-		}
-	}
-	return wts, nil
+	return ondisk.ParseWorktreeList(out), nil
 }
 
 // MainWorktree returns the path of the main worktree (the repository's own
@@ -124,13 +94,60 @@ func (repo *Repo) AddWorktree(ctx context.Context, path, branch, base string) er
 
 // CheckoutWorktree makes a linked worktree at path on branch, which exists
 // and is checked out nowhere: AddWorktree without the branch, which git
-// makes in a `git branch` process of its own.
+// makes in a `git branch` process of its own. Where nothing would make
+// `git worktree add` do more (linkWorktree), its files are written here and
+// git checks the branch out as that command has it do: two git processes
+// fewer, `worktree add` and its `symbolic-ref` (issue 26).
 func (repo *Repo) CheckoutWorktree(ctx context.Context, path, branch string) error {
-	_, err := repo.write(ctx, nil, nil, "worktree", "add", "--quiet", path, branch)
+	admin, linked, err := repo.linkWorktree(path, "refs/heads/"+branch)
+	switch {
+	case err != nil:
+	case linked:
+		_, err = repo.r.run(ctx, call{dir: path, args: []string{"reset", "--hard", "--no-recurse-submodules", "--quiet"}})
+		if err == nil {
+			err = ondisk.UnlockLinked(admin)
+		}
+	default:
+		_, err = repo.write(ctx, nil, nil, "worktree", "add", "--quiet", path, branch)
+	}
 	if err != nil {
 		return fmt.Errorf("add worktree %s on branch %s: %w", path, branch, err)
 	}
 	return nil
+}
+
+// linkWorktree writes a new worktree's files as `git worktree add` would
+// (ondisk.LinkWorktree), where nothing would make git's command do more
+// or otherwise: the configuration is read in process and sets no
+// extension, worktree.*, sparse checkout, shared permissions, core.worktree
+// or hooks path; no post-checkout hook is there; git's worktrees read in
+// process. linked is false, with nothing written, where git must make it.
+func (repo *Repo) linkWorktree(path, branchRef string) (admin string, linked bool, err error) {
+	if !repo.inProcess() || repo.Bare {
+		return "", false, nil
+	}
+	hook, ok := repo.HookFile("post-checkout")
+	if !ok {
+		return "", false, nil
+	}
+	if _, err := os.Lstat(hook); !errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	config, _ := repo.r.configInProcess(repo)
+	for _, e := range config {
+		switch e.Key {
+		case "core.sparsecheckout", "core.sharedrepository", "core.worktree":
+			return "", false, nil
+		}
+		if strings.HasPrefix(e.Key, "extensions.") || strings.HasPrefix(e.Key, "worktree.") {
+			return "", false, nil
+		}
+	}
+	wts, ok := ondisk.Worktrees(repo.CommonDir, repo.refsInProcess)
+	if !ok {
+		return "", false, nil
+	}
+	return ondisk.LinkWorktree(repo.CommonDir, path, branchRef, wts)
 }
 
 // RemoveWorktree removes a linked worktree with `git worktree remove`, which

@@ -286,11 +286,13 @@ func TestLaunchCutBeforeWorktreeAdd_L1(t *testing.T) {
 	}
 }
 
-// TestRefusedWorktreeAddUndoesTheLaunch_L1: a `git worktree add` that
+// TestRefusedWorktreeAddUndoesTheLaunch_L1: a worktree's checkout that
 // fails after the record and the branch were written (here refused by the
-// git flume runs) leaves neither behind: the branch flume made in its
-// transaction is removed, the record settles as interrupted, and the
-// launch says what git said. The same launch then succeeds.
+// git flume runs: `git worktree add`, or the `git reset --hard` that
+// checks out a worktree whose files flume wrote itself) leaves neither
+// behind: the worktree is removed, the branch flume made in its
+// transaction too, the record settles as interrupted, and the launch says
+// what git said. The same launch then succeeds.
 func TestRefusedWorktreeAddUndoesTheLaunch_L1(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -303,7 +305,7 @@ func TestRefusedWorktreeAddUndoesTheLaunch_L1(t *testing.T) {
 	script := fmt.Sprintf(`#!/bin/sh
 echo "$*" >> %q
 case "$1 $2" in
-"worktree add") echo "fatal: refused by the test" >&2; exit 128 ;;
+"worktree add"|"reset --hard") echo "fatal: refused by the test" >&2; exit 128 ;;
 esac
 exec %q "$@"
 `, log, real)
@@ -319,8 +321,15 @@ exec %q "$@"
 		t.Fatalf("launch: %v; want git's refusal", err)
 	}
 	calls, _ := os.ReadFile(log)
-	if !strings.Contains(string(calls), "worktree add --quiet "+filepath.Join(f.dir, "places", "fix--no")+" fix/no\n") {
-		t.Fatalf("worktree add was not asked for the branch made with the record:\n%s", calls)
+	if !strings.Contains(string(calls), "worktree add --quiet "+filepath.Join(f.dir, "places", "fix--no")+" fix/no\n") &&
+		!strings.Contains(string(calls), "reset --hard --no-recurse-submodules --quiet\n") {
+		t.Fatalf("no worktree was checked out on the branch made with the record:\n%s", calls)
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, "places", "fix--no")); err == nil {
+		t.Error("the refused launch's worktree folder stayed")
+	}
+	if out, err := gitFails(f, "-C", f.dir, "worktree", "list", "--porcelain"); err != nil || strings.Contains(out, "fix--no") {
+		t.Errorf("git still lists the refused launch's worktree (%v):\n%s", err, out)
 	}
 	if out, err := gitFails(f, "-C", f.dir, "rev-parse", "--verify", "-q", "refs/heads/fix/no"); err == nil {
 		t.Errorf("the refused launch's branch stayed, at %s", out)
@@ -334,5 +343,63 @@ exec %q "$@"
 	}
 	if _, err := place.MakePlace(ctx, f.stageEnv(f.env), opts); err != nil {
 		t.Fatalf("the same launch after: %v", err)
+	}
+}
+
+// TestLaunchKilledWhileWritingItsWorktree_L1: where flume writes a new
+// worktree's files itself (git.Repo.CheckoutWorktree), it writes them in
+// git's order, so that a launch killed between any two writes leaves what
+// a killed `git worktree add` leaves. After each, the next tidy settles
+// the launch as interrupted, removes all of it (git lists nothing, its
+// folders are gone), and the same launch then makes its worktree under
+// the same id (nothing was left to take it).
+func TestLaunchKilledWhileWritingItsWorktree_L1(t *testing.T) {
+	writes := []string{"admin", "locked", "folder", "gitdir", ".git", "HEAD.lock", "HEAD", "commondir"}
+	for n := range len(writes) + 1 {
+		t.Run(fmt.Sprintf("after %d writes", n), func(t *testing.T) {
+			f, env, path := cutBeforeWorktree(t)
+			admin := filepath.Join(f.dir, ".git", "worktrees", "fix--cut")
+			for _, w := range writes[:n] {
+				var err error
+				switch w {
+				case "admin":
+					err = os.MkdirAll(admin, 0o755)
+				case "locked":
+					err = os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing\n"), 0o644)
+				case "folder":
+					err = os.Mkdir(path, 0o755)
+				case "gitdir":
+					err = os.WriteFile(filepath.Join(admin, "gitdir"), []byte(filepath.Join(path, ".git")+"\n"), 0o644)
+				case ".git":
+					err = os.WriteFile(filepath.Join(path, ".git"), []byte("gitdir: "+admin+"\n"), 0o644)
+				case "HEAD.lock":
+					err = os.WriteFile(filepath.Join(admin, "HEAD.lock"), []byte("ref: refs/heads/fix/cut\n"), 0o644)
+				case "HEAD":
+					err = os.Rename(filepath.Join(admin, "HEAD.lock"), filepath.Join(admin, "HEAD"))
+				case "commondir":
+					err = os.WriteFile(filepath.Join(admin, "commondir"), []byte("../..\n"), 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if phase := settledPhase(t, f, env, "fix--cut"); phase != stage.PhaseTidied {
+				t.Errorf("phase %s, want tidied", phase)
+			}
+			if out := f.git("-C", f.dir, "worktree", "list", "--porcelain"); strings.Contains(out, "fix--cut") {
+				t.Errorf("git still lists the worktree:\n%s", out)
+			}
+			for _, left := range []string{path, admin} {
+				if _, err := os.Lstat(left); err == nil {
+					t.Errorf("%s stayed", left)
+				}
+			}
+			if _, err := place.MakePlace(context.Background(), env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
+				t.Fatalf("the same launch after: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(admin, "gitdir")); err != nil {
+				t.Errorf("the launch after did not make its worktree under its own id: %v", err)
+			}
+		})
 	}
 }

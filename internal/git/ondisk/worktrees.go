@@ -181,3 +181,39 @@ func branchHeads(wts []Worktree, refs func([]string) (map[string]string, bool)) 
 	}
 	return true
 }
+
+// ParseWorktreeList reads the output of `git worktree list --porcelain -z`.
+func ParseWorktreeList(out []byte) []Worktree {
+	var wts []Worktree
+	var cur *Worktree
+	for field := range strings.SplitSeq(string(out), "\x00") {
+		if field == "" {
+			cur = nil
+			continue
+		}
+		key, val, _ := strings.Cut(field, " ")
+		if key == "worktree" {
+			wts = append(wts, Worktree{Path: val, Main: len(wts) == 0})
+			cur = &wts[len(wts)-1]
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		switch key {
+		case "HEAD":
+			cur.Head = val
+		case "branch":
+			cur.Branch = val
+		case "bare":
+			cur.Bare = true
+		case "detached":
+			cur.Detached = true
+		case "locked":
+			cur.Locked, cur.LockReason = true, val
+		case "prunable":
+			cur.Prunable = true
+		}
+	}
+	return wts
+}
