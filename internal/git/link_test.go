@@ -52,13 +52,13 @@ func newLinkFixture(t *testing.T, root string) *linkFixture {
 	return f
 }
 
-// checkout runs CheckoutWorktree of branch at places/id and returns the
-// git commands it ran.
+// checkout plans and runs CheckoutWorktree of branch at places/id and
+// returns the git commands it ran.
 func (f *linkFixture) checkout(t *testing.T, id, branch string) ([]string, error) {
 	t.Helper()
 	os.Remove(f.calls)
 	repo := mustOpen(t, f.r, f.repo)
-	err := repo.CheckoutWorktree(context.Background(), filepath.Join(f.repo, "places", id), branch)
+	err := repo.CheckoutWorktree(context.Background(), repo.PlanWorktree(filepath.Join(f.repo, "places", id), branch))
 	data, _ := os.ReadFile(f.calls)
 	return strings.Split(strings.TrimSpace(string(data)), "\n"), err
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git/gitconfig"
@@ -92,62 +91,68 @@ func (repo *Repo) AddWorktree(ctx context.Context, path, branch, base string) er
 	return nil
 }
 
-// CheckoutWorktree makes a linked worktree at path on branch, which exists
-// and is checked out nowhere: AddWorktree without the branch, which git
-// makes in a `git branch` process of its own. Where nothing would make
-// `git worktree add` do more (linkWorktree), its files are written here and
-// git checks the branch out as that command has it do: two git processes
-// fewer, `worktree add` and its `symbolic-ref` (issue 26).
-func (repo *Repo) CheckoutWorktree(ctx context.Context, path, branch string) error {
-	admin, linked, err := repo.linkWorktree(path, "refs/heads/"+branch)
+// WorktreePlan is how CheckoutWorktree makes a linked worktree: its
+// files written here, against the worktrees listed when planned, or by
+// `git worktree add`.
+type WorktreePlan struct {
+	path, branch string
+	listed       []Worktree // nil: git's command
+}
+
+// PlanWorktree decides how CheckoutWorktree makes a linked worktree at
+// path on branch. Where nothing would make `git worktree add` do more or
+// otherwise, its files are written in process (ondisk.LinkWorktree): the
+// configuration is read in process, sets no hooks path and is linkable
+// (ondisk.LinkableConfig); no post-checkout hook is there; git's worktrees
+// are read in process (their branches' commits are not needed). It reads
+// git's files and writes nothing, so a launch plans while its record and
+// branch are written.
+func (repo *Repo) PlanWorktree(path, branch string) WorktreePlan {
+	plan := WorktreePlan{path: path, branch: branch}
+	if !repo.inProcess() || repo.Bare {
+		return plan
+	}
+	hook, ok := repo.HookFile("post-checkout")
+	if !ok {
+		return plan
+	}
+	if _, err := os.Lstat(hook); !errors.Is(err, fs.ErrNotExist) {
+		return plan
+	}
+	noCommits := func([]string) (map[string]string, bool) { return nil, true }
+	if config, _ := repo.r.configInProcess(repo); ondisk.LinkableConfig(config) {
+		if wts, ok := ondisk.Worktrees(repo.CommonDir, noCommits); ok {
+			plan.listed = wts
+		}
+	}
+	return plan
+}
+
+// CheckoutWorktree makes the linked worktree planned, on a branch that
+// exists and is checked out nowhere: AddWorktree without the branch, which
+// git makes in a `git branch` process of its own. Where planned so, its
+// files are written here and git checks the branch out as `worktree add`
+// has it do: two git processes fewer, `worktree add` and its
+// `symbolic-ref` (issue 26).
+func (repo *Repo) CheckoutWorktree(ctx context.Context, plan WorktreePlan) error {
+	admin, linked, err := "", false, error(nil)
+	if plan.listed != nil {
+		admin, linked, err = ondisk.LinkWorktree(repo.CommonDir, plan.path, "refs/heads/"+plan.branch, plan.listed)
+	}
 	switch {
 	case err != nil:
 	case linked:
-		_, err = repo.r.run(ctx, call{dir: path, args: []string{"reset", "--hard", "--no-recurse-submodules", "--quiet"}})
+		_, err = repo.r.run(ctx, call{dir: plan.path, args: []string{"reset", "--hard", "--no-recurse-submodules", "--quiet"}})
 		if err == nil {
 			err = ondisk.UnlockLinked(admin)
 		}
 	default:
-		_, err = repo.write(ctx, nil, nil, "worktree", "add", "--quiet", path, branch)
+		_, err = repo.write(ctx, nil, nil, "worktree", "add", "--quiet", plan.path, plan.branch)
 	}
 	if err != nil {
-		return fmt.Errorf("add worktree %s on branch %s: %w", path, branch, err)
+		return fmt.Errorf("add worktree %s on branch %s: %w", plan.path, plan.branch, err)
 	}
 	return nil
-}
-
-// linkWorktree writes a new worktree's files as `git worktree add` would
-// (ondisk.LinkWorktree), where nothing would make git's command do more
-// or otherwise: the configuration is read in process and sets no
-// extension, worktree.*, sparse checkout, shared permissions, core.worktree
-// or hooks path; no post-checkout hook is there; git's worktrees read in
-// process. linked is false, with nothing written, where git must make it.
-func (repo *Repo) linkWorktree(path, branchRef string) (admin string, linked bool, err error) {
-	if !repo.inProcess() || repo.Bare {
-		return "", false, nil
-	}
-	hook, ok := repo.HookFile("post-checkout")
-	if !ok {
-		return "", false, nil
-	}
-	if _, err := os.Lstat(hook); !errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
-	}
-	config, _ := repo.r.configInProcess(repo)
-	for _, e := range config {
-		switch e.Key {
-		case "core.sparsecheckout", "core.sharedrepository", "core.worktree":
-			return "", false, nil
-		}
-		if strings.HasPrefix(e.Key, "extensions.") || strings.HasPrefix(e.Key, "worktree.") {
-			return "", false, nil
-		}
-	}
-	wts, ok := ondisk.Worktrees(repo.CommonDir, repo.refsInProcess)
-	if !ok {
-		return "", false, nil
-	}
-	return ondisk.LinkWorktree(repo.CommonDir, path, branchRef, wts)
 }
 
 // RemoveWorktree removes a linked worktree with `git worktree remove`, which
@@ -566,29 +571,17 @@ func (r *Runner) ConfigIn(ctx context.Context, dir string) ([]gitconfig.Entry, e
 // worktree that is not one of this repository's is an error wrapping
 // ErrNotExist.
 func (repo *Repo) WorktreeBranch(path string) (string, error) {
-	dotgit := filepath.Join(path, ".git")
-	gitDir := dotgit
-	var buf [512]byte
-	data, err := ondisk.ReadSmall(dotgit, buf[:])
-	switch {
-	case errors.Is(err, syscall.EISDIR):
-		// A checkout's own .git folder.
-	case err != nil:
+	gitDir, err := ondisk.GitDirOf(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("worktree %s: %w", path, ErrNotExist)
-	default:
-		rest, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
-		if !ok {
-			return "", fmt.Errorf("worktree %s: .git is not a gitdir file", path)
-		}
-		gitDir = rest
-		if !filepath.IsAbs(gitDir) {
-			gitDir = filepath.Join(path, gitDir)
-		}
+	} else if err != nil {
+		return "", fmt.Errorf("worktree %s: %w", path, err)
 	}
 	owner := filepath.Clean(repo.CommonDir)
 	if g := filepath.Clean(gitDir); g != owner && filepath.Dir(g) != filepath.Join(owner, "worktrees") {
 		return "", fmt.Errorf("worktree %s belongs to %s, not %s: %w", path, g, owner, ErrNotExist)
 	}
+	var buf [512]byte
 	head, err := ondisk.ReadSmall(filepath.Join(gitDir, "HEAD"), buf[:])
 	if err != nil {
 		return "", fmt.Errorf("worktree %s: %w", path, ErrNotExist)

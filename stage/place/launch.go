@@ -312,6 +312,13 @@ func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps record
 		return nil, &ExistsError{What: "branch", Value: p.Branch}
 	}
 
+	// How the worktree will be made is read while git writes the record
+	// and the branch (git.Repo.PlanWorktree reads and writes nothing).
+	var plan chan git.WorktreePlan
+	if steps.branch {
+		plan = make(chan git.WorktreePlan, 1)
+		go func() { plan <- repo.PlanWorktree(p.Path, p.Branch) }()
+	}
 	rec, err := createPlace(ctx, steps, old, p)
 	if err != nil {
 		return nil, err
@@ -325,7 +332,7 @@ func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps record
 	if err := excludePlaces(repo.CommonDir); err != nil {
 		return nil, err
 	}
-	w, err := addWorktree(ctx, env, repo, steps, store, rec, p)
+	w, err := addWorktree(ctx, env, repo, steps, store, rec, p, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -335,11 +342,13 @@ func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps record
 	return w, nil
 }
 
-// addWorktree makes the place's worktree and saves its record as made.
-// The made record's objects are written while git makes the worktree; its
-// ref moves only once the worktree is there. A refused worktree leaves
-// them unreachable, for gc, and nothing else of the place behind.
-func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps recordSteps, store *refs.Store, rec *refs.Record, p *stage.Place) (*refs.Record, error) {
+// addWorktree makes the place's worktree and saves its record as made:
+// on the branch the record's step made, as planned (with steps.branch),
+// else by `git worktree add -b`. The made record's objects are written
+// while the worktree is made; its ref moves only once the worktree is
+// there. A refused worktree leaves them unreachable, for gc, and nothing
+// else of the place behind.
+func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps recordSteps, store *refs.Store, rec *refs.Record, p *stage.Place, plan <-chan git.WorktreePlan) (*refs.Record, error) {
 	made := *p
 	made.Phase, made.Launcher = stage.PhaseMade, nil
 	type prepared struct {
@@ -351,17 +360,19 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps reco
 		pr, err := steps.Prepare(ctx, stage.PlaceChange(rec, &made, "launch "+p.ID+": made "+p.Path))
 		ready <- prepared{pr, err}
 	}()
-	add := func() error { return repo.AddWorktree(ctx, p.Path, p.Branch, p.Base) }
+	var err error
 	if steps.branch {
-		add = func() error { return repo.CheckoutWorktree(ctx, p.Path, p.Branch) }
+		err = repo.CheckoutWorktree(ctx, <-plan)
+	} else {
+		err = repo.AddWorktree(ctx, p.Path, p.Branch, p.Base)
 	}
-	err := add()
 	if err != nil && steps.branch && repairedOthers(ctx, env, repo, store) {
 		// git failed on another place's worktree folder, which a launch
 		// killed inside `git worktree add` left half-written: git made
 		// nothing of this place's then, and the branch is the one this
-		// launch made, so the worktree is tried once more (L1).
-		err = add()
+		// launch made, so the worktree is tried once more, planned again
+		// (L1).
+		err = repo.CheckoutWorktree(ctx, repo.PlanWorktree(p.Path, p.Branch))
 	}
 	if err != nil {
 		<-ready

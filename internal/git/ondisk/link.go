@@ -5,6 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
 )
 
 // LinkWorktree writes what git 2.39's `git worktree add PATH BRANCH`
@@ -59,6 +62,25 @@ func LinkWorktree(commonDir, path, branchRef string, wts []Worktree) (admin stri
 		return "", false, err
 	}
 	return admin, true, linkFiles(admin, filepath.Join(realCommon, "worktrees", id), path, branchRef)
+}
+
+// LinkableConfig reports whether configuration (every scope, as git reads
+// it) leaves git 2.39's `git worktree add` writing nothing but what
+// LinkWorktree writes: no extension (reftable, per-worktree
+// configuration, relative worktrees), no worktree.* setting, no sparse
+// checkout (whose patterns git copies), no shared permissions (which git
+// applies to what it makes), no core.worktree.
+func LinkableConfig(config []gitconfig.Entry) bool {
+	for _, e := range config {
+		switch e.Key {
+		case "core.sparsecheckout", "core.sharedrepository", "core.worktree":
+			return false
+		}
+		if strings.HasPrefix(e.Key, "extensions.") || strings.HasPrefix(e.Key, "worktree.") {
+			return false
+		}
+	}
+	return true
 }
 
 // linkFiles writes a new worktree's files in git's order (LinkWorktree);

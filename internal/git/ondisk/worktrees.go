@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Worktree is one entry of `git worktree list --porcelain`.
@@ -216,4 +217,27 @@ func ParseWorktreeList(out []byte) []Worktree {
 		}
 	}
 	return wts
+}
+
+// GitDirOf is the git directory of the checkout at path: its .git folder,
+// or the folder its .git file names (relative to path when relative).
+// Where there is neither, the error is fs.ErrNotExist.
+func GitDirOf(path string) (string, error) {
+	dotgit := filepath.Join(path, ".git")
+	var buf [512]byte
+	data, err := ReadSmall(dotgit, buf[:])
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return dotgit, nil // a checkout's own .git folder
+	case err != nil:
+		return "", fs.ErrNotExist
+	}
+	gitDir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return "", errors.New(".git is not a gitdir file")
+	}
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(path, gitDir)
+	}
+	return gitDir, nil
 }
