@@ -173,12 +173,12 @@ func finishMade(ctx context.Context, env *Env, store *refs.Store, rec *refs.Reco
 // being locked "initializing", never prunes it. Only the folder whose
 // gitdir names this place's path is touched, only when its commondir is
 // missing or empty, and of the place's own folder only the .git file that
-// named it. Killed before gitdir, it leaves a folder named as the place
-// holding only its lock, which git neither lists nor prunes and which
+// named it. Killed before gitdir, it leaves a folder named as the place's
+// own folder holding only its lock, which git neither lists nor prunes and which
 // would make the next launch's worktree take another id: that goes too
 // (forgetLockedOnly).
 func repairHalfMadeAdmin(repo *git.Repo, p *Place) {
-	forgetLockedOnly(filepath.Join(repo.CommonDir, "worktrees", p.ID))
+	forgetLockedOnly(filepath.Join(repo.CommonDir, "worktrees", filepath.Base(p.Path)))
 	dirs, _ := filepath.Glob(filepath.Join(repo.CommonDir, "worktrees", "*"))
 	for _, dir := range dirs {
 		gitdir, err := os.ReadFile(filepath.Join(dir, "gitdir"))
