@@ -204,7 +204,7 @@ func repairHalfMadeAdmin(repo *git.Repo, p *Place) {
 // forgetLockedOnly removes admin, a worktree's administrative folder,
 // when all it holds is git's "initializing" lock: what a `git worktree
 // add` (or flume writing a worktree's files) killed before its gitdir
-// file leaves.
+// file leaves (L1: the same launch then gets its folder's name back).
 func forgetLockedOnly(admin string) {
 	entries, err := os.ReadDir(admin)
 	if err != nil || len(entries) != 1 || entries[0].Name() != "locked" {

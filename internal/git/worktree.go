@@ -133,12 +133,10 @@ func (repo *Repo) PlanWorktree(path, branch string) WorktreePlan {
 // git makes in a `git branch` process of its own. Where planned so, its
 // files are written here and git checks the branch out as `worktree add`
 // has it do: two git processes fewer, `worktree add` and its
-// `symbolic-ref` (issue 26).
+// `symbolic-ref` (issue 26). Either way the record of the place comes
+// first and the worktree is one nobody else made (L1).
 func (repo *Repo) CheckoutWorktree(ctx context.Context, plan WorktreePlan) error {
-	admin, linked, err := "", false, error(nil)
-	if plan.listed != nil {
-		admin, linked, err = ondisk.LinkWorktree(repo.CommonDir, plan.path, "refs/heads/"+plan.branch, plan.listed)
-	}
+	admin, linked, err := ondisk.LinkWorktree(repo.CommonDir, plan.path, "refs/heads/"+plan.branch, plan.listed)
 	switch {
 	case err != nil:
 	case linked:

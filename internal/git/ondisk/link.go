@@ -23,8 +23,9 @@ import (
 // (a process, and an empty line in the new HEAD's reflog). Nothing there
 // is a ref anyone could hold: the folder is new.
 //
-// wts are the repository's worktrees as listed now. made is false, with
-// nothing written, where git's own command must decide: path exists or
+// wts are the repository's worktrees as listed now (nil: not listed in
+// process). made is false, with nothing written, where git's own command
+// must decide: they are not listed, path exists or
 // is a worktree git knows (missing or not), branchRef is checked out,
 // path's base name is not an id git keeps as it is, or the id is taken
 // (git would number it). The caller checks the branch out, as git does
@@ -32,7 +33,7 @@ import (
 // (UnlockLinked).
 func LinkWorktree(commonDir, path, branchRef string, wts []Worktree) (admin string, made bool, err error) {
 	id := filepath.Base(path)
-	if !plainID(id) {
+	if wts == nil || !plainID(id) {
 		return "", false, nil
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
