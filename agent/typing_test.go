@@ -32,6 +32,12 @@ func (p *screenPane) SendKeys(_ context.Context, _ string, keys ...string) error
 func (p *screenPane) Kill(context.Context, string) error    { return nil }
 func (p *screenPane) Check(context.Context, []string) error { return nil }
 
+// claudeBox is Claude Code's composer as it draws it: rules above and
+// below the prompt mark and its text, a footer line under them.
+func claudeBox(text, footer string) string {
+	return "● earlier output\n────────────────────\n❯ " + text + "\n────────────────────\n  " + footer + "\n"
+}
+
 // TestResendPromptTypesOnlyIntoTheReadyComposer_A3_X3: a prompt that did
 // not show in the transcript is sent once more only to a program whose
 // screen is its ready composer, never a third time, and never typed twice
@@ -47,11 +53,13 @@ func TestResendPromptTypesOnlyIntoTheReadyComposer_A3_X3(t *testing.T) {
 		typed string
 	}{
 		{"exited", screenPane{gone: true}, 1, Resent{Exited: true}, ""},
-		{"busy", screenPane{screen: "✻ Thinking… (esc to interrupt)\n❯ "}, 1, Resent{Busy: true}, ""},
+		{"busy", screenPane{screen: "✻ Thinking…\n" + claudeBox("", "esc to interrupt")}, 1, Resent{Busy: true}, ""},
 		{"trust dialog", screenPane{screen: "Do you trust the files in this folder?\n❯ 1. Yes"}, 1, Resent{Blocked: "Do you trust the files in this folder? / ❯ 1. Yes"}, ""},
-		{"sent twice already", screenPane{screen: "❯ "}, 2, Resent{GaveUp: true}, ""},
-		{"empty composer", screenPane{screen: "╭──╮\n❯ \n╰──╯"}, 1, Resent{Sent: true}, "text:" + prompt},
-		{"prompt left in the composer", screenPane{screen: "❯ Fix the parser."}, 1, Resent{Sent: true}, "keys:Enter"},
+		{"sent twice already", screenPane{screen: claudeBox("", "? for shortcuts")}, 2, Resent{GaveUp: true}, ""},
+		{"empty composer", screenPane{screen: claudeBox("", "? for shortcuts")}, 1, Resent{Sent: true}, "text:" + prompt},
+		{"prompt left in the composer", screenPane{screen: claudeBox("Fix the parser.", "? for shortcuts")}, 1, Resent{Sent: true}, "keys:Enter"},
+		// The composer's mark alone, not in its box: unknown, never typed into.
+		{"a bare mark", screenPane{screen: "❯ "}, 1, Resent{Blocked: "❯"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pane := c.pane
@@ -81,7 +89,7 @@ func TestTellWaitsForTheComposer_X3(t *testing.T) {
 	if sent, blocked, _ := Tell(ctx, dialog, "p", FormatClaude, "hurry"); sent || !strings.Contains(blocked, "Update available") || len(dialog.typed) > 0 {
 		t.Fatalf("dialog: sent %v blocked %q typed %v", sent, blocked, dialog.typed)
 	}
-	ready := &screenPane{screen: "❯ "}
+	ready := &screenPane{screen: claudeBox("", "? for shortcuts")}
 	if sent, _, _ := Tell(ctx, ready, "p", FormatClaude, "hurry"); !sent || strings.Join(ready.typed, "") != "text:hurry" {
 		t.Fatalf("ready: sent %v typed %v", sent, ready.typed)
 	}

@@ -100,6 +100,13 @@ type Observation struct {
 	// PlaceGone says why the run's place is no longer its worktree, ""
 	// while it is (A10).
 	PlaceGone string
+	// Permission is a permission the agent asked for and nobody has
+	// answered, in the program's own words, from its own hooks (issue
+	// 41): read before the screen, whatever the dialog looks like.
+	Permission string
+	// Stopped is when the agent's own hooks said its turn ended, zero
+	// when they have not since its last prompt or tool.
+	Stopped time.Time
 	// Screen is the pane's screen where a decision turns on it; nil
 	// otherwise.
 	Screen *agent.Screen
@@ -158,7 +165,7 @@ func Decide(r Run, o Observation, p Policy) (Run, Move) {
 		r.State, r.Reason = StateWorking, ""
 		return r, Move{Write: "prompt confirmed in the transcript"}
 	}
-	if running && r.BlockedBy() == BlockDialog && o.Confirmed && o.Screen != nil && !o.Screen.Dialog && o.Up {
+	if running && r.BlockedBy() == BlockDialog && o.Confirmed && o.Permission == "" && o.Screen != nil && !o.Screen.Dialog && o.Up {
 		r.State, r.Block, r.Reason = StateWorking, "", ""
 		return r, Move{Write: "the dialog was answered: prompt confirmed in the transcript"}
 	}
@@ -221,6 +228,12 @@ func decideRunning(r Run, o Observation, p Policy) (Run, Move) {
 	case Starting(r.State):
 		return r, decideStarting(&r, o, p)
 	case (r.State == StateWorking || r.State == StateStuck || r.State == StateWaiting) && o.Transcript:
+		if o.Permission != "" {
+			// Issue 41: the program said, through its own hooks, that it
+			// waits for a permission; its words, whatever its screen.
+			r.Blocked(BlockDialog, PermissionReason(o.Permission))
+			return r, Move{Write: "blocked: " + r.Reason}
+		}
 		if o.Screen != nil && o.Screen.Dialog {
 			// A10: a dialog mid-turn (a permission prompt) is never typed
 			// into; someone answers it in the pane (attach).
@@ -337,6 +350,10 @@ func decideBudget(r *Run, o Observation, p Policy) (mv Move, ok bool) {
 func decideStarting(r *Run, o Observation, p Policy) Move {
 	a := r.Agent
 	if o.Now.Sub(a.SentAt) < p.Window {
+		if o.Permission != "" {
+			r.Blocked(BlockDialog, PermissionReason(o.Permission))
+			return Move{Write: "blocked: " + r.Reason}
+		}
 		if o.Screen != nil && o.Screen.Dialog {
 			r.Blocked(BlockDialog, DialogReason(o.Screen.Words))
 			return Move{Write: "blocked: " + o.Screen.Words}
@@ -393,6 +410,10 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 		r.State, r.Need = StateWorking, ""
 		return Move{Write: "need answered"}
 	}
+	if r.State == StateWorking && o.Turn != agent.TurnDone && strings.HasPrefix(r.Reason, idlePrefix) {
+		r.Reason = ""
+		return Move{Write: "at work again"}
+	}
 	if o.Recreate != "" && p.Recreate {
 		return decideRecreate(r, o.Recreate)
 	}
@@ -414,7 +435,21 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 		case p.Reminder == "":
 		case !r.Reminded && o.Quiet >= p.Remind:
 			r.Reminded = true
+			if strings.HasPrefix(r.Reason, idlePrefix) {
+				r.Reason = ""
+			}
 			return Move{Tell: p.Reminder, Write: "turn ended with neither the deliverable nor NEEDS:; sent the one reminder"}
+		case !r.Reminded && r.State == StateWorking:
+			// Issue 41: idle is shown at once, with when the reminder
+			// goes, not only when it goes.
+			ended := o.Now.Add(-o.Quiet)
+			if !o.Stopped.IsZero() {
+				ended = o.Stopped
+			}
+			if why := IdleReason(ended, o.Now.Add(p.Remind-o.Quiet)); r.Reason != why {
+				r.Reason = why
+				return Move{Write: "idle: " + why}
+			}
 		case r.Reminded && o.Reminded && o.Quiet >= p.Remind:
 			r.Blocked(BlockReminded, "its turn ended again with neither the deliverable nor NEEDS: after the one reminder")
 			return Move{Write: "blocked: " + r.Reason}

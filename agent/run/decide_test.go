@@ -56,7 +56,28 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 		{"cut again after it blocks", stage, working(func(r *Run) { r.LengthPrompted = true }), up(Observation{Now: t0, Turn: agent.TurnLength, LengthRetried: true}), "write", "blocked: its reply was cut for length again after the recovery prompt", StateBlocked, ""},
 		{"recovery prompt not seen yet: nothing", stage, working(func(r *Run) { r.LengthPrompted = true }), up(Observation{Now: t0, Turn: agent.TurnLength, Quiet: time.Minute}), "", "", StateWorking, ""},
 		{"turn done, quiet: the one reminder", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: 2 * time.Minute}), "tell", "turn ended with neither the deliverable nor NEEDS:; sent the one reminder", StateWorking, "remind"},
-		{"turn done, not quiet long enough: nothing", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: 2*time.Minute - time.Second}), "", "", StateWorking, ""},
+		// Issue 41: idle is shown at once, with when the reminder goes;
+		// the turn's end from the agent's own Stop hook where it has one.
+		{"turn done, not quiet long enough: shown idle", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: 2*time.Minute - time.Second}),
+			"write", "idle: " + IdleReason(t0.Add(-2*time.Minute+time.Second), t0.Add(time.Second)), StateWorking, ""},
+		{"turn done by its Stop hook: that time", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: time.Second, Stopped: t0.Add(-5 * time.Second)}),
+			"write", "idle: " + IdleReason(t0.Add(-5*time.Second), t0.Add(2*time.Minute-time.Second)), StateWorking, ""},
+		{"shown idle already: nothing", stage, working(func(r *Run) { r.Reason = IdleReason(t0.Add(-time.Second), t0.Add(2*time.Minute-time.Second)) }),
+			up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: time.Second}), "", "", StateWorking, ""},
+		{"idle, then at work again", stage, working(func(r *Run) { r.Reason = IdleReason(t0.Add(-time.Second), t0) }),
+			up(Observation{Now: t0, Turn: agent.TurnRunning, Quiet: time.Second}), "write", "at work again", StateWorking, ""},
+		// Issue 41: a permission the program's own hooks report blocks at
+		// once with its words, ranked above a screen that looks ready; it
+		// holds while they say it waits, whatever the screen shows.
+		{"a permission from the hooks blocks, the screen ready", stage, working(nil),
+			up(Observation{Now: t0, Turn: agent.TurnRunning, Permission: "Claude needs your permission to use Write", Screen: &agent.Screen{Ready: true, Input: true}}),
+			"write", "blocked: the agent waits for a permission: Claude needs your permission to use Write", StateBlocked, ""},
+		{"a permission before the prompt is confirmed blocks", stage, working(func(r *Run) { r.State = StateStarting }),
+			up(Observation{Now: t0, Permission: "permission to use Bash (ls)"}), "write", "blocked: the agent waits for a permission: permission to use Bash (ls)", StateBlocked, ""},
+		{"still asked, the screen unknown: still blocked", stage, working(func(r *Run) { r.Blocked(BlockDialog, PermissionReason("x")) }),
+			up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnRunning, Permission: "x", Screen: &agent.Screen{Words: "Erlauben?"}}), "", "", StateBlocked, ""},
+		{"answered (a tool ran): works again", stage, working(func(r *Run) { r.Blocked(BlockDialog, PermissionReason("x")) }),
+			up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnRunning, Screen: &agent.Screen{Ready: true, Input: true}}), "write", "the dialog was answered: prompt confirmed in the transcript", StateWorking, ""},
 		{"reminded once: never again, stuck later", stage, working(func(r *Run) { r.Reminded = true }), up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: 30*time.Minute + time.Second}), "write", "stuck: quiet for 30m1s with no deliverable and no need", StateStuck, ""},
 		{"the turn after the reminder ends the same way: blocked", stage, working(func(r *Run) { r.Reminded = true }), up(Observation{Now: t0, Turn: agent.TurnDone, Reminded: true, Quiet: 2 * time.Minute}), "write", "blocked: its turn ended again with neither the deliverable nor NEEDS: after the one reminder", StateBlocked, ""},
 		{"quiet past the limit is stuck", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnRunning, Quiet: 31 * time.Minute}), "write", "stuck: quiet for 31m0s with no deliverable and no need", StateStuck, ""},
@@ -72,7 +93,8 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 		{"a round that stops short saying where the next starts is delivered", round, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "the cache layer"}), "deliver", "delivered: stopped short; the next round starts: the cache layer", StateDelivered, ""},
 		{"a round's file deliverable wins over its note", round, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "x", Delivered: true, What: "conclusion.md written in the place"}), "deliver", "delivered: conclusion.md written in the place", StateDelivered, ""},
 		{"a round that needs someone waits, whatever it says of the next", round, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "x", Need: "the logs"}), "write", "waiting: the logs", StateWaiting, ""},
-		{"NEXT ROUND: outside a round delivers nothing", stage, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "x", Quiet: time.Second}), "", "", StateWorking, ""},
+		{"NEXT ROUND: outside a round delivers nothing", stage, working(nil), up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnDone, NextRound: "x", Quiet: time.Second}),
+			"write", "idle: " + IdleReason(t0.Add(-time.Second), t0.Add(2*time.Minute-time.Second)), StateWorking, ""},
 		// A3: starting.
 		{"a transcript found is recorded first", stage, working(func(r *Run) { r.State, r.Agent.Transcript = StateStarting, "" }), Observation{Now: t0, Found: "/t.jsonl", Delivered: true}, "write", "transcript /t.jsonl", StateStarting, ""},
 		{"the prompt confirmed before the deliverable", stage, working(func(r *Run) { r.State = StateStarting }), up(Observation{Now: t0, Confirmed: true, Delivered: true, What: "commit"}), "write", "prompt confirmed in the transcript", StateWorking, ""},

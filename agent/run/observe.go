@@ -76,6 +76,15 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 	if a.ToldAt != nil && a.ToldAt.After(last) {
 		last = *a.ToldAt
 	}
+	// The agent's own hooks first: what they say is the program's word,
+	// the screen's only a picture of it.
+	if panes {
+		ev, err := agent.ReadEvents(a.EventsFile())
+		if err != nil {
+			return o, "", fmt.Errorf("read the agent's events: %w", err)
+		}
+		o.Permission, o.Stopped = ev.Permission, ev.Stopped
+	}
 	if a.Transcript != "" {
 		if err := readTranscript(r, s, string(prompt), &o); err != nil {
 			return o, "", err

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -44,6 +45,15 @@ type Agent struct {
 	// counted as it began, which this run did not spend (W6).
 	Resumed     bool         `json:"resumed,omitempty"`
 	UsageBefore *agent.Usage `json:"usageBefore,omitempty"`
+}
+
+// EventsFile is where the agent's own hooks record its events (issue 41):
+// beside its prompt, "" for a record with no prompt file of flume's.
+func (a *Agent) EventsFile() string {
+	if base, ok := strings.CutSuffix(a.PromptFile, ".prompt"); ok && base != "" {
+		return base + ".events.jsonl"
+	}
+	return ""
 }
 
 // Printed reports an agent the operator runs from a printed command: flume
@@ -216,6 +226,23 @@ func (l *Life) Blocked(kind, reason string) {
 // agent's ready composer, with the screen's words.
 func DialogReason(words string) string {
 	return "the screen is not the agent's ready composer: " + words
+}
+
+// PermissionReason is a blocked run's reason for a permission its agent
+// asked for, in the program's own words from its hooks (issue 41).
+func PermissionReason(words string) string {
+	return "the agent waits for a permission: " + words
+}
+
+// idlePrefix opens the reason of a working run whose turn ended with
+// neither its deliverable nor a need, until the reminder goes (A8).
+const idlePrefix = "its turn ended at "
+
+// IdleReason says a run's turn ended at ended with neither the
+// deliverable nor a need, and when the one reminder goes.
+func IdleReason(ended, remind time.Time) string {
+	return fmt.Sprintf("%s%s with neither the deliverable nor NEEDS:; the one reminder goes at %s",
+		idlePrefix, ended.Local().Format("15:04:05"), remind.Local().Format("15:04:05"))
 }
 
 // Messages a run's agent may be told, each at most once.

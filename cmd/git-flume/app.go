@@ -206,6 +206,7 @@ func (a *app) commands() []*cli.Command {
 		hookCommand(a),
 		watchCommand(a),
 		guardCommand(a),
+		agentEventCommand(a),
 		logCommand(a),
 		costCommand(a),
 		exportCommand(a),

@@ -143,6 +143,11 @@ func fakeClaude() {
 			return
 		}
 		tr.user(prompt)
+		// The prompt taken goes to the history above a composer at work,
+		// as Claude Code draws it.
+		first, _, _ := strings.Cut(prompt, "\n")
+		fmt.Print("\x1b[2J\x1b[H╭─── Fake Claude ───╮\n● " + first + "\n")
+		busyComposer()
 		for a := range strings.SplitSeq(actions, ";") {
 			verb, arg, _ := strings.Cut(strings.TrimSpace(a), " ")
 			arg = strings.NewReplacer("{place}", os.Getenv("FLUME_PLACE"), "{workspace}", os.Getenv("FLUME_WORKSPACE")).Replace(arg)
@@ -315,7 +320,18 @@ func logTyped(home string) {
 	select {}
 }
 
-func composer() { fmt.Print("────────────────────\n❯ ") }
+// composer draws Claude Code's composer as the real program does (see
+// agent/testdata/screens/claude): a rule, the prompt mark, a rule and a
+// footer, everything below erased, the cursor put back after the mark so
+// that what is typed shows in it. A turn at work says "esc to interrupt"
+// in the footer, as Claude Code's does; an idle one its shortcuts.
+func composer() { drawComposer("? for shortcuts · ← for agents · Fake Claude") }
+
+func busyComposer() { drawComposer("esc to interrupt · ← for agents · Fake Claude") }
+
+func drawComposer(footer string) {
+	fmt.Print("\r\x1b[J────────────────────\n❯ \n────────────────────\n  " + footer + "\x1b[2A\r\x1b[2C")
+}
 
 func runQuiet(name string, args ...string) {
 	cmd := exec.Command(name, args...)

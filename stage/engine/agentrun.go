@@ -25,12 +25,21 @@ import (
 	"github.com/git-flume/git-flume/refs"
 )
 
-// writeGuardSettings writes a Claude Code settings file whose PreToolUse
-// hook runs the guard before every tool use.
-func writeGuardSettings(path, command string) error {
-	data, err := json.MarshalIndent(map[string]any{"hooks": map[string]any{"PreToolUse": []any{
-		map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": command}}},
-	}}}, "", "  ")
+// writeRunSettings writes the Claude Code settings file of one run: its
+// PreToolUse hook runs the guard before every tool use (A9), and a hook
+// for each of agent.HookEvents records the event in the run's events file
+// (issue 41), so a wait for a person is known from the program itself.
+func writeRunSettings(path, guard, events string) error {
+	hook := func(command string) []any {
+		return []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": command}}}}
+	}
+	hooks := map[string]any{"PreToolUse": hook(guard)}
+	if flume, _, ok := strings.Cut(guard, " "); ok && events != "" {
+		for _, e := range agent.HookEvents {
+			hooks[e] = hook(flume + " agent-event --log " + agent.ShellQuote(events))
+		}
+	}
+	data, err := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -307,7 +316,7 @@ func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Pl
 		// A9: the guard hook, in a settings file of this run (outside the
 		// place, so it never makes the work tree dirty).
 		settings := strings.TrimSuffix(a.PromptFile, ".prompt") + ".settings.json"
-		if err := writeGuardSettings(settings, env.Engine.Guard+" --place "+p.ID); err != nil {
+		if err := writeRunSettings(settings, env.Engine.Guard+" --place "+p.ID, a.EventsFile()); err != nil {
 			return err
 		}
 		vars.Settings = settings
