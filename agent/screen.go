@@ -190,10 +190,17 @@ func dialogAt(lines []string) (at int, ok bool) {
 }
 
 // dialogText is the part of a screen that is the dialog: the lines around
-// line at, where the question and its choices are, not the banner at the
-// top of the screen.
+// line at, where the question and its choices are, from the rule a dialog
+// is drawn under, not the banner at the top of the screen.
 func dialogText(lines []string, at int) string {
 	from, to := max(at-6, 0), min(at+6, len(lines))
+	// A dialog starts under its rule: what is above is not its words.
+	for i := at - 1; i >= from; i-- {
+		if ruleLine().MatchString(lines[i]) {
+			from = i + 1
+			break
+		}
+	}
 	return squeeze(strings.Join(lines[from:to], "\n"))
 }
 

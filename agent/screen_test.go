@@ -53,11 +53,11 @@ func classOf(s Screen) string {
 	return "unknown"
 }
 
-// TestReadScreenKnowsTheRealScreens_A10: every captured screen reads as
+// TestReadScreenKnowsTheRealScreens_A11: every captured screen reads as
 // what it is; a permission dialog's words are the program's own question.
 // Claude Code's file-create dialog (issue 41) draws "❯ 1. Yes", the
 // composer's own mark: it must read as a dialog, never a composer.
-func TestReadScreenKnowsTheRealScreens_A10(t *testing.T) {
+func TestReadScreenKnowsTheRealScreens_A11(t *testing.T) {
 	for _, c := range screenCorpus {
 		s := ReadScreen(c.format, readCorpus(t, c.file))
 		if got := classOf(s); got != c.class {

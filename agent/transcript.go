@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // Turn endings a transcript can show.
@@ -100,6 +101,10 @@ type Transcript struct {
 	Usage     Usage
 	// Lines counts the lines read, unknown ones included.
 	Lines int
+	// Newest is the newest time a line of the main session carries
+	// (Claude Code's "timestamp"): when the program made it, however late
+	// it reached the file.
+	Newest time.Time
 
 	claudeQuestionID string
 	codexCallID      string
@@ -230,6 +235,7 @@ func short(raw json.RawMessage) string {
 // claudeLine is one line of a Claude Code transcript, as far as flume
 // reads it.
 type claudeLine struct {
+	Timestamp   string `json:"timestamp"`
 	Type        string `json:"type"`
 	IsSidechain bool   `json:"isSidechain"`
 	Operation   string `json:"operation"`
@@ -261,6 +267,9 @@ func readClaudeLine(t *Transcript, line []byte) {
 	var l claudeLine
 	if json.Unmarshal(line, &l) != nil || l.IsSidechain {
 		return
+	}
+	if at, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil && at.After(t.Newest) {
+		t.Newest = at
 	}
 	switch l.Type {
 	case "queue-operation":

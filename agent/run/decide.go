@@ -431,31 +431,42 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 			return Move{Write: "blocked: " + r.Reason}
 		}
 	case agent.TurnDone:
-		switch {
-		case p.Reminder == "":
-		case !r.Reminded && o.Quiet >= p.Remind:
-			r.Reminded = true
-			if strings.HasPrefix(r.Reason, idlePrefix) {
-				r.Reason = ""
-			}
-			return Move{Tell: p.Reminder, Write: "turn ended with neither the deliverable nor NEEDS:; sent the one reminder"}
-		case !r.Reminded && r.State == StateWorking:
-			// Issue 41: idle is shown at once, with when the reminder
-			// goes, not only when it goes.
-			ended := o.Now.Add(-o.Quiet)
-			if !o.Stopped.IsZero() {
-				ended = o.Stopped
-			}
-			if why := IdleReason(ended, o.Now.Add(p.Remind-o.Quiet)); r.Reason != why {
-				r.Reason = why
-				return Move{Write: "idle: " + why}
-			}
-		case r.Reminded && o.Reminded && o.Quiet >= p.Remind:
-			r.Blocked(BlockReminded, "its turn ended again with neither the deliverable nor NEEDS: after the one reminder")
-			return Move{Write: "blocked: " + r.Reason}
+		if mv, ok := decideTurnDone(r, o, p); ok {
+			return mv
 		}
 	}
 	return decideQuiet(r, o, p)
+}
+
+// decideTurnDone decides a turn that ended with neither the deliverable
+// nor a need (A8): shown idle at once with when the one reminder goes
+// (issue 41), the reminder once quiet long enough, blocked when the turn
+// after it ends the same way. ok is false when it decides nothing.
+func decideTurnDone(r *Run, o Observation, p Policy) (Move, bool) {
+	switch {
+	case p.Reminder == "":
+	case !r.Reminded && o.Quiet >= p.Remind:
+		r.Reminded = true
+		if strings.HasPrefix(r.Reason, idlePrefix) {
+			r.Reason = ""
+		}
+		return Move{Tell: p.Reminder, Write: "turn ended with neither the deliverable nor NEEDS:; sent the one reminder"}, true
+	case !r.Reminded && r.State == StateWorking:
+		// Issue 41: idle is shown at once, with when the reminder
+		// goes, not only when it goes.
+		ended := o.Now.Add(-o.Quiet)
+		if !o.Stopped.IsZero() {
+			ended = o.Stopped
+		}
+		if why := IdleReason(ended, o.Now.Add(p.Remind-o.Quiet)); r.Reason != why {
+			r.Reason = why
+			return Move{Write: "idle: " + why}, true
+		}
+	case r.Reminded && o.Reminded && o.Quiet >= p.Remind:
+		r.Blocked(BlockReminded, "its turn ended again with neither the deliverable nor NEEDS: after the one reminder")
+		return Move{Write: "blocked: " + r.Reason}, true
+	}
+	return Move{}, false
 }
 
 // decideQuiet decides a run by how long its transcript has been quiet

@@ -76,23 +76,20 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 	if a.ToldAt != nil && a.ToldAt.After(last) {
 		last = *a.ToldAt
 	}
-	// The agent's own hooks first: what they say is the program's word,
-	// the screen's only a picture of it.
-	if panes {
-		ev, err := agent.ReadEvents(a.EventsFile())
-		if err != nil {
-			return o, "", fmt.Errorf("read the agent's events: %w", err)
-		}
-		o.Permission, o.Stopped = ev.Permission, ev.Stopped
+	ev, err := ownEvents(a, panes) // the program's own word, before its screen
+	if err != nil {
+		return o, "", err
 	}
+	var newest time.Time
 	if a.Transcript != "" {
-		if err := readTranscript(r, s, string(prompt), &o); err != nil {
+		if newest, err = readTranscript(r, s, string(prompt), &o); err != nil {
 			return o, "", err
 		}
 		if info, err := os.Stat(a.Transcript); err == nil && info.ModTime().After(last) {
 			last = info.ModTime()
 		}
 	}
+	o.Permission, o.Stopped = ev.Pending(newest), ev.Stopped
 	o.Quiet = max(s.Now.Sub(last), 0)
 	if s.Place != nil {
 		o.PlaceGone = s.Place()
@@ -104,6 +101,20 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 		}
 	}
 	return o, string(prompt), nil
+}
+
+// ownEvents reads what the agent's own hooks said (issue 41), for an
+// agent flume runs in a pane: a permission they report waits until a hook
+// or a newer transcript line answers it.
+func ownEvents(a *Agent, panes bool) (Events, error) {
+	if !panes {
+		return Events{}, nil
+	}
+	ev, err := ReadEvents(a.EventsFile())
+	if err != nil {
+		return ev, fmt.Errorf("read the agent's events: %w", err)
+	}
+	return ev, nil
 }
 
 // observePane reads into o how run r's agent stands in its pane: up, or
@@ -125,11 +136,12 @@ func observePane(ctx context.Context, r Run, panes agent.PaneHost, o *Observatio
 
 // readTranscript reads run r's transcript once into o: the prompt and the
 // follow-ups it shows, the newest message's need or recreation request, how
-// the last turn ended and, for an error, whether it is a usage limit.
-func readTranscript(r Run, s Sources, prompt string, o *Observation) error {
+// the last turn ended and, for an error, whether it is a usage limit. It
+// returns the time the newest line carries.
+func readTranscript(r Run, s Sources, prompt string, o *Observation) (newest time.Time, err error) {
 	tr, err := agent.ReadTranscriptFile(r.Agent.Transcript, r.Agent.Format)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	o.Transcript, o.Confirmed, o.LastAssistant = true, tr.Received(prompt), tr.LastAssistant
 	o.Need, o.Recreate, o.NextRound, o.Turn, o.ErrorText = tr.Need(), tr.Recreate(), tr.NextRound(), tr.Turn, tr.ErrorText
@@ -139,7 +151,7 @@ func readTranscript(r Run, s Sources, prompt string, o *Observation) error {
 	if tr.Turn == agent.TurnError {
 		o.Limited, o.Reset = agent.UsageLimit(tr.ErrorText, s.Now)
 	}
-	return nil
+	return tr.Newest, nil
 }
 
 // watchScreen reports a step whose decision turns on the screen: a run

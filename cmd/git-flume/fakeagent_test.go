@@ -48,6 +48,8 @@ import (
 //	                does; what is typed into it is logged to
 //	                ~/typed-into-dialog; a line answers it ("1": yes, CMD
 //	                runs; anything else: no), then the plan goes on
+//	asks CMD        the same, in a dialog whose words flume does not know:
+//	                only the hooks say what it is
 //	sleep N         wait N seconds
 //	exit            exit
 //	exitcode N      exit with status N
@@ -72,6 +74,11 @@ func fakeClaude() {
 	for i := 0; i < len(args); i++ {
 		if args[i] == "--session-id" && i+1 < len(args) {
 			session = args[i+1]
+			i++
+			continue
+		}
+		if args[i] == "--settings" && i+1 < len(args) {
+			fakeSettings = args[i+1]
 			i++
 			continue
 		}
@@ -143,6 +150,7 @@ func fakeClaude() {
 			return
 		}
 		tr.user(prompt)
+		fakeHook("UserPromptSubmit", map[string]any{"prompt": prompt})
 		// The prompt taken goes to the history above a composer at work,
 		// as Claude Code draws it.
 		first, _, _ := strings.Cut(prompt, "\n")
@@ -252,9 +260,19 @@ func fakeClaude() {
 				os.Exit(code)
 			case "kill":
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			case "permission":
+			case "permission", "asks":
 				tr.tool("Bash", arg)
-				fmt.Print("\n\n\n Bash command\n\n   " + arg + "\n   This command requires approval\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and don't ask again for this command\n   3. No, and tell Claude what to do differently (esc)\n")
+				// As Claude Code does, the hooks of its settings hear of the
+				// wait before the dialog shows, and of the tool's end after.
+				fakeHook("PermissionRequest", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": arg}})
+				fakeHook("Notification", map[string]any{"notification_type": "permission_prompt", "message": "Claude needs your permission to use Bash"})
+				dialogOverComposer()
+				if verb == "asks" {
+					// A dialog in words flume's screen reading does not know.
+					fmt.Print(" Darf ich " + arg + " ausführen?\n   ja (1) / nein (2)\n")
+				} else {
+					fmt.Print(" Bash command\n\n   " + arg + "\n   This command requires approval\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and don't ask again for this command\n   3. No, and tell Claude what to do differently (esc)\n")
+				}
 				answer, _ := rd.ReadString('\n')
 				f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 				fmt.Fprint(f, answer)
@@ -262,6 +280,7 @@ func fakeClaude() {
 				fmt.Print("\x1b[2J\x1b[H╭─── Fake Claude ───╮\n") // the dialog gives way
 				if strings.TrimSpace(answer) == "1" {
 					runQuiet("sh", "-c", arg)
+					fakeHook("PostToolUse", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": arg}})
 				}
 			case "popup":
 				// After N seconds a permission dialog takes the screen:
@@ -269,9 +288,13 @@ func fakeClaude() {
 				var n int
 				fmt.Sscan(arg, &n)
 				time.Sleep(time.Duration(n) * time.Second)
+				dialogOverComposer()
 				fmt.Print("Do you want to proceed?\n❯ 1. Yes\n  2. No\n")
 				logTyped(home)
 			}
+		}
+		if !strings.Contains(actions, "work") && !strings.Contains(actions, "ask ") {
+			fakeHook("Stop", map[string]any{"stop_hook_active": false})
 		}
 		composer()
 	}
@@ -307,6 +330,50 @@ func fakeClaude() {
 	}
 }
 
+// fakeSettings is the settings file flume gave the fake (--settings), ""
+// when none: its hooks are run as Claude Code runs them.
+var fakeSettings string
+
+// fakeHook runs the commands the settings' hooks name for event, each
+// with a shell and the event's JSON (Claude Code's fields) on its
+// standard input, and waits for them, as Claude Code does.
+func fakeHook(event string, fields map[string]any) {
+	if fakeSettings == "" {
+		return
+	}
+	data, err := os.ReadFile(fakeSettings)
+	if err != nil {
+		fakeLog("settings: %v", err)
+		return
+	}
+	var settings struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(data, &settings); err != nil {
+		fakeLog("settings: %v", err)
+		return
+	}
+	cwd, _ := os.Getwd()
+	in := map[string]any{"hook_event_name": event, "session_id": os.Getenv("FLUME_SESSION"), "cwd": cwd}
+	for k, v := range fields {
+		in[k] = v
+	}
+	payload, _ := json.Marshal(in)
+	for _, m := range settings.Hooks[event] {
+		for _, h := range m.Hooks {
+			cmd := exec.Command("sh", "-c", h.Command)
+			cmd.Stdin = bytes.NewReader(payload)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fakeLog("hook %s: %v: %s", event, err, out)
+			}
+		}
+	}
+}
+
 // logTyped is a dialog on screen: everything typed from now on lands in
 // it and is logged to $HOME/typed-into-dialog, for scripts to assert
 // nothing was. It never returns.
@@ -328,6 +395,12 @@ func logTyped(home string) {
 func composer() { drawComposer("? for shortcuts · ← for agents · Fake Claude") }
 
 func busyComposer() { drawComposer("esc to interrupt · ← for agents · Fake Claude") }
+
+// dialogOverComposer takes the composer away and draws a dialog's rule in
+// its place, as Claude Code does (the cursor is in the composer's box).
+func dialogOverComposer() {
+	fmt.Print("\x1b[1A\r\x1b[J────────────────────\n")
+}
 
 func drawComposer(footer string) {
 	fmt.Print("\r\x1b[J────────────────────\n❯ \n────────────────────\n  " + footer + "\x1b[2A\r\x1b[2C")

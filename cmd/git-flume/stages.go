@@ -519,23 +519,6 @@ func logCommand(a *app) *cli.Command {
 	}
 }
 
-// agentEventCommand is the hook flume gives each run of Claude Code for
-// the events that open and close a wait for a person (issue 41): it
-// appends the event to the run's events file and says nothing, so the
-// program goes on as it would without it.
-func agentEventCommand(a *app) *cli.Command {
-	return &cli.Command{
-		Name:      "agent-event",
-		Hidden:    true,
-		Usage:     "record one hook event of a place's agent (Claude Code hooks) in its run's events file",
-		UsageText: "git flume agent-event --log FILE",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "log", Required: true, Usage: "the run's events file"}},
-		Action: func(c *cli.Context) error {
-			return agent.RecordEvent(a.io.In, c.String("log"), a.now())
-		},
-	}
-}
-
 func guardCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:   "guard",

@@ -27,7 +27,7 @@ import (
 
 // writeRunSettings writes the Claude Code settings file of one run: its
 // PreToolUse hook runs the guard before every tool use (A9), and a hook
-// for each of agent.HookEvents records the event in the run's events file
+// for each of run.HookEvents records the event in the run's events file
 // (issue 41), so a wait for a person is known from the program itself.
 func writeRunSettings(path, guard, events string) error {
 	hook := func(command string) []any {
@@ -35,7 +35,7 @@ func writeRunSettings(path, guard, events string) error {
 	}
 	hooks := map[string]any{"PreToolUse": hook(guard)}
 	if flume, _, ok := strings.Cut(guard, " "); ok && events != "" {
-		for _, e := range agent.HookEvents {
+		for _, e := range run.HookEvents {
 			hooks[e] = hook(flume + " agent-event --log " + agent.ShellQuote(events))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -78,20 +79,17 @@ func Tell(ctx context.Context, env *stage.Env, o TellOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.Transcript != "" {
-		tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
-		if err != nil {
-			return err
-		}
-		if tr.Question != "" {
-			return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent is waiting on its own question %q; answer it in its pane", tr.Question)}
-		}
+	if err := refuseTell(id, a); err != nil {
+		return err
 	}
 	screen, err := env.Engine.HostOf(a).Capture(ctx, a.Pane)
 	if err != nil {
 		return err
 	}
-	if s := agent.ReadScreen(a.Format, screen); !s.Ready && !s.Busy {
+	// X3: typed only into the program's own composer at the foot of its
+	// screen (idle, or a turn at work that queues it); an unknown screen
+	// is never taken for one.
+	if s := agent.ReadScreen(a.Format, screen); !s.Input {
 		return &stage.RefusedError{Place: id, Reason: "the screen is not the agent's composer: " + s.Words}
 	}
 	if err := env.Engine.HostOf(a).Send(ctx, a.Pane, text); err != nil {
@@ -117,6 +115,29 @@ func Tell(ctx context.Context, env *stage.Env, o TellOptions) error {
 		}
 	}
 	return fmt.Errorf("%s: the message was typed but did not show in the agent's transcript within %s", id, env.Engine.Window())
+}
+
+// refuseTell refuses a tell to agent a of place id, with nothing typed,
+// while the agent waits on its own question (A4) or on a permission its
+// own hooks reported (issue 41): a dialog, whatever its screen looks like.
+func refuseTell(id string, a *stage.AgentRun) error {
+	var newest time.Time
+	if a.Transcript != "" {
+		tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
+		if err != nil {
+			return err
+		}
+		if tr.Question != "" {
+			return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent is waiting on its own question %q; answer it in its pane", tr.Question)}
+		}
+		newest = tr.Newest
+	}
+	if ev, err := run.ReadEvents(a.EventsFile()); err != nil {
+		return err
+	} else if words := ev.Pending(newest); words != "" {
+		return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent waits for a permission (%s); answer it in its pane: git flume attach %s", words, id)}
+	}
+	return nil
 }
 
 // Stop ends a place's agent and fails unless it really exited (A5, X5). An

@@ -6,6 +6,7 @@ package place
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/git-flume/git-flume/refs"
@@ -62,13 +63,50 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 			return nil
 		}
 		rw.tick(ctx, env, repo, repoDir, p)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
+		events := ""
+		if a := stage.CurrentRun(p); a != nil {
+			events = a.EventsFile()
+		}
+		if err := waitOrEvent(ctx, interval, events); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// eventPoll is how often a waiting watcher looks at its agent's events
+// file: a permission asked is seen within it, not within the interval
+// (issue 41). A look is one stat.
+const eventPoll = 250 * time.Millisecond
+
+// waitOrEvent waits for interval, or less when the agent's events file
+// (its own hooks, "" for none) grows meanwhile.
+func waitOrEvent(ctx context.Context, interval time.Duration, events string) error {
+	size := func() int64 {
+		if info, err := os.Stat(events); err == nil {
+			return info.Size()
+		}
+		return -1
+	}
+	deadline := time.Now().Add(interval)
+	was := size()
+	for {
+		step := min(time.Until(deadline), eventPoll)
+		if events == "" {
+			step = time.Until(deadline)
+		}
+		if step <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(step):
+		}
+		if events != "" && size() != was {
+			return nil
+		}
+	}
 }
 
 // takeWatch takes place id's watcher lease for me; held: a live watcher

@@ -1,4 +1,4 @@
-package agent
+package run
 
 import (
 	"bufio"
@@ -113,6 +113,8 @@ type Events struct {
 	// for and nobody has answered yet: no tool ran, no prompt was taken,
 	// no turn or session ended since. "" when none waits.
 	Permission string
+	// Asked is when the pending permission was asked.
+	Asked time.Time
 	// Stopped is when the program last said its turn ended, zero when
 	// it has not since its last prompt or tool.
 	Stopped time.Time
@@ -147,7 +149,7 @@ func ReadEvents(path string) (Events, error) {
 		ev.Seen = true
 		switch {
 		case e.Event == EventPermission:
-			ev.Permission, ev.Stopped = permissionWords(e), time.Time{}
+			ev.Permission, ev.Asked, ev.Stopped = permissionWords(e), e.At, time.Time{}
 		case e.Event == EventNotification && e.Type == "permission_prompt":
 			// Claude Code's notification of the same wait carries its own
 			// sentence; it is kept over the request's summary.
@@ -155,13 +157,28 @@ func ReadEvents(path string) (Events, error) {
 			if ev.Permission == "" {
 				ev.Permission = permissionWords(e)
 			}
+			if ev.Asked.IsZero() {
+				ev.Asked = e.At
+			}
 		case e.Event == EventPostTool, e.Event == EventPostFailure, e.Event == EventPrompt:
-			ev.Permission, ev.Stopped = "", time.Time{}
+			ev.Permission, ev.Asked, ev.Stopped = "", time.Time{}, time.Time{}
 		case e.Event == EventStop, e.Event == EventSessionEnd:
-			ev.Permission, ev.Stopped = "", e.At
+			ev.Permission, ev.Asked, ev.Stopped = "", time.Time{}, e.At
 		}
 	}
 	return ev, sc.Err()
+}
+
+// Pending is the permission still waiting, given when the program last
+// wrote its transcript (newest, the time its newest line carries): a
+// line made after the permission was asked (the tool's result, refused;
+// the turn interrupted) answers it, where no hook does (Claude Code runs
+// no hook when a person says no). "" when none waits.
+func (ev Events) Pending(newest time.Time) string {
+	if ev.Permission == "" || newest.After(ev.Asked) {
+		return ""
+	}
+	return ev.Permission
 }
 
 // permissionWords says a permission request in the program's terms: the
