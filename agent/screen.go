@@ -2,7 +2,7 @@ package agent
 
 import "strings"
 
-// Reading an agent's screen (A3, A10, X3). The screen is the last of an
+// Reading an agent's screen (A3, A10, A11, X3). The screen is the last of an
 // agent's channels: its hooks and transcript are read first. What the
 // screen decides is only whether flume may type, and it fails closed:
 // text is typed only into a composer recognised by its program's own

@@ -101,11 +101,11 @@ type Observation struct {
 	// while it is (A10).
 	PlaceGone string
 	// Permission is a permission the agent asked for and nobody has
-	// answered, in the program's own words, from its own hooks (issue
-	// 41): read before the screen, whatever the dialog looks like.
+	// answered, in the program's own words, from its own hooks (A11):
+	// ranked above the screen, whatever the dialog looks like.
 	Permission string
-	// Stopped is when the agent's own hooks said its turn ended, zero
-	// when they have not since its last prompt or tool.
+	// Stopped is when the agent's own Stop hook said the turn of the
+	// transcript's newest line ended, zero when it has not.
 	Stopped time.Time
 	// Screen is the pane's screen where a decision turns on it; nil
 	// otherwise.
@@ -229,8 +229,8 @@ func decideRunning(r Run, o Observation, p Policy) (Run, Move) {
 		return r, decideStarting(&r, o, p)
 	case (r.State == StateWorking || r.State == StateStuck || r.State == StateWaiting) && o.Transcript:
 		if o.Permission != "" {
-			// Issue 41: the program said, through its own hooks, that it
-			// waits for a permission; its words, whatever its screen.
+			// A11: the program said, through its own hooks, that it waits
+			// for a permission; its words, whatever its screen.
 			r.Blocked(BlockDialog, PermissionReason(o.Permission))
 			return r, Move{Write: "blocked: " + r.Reason}
 		}
@@ -440,7 +440,7 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 
 // decideTurnDone decides a turn that ended with neither the deliverable
 // nor a need (A8): shown idle at once with when the one reminder goes
-// (issue 41), the reminder once quiet long enough, blocked when the turn
+// (A11), the reminder once quiet long enough, blocked when the turn
 // after it ends the same way. ok is false when it decides nothing.
 func decideTurnDone(r *Run, o Observation, p Policy) (Move, bool) {
 	switch {
@@ -452,8 +452,8 @@ func decideTurnDone(r *Run, o Observation, p Policy) (Move, bool) {
 		}
 		return Move{Tell: p.Reminder, Write: "turn ended with neither the deliverable nor NEEDS:; sent the one reminder"}, true
 	case !r.Reminded && r.State == StateWorking:
-		// Issue 41: idle is shown at once, with when the reminder
-		// goes, not only when it goes.
+		// A11: idle is shown at once, with when the reminder goes, not
+		// only when it goes.
 		ended := o.Now.Add(-o.Quiet)
 		if !o.Stopped.IsZero() {
 			ended = o.Stopped

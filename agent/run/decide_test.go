@@ -56,7 +56,7 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 		{"cut again after it blocks", stage, working(func(r *Run) { r.LengthPrompted = true }), up(Observation{Now: t0, Turn: agent.TurnLength, LengthRetried: true}), "write", "blocked: its reply was cut for length again after the recovery prompt", StateBlocked, ""},
 		{"recovery prompt not seen yet: nothing", stage, working(func(r *Run) { r.LengthPrompted = true }), up(Observation{Now: t0, Turn: agent.TurnLength, Quiet: time.Minute}), "", "", StateWorking, ""},
 		{"turn done, quiet: the one reminder", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: 2 * time.Minute}), "tell", "turn ended with neither the deliverable nor NEEDS:; sent the one reminder", StateWorking, "remind"},
-		// Issue 41: idle is shown at once, with when the reminder goes;
+		// A11: idle is shown at once, with when the reminder goes;
 		// the turn's end from the agent's own Stop hook where it has one.
 		{"turn done, not quiet long enough: shown idle", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: 2*time.Minute - time.Second}),
 			"write", "idle: " + IdleReason(t0.Add(-2*time.Minute+time.Second), t0.Add(time.Second)), StateWorking, ""},
@@ -66,7 +66,7 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 			up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: time.Second}), "", "", StateWorking, ""},
 		{"idle, then at work again", stage, working(func(r *Run) { r.Reason = IdleReason(t0.Add(-time.Second), t0) }),
 			up(Observation{Now: t0, Turn: agent.TurnRunning, Quiet: time.Second}), "write", "at work again", StateWorking, ""},
-		// Issue 41: a permission the program's own hooks report blocks at
+		// A11: a permission the program's own hooks report blocks at
 		// once with its words, ranked above a screen that looks ready; it
 		// holds while they say it waits, whatever the screen shows.
 		{"a permission from the hooks blocks, the screen ready", stage, working(nil),

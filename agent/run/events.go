@@ -8,35 +8,32 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/internal/term"
 )
 
-// An agent's own hooks are its first channel (issue 41): Claude Code runs
-// the commands its settings name at each event of its session, with the
-// event as JSON on standard input. flume gives each run it starts hooks of
-// its own (--settings, for that run alone) that append each event, in a
-// small form, to the run's events file beside its prompt. The file is read
-// before the transcript and the screen: a permission request is known the
-// moment the program asks, in the program's own words, whatever its
-// dialog looks like on screen.
+// An agent's own hooks are its first channel (A11, issue 41): Claude Code
+// runs the commands its settings name at each event of its session, with
+// the event as JSON on standard input. flume gives each run it starts
+// hooks of its own (--settings, for that run alone) that append the events
+// that open a wait for a person or end a turn, in a small form, to the
+// run's events file beside its prompt. What closes a wait needs no hook of
+// its own: the transcript's next line, or the composer back on the screen.
+// So nothing runs at every tool call or prompt.
 
-// Claude Code's hook events flume listens to, beside the guard's
-// PreToolUse: the ones that open a wait for a person and the ones that
-// end it.
+// Claude Code's hook events flume records, beside the guard's PreToolUse.
 const (
 	EventPermission   = "PermissionRequest"
 	EventNotification = "Notification"
-	EventPostTool     = "PostToolUse"
-	EventPostFailure  = "PostToolUseFailure"
-	EventPrompt       = "UserPromptSubmit"
 	EventStop         = "Stop"
 	EventSessionEnd   = "SessionEnd"
 )
 
 // HookEvents are the events flume's run hooks record, in Claude Code's
 // names.
-var HookEvents = []string{EventPermission, EventNotification, EventPostTool, EventPostFailure, EventPrompt, EventStop, EventSessionEnd}
+var HookEvents = []string{EventPermission, EventNotification, EventStop, EventSessionEnd}
 
 // Event is one hook event as the events file keeps it: what it is and
 // the program's own words, never the tool's whole input (a file's
@@ -109,21 +106,19 @@ func clip(s string, n int) string {
 
 // Events is what a run's events file says of it now.
 type Events struct {
-	// Permission is the program's own words of a permission it asked
-	// for and nobody has answered yet: no tool ran, no prompt was taken,
-	// no turn or session ended since. "" when none waits.
+	// Permission is the program's own words of the last permission it
+	// asked for since its turn or session last ended; "" when none.
+	// Pending says whether it still waits.
 	Permission string
-	// Asked is when the pending permission was asked.
+	// Asked is when that permission was asked.
 	Asked time.Time
-	// Stopped is when the program last said its turn ended, zero when
-	// it has not since its last prompt or tool.
+	// Stopped is when the program last said its turn ended.
 	Stopped time.Time
-	// Seen: the file holds at least one event.
-	Seen bool
 }
 
 // ReadEvents reads a run's events file; a file not there yet says
-// nothing.
+// nothing. The file is written from the agent's side: bounded, and its
+// words escaped (term.Clean).
 func ReadEvents(path string) (Events, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -146,22 +141,14 @@ func ReadEvents(path string) (Events, error) {
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // a torn or partial line (the file is read from its end)
 		}
-		ev.Seen = true
 		switch {
 		case e.Event == EventPermission:
-			ev.Permission, ev.Asked, ev.Stopped = permissionWords(e), e.At, time.Time{}
+			ev.Permission, ev.Asked = permissionWords(e), e.At
 		case e.Event == EventNotification && e.Type == "permission_prompt":
-			// Claude Code's notification of the same wait carries its own
-			// sentence; it is kept over the request's summary.
-			ev.Permission, ev.Stopped = sanitize(e.Message), time.Time{}
-			if ev.Permission == "" {
-				ev.Permission = permissionWords(e)
-			}
-			if ev.Asked.IsZero() {
-				ev.Asked = e.At
-			}
-		case e.Event == EventPostTool, e.Event == EventPostFailure, e.Event == EventPrompt:
-			ev.Permission, ev.Asked, ev.Stopped = "", time.Time{}, time.Time{}
+			// Claude Code's notification of the same wait, just after the
+			// request, carries its own sentence: kept over the request's
+			// summary, and its time (the later) over the request's.
+			ev.Permission, ev.Asked = cmp.Or(term.Clean(e.Message), permissionWords(e)), e.At
 		case e.Event == EventStop, e.Event == EventSessionEnd:
 			ev.Permission, ev.Asked, ev.Stopped = "", time.Time{}, e.At
 		}
@@ -169,16 +156,37 @@ func ReadEvents(path string) (Events, error) {
 	return ev, sc.Err()
 }
 
-// Pending is the permission still waiting, given when the program last
-// wrote its transcript (newest, the time its newest line carries): a
-// line made after the permission was asked (the tool's result, refused;
-// the turn interrupted) answers it, where no hook does (Claude Code runs
-// no hook when a person says no). "" when none waits.
-func (ev Events) Pending(newest time.Time) string {
-	if ev.Permission == "" || newest.After(ev.Asked) {
+// DialogSettle is how long after a permission was asked a screen showing
+// the program's composer counts as the dialog gone: the hook runs just
+// before the dialog is drawn.
+const DialogSettle = time.Second
+
+// Pending is the permission that still waits, "" when none: asked and not
+// answered since. An answer shows as a transcript line made after it
+// (newest, the time the transcript's newest line carries: the tool's
+// result, or a refusal, for which Claude Code runs no hook) or, a settle
+// time after it was asked (now, the wall clock), as the program's composer
+// back at the foot of its screen: Claude Code hides its composer while a
+// dialog shows, and a long tool a person allowed writes no line until it
+// ends.
+func (ev Events) Pending(newest time.Time, screen *agent.Screen, now time.Time) string {
+	switch {
+	case ev.Permission == "", newest.After(ev.Asked):
+		return ""
+	case screen != nil && screen.Input && now.Sub(ev.Asked) >= DialogSettle:
 		return ""
 	}
 	return ev.Permission
+}
+
+// TurnEnded is when the program's own Stop hook said the turn that the
+// transcript's newest line (newest) belongs to ended; zero when it has
+// not said so since that line.
+func (ev Events) TurnEnded(newest time.Time) time.Time {
+	if ev.Stopped.Before(newest) {
+		return time.Time{}
+	}
+	return ev.Stopped
 }
 
 // permissionWords says a permission request in the program's terms: the
@@ -188,16 +196,5 @@ func permissionWords(e Event) string {
 	if e.What != "" {
 		s += fmt.Sprintf(" (%s)", e.What)
 	}
-	return sanitize(s)
-}
-
-// sanitize keeps a record's words printable: control characters become
-// spaces (the file is written by the agent's side).
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
+	return term.Clean(s)
 }

@@ -89,21 +89,33 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 			last = info.ModTime()
 		}
 	}
-	o.Permission, o.Stopped = ev.Pending(newest), ev.Stopped
 	o.Quiet = max(s.Now.Sub(last), 0)
 	if s.Place != nil {
 		o.PlaceGone = s.Place()
 	}
-	if panes && o.Up && watchScreen(r, o) {
-		if text, err := s.Panes.Capture(ctx, a.Pane); err == nil {
-			screen := agent.ReadScreen(a.Format, text)
-			o.Screen = &screen
-		}
+	if panes && o.Up {
+		observeScreen(ctx, r, s.Panes, ev, newest, &o)
 	}
+	// The hooks' times are the wall clock's, as the transcript's are; the
+	// timers' clock may be a test's.
+	o.Permission, o.Stopped = ev.Pending(newest, o.Screen, time.Now()), ev.TurnEnded(newest)
 	return o, string(prompt), nil
 }
 
-// ownEvents reads what the agent's own hooks said (issue 41), for an
+// observeScreen reads run r's screen into o where a decision turns on it
+// (watchScreen), or where the agent's own hooks say a permission may wait
+// (A11): the composer back on screen answers it.
+func observeScreen(ctx context.Context, r Run, panes agent.PaneHost, ev Events, newest time.Time, o *Observation) {
+	if !watchScreen(r, *o) && ev.Pending(newest, nil, time.Time{}) == "" {
+		return
+	}
+	if text, err := panes.Capture(ctx, r.Agent.Pane); err == nil {
+		screen := agent.ReadScreen(r.Agent.Format, text)
+		o.Screen = &screen
+	}
+}
+
+// ownEvents reads what the agent's own hooks said (A11), for an
 // agent flume runs in a pane: a permission they report waits until a hook
 // or a newer transcript line answers it.
 func ownEvents(a *Agent, panes bool) (Events, error) {

@@ -47,7 +47,7 @@ type Agent struct {
 	UsageBefore *agent.Usage `json:"usageBefore,omitempty"`
 }
 
-// EventsFile is where the agent's own hooks record its events (issue 41):
+// EventsFile is where the agent's own hooks record its events (A11):
 // beside its prompt, "" for a record with no prompt file of flume's.
 func (a *Agent) EventsFile() string {
 	if base, ok := strings.CutSuffix(a.PromptFile, ".prompt"); ok && base != "" {
@@ -229,7 +229,7 @@ func DialogReason(words string) string {
 }
 
 // PermissionReason is a blocked run's reason for a permission its agent
-// asked for, in the program's own words from its hooks (issue 41).
+// asked for, in the program's own words from its hooks (A11).
 func PermissionReason(words string) string {
 	return "the agent waits for a permission: " + words
 }

@@ -156,8 +156,10 @@ func fakeClaude() {
 		first, _, _ := strings.Cut(prompt, "\n")
 		fmt.Print("\x1b[2J\x1b[H╭─── Fake Claude ───╮\n● " + first + "\n")
 		busyComposer()
+		open := false // a turn left open (a tool call never finished, a question): no Stop
 		for a := range strings.SplitSeq(actions, ";") {
 			verb, arg, _ := strings.Cut(strings.TrimSpace(a), " ")
+			open = open || verb == "work" || verb == "ask"
 			arg = strings.NewReplacer("{place}", os.Getenv("FLUME_PLACE"), "{workspace}", os.Getenv("FLUME_WORKSPACE")).Replace(arg)
 			switch verb {
 			case "commit":
@@ -293,7 +295,7 @@ func fakeClaude() {
 				logTyped(home)
 			}
 		}
-		if !strings.Contains(actions, "work") && !strings.Contains(actions, "ask ") {
+		if !open {
 			fakeHook("Stop", map[string]any{"stop_hook_active": false})
 		}
 		composer()

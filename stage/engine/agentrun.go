@@ -28,7 +28,7 @@ import (
 // writeRunSettings writes the Claude Code settings file of one run: its
 // PreToolUse hook runs the guard before every tool use (A9), and a hook
 // for each of run.HookEvents records the event in the run's events file
-// (issue 41), so a wait for a person is known from the program itself.
+// (A11), so a wait for a person is known from the program itself.
 func writeRunSettings(path, guard, events string) error {
 	hook := func(command string) []any {
 		return []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": command}}}}

@@ -79,18 +79,19 @@ func Tell(ctx context.Context, env *stage.Env, o TellOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseTell(id, a); err != nil {
+	capture, err := env.Engine.HostOf(a).Capture(ctx, a.Pane)
+	if err != nil {
 		return err
 	}
-	screen, err := env.Engine.HostOf(a).Capture(ctx, a.Pane)
-	if err != nil {
+	screen := agent.ReadScreen(a.Format, capture)
+	if err := refuseTell(id, a, &screen); err != nil {
 		return err
 	}
 	// X3: typed only into the program's own composer at the foot of its
 	// screen (idle, or a turn at work that queues it); an unknown screen
 	// is never taken for one.
-	if s := agent.ReadScreen(a.Format, screen); !s.Input {
-		return &stage.RefusedError{Place: id, Reason: "the screen is not the agent's composer: " + s.Words}
+	if !screen.Input {
+		return &stage.RefusedError{Place: id, Reason: "the screen is not the agent's composer: " + screen.Words}
 	}
 	if err := env.Engine.HostOf(a).Send(ctx, a.Pane, text); err != nil {
 		return err
@@ -119,8 +120,9 @@ func Tell(ctx context.Context, env *stage.Env, o TellOptions) error {
 
 // refuseTell refuses a tell to agent a of place id, with nothing typed,
 // while the agent waits on its own question (A4) or on a permission its
-// own hooks reported (issue 41): a dialog, whatever its screen looks like.
-func refuseTell(id string, a *stage.AgentRun) error {
+// own hooks reported and neither its transcript nor its screen (the
+// composer back) shows answered (A11): a dialog, whatever it looks like.
+func refuseTell(id string, a *stage.AgentRun, screen *agent.Screen) error {
 	var newest time.Time
 	if a.Transcript != "" {
 		tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
@@ -134,7 +136,7 @@ func refuseTell(id string, a *stage.AgentRun) error {
 	}
 	if ev, err := run.ReadEvents(a.EventsFile()); err != nil {
 		return err
-	} else if words := ev.Pending(newest); words != "" {
+	} else if words := ev.Pending(newest, screen, time.Now()); words != "" {
 		return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent waits for a permission (%s); answer it in its pane: git flume attach %s", words, id)}
 	}
 	return nil

@@ -76,7 +76,7 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 
 // eventPoll is how often a waiting watcher looks at its agent's events
 // file: a permission asked is seen within it, not within the interval
-// (issue 41). A look is one stat.
+// (A11). A look is one stat.
 const eventPoll = 250 * time.Millisecond
 
 // waitOrEvent waits for interval, or less when the agent's events file
