@@ -121,17 +121,15 @@ func composerOf(format string, lines []string) (text string, foot int, ok bool) 
 		}
 		return strings.TrimSpace(strings.Join(lines[top+1:bottom], "\n")), bottom + 1, true
 	case FormatCodex:
-		// › text / footer: the last prompt mark that is no choice, with
-		// no more than a footer below it.
-		for i := len(lines) - 1; i >= 0 && i >= len(lines)-1-maxFooter-2; i-- {
-			l := strings.TrimLeft(lines[i], " ")
-			if !strings.HasPrefix(l, "›") {
-				continue
+		// › text / footer: the last prompt mark, no choice, with no more
+		// than a footer below it.
+		for i := len(lines) - 1; i >= 0; i-- {
+			if l := strings.TrimLeft(lines[i], " "); strings.HasPrefix(l, "›") {
+				if choiceLine().MatchString(lines[i]) || nonEmpty(lines[i+1:]) > maxFooter {
+					return "", 0, false
+				}
+				return strings.TrimSpace(strings.TrimPrefix(l, "›")), i + 1, true
 			}
-			if choiceLine().MatchString(lines[i]) || nonEmpty(lines[i+1:]) > maxFooter {
-				return "", 0, false
-			}
-			return strings.TrimSpace(strings.TrimPrefix(l, "›")), i + 1, true
 		}
 	}
 	return "", 0, false
