@@ -23,6 +23,9 @@ type Start struct {
 	Flume []string
 	// Print receives a "print" run's command line.
 	Print io.Writer
+	// Wrap, when set, goes before the run's command line: the sandbox's
+	// entry (A12).
+	Wrap []string
 	// Resume: the run goes on with the earlier session Vars names
 	// (ResumeID, Transcript) through the program's Resume command.
 	Resume bool
@@ -46,6 +49,9 @@ func Begin(ctx context.Context, panes PaneHost, s Start) error {
 		if argv = s.Program.ResumeArgv(s.Vars); argv == nil {
 			return fmt.Errorf("%s cannot resume session %q", s.Program.Name, s.Vars.ResumeID)
 		}
+	}
+	if len(s.Wrap) > 0 {
+		argv = append(s.Wrap[:len(s.Wrap):len(s.Wrap)], argv...)
 	}
 	if s.Pane == "print" {
 		var b strings.Builder

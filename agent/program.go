@@ -42,6 +42,10 @@ type Program struct {
 	// the session by) and {transcript}. Empty: the program cannot, and a
 	// fresh agent is started instead.
 	Resume []string
+	// State are the files and folders the program keeps its own state
+	// in (its settings, sessions, caches): templates with {home}, the
+	// only places outside its place its sandbox lets it write (A12).
+	State []string
 }
 
 // Builtin are the programs flume knows without configuration.
@@ -52,6 +56,7 @@ var Builtin = map[string]Program{
 		Resume:     []string{"claude", "--resume", "{resume_id}", "{prompt}"},
 		Transcript: "{home}/.claude/projects/*/{session_id}.jsonl",
 		Format:     FormatClaude,
+		State:      []string{"{home}/.claude/", "{home}/.claude.json"},
 	},
 	"codex": {
 		Name:       "codex",
@@ -59,6 +64,7 @@ var Builtin = map[string]Program{
 		Resume:     []string{"codex", "resume", "{resume_id}", "{prompt}"},
 		Transcript: "{home}/.codex/sessions/*/*/*/rollout-*.jsonl",
 		Format:     FormatCodex,
+		State:      []string{"{home}/.codex/"},
 	},
 	"pi": {
 		// --session names the session file itself (every pi version;
@@ -68,6 +74,7 @@ var Builtin = map[string]Program{
 		Resume:     []string{"pi", "--session", "{transcript}", "{prompt}"},
 		Transcript: "{home}/.pi/agent/flume-sessions/{session_id}.jsonl",
 		Format:     FormatPi,
+		State:      []string{"{home}/.pi/"},
 	},
 }
 
@@ -303,4 +310,33 @@ func ShellLine(argv []string) string {
 // every command, and most commands never read a screen (issue 14).
 func lazyRegexp(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
+// StatePaths are the folders and files program p keeps its state in, for
+// home: its State (a template ending in "/" is a folder), or for a
+// declared program that names none the first folder under {home} its
+// transcripts are in. Each must lie below home: a sandbox that let an
+// agent write home itself (its shell's startup files, git's own
+// configuration) would hold nothing (A12).
+func (p Program) StatePaths(home string) (dirs, files []string, err error) {
+	state := p.State
+	if len(state) == 0 {
+		if rest, ok := strings.CutPrefix(p.Transcript, "{home}/"); ok {
+			if first, _, _ := strings.Cut(rest, "/"); first != "" && !strings.ContainsAny(first, "*?[{") {
+				state = []string{"{home}/" + first + "/"}
+			}
+		}
+	}
+	for _, s := range state {
+		path := filepath.Clean(Vars{Home: home}.expand(s))
+		if home == "" || !filepath.IsAbs(path) || !strings.HasPrefix(path, filepath.Clean(home)+string(filepath.Separator)) {
+			return nil, nil, fmt.Errorf("agent %q: state %q is not below the home folder %s", p.Name, s, home)
+		}
+		if strings.HasSuffix(s, "/") {
+			dirs = append(dirs, path)
+		} else {
+			files = append(files, path)
+		}
+	}
+	return dirs, files, nil
 }

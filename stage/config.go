@@ -56,6 +56,10 @@ type Config struct {
 	// StuckAfter is flume.stuckAfter: how long a stage may be quiet
 	// before it is reported stuck (A7); 0 is the default, 30m.
 	StuckAfter time.Duration
+	// NoSandbox is flume.sandbox = off: agents run without the sandbox
+	// that holds what they write (A12); a role with path rules is then
+	// refused.
+	NoSandbox bool
 	// Prices are [price "MODEL"] sections: what a model's tokens cost,
 	// for transcripts that record tokens but no cost (W6).
 	Prices map[string]Price
@@ -217,6 +221,15 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 func (c *Config) applyFlume(name, value string) error {
 	var err error
 	switch name {
+	case "sandbox":
+		switch strings.ToLower(value) {
+		case "on", "true", "yes", "1":
+			c.NoSandbox = false
+		case "off", "false", "no", "0":
+			c.NoSandbox = true
+		default:
+			return fmt.Errorf("flume.sandbox: want on or off, got %q", value)
+		}
 	case "budget":
 		if c.Budget, err = time.ParseDuration(value); err != nil {
 			return fmt.Errorf("flume.budget: %w", err)
@@ -253,6 +266,8 @@ func (c *Config) applyAgent(sub, name, value string) error {
 		a.Transcript = value
 	case "format":
 		a.Format = value
+	case "state":
+		a.State = append(a.State, value)
 	default:
 		return nil
 	}

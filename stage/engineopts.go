@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agent/sandbox"
 )
 
 // Stage states (S1): the run lifecycle's, and landed, a submit stage's
@@ -82,6 +83,10 @@ type EngineOptions struct {
 	// Guard is the command an agent's PreToolUse hook runs to ask flume
 	// (A9), such as "/usr/local/bin/git-flume guard"; "" installs none.
 	Guard string
+	// Sandbox is the program that enters an agent's sandbox before the
+	// agent starts (agent.SandboxCommand), such as "git-flume"; "" runs
+	// agents without one (A12).
+	Sandbox string
 	// ReportGrace is how long an agent whose deliverable is in git may
 	// still take to close its turn with its STAGE REPORT (W2).
 	ReportGrace time.Duration
@@ -95,6 +100,10 @@ type EngineOptions struct {
 	// fingerprint again while its agent works (issue 30).
 	RadarEvery time.Duration
 }
+
+// NoLandlock says why this machine cannot hold an agent's sandbox, ""
+// when it can.
+func (o EngineOptions) NoLandlock() string { return sandbox.Unavailable() }
 
 // RadarInterval is RadarEvery, or 30 seconds when unset.
 func (o EngineOptions) RadarInterval() time.Duration { return setOr(o.RadarEvery, 30*time.Second) }

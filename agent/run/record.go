@@ -28,6 +28,9 @@ type Agent struct {
 	Started    time.Time `json:"started"`
 	SentAt     time.Time `json:"sentAt"`
 	Sends      int       `json:"sends"`
+	// Sandbox is what holds what the agent writes (A12): "landlock", or
+	// "off: " and why it runs without one; "" in records older than it.
+	Sandbox string `json:"sandbox,omitempty"`
 	// Ended reports the agent ended and verified gone (X5), by flume or by
 	// itself.
 	Ended bool `json:"ended"`

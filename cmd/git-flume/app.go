@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	agentrun "github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agent/sandbox"
 	"github.com/git-flume/git-flume/internal/cliargs"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/term"
@@ -267,10 +268,16 @@ func usageErrors(cmds []*cli.Command, parent string) {
 
 // run is the program: it returns the exit code.
 func run(ctx context.Context, args []string, io *streams, environ []string) int {
-	if len(args) == 3 && args[1] == agentExec {
-		// tmux runs this in an agent's new pane: no repository, no
-		// flags, nothing read but the launch file (A10).
-		err := agent.Exec(args[2])
+	if len(args) == 3 && args[1] == agentExec || len(args) > 1 && args[1] == sandbox.Subcommand {
+		// tmux runs agent-exec in an agent's new pane, and agent-sandbox
+		// starts an agent's command line (A12): no repository, no flags,
+		// nothing read but the launch file or the arguments (A10).
+		var err error
+		if args[1] == agentExec {
+			err = agent.Exec(args[2])
+		} else {
+			err = sandbox.Exec(args[2:])
+		}
 		fmt.Fprintf(io.Err, "git-flume: %v\n", err)
 		return exitLaunch
 	}

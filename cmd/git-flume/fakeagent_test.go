@@ -40,13 +40,13 @@ import (
 //	needs TEXT      end the turn with "NEEDS: TEXT"
 //	ask TEXT        ask the user TEXT (AskUserQuestion) and wait
 //	run CMD         run CMD with sh -c in the place, as its Bash tool would;
-//	                output appended to ~/run-<place>.log
+//	                output appended to ~/.claude/run-<place>.log
 //	recreate TEXT   end the turn asking for a fresh session: "RECREATE: TEXT"
 //	work            start a tool call and never finish the turn
 //	permission CMD  start a Bash tool call for CMD and ask permission for it
 //	                in a dialog at the foot of the screen, as Claude Code
 //	                does; what is typed into it is logged to
-//	                ~/typed-into-dialog; a line answers it ("1": yes, CMD
+//	                ~/.claude/typed-into-dialog; a line answers it ("1": yes, CMD
 //	                runs; anything else: no), then the plan goes on
 //	asks CMD        the same, in a dialog whose words flume does not know:
 //	                only the hooks say what it is
@@ -59,7 +59,7 @@ import (
 // the workspace request's id ($FLUME_PLACE, $FLUME_WORKSPACE). A
 // prompt with no line gets "say ok". A plan starting with "dialog" shows
 // a trust dialog instead of the composer and records anything typed into
-// ~/typed-into-dialog. A plan starting with "trust" shows the same dialog
+// ~/.claude/typed-into-dialog. A plan starting with "trust" shows the same dialog
 // until a person answers it (one line, Enter), then goes on with the rest
 // of the plan and its first prompt, as Claude Code does. A plan starting
 // with "crash N WORDS" prints WORDS ("\n" a line break) and exits with
@@ -70,6 +70,7 @@ func fakeClaude() {
 		fmt.Println("2.1.197 (Fake Claude)")
 		return
 	}
+	os.MkdirAll(filepath.Join(os.Getenv("HOME"), ".claude"), 0o755) // its own files' folder
 	var session, first string
 	for i := 0; i < len(args); i++ {
 		if args[i] == "--session-id" && i+1 < len(args) {
@@ -93,7 +94,7 @@ func fakeClaude() {
 		if stage == "" {
 			stage = os.Getenv("FLUME_TASK")
 		}
-		counter := filepath.Join(os.Getenv("HOME"), ".fake-runs-"+os.Getenv("FLUME_PLACE")+"-"+stage)
+		counter := filepath.Join(os.Getenv("HOME"), ".claude", ".fake-runs-"+os.Getenv("FLUME_PLACE")+"-"+stage)
 		runs, _ := os.ReadFile(counter)
 		run := len(runs) + 1
 		os.WriteFile(counter, append(runs, '.'), 0o644)
@@ -234,7 +235,7 @@ func fakeClaude() {
 					"role": "assistant", "content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Claude AI usage limit reached|%d", reset)}}, "stop_reason": "stop_sequence"}})
 			case "run":
 				tr.tool("Bash", arg)
-				log, _ := os.OpenFile(filepath.Join(home, "run-"+os.Getenv("FLUME_PLACE")+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				log, _ := os.OpenFile(filepath.Join(home, ".claude", "run-"+os.Getenv("FLUME_PLACE")+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 				fmt.Fprintf(log, "$ %s\n", arg)
 				cmd := exec.Command("sh", "-c", arg)
 				cmd.Stdout, cmd.Stderr = log, log
@@ -276,7 +277,7 @@ func fakeClaude() {
 					fmt.Print(" Bash command\n\n   " + arg + "\n   This command requires approval\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and don't ask again for this command\n   3. No, and tell Claude what to do differently (esc)\n")
 				}
 				answer, _ := rd.ReadString('\n')
-				f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				f, _ := os.OpenFile(filepath.Join(home, ".claude", "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 				fmt.Fprint(f, answer)
 				f.Close()
 				fmt.Print("\x1b[2J\x1b[H╭─── Fake Claude ───╮\n") // the dialog gives way
@@ -377,12 +378,12 @@ func fakeHook(event string, fields map[string]any) {
 }
 
 // logTyped is a dialog on screen: everything typed from now on lands in
-// it and is logged to $HOME/typed-into-dialog, for scripts to assert
+// it and is logged to $HOME/.claude/typed-into-dialog, for scripts to assert
 // nothing was. It never returns.
 func logTyped(home string) {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		f, _ := os.OpenFile(filepath.Join(home, "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		f, _ := os.OpenFile(filepath.Join(home, ".claude", "typed-into-dialog"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		fmt.Fprintln(f, sc.Text())
 		f.Close()
 	}
@@ -417,11 +418,12 @@ func runQuiet(name string, args ...string) {
 	}
 }
 
-// fakeLog appends a line to $HOME/fake-agent.log: which plan each fake
+// fakeLog appends a line to $HOME/.claude/fake-agent.log (the fake keeps
+// its files in its own state folder, the one its sandbox lets it write): which plan each fake
 // agent ran and which of its commands failed, printed by a wait that
 // times out (waitfor, waitws).
 func fakeLog(format string, args ...any) {
-	f, err := os.OpenFile(filepath.Join(os.Getenv("HOME"), "fake-agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(os.Getenv("HOME"), ".claude", "fake-agent.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return
 	}

@@ -6,10 +6,12 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/git-flume/git-flume/agent/sandbox"
 )
 
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == agentExec {
+	if len(os.Args) > 1 && (os.Args[1] == agentExec || os.Args[1] == sandbox.Subcommand) {
 		// The launcher becomes the agent on the process's first thread:
 		// while another thread executes, the kernel shows the process as
 		// a zombie with status 0 to anyone who looks (A10).

@@ -203,7 +203,7 @@ func pollUntil(ts *testscript.TestScript, name, timeout, pattern string, command
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	log, _ := os.ReadFile(filepath.Join(ts.Getenv("HOME"), "fake-agent.log"))
+	log, _ := os.ReadFile(filepath.Join(ts.Getenv("HOME"), ".claude", "fake-agent.log"))
 	ts.Fatalf("%s: no match for %q within %s; last output:\n%s\nthe fake agents' log:\n%s", name, pattern, d, out, log)
 }
 

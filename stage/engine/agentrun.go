@@ -21,6 +21,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agent/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -104,8 +105,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		return false, nil // K1: never start an agent over one still running
 	}
 	// A10: an agent starts only in the place's own worktree, verified
-	// first (readying runs there too); the launcher refuses any other
-	// folder as well.
+	// first (readying runs there too); the launcher refuses any other.
 	if gone := placeGone(repo, p); gone != "" {
 		st := &p.Stages[p.Current]
 		st.Blocked(stage.BlockPlace, gone)
@@ -136,9 +136,10 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	if err != nil {
 		return false, err
 	}
-	if why := unenforced(run.role, run.prog, env.Engine.Guard); why != "" {
-		st.Blocked(stage.BlockRole, why)
-		return write("blocked: " + why)
+	if blocked, err := holdRun(env, repo, cfg, p, st, run); err != nil {
+		return false, err
+	} else if blocked != "" {
+		return write(blocked)
 	}
 	a := run.agent
 	startRun(env, cfg, p, st, a, head)
@@ -219,20 +220,27 @@ type stageRun struct {
 	// resumeID is the id the program resumes the stage's earlier session
 	// by, "" for a fresh session.
 	resumeID string
+	// sandbox is what the agent may write, nil for none (A12).
+	sandbox *sandbox.Sandbox
 }
 
 // unenforced says why role's limits cannot be held to with program prog
-// (A9, issue 27): a role that limits tools or paths needs flume's guard
-// before every tool use, and only a program that runs it (Guarded, with a
-// guard command set) does. "" when there is nothing to hold or it holds.
-func unenforced(role *stage.Role, prog agent.Program, guard string) string {
+// (A9, A12, issue 27): a role that limits tools or paths needs flume's
+// guard before every tool use, and only a program that runs it (Guarded,
+// with a guard command set) does; a role that limits paths needs the
+// sandbox too, since a shell command asks no guard (unsandboxed says why
+// the run has none). "" when there is nothing to hold or it holds.
+func unenforced(role *stage.Role, prog agent.Program, guard, unsandboxed string) string {
 	if role == nil || len(role.Tools) == 0 && len(role.PathRestrictions) == 0 {
 		return ""
 	}
-	if guard != "" && prog.Guarded() {
-		return ""
+	if guard == "" || !prog.Guarded() {
+		return fmt.Sprintf("role %s limits its tools or paths, and %s cannot be held to them (flume's guard runs in Claude Code, Codex and pi as shipped, or in a declared command that names {settings}); nothing was started rather than the limits silently not enforced", role.Name, prog.Name)
 	}
-	return fmt.Sprintf("role %s limits its tools or paths, and %s cannot be held to them (flume's guard runs in Claude Code, Codex and pi as shipped, or in a declared command that names {settings}); nothing was started rather than the limits silently not enforced", role.Name, prog.Name)
+	if len(role.PathRestrictions) > 0 && unsandboxed != "" {
+		return fmt.Sprintf("role %s limits paths, and its agent would run without a sandbox (%s): a shell command asks no guard, so nothing was started rather than the limits silently not enforced", role.Name, unsandboxed)
+	}
+	return ""
 }
 
 // resumePrompt is what a resumed agent is told: it has the stage's prompt
@@ -341,6 +349,10 @@ func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Pl
 	}
 	start := agent.Start{Program: r.prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
 		Flume: agentVars(p, st.Name, a.Session), Resume: r.resumeID != ""}
+	if r.sandbox != nil {
+		// A12; its hooks need not try what it cannot write.
+		start.Wrap, start.Flume = r.sandbox.Wrap(env.Engine.Sandbox), append(start.Flume, "FLUME_SANDBOX=landlock")
+	}
 	if a.Pane != "print" {
 		return agent.Begin(ctx, env.Engine.HostOf(a), start)
 	}

@@ -36,9 +36,14 @@ func TestUnenforcedRoleLimits_A9(t *testing.T) {
 		{"a declared command without it", limited, declared("x", "{prompt}"), "g", true},
 		{"a declared program named claude is not Claude Code", limited, agent.Program{Name: "claude", Command: []string{"my-claude", "{prompt}"}}, "g", true},
 	} {
-		why := unenforced(c.role, c.prog, c.guard)
+		why := unenforced(c.role, c.prog, c.guard, "")
 		if (why != "") != c.refused {
 			t.Errorf("%s: unenforced = %q, want refused %v", c.name, why, c.refused)
+		}
+		// A12: path limits need the sandbox too; tools alone do not.
+		unheld := unenforced(c.role, c.prog, c.guard, "no landlock")
+		if wantRefused := c.refused || c.role != nil && len(c.role.PathRestrictions) > 0; (unheld != "") != wantRefused {
+			t.Errorf("%s without a sandbox: unenforced = %q, want refused %v", c.name, unheld, wantRefused)
 		}
 		if c.refused && !strings.Contains(why, c.prog.Name+" cannot be held to them") {
 			t.Errorf("%s: reason %q does not name the program", c.name, why)

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/git-flume/git-flume/refs"
@@ -63,11 +65,13 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 			return nil
 		}
 		rw.tick(ctx, env, repo, repoDir, p)
-		events := ""
-		if a := stage.CurrentRun(p); a != nil {
-			events = a.EventsFile()
+		// The agent's own hooks (A11), and its branch's reflog: a
+		// sandboxed agent's commit starts no advance of its own (A12).
+		var files []string
+		if a := stage.CurrentRun(p); a != nil && a.EventsFile() != "" {
+			files = append(files, a.EventsFile(), filepath.Join(repo.CommonDir, "logs", filepath.FromSlash(p.BranchRef())))
 		}
-		if err := waitOrEvent(ctx, interval, events); err != nil {
+		if err := waitOrEvent(ctx, interval, files); err != nil {
 			return err
 		}
 	}
@@ -79,20 +83,25 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 // (A11). A look is one stat.
 const eventPoll = 250 * time.Millisecond
 
-// waitOrEvent waits for interval, or less when the agent's events file
-// (its own hooks, "" for none) grows meanwhile.
-func waitOrEvent(ctx context.Context, interval time.Duration, events string) error {
-	size := func() int64 {
-		if info, err := os.Stat(events); err == nil {
-			return info.Size()
+// waitOrEvent waits for interval, or less when one of files (the agent's
+// events file and its branch's reflog; none for no run) changes size
+// meanwhile.
+func waitOrEvent(ctx context.Context, interval time.Duration, files []string) error {
+	sizes := func() (n []int64) {
+		for _, f := range files {
+			size := int64(-1)
+			if info, err := os.Stat(f); err == nil {
+				size = info.Size()
+			}
+			n = append(n, size)
 		}
-		return -1
+		return n
 	}
 	deadline := time.Now().Add(interval)
-	was := size()
+	was := sizes()
 	for {
 		step := min(time.Until(deadline), eventPoll)
-		if events == "" {
+		if len(files) == 0 {
 			step = time.Until(deadline)
 		}
 		if step <= 0 {
@@ -103,7 +112,7 @@ func waitOrEvent(ctx context.Context, interval time.Duration, events string) err
 			return ctx.Err()
 		case <-time.After(step):
 		}
-		if events != "" && size() != was {
+		if len(files) > 0 && !slices.Equal(sizes(), was) {
 			return nil
 		}
 	}

@@ -97,6 +97,9 @@ type AgentStatus struct {
 	// command).
 	State string `json:"state"`
 	Sends int    `json:"sends"`
+	// Sandbox is what holds what the agent writes (A12): "landlock", or
+	// "off: " and why; "" for a run recorded before it was kept.
+	Sandbox string `json:"sandbox"`
 }
 
 // StageStatus is the current stage: index is 1-based. Delivered is set
@@ -424,7 +427,7 @@ func agentStatus(ctx context.Context, env *stage.Env, p *stage.Place) *AgentStat
 	if a == nil {
 		return nil
 	}
-	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: stage.AgentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends,
+	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: stage.AgentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, Sandbox: a.Sandbox,
 		State: engine.AgentState(ctx, env, p)}
 }
 

@@ -1,0 +1,144 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/git-flume/git-flume/internal/proc"
+)
+
+// Subcommand is the hidden command that enters a sandbox and executes
+// the agent: git-flume agent-sandbox [--dir D]... [--file F]... -- ARGV.
+const Subcommand = "agent-sandbox"
+
+// MinABI is the least Landlock version a sandbox needs: 3, the first
+// that also refuses truncating a file it may not write.
+const MinABI = 3
+
+// Sandbox is what an agent may write.
+type Sandbox struct {
+	// Dirs are written, made and removed beneath.
+	Dirs []string
+	// Files are written in place only: no file is made or removed beside
+	// them. One missing is skipped.
+	Files []string
+}
+
+// LandlockABI is the kernel's Landlock version, 0 where it has none or it
+// is off.
+func LandlockABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// Unavailable says why no sandbox can be entered here, "" when one
+// can.
+func Unavailable() string {
+	switch v := LandlockABI(); {
+	case v == 0:
+		return "this kernel has no Landlock (Linux 5.13 or later, with landlock among its security modules)"
+	case v < MinABI:
+		return fmt.Sprintf("this kernel's Landlock is version %d; an agent's sandbox needs version %d (Linux 6.2 or later)", v, MinABI)
+	}
+	return ""
+}
+
+// Wrap is the start of the command line that runs a command inside the
+// sandbox, entered by flume's own program (exe): the command follows it.
+func (s *Sandbox) Wrap(exe string) []string {
+	out := []string{exe, Subcommand}
+	for _, d := range s.Dirs {
+		out = append(out, "--dir", d)
+	}
+	for _, f := range s.Files {
+		out = append(out, "--file", f)
+	}
+	return append(out, "--")
+}
+
+// Parse reads the arguments Wrap wrote after the command's name.
+func Parse(args []string) (Sandbox, []string, error) {
+	var s Sandbox
+	for len(args) > 0 {
+		switch {
+		case args[0] == "--":
+			if len(args) == 1 {
+				return s, nil, errors.New("agent-sandbox: no command after --")
+			}
+			return s, args[1:], nil
+		case len(args) >= 2 && args[0] == "--dir":
+			s.Dirs = append(s.Dirs, args[1])
+		case len(args) >= 2 && args[0] == "--file":
+			s.Files = append(s.Files, args[1])
+		default:
+			return s, nil, fmt.Errorf("agent-sandbox: unexpected %q", args[0])
+		}
+		args = args[2:]
+	}
+	return s, nil, errors.New("agent-sandbox: no command")
+}
+
+// writeRights are the rights a sandbox handles: every way to change the
+// file system (Landlock 3). Reading and executing stay the user's.
+const writeRights = ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
+	ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock |
+	ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSRefer |
+	ll.AccessFSTruncate
+
+// fileRights are those of a file written in place.
+const fileRights = ll.AccessFSWriteFile | ll.AccessFSTruncate
+
+// Enter restricts this process, and every process it starts, to the
+// sandbox. It fails, restricting nothing, where the kernel cannot hold it
+// or a folder is missing: an agent never runs believed sandboxed and not.
+func (s Sandbox) Enter() error {
+	if why := Unavailable(); why != "" {
+		return errors.New(why)
+	}
+	cfg := landlock.Config{HandledAccessFS: writeRights}
+	if LandlockABI() >= 6 {
+		cfg.Scoped = ll.ScopeSignal | ll.ScopeAbstractUnixSocket
+	}
+	rules := []landlock.Rule{landlock.PathAccess(writeRights, s.Dirs...)}
+	var files []string
+	for _, f := range s.Files {
+		if info, err := os.Stat(f); err == nil && info.Mode().IsRegular() {
+			files = append(files, f)
+		}
+	}
+	if len(files) > 0 {
+		rules = append(rules, landlock.PathAccess(fileRights, files...))
+	}
+	if err := cfg.Restrict(rules...); err != nil {
+		return fmt.Errorf("enter the agent's sandbox: %w", err)
+	}
+	return refuseUnixSockets()
+}
+
+// Exec is agent-sandbox's work: enter the sandbox, then replace
+// this process with argv, found on this environment's PATH, with this
+// environment. It returns only on failure.
+func Exec(args []string) error {
+	s, argv, err := Parse(args)
+	if err != nil {
+		return err
+	}
+	if err := s.Enter(); err != nil {
+		return err
+	}
+	env := slices.Clone(os.Environ())
+	path, err := proc.LookPath(argv[0], env)
+	if err != nil {
+		return fmt.Errorf("find %s on the agent's PATH: %w", argv[0], err)
+	}
+	return syscall.Exec(path, argv, env)
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/stage"
+)
+
+// What a stage's agent may write (A12, issue 41): its place, and of git's
+// own folders only what a commit on its branch writes. The main checkout,
+// other places, every other branch and tag, flume's records and the
+// hooks stay read-only to every process it starts.
+
+// sandboxFor is the sandbox of run r in place p, or nil and why there is
+// none: the configuration turned it off, the kernel cannot hold one, or
+// the role delegates (a delegating agent makes places and writes flume's
+// records itself, A9). An error is a place whose git folders are not as
+// flume made them: nothing is started there.
+func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Place, r *stageRun) (*sandbox.Sandbox, string, error) {
+	switch {
+	case env.Engine.Sandbox == "":
+		return nil, "flume runs agents without a sandbox here (FLUME_SANDBOX=off)", nil
+	case cfg.NoSandbox:
+		return nil, "flume.sandbox is off", nil
+	case r.role != nil && len(r.role.DelegatesTo) > 0:
+		return nil, fmt.Sprintf("role %s delegates, and its agent writes flume's records itself", r.role.Name), nil
+	}
+	if why := env.Engine.NoLandlock(); why != "" {
+		return nil, why, nil
+	}
+	home := agent.HomeOf(env.CallerEnv)
+	stateDirs, stateFiles, err := r.prog.StatePaths(home)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, d := range stateDirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, "", fmt.Errorf("sandbox of %s: %w", p.ID, err)
+		}
+	}
+	admin, err := worktreeAdmin(repo.CommonDir, p)
+	if err != nil {
+		return nil, "", err
+	}
+	// git writes a branch by making a lock file beside it and renaming it
+	// over the branch: the branch's folder, which git keeps once made.
+	branchDir := filepath.Dir(filepath.Join(repo.CommonDir, filepath.FromSlash(p.BranchRef())))
+	if info, err := os.Stat(branchDir); err != nil || !info.IsDir() {
+		return nil, "", fmt.Errorf("place %s: branch %s has no folder %s for its agent to commit through", p.ID, p.Branch, branchDir)
+	}
+	tmp := "/tmp"
+	for _, kv := range env.CallerEnv {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && filepath.IsAbs(v) {
+			tmp = v
+		}
+	}
+	sb := &sandbox.Sandbox{
+		Dirs: append([]string{p.Path, filepath.Join(repo.CommonDir, "objects"), admin, branchDir, tmp, "/dev"}, stateDirs...),
+		// The branch's reflog is appended to in place; the run's events
+		// file is written by the agent's own hooks (A11).
+		Files: append([]string{filepath.Join(repo.CommonDir, "logs", filepath.FromSlash(p.BranchRef()))}, stateFiles...),
+	}
+	if f := r.agent.EventsFile(); f != "" {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			return nil, "", fmt.Errorf("sandbox of %s: %w", p.ID, err)
+		}
+		sb.Files = append(sb.Files, f)
+	}
+	return sb, "", nil
+}
+
+// worktreeAdmin is git's folder for place p's worktree: worktrees/<id> of
+// the common folder, as git names it, and pointing back at the place. A
+// folder that points elsewhere was not made by flume's launch, and is not
+// given to an agent to write.
+func worktreeAdmin(commonDir string, p *stage.Place) (string, error) {
+	admin := filepath.Join(commonDir, "worktrees", filepath.Base(p.Path))
+	back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	if err != nil {
+		return "", fmt.Errorf("place %s: its worktree's folder in git: %w", p.ID, err)
+	}
+	if got, want := string(bytes.TrimSpace(back)), filepath.Join(p.Path, ".git"); filepath.Clean(got) != want {
+		return "", fmt.Errorf("place %s: git's folder %s names worktree %q, expected %q", p.ID, admin, got, want)
+	}
+	return admin, nil
+}
+
+// holdRun gives run r of stage st its sandbox and records it; where the
+// run's role cannot be held to (unenforced) it blocks st instead and
+// returns the record's message: then nothing starts.
+func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Place, st *stage.StageRecord, r *stageRun) (string, error) {
+	sb, unsandboxed, err := sandboxFor(env, repo, cfg, p, r)
+	if err != nil {
+		return "", err
+	}
+	if why := unenforced(r.role, r.prog, env.Engine.Guard, unsandboxed); why != "" {
+		st.Blocked(stage.BlockRole, why)
+		return "blocked: " + why, nil
+	}
+	r.sandbox, r.agent.Sandbox = sb, sandboxNote(sb, unsandboxed)
+	return "", nil
+}
+
+// sandboxNote is what a run's record says of its sandbox: "landlock", or
+// "off: why".
+func sandboxNote(s *sandbox.Sandbox, why string) string {
+	if s != nil {
+		return "landlock"
+	}
+	return "off: " + cmp.Or(why, "none")
+}
