@@ -19,7 +19,7 @@ func (repo *Repo) withIndex(ctx context.Context, dir string, do func(run func(st
 	os.Remove(index) // git makes it; an empty file is not an index
 	defer os.Remove(index)
 	run := func(stdin []byte, args ...string) ([]byte, error) {
-		return repo.r.run(ctx, call{dir: dir, args: args, stdin: stdin, env: []string{"GIT_INDEX_FILE=" + index}})
+		return repo.r.run(ctx, repo.inTree(dir, call{args: args, stdin: stdin, env: []string{"GIT_INDEX_FILE=" + index}}))
 	}
 	return do(run)
 }
@@ -98,10 +98,10 @@ func (repo *Repo) DiffTrees(ctx context.Context, from, to string) ([]byte, error
 // files are written over, through a throwaway index. HEAD is not moved
 // here; the caller moves the branch.
 func (repo *Repo) RestoreTree(ctx context.Context, dir, base, tree string) error {
-	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"read-tree", "--reset", "-u", base}}); err != nil {
+	if _, err := repo.r.run(ctx, repo.inTree(dir, call{args: []string{"read-tree", "--reset", "-u", base}})); err != nil {
 		return fmt.Errorf("restore %s to %.12s: %w", dir, base, err)
 	}
-	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"clean", "-f", "-d", "-q", "--", "."}}); err != nil {
+	if _, err := repo.r.run(ctx, repo.inTree(dir, call{args: []string{"clean", "-f", "-d", "-q", "--", "."}})); err != nil {
 		return fmt.Errorf("restore %s: remove untracked files: %w", dir, err)
 	}
 	if tree == "" {

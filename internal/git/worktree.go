@@ -112,11 +112,9 @@ func (repo *Repo) PlanWorktree(path, branch string) WorktreePlan {
 	if !repo.inProcess() || repo.Bare {
 		return plan
 	}
-	hook, ok := repo.HookFile("post-checkout")
-	if !ok {
+	if hook, ok := repo.HookFile("post-checkout"); !ok {
 		return plan
-	}
-	if _, err := os.Lstat(hook); !errors.Is(err, fs.ErrNotExist) {
+	} else if _, err := os.Lstat(hook); !errors.Is(err, fs.ErrNotExist) {
 		return plan
 	}
 	noCommits := func([]string) (map[string]string, bool) { return nil, true }
@@ -184,7 +182,7 @@ func (repo *Repo) PruneWorktrees(ctx context.Context) error {
 // Dirty returns the modified, staged and untracked (non-ignored) paths of
 // the worktree at dir, as `git status --porcelain` names them.
 func (repo *Repo) Dirty(ctx context.Context, dir string) ([]string, error) {
-	out, err := repo.r.run(ctx, call{dir: dir, readOnly: true, args: []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}})
+	out, err := repo.r.run(ctx, repo.inTree(dir, call{readOnly: true, args: []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}}))
 	if err != nil {
 		return nil, fmt.Errorf("status of %s: %w", dir, err)
 	}
@@ -420,7 +418,7 @@ func (repo *Repo) patchIDs(ctx context.Context, patches []byte) ([]string, error
 // from to commit to, as a fast-forward checkout does (`read-tree -u -m`):
 // git refuses when a local change would be overwritten.
 func (repo *Repo) SwitchTree(ctx context.Context, dir, from, to string) error {
-	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"read-tree", "-u", "-m", from, to}}); err != nil {
+	if _, err := repo.r.run(ctx, repo.inTree(dir, call{args: []string{"read-tree", "-u", "-m", from, to}})); err != nil {
 		return fmt.Errorf("update the work tree at %s from %.12s to %.12s: %w", dir, from, to, err)
 	}
 	return nil
@@ -432,12 +430,12 @@ func (repo *Repo) SwitchTree(ctx context.Context, dir, from, to string) error {
 // overwrite) is aborted, so the work tree is left as it was, and the
 // error carries git's words.
 func (repo *Repo) Merge(ctx context.Context, dir, commit, message string) error {
-	_, err := repo.r.run(ctx, call{dir: dir, args: []string{"merge", "--no-edit", "-m", message, commit}})
+	_, err := repo.r.run(ctx, repo.inTree(dir, call{args: []string{"merge", "--no-edit", "-m", message, commit}}))
 	if err == nil {
 		return nil
 	}
-	if _, err := repo.r.run(ctx, call{dir: dir, args: []string{"rev-parse", "-q", "--verify", "MERGE_HEAD"}}); err == nil {
-		if _, aerr := repo.r.run(ctx, call{dir: dir, args: []string{"merge", "--abort"}}); aerr != nil {
+	if _, err := repo.r.run(ctx, repo.inTree(dir, call{args: []string{"rev-parse", "-q", "--verify", "MERGE_HEAD"}})); err == nil {
+		if _, aerr := repo.r.run(ctx, repo.inTree(dir, call{args: []string{"merge", "--abort"}})); aerr != nil {
 			return fmt.Errorf("merge %.12s in %s: %w; and merge --abort failed, the work tree is mid-merge: %v", commit, dir, err, aerr)
 		}
 	}
@@ -446,7 +444,7 @@ func (repo *Repo) Merge(ctx context.Context, dir, commit, message string) error 
 
 // IndexTree returns the tree the index of the work tree at dir holds.
 func (repo *Repo) IndexTree(ctx context.Context, dir string) (string, error) {
-	out, err := repo.r.run(ctx, call{dir: dir, args: []string{"write-tree"}})
+	out, err := repo.r.run(ctx, repo.inTree(dir, call{args: []string{"write-tree"}}))
 	if err != nil {
 		return "", err
 	}
@@ -563,32 +561,42 @@ func (r *Runner) ConfigIn(ctx context.Context, dir string) ([]gitconfig.Entry, e
 	return gitconfig.ParseList(out), nil
 }
 
-// WorktreeBranch returns the branch (full ref name) checked out in the
-// worktree at path, "" when its HEAD is detached, read from the files git
-// keeps (path/.git names the worktree's git dir, whose HEAD is read). A
-// worktree that is not one of this repository's is an error wrapping
-// ErrNotExist.
+// inTree is call c in the work tree at dir, a linked worktree's folders named
+// outright: git reads no dir/.git or commondir its agent wrote (A12).
+func (repo *Repo) inTree(dir string, c call) call {
+	c.dir = dir
+	if admin := repo.worktreeAdmin(dir); admin != "" {
+		c.env = append(c.env[:len(c.env):len(c.env)], "GIT_DIR="+admin, "GIT_COMMON_DIR="+repo.CommonDir, "GIT_WORK_TREE="+dir)
+	}
+	return c
+}
+
+// worktreeAdmin is git's folder for the linked worktree at dir, "" for none.
+func (repo *Repo) worktreeAdmin(dir string) string {
+	if repo.Bare || dir == "" || filepath.Clean(dir) == filepath.Clean(repo.Dir) && repo.GitDir == repo.CommonDir {
+		return ""
+	}
+	return ondisk.WorktreeAdmin(repo.CommonDir, dir)
+}
+
+// WorktreeChanged says how the files tying the linked worktree at dir to
+// the repository differ from what git wrote, "" when they agree: git run
+// there follows them, out of its agent's sandbox (A12).
+func (repo *Repo) WorktreeChanged(dir string) string {
+	if admin := repo.worktreeAdmin(dir); admin != "" {
+		return ondisk.WorktreeChanged(repo.CommonDir, admin, dir)
+	}
+	return ""
+}
+
+// WorktreeBranch is ondisk.WorktreeBranch of this repository: a worktree
+// not of it is an error wrapping ErrNotExist.
 func (repo *Repo) WorktreeBranch(path string) (string, error) {
-	gitDir, err := ondisk.GitDirOf(path)
+	branch, err := ondisk.WorktreeBranch(repo.CommonDir, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("worktree %s: %w", path, ErrNotExist)
-	} else if err != nil {
-		return "", fmt.Errorf("worktree %s: %w", path, err)
 	}
-	owner := filepath.Clean(repo.CommonDir)
-	if g := filepath.Clean(gitDir); g != owner && filepath.Dir(g) != filepath.Join(owner, "worktrees") {
-		return "", fmt.Errorf("worktree %s belongs to %s, not %s: %w", path, g, owner, ErrNotExist)
-	}
-	var buf [512]byte
-	head, err := ondisk.ReadSmall(filepath.Join(gitDir, "HEAD"), buf[:])
-	if err != nil {
-		return "", fmt.Errorf("worktree %s: %w", path, ErrNotExist)
-	}
-	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
-	if !ok {
-		return "", nil
-	}
-	return ref, nil
+	return branch, err
 }
 
 // GlobalConfigAll returns every value of key in the user's global git
@@ -623,7 +631,7 @@ func (r *Runner) AddGlobalConfig(ctx context.Context, key, value string) error {
 // work tree at dir.
 func (repo *Repo) Ignored(ctx context.Context, dir string, paths []string) (map[string]bool, error) {
 	in := []byte(strings.Join(paths, "\x00") + "\x00")
-	out, err := repo.r.run(ctx, call{dir: dir, readOnly: true, stdin: in, args: []string{"check-ignore", "-z", "--stdin", "--no-index"}})
+	out, err := repo.r.run(ctx, repo.inTree(dir, call{readOnly: true, stdin: in, args: []string{"check-ignore", "-z", "--stdin", "--no-index"}}))
 	if err != nil && exitCode(err) != 1 { // 1: none of them is ignored
 		return nil, fmt.Errorf("check-ignore in %s: %w", dir, err)
 	}
@@ -633,7 +641,7 @@ func (repo *Repo) Ignored(ctx context.Context, dir string, paths []string) (map[
 // Tracked reports which of paths (relative to dir) the index of the work
 // tree at dir tracks.
 func (repo *Repo) Tracked(ctx context.Context, dir string, paths []string) (map[string]bool, error) {
-	out, err := repo.r.run(ctx, call{dir: dir, readOnly: true, args: append([]string{"ls-files", "-z", "--"}, paths...)})
+	out, err := repo.r.run(ctx, repo.inTree(dir, call{readOnly: true, args: append([]string{"ls-files", "-z", "--"}, paths...)}))
 	if err != nil {
 		return nil, fmt.Errorf("ls-files in %s: %w", dir, err)
 	}
@@ -675,11 +683,11 @@ func (repo *Repo) MergeConflicts(ctx context.Context, a, b string) ([]string, er
 // changed) holds base's content or a beginning of it (a write cut short).
 // false means something in it is not git's.
 func (repo *Repo) CheckoutCutShort(ctx context.Context, dir, base string) (bool, error) {
-	missing, err := repo.r.run(ctx, call{dir: dir, readOnly: true, args: []string{"diff", "--cached", "--name-only", "-z", "--diff-filter=D", base}})
+	missing, err := repo.r.run(ctx, repo.inTree(dir, call{readOnly: true, args: []string{"diff", "--cached", "--name-only", "-z", "--diff-filter=D", base}}))
 	if err != nil || len(missing) == 0 {
 		return false, err
 	}
-	others, err := repo.r.run(ctx, call{dir: dir, readOnly: true, args: []string{"ls-files", "-z", "--others", "--modified", "--exclude-standard"}})
+	others, err := repo.r.run(ctx, repo.inTree(dir, call{readOnly: true, args: []string{"ls-files", "-z", "--others", "--modified", "--exclude-standard"}}))
 	if err != nil {
 		return false, err
 	}

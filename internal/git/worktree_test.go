@@ -119,3 +119,82 @@ func TestWorktreesReadInProcessAgreeWithGit_R4(t *testing.T) {
 // unbornRefs reads every branch as unborn: a listing it answers is judged
 // by the worktree folders alone.
 func unbornRefs([]string) (map[string]string, bool) { return map[string]string{}, true }
+
+// TestGitInAWorktreeFollowsNoFileItsAgentWrote_A12: a place's agent may
+// write its worktree's .git file and git's folder for it. flume's git in
+// the worktree is told the repository's folders outright: a .git file
+// pointed at a folder of the agent's, whose configuration names an
+// fsmonitor command, runs nothing and reads the real worktree; and
+// WorktreeChanged says what changed. The same status by hand runs it.
+func TestGitInAWorktreeFollowsNoFileItsAgentWrote_A12(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "repo")
+	mustGit(t, env, "init", "-q", "-b", "main", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "init")
+	place := filepath.Join(dir, "places", "fix--one")
+	mustGit(t, env, "-C", dir, "worktree", "add", "-q", "-b", "fix/one", place)
+	repo := mustOpen(t, &git.Runner{Env: env}, dir)
+	if why := repo.WorktreeChanged(place); why != "" {
+		t.Fatalf("a worktree as git made it: WorktreeChanged = %q", why)
+	}
+	os.WriteFile(filepath.Join(place, "work.txt"), []byte("x"), 0o644)
+
+	evil, pwned := filepath.Join(place, ".evil"), filepath.Join(root, "pwned")
+	mustGit(t, env, "init", "-q", "--bare", evil)
+	mustGit(t, env, "-C", evil, "config", "core.bare", "false")
+	mustGit(t, env, "-C", evil, "config", "core.fsmonitor", "touch "+pwned)
+	if err := os.WriteFile(filepath.Join(place, ".git"), []byte("gitdir: "+evil+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dirty, err := repo.Dirty(ctx, place)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatal("flume's git status in the worktree ran the fsmonitor command the agent's .git file led to")
+	}
+	// The real worktree: its new file, and the agent's folder as files
+	// in it (the agent's repository would list work.txt alone).
+	if got := strings.Join(dirty, " "); !strings.Contains(got, "work.txt") || !strings.Contains(got, ".evil/config") {
+		t.Errorf("Dirty = %q, want the real worktree's work.txt and .evil/config", got)
+	}
+	if why := repo.WorktreeChanged(place); !strings.Contains(why, ".git holds \"gitdir: "+evil+"\"") {
+		t.Errorf("WorktreeChanged = %q, want it to name the .git file", why)
+	}
+	// The probe is real: git by hand follows the .git file.
+	gitOut(t, env, "-C", place, "status", "--porcelain")
+	if _, err := os.Stat(pwned); err != nil {
+		t.Fatalf("git by hand did not run the fsmonitor command: the test shows nothing (%v)", err)
+	}
+}
+
+// TestGitInAWorktreeOfATakenNameIsItsOwn: git names a second worktree
+// whose folder's name is taken worktrees/<name>1; flume's git in it is
+// told that folder, never the first one's.
+func TestGitInAWorktreeOfATakenNameIsItsOwn(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "repo")
+	mustGit(t, env, "init", "-q", "-b", "main", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "init")
+	first, second := filepath.Join(root, "k1", "a"), filepath.Join(root, "k2", "a")
+	mustGit(t, env, "-C", dir, "worktree", "add", "-q", "-b", "one", first)
+	mustGit(t, env, "-C", dir, "worktree", "add", "-q", "-b", "two", second)
+	os.WriteFile(filepath.Join(second, "mine.txt"), []byte("x"), 0o644)
+	repo := mustOpen(t, &git.Runner{Env: env}, dir)
+	dirty, err := repo.Dirty(ctx, second)
+	if err != nil || strings.Join(dirty, " ") != "mine.txt" {
+		t.Fatalf("Dirty(second) = %q, %v; want its own mine.txt", dirty, err)
+	}
+	if dirty, err := repo.Dirty(ctx, first); err != nil || len(dirty) != 0 {
+		t.Fatalf("Dirty(first) = %q, %v; want nothing", dirty, err)
+	}
+	for _, wt := range []string{first, second} {
+		if why := repo.WorktreeChanged(wt); why != "" {
+			t.Errorf("WorktreeChanged(%s) = %q, want none", wt, why)
+		}
+	}
+}

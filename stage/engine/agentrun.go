@@ -106,7 +106,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	}
 	// A10: an agent starts only in the place's own worktree, verified
 	// first (readying runs there too); the launcher refuses any other.
-	if gone := placeGone(repo, p); gone != "" {
+	if gone := placeGone(ctx, repo, p); gone != "" {
 		st := &p.Stages[p.Current]
 		st.Blocked(stage.BlockPlace, gone)
 		_, err := stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: blocked: %s", st.Name, p.ID, gone))

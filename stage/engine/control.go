@@ -256,7 +256,7 @@ func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how
 			return err
 		}
 		// A10: a restart starts only in the place's own worktree.
-		if gone := placeGone(repo, p); gone != "" {
+		if gone := placeGone(ctx, repo, p); gone != "" {
 			return &stage.RefusedError{Place: id, Reason: gone + "; nothing is started anywhere else. Recover: " + recoverPlace(p)}
 		}
 		st := &p.Stages[p.Current]

@@ -13,6 +13,7 @@ import (
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -214,7 +215,7 @@ func Observe(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place
 			seen.Tasks = tasks
 			return done, what, err
 		},
-		Place:    func() string { return placeGone(repo, p) },
+		Place:    func() string { return placeGone(ctx, repo, p) },
 		Reminder: reminder(st),
 	}
 	if a != nil {
@@ -227,10 +228,23 @@ func Observe(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place
 
 // placeGone says why p's worktree is no longer the place an agent of it may
 // run in (A10): the folder is gone, or is not a worktree of this repository
-// on the place's branch; "" while it is.
-func placeGone(repo *git.Repo, p *stage.Place) string {
+// on the place's branch, or the files that make it one were changed (A12);
+// "" while it is.
+func placeGone(ctx context.Context, repo *git.Repo, p *stage.Place) string {
 	if _, err := os.Stat(p.Path); errors.Is(err, os.ErrNotExist) {
 		return fmt.Sprintf("its place's worktree %s is gone", p.Path)
+	}
+	// A12: the files that tie the worktree to the repository are the
+	// agent's to write, and git run there follows them.
+	if changed := repo.WorktreeChanged(p.Path); changed != "" {
+		return gitFilesChanged + ", and git run in " + p.Path + " would follow them: " + changed
+	}
+	// A12: a place's agent may write its kind's ref folder, so a sibling
+	// branch's file too, but not that branch's reflog.
+	if head, err := repo.RefValue(ctx, p.BranchRef()); err == nil && head != "" {
+		if known, has := ondisk.ReflogHas(repo.CommonDir, p.BranchRef(), head); known && !has {
+			return fmt.Sprintf("%s: %s is at %.12s, a value git never gave it (its reflog has none such); another place's agent of kind %s can write it", branchWritten, p.Branch, head, p.PlaceKind)
+		}
 	}
 	// A detached HEAD (a rebase under way) is still the place's.
 	switch branch, err := repo.WorktreeBranch(p.Path); {

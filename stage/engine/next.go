@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/git-flume/git-flume/stage"
 )
@@ -86,8 +87,17 @@ func blockedNext(p *stage.Place, st *stage.StageRecord, up bool, retry string) s
 	case stage.BlockReady:
 		return fmt.Sprintf("fix the readying step, then %s", retry)
 	case stage.BlockPlace:
+		if strings.HasPrefix(st.Reason, branchWritten) {
+			return fmt.Sprintf("look at git log %s and git reflog %s (what git gave it); set it back with git update-ref, then %s", p.Branch, p.Branch, retry)
+		}
+		if strings.HasPrefix(st.Reason, gitFilesChanged) {
+			return fmt.Sprintf("look at what its agent wrote before running git in %s; git worktree repair %s writes its .git file again; then %s, or git flume drop %s", p.Path, p.Path, retry, p.ID)
+		}
 		return recoverPlace(p)
 	case stage.BlockRole:
+		if strings.Contains(st.Reason, "without a sandbox") {
+			return fmt.Sprintf("run it where the kernel has Landlock with flume.sandbox on, or drop the role's path-restrictions; then %s", retry)
+		}
 		return fmt.Sprintf("launch the work again with --agent claude, codex or pi, or drop the role's tools and path-restrictions; then %s", retry)
 	}
 	if up && st.BlockedBy() != stage.BlockDialog {

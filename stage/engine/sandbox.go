@@ -19,6 +19,15 @@ import (
 // other places, every other branch and tag, flume's records and the
 // hooks stay read-only to every process it starts.
 
+// gitFilesChanged starts the reason of a stage blocked because the files
+// that tie its place's worktree to the repository are not as git wrote
+// them (placeGone).
+const gitFilesChanged = "its place's git files were changed"
+
+// branchWritten starts the reason of a stage blocked because its branch
+// holds a value its reflog never had: written as a file, not by git.
+const branchWritten = "its branch was written outside git"
+
 // sandboxFor is the sandbox of run r in place p, or nil and why there is
 // none: the configuration turned it off, the kernel cannot hold one, or
 // the role delegates (a delegating agent makes places and writes flume's

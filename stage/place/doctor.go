@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/sandbox"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
@@ -36,6 +37,11 @@ type Doctor struct {
 	// PaneHostProblem why it cannot open panes ("" when it can).
 	PaneHost        string `json:"paneHost"`
 	PaneHostProblem string `json:"paneHostProblem"`
+	// Landlock is the kernel's Landlock version (0: none), and
+	// SandboxProblem why agents run without a sandbox here ("" when they
+	// run in one: A12).
+	Landlock       int    `json:"landlock"`
+	SandboxProblem string `json:"sandboxProblem"`
 	// Default is the agent program a launch uses with no --agent.
 	Default string            `json:"default"`
 	Agents  []agent.Readiness `json:"agents"`
@@ -66,6 +72,10 @@ func Diagnose(ctx context.Context, env *stage.Env, repoDir string) (*Doctor, err
 		if err := env.Engine.Panes.Check(ctx, env.CallerEnv); err != nil {
 			d.PaneHostProblem = err.Error()
 		}
+	}
+	d.Landlock, d.SandboxProblem = sandbox.LandlockABI(), env.Engine.NoLandlock()
+	if env.Engine.Sandbox == "" {
+		d.SandboxProblem = "FLUME_SANDBOX=off"
 	}
 	declared := map[string]agent.Program{}
 	places := ""

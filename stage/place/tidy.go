@@ -279,6 +279,10 @@ func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.
 		res.Worktree = "removed"
 		return "", nil
 	}
+	if changed := repo.WorktreeChanged(wt.Path); changed != "" {
+		// A12: git worktree remove reads them; so would any git run there.
+		return "the worktree's git files were changed: " + changed, nil
+	}
 	dirty, err := repo.Dirty(ctx, wt.Path)
 	if err != nil {
 		return "", err

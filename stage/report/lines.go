@@ -37,6 +37,11 @@ func WriteDoctor(w io.Writer, d *place.Doctor) {
 	default:
 		fmt.Fprintf(w, "copy-on-write clones in %s: no (%s): [run] deps are copied in full\n", d.Repo, d.CopyOnWriteProblem)
 	}
+	if d.SandboxProblem != "" {
+		fmt.Fprintf(w, "agent sandbox: none: %s; agents write whatever you may, and roles with path-restrictions are refused\n", d.SandboxProblem)
+	} else {
+		fmt.Fprintf(w, "agent sandbox: Landlock %d: an agent writes only its place\n", d.Landlock)
+	}
 	fmt.Fprintf(w, "agents (a launch uses %s unless --agent or FLUME_AGENT says otherwise):\n", d.Default)
 	for _, r := range d.Agents {
 		state := "cannot start here"

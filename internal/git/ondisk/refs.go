@@ -217,3 +217,37 @@ func (c *PackedRefsCache) Lookup(commonDir string, names map[string]bool, ids ma
 	}
 	return true
 }
+
+// reflogLimit bounds how much of a reflog ReflogHas reads: its newest
+// entries, which is where a place's branch's life is.
+const reflogLimit = 1 << 20
+
+// ReflogHas reports whether id is a value git gave ref: the new value of an
+// entry of its reflog in commonDir (its newest MiB). known is false where
+// the reflog says nothing: it is missing or empty.
+func ReflogHas(commonDir, ref, id string) (known, has bool) {
+	f, err := os.Open(filepath.Join(commonDir, "logs", filepath.FromSlash(ref)))
+	if err != nil {
+		return false, false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || info.Size() == 0 {
+		return false, false
+	}
+	off := max(0, info.Size()-reflogLimit)
+	data := make([]byte, info.Size()-off)
+	if _, err := f.ReadAt(data, off); err != nil && !errors.Is(err, io.EOF) {
+		return false, false
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		// "<old> <new> <name> <email> <time> <zone>\t<message>"
+		if f := bytes.Fields(line); len(f) >= 2 {
+			known = true
+			if string(f[1]) == id {
+				return true, true
+			}
+		}
+	}
+	return known, false
+}

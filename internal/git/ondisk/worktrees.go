@@ -2,6 +2,7 @@ package ondisk
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -240,4 +241,101 @@ func GitDirOf(path string) (string, error) {
 		gitDir = filepath.Join(path, gitDir)
 	}
 	return gitDir, nil
+}
+
+// WorktreeChanged says how the files that tie the linked worktree at dir,
+// whose folder in git is admin, to the repository whose common folder is
+// commonDir differ from what git wrote: dir/.git naming admin, admin's
+// gitdir naming dir/.git, its commondir naming commonDir, and no
+// config.worktree; "" when they agree. A path git wrote relative
+// (worktree.useRelativePaths) is taken from the file's own folder.
+func WorktreeChanged(commonDir, admin, dir string) string {
+	read := func(path string) string {
+		var buf [4096]byte
+		data, err := ReadSmall(path, buf[:])
+		if err != nil {
+			return "(unreadable: " + err.Error() + ")"
+		}
+		return strings.TrimSpace(string(data))
+	}
+	abs := func(from, path string) string {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(from, path)
+		}
+		return filepath.Clean(path)
+	}
+	dotGit := filepath.Join(dir, ".git")
+	if got := read(dotGit); !strings.HasPrefix(got, "gitdir: ") || abs(dir, strings.TrimPrefix(got, "gitdir: ")) != admin {
+		return fmt.Sprintf("%s holds %q, expected %q", dotGit, got, "gitdir: "+admin)
+	}
+	if got := read(filepath.Join(admin, "gitdir")); abs(admin, got) != dotGit {
+		return fmt.Sprintf("%s holds %q, expected %q", filepath.Join(admin, "gitdir"), got, dotGit)
+	}
+	if got := read(filepath.Join(admin, "commondir")); abs(admin, got) != filepath.Clean(commonDir) {
+		return fmt.Sprintf("%s holds %q, expected the common folder %s", filepath.Join(admin, "commondir"), got, commonDir)
+	}
+	if _, err := os.Lstat(filepath.Join(admin, "config.worktree")); err == nil {
+		return fmt.Sprintf("%s exists: git in the work tree may read it", filepath.Join(admin, "config.worktree"))
+	}
+	return ""
+}
+
+// WorktreeBranch returns the branch (full ref name) checked out in the
+// worktree at path, "" when its HEAD is detached: path/.git names the
+// worktree's git folder, whose HEAD is read. A worktree that is not one of
+// the repository whose common folder is commonDir is an error wrapping
+// fs.ErrNotExist.
+func WorktreeBranch(commonDir, path string) (string, error) {
+	gitDir, err := GitDirOf(path)
+	if err != nil {
+		return "", fmt.Errorf("worktree %s: %w", path, err)
+	}
+	owner := filepath.Clean(commonDir)
+	if g := filepath.Clean(gitDir); g != owner && filepath.Dir(g) != filepath.Join(owner, "worktrees") {
+		return "", fmt.Errorf("worktree %s belongs to %s, not %s: %w", path, g, owner, fs.ErrNotExist)
+	}
+	var buf [512]byte
+	head, err := ReadSmall(filepath.Join(gitDir, "HEAD"), buf[:])
+	if err != nil {
+		return "", fmt.Errorf("worktree %s: %w", path, fs.ErrNotExist)
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !ok {
+		return "", nil
+	}
+	return ref, nil
+}
+
+// WorktreeAdmin is git's folder in commonDir for the linked worktree at
+// dir: the one whose gitdir names dir/.git, looked for first under dir's
+// own name (git's choice unless taken), then among them all; else the one
+// under dir's name, whose files then disagree (WorktreeChanged says how);
+// "" when there is none.
+func WorktreeAdmin(commonDir, dir string) string {
+	root := filepath.Join(commonDir, "worktrees")
+	dotGit := filepath.Join(filepath.Clean(dir), ".git")
+	names := func(admin string) bool {
+		var buf [4096]byte
+		data, err := ReadSmall(filepath.Join(admin, "gitdir"), buf[:])
+		path := strings.TrimSpace(string(data))
+		if err == nil && !filepath.IsAbs(path) {
+			path = filepath.Join(admin, path)
+		}
+		return err == nil && filepath.Clean(path) == dotGit
+	}
+	own := filepath.Join(root, filepath.Base(dir))
+	if names(own) {
+		return own
+	}
+	if entries, err := os.ReadDir(root); err == nil {
+		for _, e := range entries {
+			if admin := filepath.Join(root, e.Name()); e.IsDir() && names(admin) {
+				return admin
+			}
+		}
+	}
+	if info, err := os.Lstat(own); err == nil && info.IsDir() {
+		return own
+	}
+	return ""
 }
