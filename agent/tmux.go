@@ -57,7 +57,24 @@ func (t *Tmux) cmd(stdin string, args ...string) proc.Cmd {
 	if t.Socket != "" {
 		base = []string{"-S", t.Socket}
 	}
-	return proc.Cmd{Path: "tmux", Args: append(base, args...), Stdin: strings.NewReader(stdin)}
+	return proc.Cmd{Path: "tmux", Args: append(base, args...), Stdin: strings.NewReader(stdin), Env: tmuxEnv(os.Environ())}
+}
+
+// tmuxEnv is what a tmux client flume runs is given of environ, and so the
+// server the first one starts, which keeps it for every window opened in
+// it later: what tmux itself needs, never a key or flume's session (an
+// agent's own environment reaches it through its launch file).
+func tmuxEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "PATH" || name == "HOME" || name == "USER" || name == "LOGNAME" || name == "SHELL" || name == "TERM" ||
+			name == "TMUX_TMPDIR" || name == "XDG_RUNTIME_DIR" || name == "TZ" || name == "LANG" || strings.HasPrefix(name, "LC_"):
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func (t *Tmux) run(ctx context.Context, args ...string) (string, error) {
@@ -435,7 +452,7 @@ var _ Attacher = (*Tmux)(nil)
 // inside tmux attaches to that server too, without nesting checks.
 func (t *Tmux) Attach(ctx context.Context, name string, term Terminal) error {
 	c := t.cmd("", "attach-session", "-t", "="+name)
-	c.Stdin, c.Stdout, c.Stderr = term.In, term.Out, term.Err
+	c.Stdin, c.Stdout, c.Stderr, c.Env = term.In, term.Out, term.Err, nil
 	for _, kv := range term.Env {
 		if !strings.HasPrefix(kv, "TMUX=") {
 			c.Env = append(c.Env, kv)

@@ -413,6 +413,28 @@ type codexPayload struct {
 		Type    string          `json:"type"`
 		Content json.RawMessage `json:"content"`
 	} `json:"item"`
+	// Error is what ended a turn that failed (task_complete's error:
+	// Codex 0.171 records a provider error and a reply cut for length
+	// so); Info is Codex's kind of it, a word or an object.
+	Error *struct {
+		Message string          `json:"message"`
+		Info    json.RawMessage `json:"codex_error_info"`
+	} `json:"error"`
+}
+
+// codexFailed reads a turn's failure: a reply cut at the output limit is
+// a length cut (A8's one recovery), anything else a provider or stream
+// error with Codex's own words and kind.
+func (t *Transcript) codexFailed(message string, info json.RawMessage) {
+	if strings.Contains(message, "max_output_tokens") {
+		t.Turn = TurnLength
+		return
+	}
+	t.Turn, t.ErrorText = TurnError, message
+	var kind string
+	if json.Unmarshal(info, &kind) == nil && kind != "" && kind != "other" {
+		t.ErrorText += " (" + kind + ")"
+	}
 }
 
 // Codex CLI rollout files: $CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl.
@@ -446,11 +468,16 @@ func (t *Transcript) readCodexEvent(p codexPayload) {
 		t.Turn = TurnRunning
 	case p.Type == "task_started" || p.Type == "turn_started":
 		t.Turn = TurnRunning
+	case (p.Type == "task_complete" || p.Type == "turn_complete") && p.Error != nil:
+		t.codexFailed(p.Error.Message, p.Error.Info)
+	case p.Type == "error":
+		// Codex before 0.171: the error event, then the turn's end.
+		t.codexFailed(p.Message, nil)
 	case p.Type == "task_complete" || p.Type == "turn_complete":
 		if p.LastAgent != "" {
 			t.LastAssistant = p.LastAgent
 		}
-		if t.Question == "" {
+		if t.Question == "" && t.Turn != TurnError && t.Turn != TurnLength {
 			t.Turn = TurnDone
 		}
 	case p.Type == "turn_aborted":

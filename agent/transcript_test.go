@@ -111,6 +111,37 @@ func TestCodexQuestion(t *testing.T) {
 	}
 }
 
+// TestCodexFailedTurns_A8: Codex 0.171 ends a failed turn with
+// task_complete carrying the error (lines as the real program wrote them
+// against the fake model): a reply cut at the output limit is a length
+// cut; a provider error blocks with Codex's words and kind; an earlier
+// Codex's error event reads the same. A next prompt runs again.
+func TestCodexFailedTurns_A8(t *testing.T) {
+	const start = `{"type":"event_msg","payload":{"type":"user_message","message":"go"}}` + "\n"
+	for _, c := range []struct{ name, lines, turn, text string }{
+		{"cut for length", `{"type":"event_msg","payload":{"type":"task_complete","last_agent_message":null,"error":{"message":"Incomplete response returned, reason: max_output_tokens","codex_error_info":"other"}}}`,
+			agent.TurnLength, ""},
+		{"provider error", `{"type":"event_msg","payload":{"type":"task_complete","last_agent_message":null,"error":{"message":"We’re currently experiencing high demand, which may cause temporary errors.","codex_error_info":"internal_server_error"}}}`,
+			agent.TurnError, "We’re currently experiencing high demand, which may cause temporary errors. (internal_server_error)"},
+		{"an earlier Codex's error event", `{"type":"event_msg","payload":{"type":"error","message":"stream disconnected before completion"}}` + "\n" +
+			`{"type":"event_msg","payload":{"type":"task_complete","last_agent_message":null}}`,
+			agent.TurnError, "stream disconnected before completion"},
+		{"a clean end", `{"type":"event_msg","payload":{"type":"task_complete","last_agent_message":"done"}}`, agent.TurnDone, ""},
+	} {
+		tr, err := agent.ReadTranscript(strings.NewReader(start+c.lines), agent.FormatCodex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Turn != c.turn || tr.ErrorText != c.text {
+			t.Errorf("%s: turn %q error %q, want %q %q", c.name, tr.Turn, tr.ErrorText, c.turn, c.text)
+		}
+		again, _ := agent.ReadTranscript(strings.NewReader(start+c.lines+"\n"+start), agent.FormatCodex)
+		if again.Turn != agent.TurnRunning {
+			t.Errorf("%s, then a prompt: turn %q, want running", c.name, again.Turn)
+		}
+	}
+}
+
 func TestPiTranscript_A1(t *testing.T) {
 	tr := read(t, "pi.jsonl", agent.FormatPi)
 	if !tr.Received("Stage code: fix the login crash and commit.") {

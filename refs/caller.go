@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
@@ -23,7 +25,7 @@ func (e *ForeignSessionError) Error() string {
 // shell that ran the command; naming another is a ForeignSessionError.
 // Otherwise: the named session sid and pid when given, else
 // $FLUME_SESSION and $FLUME_SESSION_PID, else the working directory and
-// the nearest ancestor that is not git.
+// the caller's session leader (sessionPID).
 func CallerSession(host, sid string, pid int, vars map[string]string) (Session, error) {
 	s := Session{Host: host}
 	if agentSID, agentPID := agentSession(); agentSID != "" {
@@ -77,9 +79,18 @@ func agentSession() (string, int) {
 	return sid, top
 }
 
-// sessionPID is the nearest ancestor process that is neither git nor
-// git-flume: the shell or agent session that ran the command.
+// sessionPID is the process whose life the caller's claim shares (R8,
+// issue 41): the leader of its session (the terminal's or login shell, a
+// tmux pane's, a cron job's), so a claim taken through a wrapper (sh -c,
+// timeout, make) outlives the wrapper; else, where the leader is git,
+// git-flume or gone (setsid git flume use), the nearest ancestor that is
+// neither git nor git-flume.
 func sessionPID() int {
+	if sid, err := unix.Getsid(0); err == nil && sid > 1 && sid != os.Getpid() {
+		if _, comm, ok := proc.Parent(sid); ok && comm != "git" && comm != "git-flume" {
+			return sid
+		}
+	}
 	pid := os.Getppid()
 	for range 8 {
 		ppid, comm, ok := proc.Parent(pid)

@@ -2,6 +2,7 @@ package stage
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // Report is an agent's closing STAGE REPORT (W2).
@@ -47,7 +48,12 @@ func ParseReport(text string) *Report {
 			*cur += "\n" + t
 		}
 		if cur != nil && len(*cur) > maxReportField {
-			*cur = (*cur)[:maxReportField]
+			// Cut at a character's start, never inside one.
+			n := maxReportField
+			for n > 0 && !utf8.RuneStart((*cur)[n]) {
+				n--
+			}
+			*cur = (*cur)[:n]
 		}
 	}
 	if !found {

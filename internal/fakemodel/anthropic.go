@@ -28,6 +28,9 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	} else {
 		block = map[string]any{"type": "text", "text": a.text}
 	}
+	if a.cut {
+		stop = "max_tokens"
+	}
 	id := s.newID("msg_fake_")
 	msg := map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model,
 		"content": []any{block}, "stop_reason": stop, "stop_sequence": nil, "usage": usage}

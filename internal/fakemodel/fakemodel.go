@@ -31,6 +31,10 @@ type Rule struct {
 	Input map[string]any `json:"input,omitempty"`
 	// Error answers with an HTTP 500 carrying this message.
 	Error string `json:"error,omitempty"`
+	// Cut is a reply cut for length: the provider's maximum output
+	// reached (Anthropic's stop_reason max_tokens, a Responses stream's
+	// response.incomplete for max_output_tokens).
+	Cut string `json:"cut,omitempty"`
 	// Slow sleeps this long before each streamed event.
 	Slow string `json:"slow,omitempty"`
 }
@@ -134,6 +138,7 @@ type answer struct {
 	toolName string
 	toolArgs map[string]any
 	err      string
+	cut      bool
 	slow     time.Duration
 }
 
@@ -154,6 +159,8 @@ func (s *Server) decide(c conversation, path string) answer {
 		switch {
 		case rule.Error != "":
 			a = answer{err: rule.Error}
+		case rule.Cut != "":
+			a.text, a.cut = rule.Cut, true
 		case c.toolResult:
 			a.text = rule.Then
 			if a.text == "" {

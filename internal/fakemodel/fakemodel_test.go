@@ -15,6 +15,7 @@ import (
 var scenario = &fakemodel.Scenario{Rules: []fakemodel.Rule{
 	{Match: "commit", Shell: "git commit -am x", Then: "committed"},
 	{Match: "boom", Error: "overloaded"},
+	{Match: "long", Cut: "I was in the middle of"},
 	{Match: "", Text: "hello"},
 }}
 
@@ -101,3 +102,22 @@ func readLines(path string) ([]string, error) {
 }
 
 var osReadFile = func(p string) ([]byte, error) { return os.ReadFile(p) }
+
+// TestCutForLength: a cut rule stops a Responses stream with
+// response.incomplete for max_output_tokens, and an Anthropic reply with
+// stop_reason max_tokens.
+func TestCutForLength(t *testing.T) {
+	s, err := fakemodel.Start(scenario, filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, out := post(t, s.URL+"/v1/responses", `{"model":"m","stream":true,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"a long one"}]}]}`)
+	if !strings.Contains(out, "response.incomplete") || !strings.Contains(out, `"reason":"max_output_tokens"`) || strings.Contains(out, "response.completed") {
+		t.Errorf("responses cut:\n%s", out)
+	}
+	_, out = post(t, s.URL+"/v1/messages", `{"model":"m","stream":true,"messages":[{"role":"user","content":"a long one"}]}`)
+	if !strings.Contains(out, `"stop_reason":"max_tokens"`) {
+		t.Errorf("anthropic cut:\n%s", out)
+	}
+}

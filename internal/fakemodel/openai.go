@@ -96,6 +96,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		sse(w, "response.output_text.delta", map[string]any{"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "item_id": "msg_fake", "delta": a.text}, a.slow)
 	}
 	sse(w, "response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item}, a.slow)
+	if a.cut {
+		cut := resp("incomplete", []any{item})
+		cut["incomplete_details"] = map[string]any{"reason": "max_output_tokens"}
+		sse(w, "response.incomplete", map[string]any{"type": "response.incomplete", "response": cut}, a.slow)
+		return
+	}
 	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": resp("completed", []any{item})}, a.slow)
 }
 
