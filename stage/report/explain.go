@@ -162,6 +162,7 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Plac
 	}
 	if a := st.Agent; a != nil {
 		add("agent", agentEvidence(a, seen, local, now))
+		add("sandbox", sandboxEvidence(a.Sandbox))
 		add("transcript", transcriptEvidence(a, seen, local))
 		add("screen", screenEvidence(seen.Screen))
 	}
@@ -175,6 +176,18 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Plac
 		add("timers", timerEvidence(st, now))
 	}
 	return ev
+}
+
+// sandboxEvidence is what holds what the agent writes (A12): a refused
+// write shows in its transcript as the tool's own "Permission denied".
+func sandboxEvidence(note string) string {
+	switch {
+	case note == "landlock":
+		return "Landlock: it writes only its place and its branch; anything else it tries is refused by the kernel (its tools then say Permission denied)"
+	case strings.HasPrefix(note, "off: "):
+		return "none: " + strings.TrimPrefix(note, "off: ") + "; it writes whatever you may"
+	}
+	return ""
 }
 
 // agentEvidence is how the stage's agent stands and how its prompt went.
