@@ -3,13 +3,15 @@ package agent
 import (
 	"slices"
 	"testing"
+
+	"github.com/git-flume/git-flume/agent/codexhook"
 )
 
 // TestCodexGetsItsGuardHook_A9: shipped Codex gets the guard as a config
 // override of the run, before its prompt (fresh or resumed); the command is
 // quoted as TOML, so a path with quotes or backslashes stays one string.
 func TestCodexGetsItsGuardHook_A9(t *testing.T) {
-	hook := CodexHook(`/opt/my "flume"\bin/git-flume guard --codex`)
+	hook := codexhook.Override(`/opt/my "flume"\bin/git-flume guard --codex`)
 	want := `hooks.PreToolUse=[{matcher=".*",hooks=[{type="command",command="/opt/my \"flume\"\\bin/git-flume guard --codex",timeout=60}]}]`
 	if hook != want {
 		t.Fatalf("hook\n%s\nwant\n%s", hook, want)

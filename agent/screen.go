@@ -1,6 +1,9 @@
 package agent
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Reading an agent's screen (A3, A10, A11, X3). The screen is the last of an
 // agent's channels: its hooks and transcript are read first. What the
@@ -121,11 +124,13 @@ func composerOf(format string, lines []string) (text string, foot int, ok bool) 
 		}
 		return strings.TrimSpace(strings.Join(lines[top+1:bottom], "\n")), bottom + 1, true
 	case FormatCodex:
-		// › text / footer: the last prompt mark, no choice, with no more
-		// than a footer below it.
+		// › text / footer: the last prompt mark, no choice, with a footer
+		// below it and nothing else: at most maxFooter lines, each
+		// indented as Codex draws its status lines (the echo of a
+		// submitted prompt has the turn's own lines under it, "• …").
 		for i := len(lines) - 1; i >= 0; i-- {
 			if l := strings.TrimLeft(lines[i], " "); strings.HasPrefix(l, "›") {
-				if choiceLine().MatchString(lines[i]) || nonEmpty(lines[i+1:]) > maxFooter {
+				if choiceLine().MatchString(lines[i]) || !codexFooter(lines[i+1:]) {
 					return "", 0, false
 				}
 				return strings.TrimSpace(strings.TrimPrefix(l, "›")), i + 1, true
@@ -133,6 +138,21 @@ func composerOf(format string, lines []string) (text string, foot int, ok bool) 
 		}
 	}
 	return "", 0, false
+}
+
+// codexFooter reports lines that can be Codex's footer under its
+// composer: one to maxFooter non-empty lines, each indented.
+func codexFooter(lines []string) bool {
+	n := nonEmpty(lines)
+	if n == 0 || n > maxFooter {
+		return false
+	}
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "  ") {
+			return false
+		}
+	}
+	return true
 }
 
 // lastRules finds the last two rule lines of a screen, with no more than
@@ -166,17 +186,22 @@ func nonEmpty(lines []string) int {
 }
 
 // dialogAt finds the line of lines where a dialog shows itself: the last
-// with a dialog's words, else the last with a dialog's key hints, else
-// the last numbered choice.
+// with a dialog's words, else the selected choice above the last with a
+// dialog's key hints (a question's words are over its choices, not its
+// keys) or that line, else the last numbered choice.
 func dialogAt(lines []string) (at int, ok bool) {
-	for _, marks := range [][]string{dialogWords, dialogKeys} {
+	for k, marks := range [][]string{dialogWords, dialogKeys} {
 		for i := len(lines) - 1; i >= 0; i-- {
 			low := strings.ToLower(lines[i])
-			for _, w := range marks {
-				if strings.Contains(low, w) {
-					return i, true
+			if !slices.ContainsFunc(marks, func(w string) bool { return strings.Contains(low, w) }) {
+				continue
+			}
+			for j := i; k == 1 && j >= max(i-12, 0); j-- {
+				if choiceLine().MatchString(lines[j]) {
+					return j, true
 				}
 			}
+			return i, true
 		}
 	}
 	for i := len(lines) - 1; i >= 0; i-- {

@@ -17,16 +17,30 @@ import (
 var screenCorpus = []struct {
 	file, format, class, words string
 }{
-	// Claude Code 2.1.197.
+	// Claude Code 2.1.197: its composers; its dialogs for a file created,
+	// edited and overwritten, a shell command, a fetch, leaving plan mode,
+	// a question of its own, trusting a folder, an API key found in the
+	// environment, and the resume picker.
 	{"claude/idle-composer.txt", FormatClaude, "composer", ""},
 	{"claude/interrupted-composer.txt", FormatClaude, "composer", ""},
 	{"claude/busy-composer.txt", FormatClaude, "busy", ""},
 	{"claude/write-permission.txt", FormatClaude, "dialog", "Do you want to create notes.txt?"},
 	{"claude/bash-permission.txt", FormatClaude, "dialog", "Do you want to proceed?"},
 	{"claude/webfetch-permission.txt", FormatClaude, "dialog", "Do you want to allow Claude to fetch this content?"},
+	{"claude/edit-permission.txt", FormatClaude, "dialog", "Do you want to make this edit to notes.txt?"},
+	{"claude/overwrite-permission.txt", FormatClaude, "dialog", "Do you want to overwrite notes.txt?"},
+	{"claude/plan-approval.txt", FormatClaude, "dialog", "Exit plan mode?"},
+	{"claude/ask-user-question.txt", FormatClaude, "dialog", "Which database should I use?"},
+	{"claude/trust-folder.txt", FormatClaude, "dialog", "Yes, I trust this folder"},
+	{"claude/custom-api-key.txt", FormatClaude, "dialog", "Do you want to use this API key?"},
+	{"claude/resume-picker.txt", FormatClaude, "dialog", "No conversations found in this project."},
 	// Codex 0.171.0: idle, and idle with a command left in the background.
 	{"codex/idle-composer.txt", FormatCodex, "composer", ""},
 	{"codex/background-composer.txt", FormatCodex, "composer", ""},
+	// Codex's own dialogs: a command it asks to run outside its sandbox
+	// (its choices drawn with the composer's own mark), a folder to trust.
+	{"codex/command-approval.txt", FormatCodex, "dialog", "Would you like to run the following command?"},
+	{"codex/trust-folder.txt", FormatCodex, "dialog", "Trust this folder?"},
 	// pi 0.73.1 (no dialogs of its own): idle, and at work.
 	{"pi/idle-composer.txt", FormatPi, "composer", ""},
 	{"pi/busy-composer.txt", FormatPi, "busy", ""},

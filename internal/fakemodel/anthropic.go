@@ -103,6 +103,9 @@ func (req *anthropicRequest) conversation() conversation {
 			c.lastPrompt = text
 			break
 		}
+		if result && m.Role == "user" {
+			c.results++
+		}
 	}
 	for _, m := range req.Messages {
 		if text, _ := textOf(m.Content); m.Role == "user" && text != "" {

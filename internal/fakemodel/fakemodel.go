@@ -35,8 +35,17 @@ type Rule struct {
 	// reached (Anthropic's stop_reason max_tokens, a Responses stream's
 	// response.incomplete for max_output_tokens).
 	Cut string `json:"cut,omitempty"`
+	// Before is a tool called first, before Tool (Claude Code edits only a
+	// file it has read): Read, then Edit. Anthropic's API only.
+	Before *Call `json:"before,omitempty"`
 	// Slow sleeps this long before each streamed event.
 	Slow string `json:"slow,omitempty"`
+}
+
+// Call is one tool call: the offered tool's name and its input.
+type Call struct {
+	Tool  string         `json:"tool"`
+	Input map[string]any `json:"input,omitempty"`
 }
 
 // Scenario is what the server answers.
@@ -127,6 +136,7 @@ type conversation struct {
 	lastPrompt string // the newest human text
 	prompts    int    // how many human texts the request holds
 	toolResult bool   // the newest message is a tool's result
+	results    int    // how many tools' results followed the prompt
 	result     string // that result's text
 	tools      []string
 	stream     bool
@@ -161,7 +171,9 @@ func (s *Server) decide(c conversation, path string) answer {
 			a = answer{err: rule.Error}
 		case rule.Cut != "":
 			a.text, a.cut = rule.Cut, true
-		case c.toolResult:
+		case rule.Before != nil && c.results == 0:
+			a.text, a.toolName, a.toolArgs = "", rule.Before.Tool, rule.Before.Input
+		case c.toolResult && (rule.Before == nil || c.results >= 2):
 			a.text = rule.Then
 			if a.text == "" {
 				a.text = "FAKE: done."

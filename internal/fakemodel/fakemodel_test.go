@@ -16,6 +16,7 @@ var scenario = &fakemodel.Scenario{Rules: []fakemodel.Rule{
 	{Match: "commit", Shell: "git commit -am x", Then: "committed"},
 	{Match: "boom", Error: "overloaded"},
 	{Match: "long", Cut: "I was in the middle of"},
+	{Match: "edit it", Before: &fakemodel.Call{Tool: "Read", Input: map[string]any{"file_path": "a.txt"}}, Tool: "Edit", Input: map[string]any{"file_path": "a.txt"}, Then: "edited"},
 	{Match: "", Text: "hello"},
 }}
 
@@ -119,5 +120,29 @@ func TestCutForLength(t *testing.T) {
 	_, out = post(t, s.URL+"/v1/messages", `{"model":"m","stream":true,"messages":[{"role":"user","content":"a long one"}]}`)
 	if !strings.Contains(out, `"stop_reason":"max_tokens"`) {
 		t.Errorf("anthropic cut:\n%s", out)
+	}
+}
+
+// TestToolBeforeTool: a rule with Before calls that tool first, then its
+// own once the first's result is back, then answers Then.
+func TestToolBeforeTool(t *testing.T) {
+	s, err := fakemodel.Start(scenario, filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const tools = `"tools":[{"name":"Read"},{"name":"Edit"}]`
+	result := func(id string) string {
+		return `{"role":"assistant","content":[{"type":"tool_use","id":"` + id + `","name":"X","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}`
+	}
+	for _, c := range []struct{ msgs, want string }{
+		{`{"role":"user","content":"edit it"}`, `"name":"Read"`},
+		{`{"role":"user","content":"edit it"},` + result("t1"), `"name":"Edit"`},
+		{`{"role":"user","content":"edit it"},` + result("t1") + `,` + result("t2"), `"text":"edited"`},
+	} {
+		_, out := post(t, s.URL+"/v1/messages", `{"model":"m",`+tools+`,"messages":[`+c.msgs+`]}`)
+		if !strings.Contains(out, c.want) {
+			t.Errorf("after %d results: want %s in\n%s", strings.Count(c.msgs, "tool_result"), c.want, out)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agent/codexhook"
 	"github.com/git-flume/git-flume/agent/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
@@ -90,7 +91,7 @@ func trustCodexHook(ctx context.Context, env *stage.Env, dir, override string) e
 	if err != nil {
 		return nil
 	}
-	if err := agent.TrustCodexHook(ctx, path, override, dir, env.CallerEnv); err != nil {
+	if err := codexhook.Trust(ctx, path, override, dir, env.CallerEnv); err != nil {
 		return fmt.Errorf("codex would not run flume's guard: %w", err)
 	}
 	return nil
@@ -331,7 +332,7 @@ func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Pl
 		if r.prog.Name == "codex" && r.prog.Shipped() {
 			// Codex runs the guard as the run's own PreToolUse hook, once
 			// Codex trusts that exact hook (issue 27, point 2).
-			vars.CodexHook = agent.CodexHook(env.Engine.Guard + " --codex")
+			vars.CodexHook = codexhook.Override(env.Engine.Guard + " --codex")
 			if err := trustCodexHook(ctx, env, p.Path, vars.CodexHook); err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package agent
+package codexhook
 
 import (
 	"bufio"
@@ -24,9 +24,9 @@ import (
 // The hook's content is the same for every run of one guard command (the
 // place comes from FLUME_PLACE), so the trust is written once.
 
-// CodexHook is the -c override that gives Codex flume's guard, run as
+// Override is the -c override that gives Codex flume's guard, run as
 // command (the guard's argv joined), as its PreToolUse hook for every tool.
-func CodexHook(command string) string {
+func Override(command string) string {
 	return fmt.Sprintf(`hooks.PreToolUse=[{matcher=".*",hooks=[{type="command",command=%s,timeout=60}]}]`, tomlString(command))
 }
 
@@ -59,12 +59,12 @@ type codexHookInfo struct {
 	Enabled     bool   `json:"enabled"`
 }
 
-// TrustCodexHook makes sure Codex (program, run with environ) will run the
+// Trust makes sure Codex (program, run with environ) will run the
 // guard hook override for a session in dir: it lists the hook through
 // `codex app-server`, trusts it there if it is not trusted yet, and lists
 // it again. An error says why the guard would not run; the caller then
 // starts nothing.
-func TrustCodexHook(ctx context.Context, program, override, dir string, environ []string) error {
+func Trust(ctx context.Context, program, override, dir string, environ []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s, err := startCodexServer(ctx, program, override, dir, environ)
