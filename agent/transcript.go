@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Turn endings a transcript can show.
@@ -98,7 +99,11 @@ type Transcript struct {
 	// ErrorText is the provider or stream error that ended the last turn.
 	ErrorText string
 	Tools     []ToolCall
-	Usage     Usage
+	// Refused is the newest line of a tool's result where the system
+	// refused it (a write the sandbox holds, A12: "Permission denied",
+	// "Operation not permitted", "Read-only file system"), "" for none.
+	Refused string
+	Usage   Usage
 	// Lines counts the lines read, unknown ones included.
 	Lines int
 	// Newest is the newest time a line of the main session carries
@@ -224,6 +229,28 @@ func text(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
+// refusedWords are how the system says it refused a tool's write.
+var refusedWords = []string{"Permission denied", "Operation not permitted", "Read-only file system"}
+
+// noteRefusal keeps the last line of a tool's result that says the system
+// refused it.
+func (t *Transcript) noteRefusal(result string) {
+	for line := range strings.SplitSeq(result, "\n") {
+		for _, w := range refusedWords {
+			if strings.Contains(line, w) {
+				// The refusal's own words end the line: its end is kept.
+				t.Refused = strings.TrimSpace(line)
+				if n := len(t.Refused) - 200; n > 0 {
+					for n < len(t.Refused) && !utf8.RuneStart(t.Refused[n]) {
+						n++
+					}
+					t.Refused = "…" + t.Refused[n:]
+				}
+			}
+		}
+	}
+}
+
 func short(raw json.RawMessage) string {
 	s := string(raw)
 	if len(s) > 200 {
@@ -297,12 +324,14 @@ func readClaudeLine(t *Transcript, line []byte) {
 // is at work again.
 func (t *Transcript) readClaudeUser(l claudeLine) {
 	var blocks []struct {
-		Type      string `json:"type"`
-		ToolUseID string `json:"tool_use_id"`
+		Type      string          `json:"type"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
 	}
 	if json.Unmarshal(l.Message.Content, &blocks) == nil {
 		for _, b := range blocks {
 			if b.Type == "tool_result" {
+				t.noteRefusal(text(b.Content))
 				if b.ToolUseID == t.questionID() {
 					t.Question = ""
 				}
@@ -398,6 +427,7 @@ type codexPayload struct {
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
 	CallID    string          `json:"call_id"`
+	Output    json.RawMessage `json:"output"`
 	Reason    string          `json:"reason"`
 	Model     string          `json:"model"`
 	LastAgent string          `json:"last_agent_message"`
@@ -511,6 +541,7 @@ func (t *Transcript) readCodexItem(p codexPayload) {
 			t.codexCallID = p.CallID
 		}
 	case p.Type == "function_call_output":
+		t.noteRefusal(text(p.Output))
 		if p.CallID == t.codexCallID {
 			t.Question = ""
 		}

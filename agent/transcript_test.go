@@ -154,3 +154,28 @@ func TestPiTranscript_A1(t *testing.T) {
 		t.Errorf("usage = %+v", u)
 	}
 }
+
+// TestRefusalsReadFromToolResults_A12: the newest line of a tool's result
+// where the system refused it is kept, its end when long (where the
+// refusal's words are), for Claude Code and Codex alike.
+func TestRefusalsReadFromToolResults_A12(t *testing.T) {
+	long := strings.Repeat("/deep", 60) + "/README.md: Permission denied"
+	claude := `{"type":"user","message":{"role":"user","content":"go"}}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"sh: 1: cannot create /repo/a: Permission denied\nok"}]}}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"` + long + `"}]}]}}`
+	tr, err := agent.ReadTranscript(strings.NewReader(claude), agent.FormatClaude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(tr.Refused, "/README.md: Permission denied") || !strings.HasPrefix(tr.Refused, "…") || len(tr.Refused) > 210 {
+		t.Errorf("claude: refused %q", tr.Refused)
+	}
+	codex := `{"type":"event_msg","payload":{"type":"user_message","message":"go"}}
+{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"touch: cannot touch '/repo/x': Operation not permitted"}}`
+	if tr, _ := agent.ReadTranscript(strings.NewReader(codex), agent.FormatCodex); tr.Refused != "touch: cannot touch '/repo/x': Operation not permitted" {
+		t.Errorf("codex: refused %q", tr.Refused)
+	}
+	if tr, _ := agent.ReadTranscript(strings.NewReader(`{"type":"user","message":{"role":"user","content":"go"}}`), agent.FormatClaude); tr.Refused != "" {
+		t.Errorf("no refusal: %q", tr.Refused)
+	}
+}

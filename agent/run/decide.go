@@ -85,6 +85,9 @@ type Observation struct {
 	// last moved.
 	Quiet         time.Duration
 	LastAssistant string
+	// Refused is the newest line of a tool's result where the system
+	// refused it (the sandbox, A12): evidence, never a decision.
+	Refused string
 	// Delivered: the run's deliverable is in git (the caller judged it);
 	// What says what it is.
 	Delivered bool

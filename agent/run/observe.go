@@ -155,7 +155,7 @@ func readTranscript(r Run, s Sources, prompt string, o *Observation) (newest tim
 	if err != nil {
 		return time.Time{}, err
 	}
-	o.Transcript, o.Confirmed, o.LastAssistant = true, tr.Received(prompt), tr.LastAssistant
+	o.Transcript, o.Confirmed, o.LastAssistant, o.Refused = true, tr.Received(prompt), tr.LastAssistant, tr.Refused
 	o.Need, o.Recreate, o.NextRound, o.Turn, o.ErrorText = tr.Need(), tr.Recreate(), tr.NextRound(), tr.Turn, tr.ErrorText
 	o.LengthRetried = r.LengthPrompted && tr.Received(LengthMessage)
 	o.Reminded = r.Reminded && s.Reminder != "" && tr.Received(s.Reminder)

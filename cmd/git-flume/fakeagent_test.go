@@ -237,12 +237,14 @@ func fakeClaude() {
 				tr.tool("Bash", arg)
 				log, _ := os.OpenFile(filepath.Join(home, ".claude", "run-"+os.Getenv("FLUME_PLACE")+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 				fmt.Fprintf(log, "$ %s\n", arg)
+				var out bytes.Buffer
 				cmd := exec.Command("sh", "-c", arg)
-				cmd.Stdout, cmd.Stderr = log, log
+				cmd.Stdout, cmd.Stderr = io.MultiWriter(log, &out), io.MultiWriter(log, &out)
 				if err := cmd.Run(); err != nil {
 					fmt.Fprintf(log, "exit: %v\n", err)
 				}
 				log.Close()
+				tr.result(out.String()) // as Claude Code records a tool's result
 			case "recreate":
 				tr.assistant("I need a fresh session.\nRECREATE: "+arg, "end_turn")
 			case "needs":
@@ -477,6 +479,15 @@ func (t *fakeTranscript) tool(name, command string) {
 		msg["model"] = m
 	}
 	t.write(map[string]any{"type": "assistant", "message": msg})
+}
+
+// result records the newest tool call's result, its output clipped.
+func (t *fakeTranscript) result(output string) {
+	if len(output) > 4000 {
+		output = output[:4000]
+	}
+	t.write(map[string]any{"type": "user", "message": map[string]any{"role": "user",
+		"content": []any{map[string]any{"type": "tool_result", "tool_use_id": fmt.Sprintf("toolu_%d", t.n-1), "content": output}}}})
 }
 
 func (t *fakeTranscript) ask(question string) {

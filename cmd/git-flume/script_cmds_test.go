@@ -17,6 +17,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/fakeherdr"
 	"github.com/git-flume/git-flume/internal/fakemodel"
 )
@@ -49,6 +50,7 @@ func init() {
 	scriptCmds["fakeherdr"] = cmdFakeHerdr
 	scriptCmds["clock"] = cmdClock
 	scriptCmds["listen"] = cmdListen
+	scriptCmds["dialogon"] = cmdDialogOn
 }
 
 // listen FILE: read NAME=PORT lines from FILE (as git flume env prints
@@ -208,6 +210,36 @@ func pollUntil(ts *testscript.TestScript, name, timeout, pattern string, command
 }
 
 // tmuxkill: end the script's private tmux server, and every agent in it.
+// dialogon FORMAT SESSION WORDS: within 30 s the pane of tmux session
+// SESSION (on $FLUME_TMUX_SOCKET) reads, as flume reads screens of
+// FORMAT, as a dialog whose words match the regexp WORDS; a screen that
+// shows those words and reads as the composer fails at once. A real
+// program's dialog that a new version draws otherwise fails here, in the
+// agent suite, not for a user (A11, X3).
+func cmdDialogOn(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: dialogon FORMAT SESSION WORDS")
+	}
+	words := regexp.MustCompile(args[2])
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		out, err := exec.Command("tmux", "-S", ts.Getenv("FLUME_TMUX_SOCKET"), "capture-pane", "-p", "-t", "="+args[1]+":").Output()
+		if err != nil {
+			continue
+		}
+		last = string(out)
+		s := agent.ReadScreen(args[0], last)
+		if (s.Ready || s.Input) && words.MatchString(last) {
+			ts.Fatalf("dialogon: %s shows the dialog and reads as the composer:\n%s", args[1], last)
+		}
+		if s.Dialog && words.MatchString(s.Words) {
+			ts.Logf("dialog: %s", s.Words)
+			return
+		}
+	}
+	ts.Fatalf("dialogon: %s showed no dialog matching %q within 30s; its screen:\n%s", args[1], args[2], last)
+}
+
 func cmdTmuxKill(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Exec("tmux", "-S", ts.Getenv("FLUME_TMUX_SOCKET"), "kill-server")
 }

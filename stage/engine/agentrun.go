@@ -20,8 +20,8 @@ import (
 	"github.com/git-flume/git-flume/stage"
 
 	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/agent/codexhook"
+	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/agent/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -162,7 +163,7 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Plac
 	}
 	if a := st.Agent; a != nil {
 		add("agent", agentEvidence(a, seen, local, now))
-		add("sandbox", sandboxEvidence(a.Sandbox))
+		add("sandbox", sandboxEvidence(a.Sandbox, seen.Refused))
 		add("transcript", transcriptEvidence(a, seen, local))
 		add("screen", screenEvidence(seen.Screen))
 	}
@@ -178,10 +179,13 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Plac
 	return ev
 }
 
-// sandboxEvidence is what holds what the agent writes (A12): a refused
-// write shows in its transcript as the tool's own "Permission denied".
-func sandboxEvidence(note string) string {
+// sandboxEvidence is what holds what the agent writes (A12) and, when its
+// transcript has one, the last write the system refused it, in its tool's
+// own words.
+func sandboxEvidence(note, refused string) string {
 	switch {
+	case note == "landlock" && refused != "":
+		return fmt.Sprintf("Landlock: it writes only its place and its branch; the last write refused, in its transcript: %q", term.Clean(refused))
 	case note == "landlock":
 		return "Landlock: it writes only its place and its branch; anything else it tries is refused by the kernel (its tools then say Permission denied)"
 	case strings.HasPrefix(note, "off: "):

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
@@ -98,6 +99,10 @@ func WriteLaunched(w io.Writer, p *stage.Place, next string) {
 		fmt.Fprintf(w, ": %s", term.Clean(st.Reason))
 	}
 	fmt.Fprintln(w)
+	if a := st.Agent; a != nil && strings.HasPrefix(a.Sandbox, "off: ") {
+		// A12: an agent that runs without its sandbox is said so, once.
+		fmt.Fprintf(w, "sandbox: none: %s; the agent writes whatever you may\n", term.Clean(strings.TrimPrefix(a.Sandbox, "off: ")))
+	}
 	if next != "" {
 		fmt.Fprintf(w, "next: %s\n", term.Clean(next))
 	}
