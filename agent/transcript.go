@@ -19,7 +19,10 @@ const (
 	TurnDone    = "done"
 	TurnLength  = "length" // cut for length
 	TurnError   = "error"
-	TurnNone    = "" // no assistant reply yet
+	// TurnInterrupted: a person stopped the turn (Esc in the pane, or a
+	// permission said no to), and the program waits at its composer.
+	TurnInterrupted = "interrupted"
+	TurnNone        = "" // no assistant reply yet
 )
 
 // ToolCall is one tool use the transcript shows.
@@ -340,6 +343,11 @@ func (t *Transcript) readClaudeUser(l claudeLine) {
 			}
 		}
 	}
+	if s := text(l.Message.Content); strings.HasPrefix(s, "[Request interrupted by user") {
+		// Claude Code's own line for a turn a person stopped: no prompt.
+		t.Turn = TurnInterrupted
+		return
+	}
 	if s := text(l.Message.Content); s != "" {
 		t.Prompts = append(t.Prompts, s)
 		t.Question = ""
@@ -510,6 +518,8 @@ func (t *Transcript) readCodexEvent(p codexPayload) {
 		if t.Question == "" && t.Turn != TurnError && t.Turn != TurnLength {
 			t.Turn = TurnDone
 		}
+	case p.Type == "turn_aborted" && p.Reason == "interrupted":
+		t.Turn = TurnInterrupted
 	case p.Type == "turn_aborted":
 		t.Turn, t.ErrorText = TurnError, "turn aborted: "+p.Reason
 	case p.Type == "token_count":

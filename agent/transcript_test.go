@@ -179,3 +179,22 @@ func TestRefusalsReadFromToolResults_A12(t *testing.T) {
 		t.Errorf("no refusal: %q", tr.Refused)
 	}
 }
+
+// TestInterruptedTurns: a turn a person stopped reads as interrupted, not
+// a prompt nor an error: Claude Code's "[Request interrupted by user…]"
+// line (after a refused tool or Esc), Codex's turn_aborted "interrupted".
+func TestInterruptedTurns(t *testing.T) {
+	claude := `{"type":"user","message":{"role":"user","content":"go"}}
+{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Write","input":{}}]}}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"The user doesn't want to proceed with this tool use.","is_error":true,"tool_use_id":"t1"}]}}
+{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}`
+	tr, _ := agent.ReadTranscript(strings.NewReader(claude), agent.FormatClaude)
+	if tr.Turn != agent.TurnInterrupted || len(tr.Prompts) != 1 {
+		t.Errorf("claude: turn %q, prompts %q", tr.Turn, tr.Prompts)
+	}
+	codex := `{"type":"event_msg","payload":{"type":"user_message","message":"go"}}
+{"type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}`
+	if tr, _ := agent.ReadTranscript(strings.NewReader(codex), agent.FormatCodex); tr.Turn != agent.TurnInterrupted || tr.ErrorText != "" {
+		t.Errorf("codex: turn %q, error %q", tr.Turn, tr.ErrorText)
+	}
+}

@@ -413,7 +413,7 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 		r.State, r.Need = StateWorking, ""
 		return Move{Write: "need answered"}
 	}
-	if r.State == StateWorking && o.Turn != agent.TurnDone && strings.HasPrefix(r.Reason, idlePrefix) {
+	if r.State == StateWorking && o.Turn != agent.TurnDone && o.Turn != agent.TurnInterrupted && strings.HasPrefix(r.Reason, idlePrefix) {
 		r.Reason = ""
 		return Move{Write: "at work again"}
 	}
@@ -436,6 +436,13 @@ func decideWorking(r *Run, o Observation, p Policy) Move {
 	case agent.TurnDone:
 		if mv, ok := decideTurnDone(r, o, p); ok {
 			return mv
+		}
+	case agent.TurnInterrupted:
+		// A person stopped the turn: shown at once; no reminder goes,
+		// the agent waits for a tell (or is stuck past its limit).
+		if why := InterruptedReason(o.Now.Add(-o.Quiet)); r.State == StateWorking && r.Reason != why {
+			r.Reason = why
+			return Move{Write: "idle: " + why}
 		}
 	}
 	return decideQuiet(r, o, p)

@@ -64,6 +64,14 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 			"write", "idle: " + IdleReason(t0.Add(-5*time.Second), t0.Add(2*time.Minute-time.Second)), StateWorking, ""},
 		{"shown idle already: nothing", stage, working(func(r *Run) { r.Reason = IdleReason(t0.Add(-time.Second), t0.Add(2*time.Minute-time.Second)) }),
 			up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: time.Second}), "", "", StateWorking, ""},
+		// A turn a person stopped (Esc, a permission refused): shown at
+		// once, no reminder ever, stuck past the limit like any quiet.
+		{"turn interrupted: shown, never reminded", stage, working(nil), up(Observation{Now: t0, Turn: agent.TurnInterrupted, Quiet: 5 * time.Minute}),
+			"write", "idle: " + InterruptedReason(t0.Add(-5*time.Minute)), StateWorking, ""},
+		{"turn interrupted, shown already: nothing", stage, working(func(r *Run) { r.Reason = InterruptedReason(t0.Add(-5 * time.Minute)) }),
+			up(Observation{Now: t0, Turn: agent.TurnInterrupted, Quiet: 5 * time.Minute}), "", "", StateWorking, ""},
+		{"turn interrupted, quiet past the limit: stuck", stage, working(func(r *Run) { r.Reason = InterruptedReason(t0.Add(-31 * time.Minute)) }),
+			up(Observation{Now: t0, Turn: agent.TurnInterrupted, Quiet: 31 * time.Minute}), "write", "stuck: quiet for 31m0s with no deliverable and no need", StateStuck, ""},
 		{"idle, then at work again", stage, working(func(r *Run) { r.Reason = IdleReason(t0.Add(-time.Second), t0) }),
 			up(Observation{Now: t0, Turn: agent.TurnRunning, Quiet: time.Second}), "write", "at work again", StateWorking, ""},
 		// A11: a permission the program's own hooks report blocks at

@@ -248,6 +248,13 @@ func IdleReason(ended, remind time.Time) string {
 		idlePrefix, ended.Local().Format("15:04:05"), remind.Local().Format("15:04:05"))
 }
 
+// InterruptedReason says a run's turn was stopped by a person at ended
+// (Esc, a permission refused), and that it waits for a tell.
+func InterruptedReason(ended time.Time) string {
+	return fmt.Sprintf("%s%s, stopped by a person (Esc, or a permission refused): it waits for git flume tell; no reminder goes",
+		idlePrefix, ended.Local().Format("15:04:05"))
+}
+
 // Messages a run's agent may be told, each at most once.
 const (
 	// LengthMessage is the one recovery prompt after a reply cut for

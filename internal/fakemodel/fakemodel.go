@@ -31,6 +31,9 @@ type Rule struct {
 	Input map[string]any `json:"input,omitempty"`
 	// Error answers with an HTTP 500 carrying this message.
 	Error string `json:"error,omitempty"`
+	// Drop starts the reply's stream and closes the connection mid-way,
+	// every time: a stream error (Responses API only).
+	Drop bool `json:"drop,omitempty"`
 	// Cut is a reply cut for length: the provider's maximum output
 	// reached (Anthropic's stop_reason max_tokens, a Responses stream's
 	// response.incomplete for max_output_tokens).
@@ -149,6 +152,7 @@ type answer struct {
 	toolArgs map[string]any
 	err      string
 	cut      bool
+	drop     bool
 	slow     time.Duration
 }
 
@@ -171,6 +175,8 @@ func (s *Server) decide(c conversation, path string) answer {
 			a = answer{err: rule.Error}
 		case rule.Cut != "":
 			a.text, a.cut = rule.Cut, true
+		case rule.Drop:
+			a.text, a.drop = "I was saying", true
 		case rule.Before != nil && c.results == 0:
 			a.text, a.toolName, a.toolArgs = "", rule.Before.Tool, rule.Before.Input
 		case c.toolResult && (rule.Before == nil || c.results >= 2):

@@ -3,6 +3,7 @@ package fakemodel_test
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ var scenario = &fakemodel.Scenario{Rules: []fakemodel.Rule{
 	{Match: "commit", Shell: "git commit -am x", Then: "committed"},
 	{Match: "boom", Error: "overloaded"},
 	{Match: "long", Cut: "I was in the middle of"},
+	{Match: "drop", Drop: true},
 	{Match: "edit it", Before: &fakemodel.Call{Tool: "Read", Input: map[string]any{"file_path": "a.txt"}}, Tool: "Edit", Input: map[string]any{"file_path": "a.txt"}, Then: "edited"},
 	{Match: "", Text: "hello"},
 }}
@@ -144,5 +146,24 @@ func TestToolBeforeTool(t *testing.T) {
 		if !strings.Contains(out, c.want) {
 			t.Errorf("after %d results: want %s in\n%s", strings.Count(c.msgs, "tool_result"), c.want, out)
 		}
+	}
+}
+
+// TestDropCutsTheStream: a drop rule closes the connection with the
+// Responses stream unfinished.
+func TestDropCutsTheStream(t *testing.T) {
+	s, err := fakemodel.Start(scenario, filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	resp, err := http.Post(s.URL+"/v1/responses", "application/json", strings.NewReader(`{"model":"m","stream":true,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"drop it"}]}]}`))
+	if err != nil {
+		t.Fatalf("the headers did not come first: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil || strings.Contains(string(body), "response.completed") {
+		t.Errorf("the stream ended whole (%v):\n%s", err, body)
 	}
 }

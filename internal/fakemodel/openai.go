@@ -92,6 +92,15 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	startSSE(w)
 	sse(w, "response.created", map[string]any{"type": "response.created", "response": resp("in_progress", []any{})}, a.slow)
 	sse(w, "response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item}, a.slow)
+	if a.drop {
+		// The connection goes with the stream unfinished.
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+			}
+		}
+		return
+	}
 	if a.toolName == "" {
 		sse(w, "response.output_text.delta", map[string]any{"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "item_id": "msg_fake", "delta": a.text}, a.slow)
 	}
