@@ -102,6 +102,10 @@ type Transcript struct {
 	// ErrorText is the provider or stream error that ended the last turn.
 	ErrorText string
 	Tools     []ToolCall
+	// Permission is what the program's own record says it waits for a
+	// person to allow (Codex: a command it asked to run outside its
+	// sandbox, not yet answered), "" for none (A11).
+	Permission string
 	// Refused is the newest line of a tool's result where the system
 	// refused it (a write the sandbox holds, A12: "Permission denied",
 	// "Operation not permitted", "Read-only file system"), "" for none.
@@ -116,6 +120,10 @@ type Transcript struct {
 
 	claudeQuestionID string
 	codexCallID      string
+	// codexAsks is the call that asks a person's approval, and
+	// codexNeverAsks a session whose approval policy is never.
+	codexAsks      string
+	codexNeverAsks bool
 	// claudeUsage is what each assistant message (by id) was counted as:
 	// Claude Code writes a message's content blocks as separate lines, each
 	// carrying the message's usage, which must count once.
@@ -438,6 +446,7 @@ type codexPayload struct {
 	Output    json.RawMessage `json:"output"`
 	Reason    string          `json:"reason"`
 	Model     string          `json:"model"`
+	Approval  string          `json:"approval_policy"`
 	LastAgent string          `json:"last_agent_message"`
 	Info      struct {
 		Total struct {
@@ -475,6 +484,31 @@ func (t *Transcript) codexFailed(message string, info json.RawMessage) {
 	}
 }
 
+// codexApproval reads a command Codex asks to run outside its sandbox
+// (sandbox_permissions require_escalated; with_escalated_permissions
+// before): under an approval policy that asks, a person must allow it,
+// and until its output comes back, Codex waits (A11).
+func (t *Transcript) codexApproval(p codexPayload) {
+	var args struct {
+		Cmd           json.RawMessage `json:"cmd"`
+		Command       json.RawMessage `json:"command"`
+		Sandbox       string          `json:"sandbox_permissions"`
+		Escalated     bool            `json:"with_escalated_permissions"`
+		Justification string          `json:"justification"`
+	}
+	if t.codexNeverAsks || json.Unmarshal([]byte(p.Arguments), &args) != nil || args.Sandbox != "require_escalated" && !args.Escalated {
+		return
+	}
+	cmd := text(args.Cmd)
+	if cmd == "" {
+		var argv []string
+		if json.Unmarshal(args.Command, &argv) == nil {
+			cmd = strings.Join(argv, " ")
+		}
+	}
+	t.Permission, t.codexAsks = fmt.Sprintf("run %q outside its sandbox: %s", cmd, args.Justification), p.CallID
+}
+
 // Codex CLI rollout files: $CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl.
 func readCodexLine(t *Transcript, line []byte) {
 	var l struct {
@@ -491,12 +525,16 @@ func readCodexLine(t *Transcript, line []byte) {
 		t.readCodexItem(l.Payload)
 	case "turn_context":
 		t.codexModel = l.Payload.Model
+		t.codexNeverAsks = l.Payload.Approval == "never"
 	}
 }
 
 // readCodexEvent reads an event: a prompt, a turn starting, ending or
 // aborted, the token totals, the agent's message.
 func (t *Transcript) readCodexEvent(p codexPayload) {
+	if p.Type == "task_complete" || p.Type == "turn_complete" || p.Type == "turn_aborted" {
+		t.Permission, t.codexAsks = "", "" // a turn's end answers what it asked
+	}
 	switch {
 	case p.Type == "user_message":
 		t.Prompts = append(t.Prompts, p.Message)
@@ -505,7 +543,7 @@ func (t *Transcript) readCodexEvent(p codexPayload) {
 		t.Prompts = append(t.Prompts, text(p.Item.Content))
 		t.Turn = TurnRunning
 	case p.Type == "task_started" || p.Type == "turn_started":
-		t.Turn = TurnRunning
+		t.Turn, t.Permission = TurnRunning, ""
 	case (p.Type == "task_complete" || p.Type == "turn_complete") && p.Error != nil:
 		t.codexFailed(p.Error.Message, p.Error.Info)
 	case p.Type == "error":
@@ -546,12 +584,16 @@ func (t *Transcript) readCodexItem(p codexPayload) {
 		t.LastAssistant = text(p.Content)
 	case p.Type == "function_call":
 		t.Tools = append(t.Tools, ToolCall{Name: p.Name, Input: short(json.RawMessage(p.Arguments))})
+		t.codexApproval(p)
 		if p.Name == "request_user_input" {
 			t.Question = questionText(json.RawMessage(p.Arguments))
 			t.codexCallID = p.CallID
 		}
 	case p.Type == "function_call_output":
 		t.noteRefusal(text(p.Output))
+		if p.CallID == t.codexAsks {
+			t.Permission, t.codexAsks = "", ""
+		}
 		if p.CallID == t.codexCallID {
 			t.Question = ""
 		}

@@ -198,3 +198,29 @@ func TestInterruptedTurns(t *testing.T) {
 		t.Errorf("codex: turn %q, error %q", tr.Turn, tr.ErrorText)
 	}
 }
+
+// TestCodexAsksToLeaveItsSandbox_A11: a command Codex asks to run outside
+// its sandbox is a permission it waits for, in its words, until the
+// command's output comes back or the turn ends; under approval_policy
+// never it asks nobody.
+func TestCodexAsksToLeaveItsSandbox_A11(t *testing.T) {
+	const asks = `{"type":"turn_context","payload":{"model":"m","approval_policy":"on-request"}}
+{"type":"event_msg","payload":{"type":"user_message","message":"go"}}
+{"type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"c1","arguments":"{\"cmd\":\"touch x\",\"sandbox_permissions\":\"require_escalated\",\"justification\":\"to make the file\"}"}}`
+	tr, _ := agent.ReadTranscript(strings.NewReader(asks), agent.FormatCodex)
+	if tr.Permission != `run "touch x" outside its sandbox: to make the file` {
+		t.Errorf("asked: permission %q", tr.Permission)
+	}
+	answered := asks + "\n" + `{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"ok"}}`
+	if tr, _ := agent.ReadTranscript(strings.NewReader(answered), agent.FormatCodex); tr.Permission != "" {
+		t.Errorf("answered: permission %q", tr.Permission)
+	}
+	ended := asks + "\n" + `{"type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}`
+	if tr, _ := agent.ReadTranscript(strings.NewReader(ended), agent.FormatCodex); tr.Permission != "" {
+		t.Errorf("turn ended: permission %q", tr.Permission)
+	}
+	never := strings.Replace(asks, "on-request", "never", 1)
+	if tr, _ := agent.ReadTranscript(strings.NewReader(never), agent.FormatCodex); tr.Permission != "" {
+		t.Errorf("approval never: permission %q", tr.Permission)
+	}
+}

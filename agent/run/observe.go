@@ -96,10 +96,20 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 	if panes && o.Up {
 		observeScreen(ctx, r, s.Panes, ev, newest, &o)
 	}
-	// The hooks' times are the wall clock's, as the transcript's are; the
-	// timers' clock may be a test's.
-	o.Permission, o.Stopped = ev.Pending(newest, o.Screen, time.Now()), ev.TurnEnded(newest)
+	observeHooks(ev, newest, &o)
 	return o, string(prompt), nil
+}
+
+// observeHooks takes into o what the program's own hooks report: a
+// permission it waits for (else the one its transcript shows, Codex's
+// command asked outside its sandbox, kept by readTranscript) and when its
+// turn ended. The hooks' times are the wall clock's, as the transcript's
+// are; the timers' clock may be a test's.
+func observeHooks(ev Events, newest time.Time, o *Observation) {
+	if p := ev.Pending(newest, o.Screen, time.Now()); p != "" {
+		o.Permission = p
+	}
+	o.Stopped = ev.TurnEnded(newest)
 }
 
 // observeScreen reads run r's screen into o where a decision turns on it
@@ -156,6 +166,7 @@ func readTranscript(r Run, s Sources, prompt string, o *Observation) (newest tim
 		return time.Time{}, err
 	}
 	o.Transcript, o.Confirmed, o.LastAssistant, o.Refused = true, tr.Received(prompt), tr.LastAssistant, tr.Refused
+	o.Permission = tr.Permission
 	o.Need, o.Recreate, o.NextRound, o.Turn, o.ErrorText = tr.Need(), tr.Recreate(), tr.NextRound(), tr.Turn, tr.ErrorText
 	o.LengthRetried = r.LengthPrompted && tr.Received(LengthMessage)
 	o.Reminded = r.Reminded && s.Reminder != "" && tr.Received(s.Reminder)
