@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/git-flume/git-flume/agent/sandbox"
 )
 
 // Start is an agent run to begin: its program and the values its command
@@ -23,9 +25,10 @@ type Start struct {
 	Flume []string
 	// Print receives a "print" run's command line.
 	Print io.Writer
-	// Wrap, when set, goes before the run's command line: the sandbox's
-	// entry (A12).
-	Wrap []string
+	// Sandbox, when set, is what the run may write (A12): its command
+	// line starts by entering it, with SandboxExe (git-flume).
+	Sandbox    *sandbox.Sandbox
+	SandboxExe string
 	// Resume: the run goes on with the earlier session Vars names
 	// (ResumeID, Transcript) through the program's Resume command.
 	Resume bool
@@ -50,8 +53,10 @@ func Begin(ctx context.Context, panes PaneHost, s Start) error {
 			return fmt.Errorf("%s cannot resume session %q", s.Program.Name, s.Vars.ResumeID)
 		}
 	}
-	if len(s.Wrap) > 0 {
-		argv = append(s.Wrap[:len(s.Wrap):len(s.Wrap)], argv...)
+	if s.Sandbox != nil {
+		// Its hooks need not try what it cannot write.
+		argv = append(s.Sandbox.Wrap(s.SandboxExe), argv...)
+		s.Flume = append(s.Flume[:len(s.Flume):len(s.Flume)], "FLUME_SANDBOX=landlock")
 	}
 	if s.Pane == "print" {
 		var b strings.Builder

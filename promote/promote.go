@@ -66,6 +66,9 @@ type Env struct {
 	// StartObserver starts a detached observer of a request's worker;
 	// nil starts none.
 	StartObserver func(root, id string)
+	// Sandbox is the program that enters a worker's sandbox (A12), as
+	// the stage engine's; "" runs workers without one.
+	Sandbox string
 	// Program resolves an agent program by name for a request under root:
 	// direct work starts each later task's worker with the program its
 	// first one ran. nil knows the built-in programs only.

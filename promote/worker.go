@@ -17,6 +17,7 @@ import (
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agent/sandbox"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
@@ -77,9 +78,10 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 		return err
 	}
 	now := env.clock()
+	sb, unsandboxed := workerSandbox(env, ws, prog)
 	w := &request.Worker{
 		Agent: run.Agent{Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(),
-			Pane: pane, PaneHost: env.Pane, Host: env.Host, PromptFile: promptFile, Started: now, SentAt: now, Sends: 1},
+			Pane: pane, PaneHost: env.Pane, Host: env.Host, PromptFile: promptFile, Started: now, SentAt: now, Sends: 1, Sandbox: sandbox.Note(sb, unsandboxed)},
 		Home: agent.HomeOf(env.CallerEnv), Life: run.Life{State: run.StateStarting},
 	}
 	if env.Pane == "print" {
@@ -101,7 +103,30 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 		flume = append(flume, "FLUME_TASK="+first.Request.Tasks[first.Task].ID)
 	}
 	return agent.Begin(ctx, env.Panes, agent.Start{Program: prog, Vars: vars, Pane: w.Pane, Dir: ws.Root, Caller: env.CallerEnv,
-		Flume: flume, Print: env.Print})
+		Flume: flume, Print: env.Print, Sandbox: sb, SandboxExe: env.Sandbox})
+}
+
+// workerSandbox is what a checked request's worker may write (A12), or nil
+// and why (direct work commits in checkouts whose git folders hold config).
+func workerSandbox(env *Env, ws *Workspace, prog agent.Program) (*sandbox.Sandbox, string) {
+	switch {
+	case env.Sandbox == "":
+		return nil, "flume runs agents without a sandbox here (FLUME_SANDBOX=off)"
+	case ws.direct():
+		return nil, "direct work commits in the members' own checkouts"
+	}
+	var trees []sandbox.Tree
+	for _, m := range ws.members {
+		trees = append(trees, sandbox.Tree{CommonDir: m.repo.CommonDir, Path: m.r.WorkerTree.Path, Branch: "refs/heads/" + m.r.WorkerTree.Branch})
+	}
+	dirs, files, err := prog.StatePaths(agent.HomeOf(env.CallerEnv))
+	if err == nil {
+		var sb *sandbox.Sandbox
+		if sb, err = sandbox.ForTrees(env.CallerEnv, trees, dirs, files); err == nil {
+			return sb, ""
+		}
+	}
+	return nil, err.Error()
 }
 
 // endWorker ends the worker and verifies it gone (X5); false with an

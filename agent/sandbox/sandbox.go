@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
@@ -28,6 +31,74 @@ type Sandbox struct {
 	// Files are written in place only: no file is made or removed beside
 	// them. One missing is skipped.
 	Files []string
+}
+
+// AddWorktree lets the sandbox write what a commit on branch (a full ref
+// name) in the linked worktree at tree writes: the tree, the repository's
+// object store, git's folder for the worktree (admin), the branch's ref
+// folder (git writes a ref as a lock file beside it, then renames it) and
+// its reflog, appended to in place. The ref folder must exist.
+func (s *Sandbox) AddWorktree(commonDir, admin, tree, branch string) error {
+	refDir := filepath.Dir(filepath.Join(commonDir, filepath.FromSlash(branch)))
+	if info, err := os.Stat(refDir); err != nil || !info.IsDir() {
+		return fmt.Errorf("branch %s has no folder %s to commit through", strings.TrimPrefix(branch, "refs/heads/"), refDir)
+	}
+	s.Dirs = append(s.Dirs, tree, filepath.Join(commonDir, "objects"), admin, refDir)
+	s.Files = append(s.Files, filepath.Join(commonDir, "logs", filepath.FromSlash(branch)))
+	return nil
+}
+
+// Tree is a linked worktree an agent commits in: its repository's common
+// folder, its path, and its branch (a full ref name).
+type Tree struct{ CommonDir, Path, Branch string }
+
+// ForTrees is the sandbox of an agent that commits in trees (git's folder
+// for each found by ondisk.WorktreeAdmin) and keeps its state in
+// stateDirs (made when missing) and stateFiles, with what every program
+// writes (AddCommon); an error where the kernel cannot hold it.
+func ForTrees(environ []string, trees []Tree, stateDirs, stateFiles []string) (*Sandbox, error) {
+	if why := Unavailable(); why != "" {
+		return nil, errors.New(why)
+	}
+	sb := &Sandbox{}
+	for _, t := range trees {
+		admin := ondisk.WorktreeAdmin(t.CommonDir, t.Path)
+		if admin == "" {
+			return nil, fmt.Errorf("worktree %s has no folder in git", t.Path)
+		}
+		if err := sb.AddWorktree(t.CommonDir, admin, t.Path, t.Branch); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range stateDirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	sb.AddCommon(environ)
+	sb.Dirs, sb.Files = append(sb.Dirs, stateDirs...), append(sb.Files, stateFiles...)
+	return sb, nil
+}
+
+// Note is what a run's record says of its sandbox: "landlock", or "off: "
+// and why it has none.
+func Note(sb *Sandbox, why string) string {
+	if sb != nil {
+		return "landlock"
+	}
+	return "off: " + why
+}
+
+// AddCommon lets the sandbox write what every program writes: the temp
+// folder (TMPDIR of environ, else /tmp) and /dev.
+func (s *Sandbox) AddCommon(environ []string) {
+	tmp := "/tmp"
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && filepath.IsAbs(v) {
+			tmp = v
+		}
+	}
+	s.Dirs = append(s.Dirs, tmp, "/dev")
 }
 
 // LandlockABI is the kernel's Landlock version, 0 where it has none or it

@@ -349,11 +349,7 @@ func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Pl
 		vars.AllowedTools, vars.Model = r.role.Tools, r.role.Model
 	}
 	start := agent.Start{Program: r.prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
-		Flume: agentVars(p, st.Name, a.Session), Resume: r.resumeID != ""}
-	if r.sandbox != nil {
-		// A12; its hooks need not try what it cannot write.
-		start.Wrap, start.Flume = r.sandbox.Wrap(env.Engine.Sandbox), append(start.Flume, "FLUME_SANDBOX=landlock")
-	}
+		Flume: agentVars(p, st.Name, a.Session), Resume: r.resumeID != "", Sandbox: r.sandbox, SandboxExe: env.Engine.Sandbox}
 	if a.Pane != "print" {
 		return agent.Begin(ctx, env.Engine.HostOf(a), start)
 	}

@@ -119,9 +119,10 @@ func Tell(ctx context.Context, env *stage.Env, o TellOptions) error {
 }
 
 // refuseTell refuses a tell to agent a of place id, with nothing typed,
-// while the agent waits on its own question (A4) or on a permission its
-// own hooks reported and neither its transcript nor its screen (the
-// composer back) shows answered (A11): a dialog, whatever it looks like.
+// while the agent waits on its own question (A4), on a permission its own
+// transcript shows (Codex), or on one its own hooks reported and neither
+// its transcript nor its screen (the composer back) shows answered (A11):
+// a dialog, whatever it looks like, drawn yet or not.
 func refuseTell(id string, a *stage.AgentRun, screen *agent.Screen) error {
 	var newest time.Time
 	if a.Transcript != "" {
@@ -131,6 +132,9 @@ func refuseTell(id string, a *stage.AgentRun, screen *agent.Screen) error {
 		}
 		if tr.Question != "" {
 			return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent is waiting on its own question %q; answer it in its pane", tr.Question)}
+		}
+		if tr.Permission != "" { // its own record says so, whatever its screen shows yet
+			return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent waits for a permission (%s); answer it in its pane: git flume attach %s", tr.Permission, id)}
 		}
 		newest = tr.Newest
 	}

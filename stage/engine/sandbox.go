@@ -2,11 +2,9 @@ package engine
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/sandbox"
@@ -59,24 +57,12 @@ func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Plac
 	if err != nil {
 		return nil, "", err
 	}
-	// git writes a branch by making a lock file beside it and renaming it
-	// over the branch: the branch's folder, which git keeps once made.
-	branchDir := filepath.Dir(filepath.Join(repo.CommonDir, filepath.FromSlash(p.BranchRef())))
-	if info, err := os.Stat(branchDir); err != nil || !info.IsDir() {
-		return nil, "", fmt.Errorf("place %s: branch %s has no folder %s for its agent to commit through", p.ID, p.Branch, branchDir)
+	sb := &sandbox.Sandbox{}
+	if err := sb.AddWorktree(repo.CommonDir, admin, p.Path, p.BranchRef()); err != nil {
+		return nil, "", fmt.Errorf("place %s: %w", p.ID, err)
 	}
-	tmp := "/tmp"
-	for _, kv := range env.CallerEnv {
-		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && filepath.IsAbs(v) {
-			tmp = v
-		}
-	}
-	sb := &sandbox.Sandbox{
-		Dirs: append([]string{p.Path, filepath.Join(repo.CommonDir, "objects"), admin, branchDir, tmp, "/dev"}, stateDirs...),
-		// The branch's reflog is appended to in place; the run's events
-		// file is written by the agent's own hooks (A11).
-		Files: append([]string{filepath.Join(repo.CommonDir, "logs", filepath.FromSlash(p.BranchRef()))}, stateFiles...),
-	}
+	sb.AddCommon(env.CallerEnv)
+	sb.Dirs, sb.Files = append(sb.Dirs, stateDirs...), append(sb.Files, stateFiles...)
 	if f := r.agent.EventsFile(); f != "" {
 		if err := os.WriteFile(f, nil, 0o644); err != nil {
 			return nil, "", fmt.Errorf("sandbox of %s: %w", p.ID, err)
@@ -114,15 +100,6 @@ func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Place, 
 		st.Blocked(stage.BlockRole, why)
 		return "blocked: " + why, nil
 	}
-	r.sandbox, r.agent.Sandbox = sb, sandboxNote(sb, unsandboxed)
+	r.sandbox, r.agent.Sandbox = sb, sandbox.Note(sb, unsandboxed)
 	return "", nil
-}
-
-// sandboxNote is what a run's record says of its sandbox: "landlock", or
-// "off: why".
-func sandboxNote(s *sandbox.Sandbox, why string) string {
-	if s != nil {
-		return "landlock"
-	}
-	return "off: " + cmp.Or(why, "none")
 }
