@@ -198,3 +198,26 @@ func TestGitInAWorktreeOfATakenNameIsItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestWorktreeReachedThroughALinkIsUnchanged: a worktree made and named
+// through a symbolic link (macOS's /tmp is one) is as git wrote it, though
+// git's files may name its real path.
+func TestWorktreeReachedThroughALinkIsUnchanged(t *testing.T) {
+	env := testEnv(t)
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "real"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "link", "repo")
+	mustGit(t, env, "init", "-q", "-b", "main", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "init")
+	place := filepath.Join(dir, "places", "fix--one")
+	mustGit(t, env, "-C", dir, "worktree", "add", "-q", "-b", "fix/one", place)
+	repo := mustOpen(t, &git.Runner{Env: env}, dir)
+	if why := repo.WorktreeChanged(place); why != "" {
+		t.Fatalf("WorktreeChanged(%s) = %q, want none", place, why)
+	}
+}

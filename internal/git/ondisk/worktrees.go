@@ -265,13 +265,13 @@ func WorktreeChanged(commonDir, admin, dir string) string {
 		return filepath.Clean(path)
 	}
 	dotGit := filepath.Join(dir, ".git")
-	if got := read(dotGit); !strings.HasPrefix(got, "gitdir: ") || abs(dir, strings.TrimPrefix(got, "gitdir: ")) != admin {
+	if got := read(dotGit); !strings.HasPrefix(got, "gitdir: ") || !samePath(abs(dir, strings.TrimPrefix(got, "gitdir: ")), admin) {
 		return fmt.Sprintf("%s holds %q, expected %q", dotGit, got, "gitdir: "+admin)
 	}
-	if got := read(filepath.Join(admin, "gitdir")); abs(admin, got) != dotGit {
+	if got := read(filepath.Join(admin, "gitdir")); !samePath(abs(admin, got), dotGit) {
 		return fmt.Sprintf("%s holds %q, expected %q", filepath.Join(admin, "gitdir"), got, dotGit)
 	}
-	if got := read(filepath.Join(admin, "commondir")); abs(admin, got) != filepath.Clean(commonDir) {
+	if got := read(filepath.Join(admin, "commondir")); !samePath(abs(admin, got), commonDir) {
 		return fmt.Sprintf("%s holds %q, expected the common folder %s", filepath.Join(admin, "commondir"), got, commonDir)
 	}
 	if _, err := os.Lstat(filepath.Join(admin, "config.worktree")); err == nil {
@@ -321,7 +321,7 @@ func WorktreeAdmin(commonDir, dir string) string {
 		if err == nil && !filepath.IsAbs(path) {
 			path = filepath.Join(admin, path)
 		}
-		return err == nil && filepath.Clean(path) == dotGit
+		return err == nil && samePath(path, dotGit)
 	}
 	own := filepath.Join(root, filepath.Base(dir))
 	if names(own) {
@@ -338,4 +338,16 @@ func WorktreeAdmin(commonDir, dir string) string {
 		return own
 	}
 	return ""
+}
+
+// samePath reports whether a and b name the same file: equal once cleaned,
+// or once their symbolic links are followed (git may write a worktree's
+// real path, /private/tmp for /tmp on macOS).
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
 }
