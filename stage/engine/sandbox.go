@@ -1,14 +1,13 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -72,18 +71,16 @@ func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Plac
 	return sb, "", nil
 }
 
-// worktreeAdmin is git's folder for place p's worktree: worktrees/<id> of
-// the common folder, as git names it, and pointing back at the place. A
-// folder that points elsewhere was not made by flume's launch, and is not
-// given to an agent to write.
+// worktreeAdmin is git's folder for place p's worktree, as git made it:
+// one whose files name another place, or were changed, is not given to an
+// agent to write.
 func worktreeAdmin(commonDir string, p *stage.Place) (string, error) {
-	admin := filepath.Join(commonDir, "worktrees", filepath.Base(p.Path))
-	back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
-	if err != nil {
-		return "", fmt.Errorf("place %s: its worktree's folder in git: %w", p.ID, err)
+	admin := ondisk.WorktreeAdmin(commonDir, p.Path)
+	if admin == "" {
+		return "", fmt.Errorf("place %s: git has no folder for its worktree %s", p.ID, p.Path)
 	}
-	if got, want := string(bytes.TrimSpace(back)), filepath.Join(p.Path, ".git"); filepath.Clean(got) != want {
-		return "", fmt.Errorf("place %s: git's folder %s names worktree %q, expected %q", p.ID, admin, got, want)
+	if changed := ondisk.WorktreeChanged(commonDir, admin, p.Path); changed != "" {
+		return "", fmt.Errorf("place %s: %s", p.ID, changed)
 	}
 	return admin, nil
 }
