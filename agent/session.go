@@ -78,7 +78,7 @@ func CallerEnv(caller []string) []string {
 		case name == "CLAUDECODE", strings.HasPrefix(name, "CLAUDE_CODE_SSE"), name == "CLAUDE_CODE_ENTRYPOINT",
 			name == "CLAUDE_CODE_CHILD_SESSION", name == "CLAUDE_CODE_SESSION_ID", name == "CLAUDE_CODE_EXECPATH", name == "AI_AGENT",
 			name == "TMUX", name == "TMUX_PANE",
-			name == "FLUME_PLACE", name == "FLUME_STAGE", name == "FLUME_SESSION",
+			name == "FLUME_PLACE", name == "FLUME_STAGE", name == "FLUME_SESSION", name == "FLUME_SANDBOX",
 			name == "FLUME_WORKSPACE", name == "FLUME_REPOSITORIES", name == "FLUME_INPUTS":
 			continue
 		}

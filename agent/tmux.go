@@ -65,16 +65,7 @@ func (t *Tmux) cmd(stdin string, args ...string) proc.Cmd {
 // it later: what tmux itself needs, never a key or flume's session (an
 // agent's own environment reaches it through its launch file).
 func tmuxEnv(environ []string) []string {
-	var env []string
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case name == "PATH" || name == "HOME" || name == "USER" || name == "LOGNAME" || name == "SHELL" || name == "TERM" ||
-			name == "TMUX_TMPDIR" || name == "XDG_RUNTIME_DIR" || name == "TZ" || name == "LANG" || strings.HasPrefix(name, "LC_"):
-			env = append(env, kv)
-		}
-	}
-	return env
+	return proc.KeepEnv(environ, "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMUX_TMPDIR", "XDG_RUNTIME_DIR", "TZ", "LANG", "LC_*")
 }
 
 func (t *Tmux) run(ctx context.Context, args ...string) (string, error) {

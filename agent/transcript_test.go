@@ -180,10 +180,10 @@ func TestRefusalsReadFromToolResults_A12(t *testing.T) {
 	}
 }
 
-// TestInterruptedTurns: a turn a person stopped reads as interrupted, not
+// TestInterruptedTurns_A8: a turn a person stopped reads as interrupted, not
 // a prompt nor an error: Claude Code's "[Request interrupted by user…]"
 // line (after a refused tool or Esc), Codex's turn_aborted "interrupted".
-func TestInterruptedTurns(t *testing.T) {
+func TestInterruptedTurns_A8(t *testing.T) {
 	claude := `{"type":"user","message":{"role":"user","content":"go"}}
 {"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Write","input":{}}]}}
 {"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"The user doesn't want to proceed with this tool use.","is_error":true,"tool_use_id":"t1"}]}}

@@ -179,6 +179,17 @@ func (ev Events) Pending(newest time.Time, screen *agent.Screen, now time.Time) 
 	return ev.Permission
 }
 
+// WaitsFor is the permission a run waits for (A11): the one its own hooks
+// reported and nothing since answered (Pending), else the one its
+// transcript shows still asked (Codex's command outside its sandbox);
+// "" for none. The engine's step and tell read it alike.
+func (ev Events) WaitsFor(transcript string, newest time.Time, screen *agent.Screen, now time.Time) string {
+	if p := ev.Pending(newest, screen, now); p != "" {
+		return p
+	}
+	return transcript
+}
+
 // TurnEnded is when the program's own Stop hook said the turn that the
 // transcript's newest line (newest) belongs to ended; zero when it has
 // not said so since that line.

@@ -100,15 +100,13 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 	return o, string(prompt), nil
 }
 
-// observeHooks takes into o what the program's own hooks report: a
-// permission it waits for (else the one its transcript shows, Codex's
-// command asked outside its sandbox, kept by readTranscript) and when its
-// turn ended. The hooks' times are the wall clock's, as the transcript's
-// are; the timers' clock may be a test's.
+// observeHooks takes into o what the program's own hooks report: the
+// permission it waits for (WaitsFor, over the transcript's, which
+// readTranscript kept in o) and when its turn ended. The hooks' times are
+// the wall clock's, as the transcript's are; the timers' clock may be a
+// test's.
 func observeHooks(ev Events, newest time.Time, o *Observation) {
-	if p := ev.Pending(newest, o.Screen, time.Now()); p != "" {
-		o.Permission = p
-	}
+	o.Permission = ev.WaitsFor(o.Permission, newest, o.Screen, time.Now())
 	o.Stopped = ev.TurnEnded(newest)
 }
 

@@ -44,7 +44,7 @@ func (s *Sandbox) AddWorktree(commonDir, admin, tree, branch string) error {
 		return fmt.Errorf("branch %s has no folder %s to commit through", strings.TrimPrefix(branch, "refs/heads/"), refDir)
 	}
 	s.Dirs = append(s.Dirs, tree, filepath.Join(commonDir, "objects"), admin, refDir)
-	s.Files = append(s.Files, filepath.Join(commonDir, "logs", filepath.FromSlash(branch)))
+	s.Files = append(s.Files, ondisk.ReflogPath(commonDir, branch))
 	return nil
 }
 

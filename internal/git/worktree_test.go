@@ -120,6 +120,17 @@ func TestWorktreesReadInProcessAgreeWithGit_R4(t *testing.T) {
 // by the worktree folders alone.
 func unbornRefs([]string) (map[string]string, bool) { return map[string]string{}, true }
 
+// repoWithPlace makes a repository at dir with one commit and a place's
+// worktree, places/fix--one on fix/one, as flume's launch does.
+func repoWithPlace(t *testing.T, env []string, dir string) (*git.Repo, string) {
+	t.Helper()
+	mustGit(t, env, "init", "-q", "-b", "main", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "init")
+	place := filepath.Join(dir, "places", "fix--one")
+	mustGit(t, env, "-C", dir, "worktree", "add", "-q", "-b", "fix/one", place)
+	return mustOpen(t, &git.Runner{Env: env}, dir), place
+}
+
 // TestGitInAWorktreeFollowsNoFileItsAgentWrote_A12: a place's agent may
 // write its worktree's .git file and git's folder for it. flume's git in
 // the worktree is told the repository's folders outright: a .git file
@@ -131,11 +142,7 @@ func TestGitInAWorktreeFollowsNoFileItsAgentWrote_A12(t *testing.T) {
 	env := testEnv(t)
 	root := t.TempDir()
 	dir := filepath.Join(root, "repo")
-	mustGit(t, env, "init", "-q", "-b", "main", dir)
-	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "init")
-	place := filepath.Join(dir, "places", "fix--one")
-	mustGit(t, env, "-C", dir, "worktree", "add", "-q", "-b", "fix/one", place)
-	repo := mustOpen(t, &git.Runner{Env: env}, dir)
+	repo, place := repoWithPlace(t, env, dir)
 	if why := repo.WorktreeChanged(place); why != "" {
 		t.Fatalf("a worktree as git made it: WorktreeChanged = %q", why)
 	}
@@ -170,10 +177,10 @@ func TestGitInAWorktreeFollowsNoFileItsAgentWrote_A12(t *testing.T) {
 	}
 }
 
-// TestGitInAWorktreeOfATakenNameIsItsOwn: git names a second worktree
+// TestGitInAWorktreeOfATakenNameIsItsOwn_A12: git names a second worktree
 // whose folder's name is taken worktrees/<name>1; flume's git in it is
 // told that folder, never the first one's.
-func TestGitInAWorktreeOfATakenNameIsItsOwn(t *testing.T) {
+func TestGitInAWorktreeOfATakenNameIsItsOwn_A12(t *testing.T) {
 	ctx := context.Background()
 	env := testEnv(t)
 	root := t.TempDir()
@@ -199,10 +206,10 @@ func TestGitInAWorktreeOfATakenNameIsItsOwn(t *testing.T) {
 	}
 }
 
-// TestWorktreeReachedThroughALinkIsUnchanged: a worktree made and named
+// TestWorktreeReachedThroughALinkIsUnchanged_A12: a worktree made and named
 // through a symbolic link (macOS's /tmp is one) is as git wrote it, though
 // git's files may name its real path.
-func TestWorktreeReachedThroughALinkIsUnchanged(t *testing.T) {
+func TestWorktreeReachedThroughALinkIsUnchanged_A12(t *testing.T) {
 	env := testEnv(t)
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "real"), 0o755); err != nil {
@@ -212,11 +219,7 @@ func TestWorktreeReachedThroughALinkIsUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "link", "repo")
-	mustGit(t, env, "init", "-q", "-b", "main", dir)
-	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "init")
-	place := filepath.Join(dir, "places", "fix--one")
-	mustGit(t, env, "-C", dir, "worktree", "add", "-q", "-b", "fix/one", place)
-	repo := mustOpen(t, &git.Runner{Env: env}, dir)
+	repo, place := repoWithPlace(t, env, dir)
 	if why := repo.WorktreeChanged(place); why != "" {
 		t.Fatalf("WorktreeChanged(%s) = %q, want none", place, why)
 	}

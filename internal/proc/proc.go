@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,15 +24,23 @@ var ErrNotFound = exec.ErrNotFound
 // variables. Readying and removal steps (L2, T3) and workspace checks (P3)
 // all run in it.
 func StepEnv(caller []string, extra ...string) []string {
-	keep := map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TERM": true}
+	return append(KeepEnv(caller, "PATH", "HOME", "LANG", "TERM"), extra...)
+}
+
+// KeepEnv is the part of environ whose variables names lists, in its
+// order; a name ending in "*" keeps every variable it begins.
+func KeepEnv(environ []string, names ...string) []string {
 	var env []string
-	for _, kv := range caller {
+	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if keep[name] {
+		if slices.ContainsFunc(names, func(n string) bool {
+			prefix, wild := strings.CutSuffix(n, "*")
+			return name == n || wild && strings.HasPrefix(name, prefix)
+		}) {
 			env = append(env, kv)
 		}
 	}
-	return append(env, extra...)
+	return env
 }
 
 // Cmd is a program to run: never through a shell, with exactly Env.

@@ -197,3 +197,12 @@ func TestRunStepExitsAsAShellWould_X4(t *testing.T) {
 		t.Fatalf("cancelled: %d %v", code, err)
 	}
 }
+
+// TestKeepEnvKeepsWhatItNames: exact names, and every variable a name
+// ending in "*" begins; nothing else, in environ's order.
+func TestKeepEnvKeepsWhatItNames(t *testing.T) {
+	environ := []string{"LC_ALL=C", "ANTHROPIC_API_KEY=k", "PATH=/bin", "LCX=1", "LC_TIME=en", "HOME=/h"}
+	if got := strings.Join(proc.KeepEnv(environ, "PATH", "HOME", "LC_*"), " "); got != "LC_ALL=C PATH=/bin LC_TIME=en HOME=/h" {
+		t.Errorf("KeepEnv = %q", got)
+	}
+}

@@ -125,6 +125,7 @@ func Tell(ctx context.Context, env *stage.Env, o TellOptions) error {
 // a dialog, whatever it looks like, drawn yet or not.
 func refuseTell(id string, a *stage.AgentRun, screen *agent.Screen) error {
 	var newest time.Time
+	var asked string
 	if a.Transcript != "" {
 		tr, err := agent.ReadTranscriptFile(a.Transcript, a.Format)
 		if err != nil {
@@ -133,14 +134,11 @@ func refuseTell(id string, a *stage.AgentRun, screen *agent.Screen) error {
 		if tr.Question != "" {
 			return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent is waiting on its own question %q; answer it in its pane", tr.Question)}
 		}
-		if tr.Permission != "" { // its own record says so, whatever its screen shows yet
-			return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent waits for a permission (%s); answer it in its pane: git flume attach %s", tr.Permission, id)}
-		}
-		newest = tr.Newest
+		newest, asked = tr.Newest, tr.Permission
 	}
 	if ev, err := run.ReadEvents(a.EventsFile()); err != nil {
 		return err
-	} else if words := ev.Pending(newest, screen, time.Now()); words != "" {
+	} else if words := ev.WaitsFor(asked, newest, screen, time.Now()); words != "" {
 		return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("the agent waits for a permission (%s); answer it in its pane: git flume attach %s", words, id)}
 	}
 	return nil

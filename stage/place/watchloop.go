@@ -7,10 +7,10 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -69,7 +69,7 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 		// sandboxed agent's commit starts no advance of its own (A12).
 		var files []string
 		if a := stage.CurrentRun(p); a != nil && a.EventsFile() != "" {
-			files = append(files, a.EventsFile(), filepath.Join(repo.CommonDir, "logs", filepath.FromSlash(p.BranchRef())))
+			files = append(files, a.EventsFile(), ondisk.ReflogPath(repo.CommonDir, p.BranchRef()))
 		}
 		if err := waitOrEvent(ctx, interval, files); err != nil {
 			return err

@@ -222,11 +222,16 @@ func (c *PackedRefsCache) Lookup(commonDir string, names map[string]bool, ids ma
 // entries, which is where a place's branch's life is.
 const reflogLimit = 1 << 20
 
+// ReflogPath is the file of ref's reflog in commonDir.
+func ReflogPath(commonDir, ref string) string {
+	return filepath.Join(commonDir, "logs", filepath.FromSlash(ref))
+}
+
 // ReflogHas reports whether id is a value git gave ref: the new value of an
 // entry of its reflog in commonDir (its newest MiB). known is false where
 // the reflog says nothing: it is missing or empty.
 func ReflogHas(commonDir, ref, id string) (known, has bool) {
-	f, err := os.Open(filepath.Join(commonDir, "logs", filepath.FromSlash(ref)))
+	f, err := os.Open(ReflogPath(commonDir, ref))
 	if err != nil {
 		return false, false
 	}
