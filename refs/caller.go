@@ -82,22 +82,52 @@ func agentSession() (string, int) {
 // sessionPID is the process whose life the caller's claim shares (R8,
 // issue 41): the leader of its session (the terminal's or login shell, a
 // tmux pane's, a cron job's), so a claim taken through a wrapper (sh -c,
-// timeout, make) outlives the wrapper; else, where the leader is git,
-// git-flume or gone (setsid git flume use), the nearest ancestor that is
-// neither git nor git-flume.
+// timeout, make) outlives the wrapper. Where the leader cannot be seen (a
+// session begun outside this pid namespace, as in a container, or one
+// whose leader exited) the outermost ancestor still in the session stands
+// for it; where the leader is git or git-flume (setsid git flume use), the
+// nearest ancestor that is neither.
 func sessionPID() int {
-	if sid, err := unix.Getsid(0); err == nil && sid > 1 && sid != os.Getpid() {
-		if _, comm, ok := proc.Parent(sid); ok && comm != "git" && comm != "git-flume" {
+	sid, err := unix.Getsid(0)
+	if err == nil && sid > 1 && sid != os.Getpid() {
+		if _, comm, ok := proc.Parent(sid); ok && !isGit(comm) {
 			return sid
+		}
+	}
+	if err == nil {
+		if pid := outermostInSession(sid); pid > 0 {
+			return pid
 		}
 	}
 	pid := os.Getppid()
 	for range 8 {
 		ppid, comm, ok := proc.Parent(pid)
-		if !ok || comm != "git" && comm != "git-flume" || ppid <= 1 {
+		if !ok || !isGit(comm) || ppid <= 1 {
 			return pid
 		}
 		pid = ppid
 	}
 	return pid
 }
+
+// outermostInSession is the caller's farthest ancestor below init in
+// session sid that is neither git nor git-flume, 0 when there is none.
+func outermostInSession(sid int) int {
+	best := 0
+	for pid, n := os.Getppid(), 0; pid > 1 && n < 64; n++ {
+		if s, err := unix.Getsid(pid); err != nil || s != sid {
+			break
+		}
+		ppid, comm, ok := proc.Parent(pid)
+		if !ok {
+			break
+		}
+		if !isGit(comm) {
+			best = pid
+		}
+		pid = ppid
+	}
+	return best
+}
+
+func isGit(comm string) bool { return comm == "git" || comm == "git-flume" }
