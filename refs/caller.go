@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -28,7 +29,11 @@ func (e *ForeignSessionError) Error() string {
 // the caller's session leader (sessionPID).
 func CallerSession(host, sid string, pid int, vars map[string]string) (Session, error) {
 	s := Session{Host: host}
-	if agentSID, agentPID := agentSession(); agentSID != "" {
+	agentSID, agentPID := agentSession()
+	if agentSID == "" {
+		agentSID, agentPID = brokered(vars)
+	}
+	if agentSID != "" {
 		if sid != "" && sid != agentSID {
 			return s, &ForeignSessionError{Named: sid, Agent: agentSID}
 		}
@@ -52,6 +57,23 @@ func CallerSession(host, sid string, pid int, vars map[string]string) (Session, 
 		s.PID = sessionPID()
 	}
 	return s, nil
+}
+
+// BrokerVar carries, to a verb a place's watcher runs for its sandboxed
+// agent (agent/broker), that agent's session and pid: "SESSION PID". It is
+// read only where no ancestor is an agent's, and it only ever narrows
+// what a command may do (an agent never takes over a claim).
+const BrokerVar = "FLUME_BROKER"
+
+// brokered is the agent session a watcher ran this command for, "" for
+// none.
+func brokered(vars map[string]string) (string, int) {
+	sid, pidText, ok := strings.Cut(vars[BrokerVar], " ")
+	pid, err := strconv.Atoi(pidText)
+	if !ok || sid == "" || err != nil {
+		return "", 0
+	}
+	return sid, pid
 }
 
 // agentSession finds the agent flume started whose process tree this

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/broker"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -82,4 +84,24 @@ func (e *Env) ClockNow() time.Time {
 		return e.Clock().UTC()
 	}
 	return time.Now().UTC()
+}
+
+// BackgroundEnv is the environment of git-flume's own background work (the
+// hook's advance, watchers, a workspace's observer, the verbs a watcher
+// runs for its agent): environ without an agent session's variables. A
+// hook runs inside an agent's session, and ending that agent ends every
+// process carrying its session; flume's own work must not be among them,
+// nor run as that agent by accident, nor think itself sandboxed.
+func BackgroundEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		switch name, v, _ := strings.Cut(kv, "="); name {
+		case "FLUME_SESSION", "FLUME_SESSION_PID", "FLUME_PLACE", "FLUME_STAGE", broker.InboxVar, refs.BrokerVar:
+		default:
+			if name != "FLUME_SANDBOX" || v != "landlock" {
+				env = append(env, kv)
+			}
+		}
+	}
+	return env
 }

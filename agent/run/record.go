@@ -59,6 +59,16 @@ func (a *Agent) EventsFile() string {
 	return ""
 }
 
+// Inbox is where the agent's git-flume, in a sandbox, hands the
+// delegation verbs to its place's watcher (A12): beside its prompt, made
+// only for a role that delegates.
+func (a *Agent) Inbox() string {
+	if base, ok := strings.CutSuffix(a.PromptFile, ".prompt"); ok && base != "" {
+		return base + ".inbox"
+	}
+	return ""
+}
+
 // Printed reports an agent the operator runs from a printed command: flume
 // never types into it nor reads its pane.
 func (a *Agent) Printed() bool { return a.Pane == "print" }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/broker"
 	agentrun "github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/agent/sandbox"
 	"github.com/git-flume/git-flume/internal/cliargs"
@@ -280,6 +282,11 @@ func run(ctx context.Context, args []string, io *streams, environ []string) int 
 		}
 		fmt.Fprintf(io.Err, "git-flume: %v\n", err)
 		return exitLaunch
+	}
+	if inbox := broker.Inbox(environ, args[1:]); inbox != "" {
+		// A12: a sandboxed agent's delegation verb runs in its watcher.
+		dir, _ := os.Getwd()
+		return broker.Forward(ctx, inbox, args[1:], dir, io.Out, io.Err)
 	}
 	defer io.escaped()()
 	e := newEnv(environ)

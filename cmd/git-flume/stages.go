@@ -336,7 +336,7 @@ func hookCommand(a *app) *cli.Command {
 			}
 			// A hook's advance that cannot start is said, not lost
 			// (issue 28); the commit or merge itself stands.
-			if err := proc.Detach(args, cwd, a.backgroundEnv()); err != nil {
+			if err := proc.Detach(args, cwd, stage.BackgroundEnv(a.env.list)); err != nil {
 				fmt.Fprintf(a.io.Err, "git-flume: %s: could not start %v: %v; run git flume advance\n", c.Args().First(), args, err)
 			}
 			return nil
@@ -372,7 +372,7 @@ func (a *app) startWatcher(repoDir, id string) {
 	if err != nil {
 		return
 	}
-	if err := proc.Detach([]string{"watch", "--repo", abs, id}, abs, a.backgroundEnv()); err != nil {
+	if err := proc.Detach([]string{"watch", "--repo", abs, id}, abs, stage.BackgroundEnv(a.env.list)); err != nil {
 		a.warn("could not start the place's watcher; any git flume command starts one", "place", id, "err", err)
 	}
 }
@@ -384,23 +384,6 @@ func (a *app) watchInterval() time.Duration {
 		return d
 	}
 	return 5 * time.Second
-}
-
-// backgroundEnv is the environment of git-flume's own background processes
-// (the hook's advance, watchers): the caller's, without the agent session
-// variables. A hook runs inside an agent's session, and ending that agent
-// ends every process carrying its session; flume's own work must not be
-// among them.
-func (a *app) backgroundEnv() []string {
-	var env []string
-	for _, kv := range a.env.list {
-		name, _, _ := strings.Cut(kv, "=")
-		if name == "FLUME_SESSION" || name == "FLUME_PLACE" || name == "FLUME_STAGE" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
 }
 
 func rollbackCommand(a *app) *cli.Command {

@@ -284,7 +284,7 @@ func workspaceObserveCommand(a *app) *cli.Command {
 
 // startObserver starts a detached observer for a request's worker.
 func (a *app) startObserver(root, id string) {
-	if err := proc.Detach([]string{"workspace", "observe", "--root", root, "--id", id}, root, a.backgroundEnv()); err != nil {
+	if err := proc.Detach([]string{"workspace", "observe", "--root", root, "--id", id}, root, stage.BackgroundEnv(a.env.list)); err != nil {
 		a.warn("could not start the request's observer; git flume workspace reconcile observes it", "id", id, "err", err)
 	}
 }

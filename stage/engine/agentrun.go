@@ -20,6 +20,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 
 	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agent/broker"
 	"github.com/git-flume/git-flume/agent/codexhook"
 	"github.com/git-flume/git-flume/agent/run"
 	"github.com/git-flume/git-flume/agent/sandbox"
@@ -221,8 +222,11 @@ type stageRun struct {
 	// resumeID is the id the program resumes the stage's earlier session
 	// by, "" for a fresh session.
 	resumeID string
-	// sandbox is what the agent may write, nil for none (A12).
+	// sandbox is what the agent may write, nil for none (A12); inbox is
+	// where its git-flume hands its delegation verbs to the place's
+	// watcher, "" for a role that does not delegate (agent/broker).
 	sandbox *sandbox.Sandbox
+	inbox   string
 }
 
 // unenforced says why role's limits cannot be held to with program prog
@@ -349,7 +353,7 @@ func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Pl
 		vars.AllowedTools, vars.Model = r.role.Tools, r.role.Model
 	}
 	start := agent.Start{Program: r.prog, Vars: vars, Pane: a.Pane, Dir: p.Path, Caller: env.CallerEnv,
-		Flume: agentVars(p, st.Name, a.Session), Resume: r.resumeID != "", Sandbox: r.sandbox, SandboxExe: env.Engine.Sandbox}
+		Flume: agentVars(p, st.Name, a.Session, r.inbox), Resume: r.resumeID != "", Sandbox: r.sandbox, SandboxExe: env.Engine.Sandbox}
 	if a.Pane != "print" {
 		return agent.Begin(ctx, env.Engine.HostOf(a), start)
 	}
@@ -374,8 +378,12 @@ func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Pl
 // agentVars are flume's variables of a stage agent (A1): agent.Begin adds
 // them to the caller's cleaned environment, or prints them before the
 // command.
-func agentVars(p *stage.Place, stageName, session string) []string {
-	return append(stage.RunVars(p), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stageName, "FLUME_SESSION="+session)
+func agentVars(p *stage.Place, stageName, session, inbox string) []string {
+	vars := append(stage.RunVars(p), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stageName, "FLUME_SESSION="+session)
+	if inbox != "" {
+		vars = append(vars, broker.InboxVar+"="+inbox)
+	}
+	return vars
 }
 
 // EndAgent ends a stage's agent and verifies it exited (X5).

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/git-flume/git-flume/agent"
@@ -26,9 +28,9 @@ const gitFilesChanged = "its place's git files were changed"
 const branchWritten = "its branch was written outside git"
 
 // sandboxFor is the sandbox of run r in place p, or nil and why there is
-// none: the configuration turned it off, the kernel cannot hold one, or
-// the role delegates (a delegating agent makes places and writes flume's
-// records itself, A9). An error is a place whose git folders are not as
+// none: the configuration turned it off, or the kernel cannot hold one. A
+// role that delegates gets its inbox too (agent/broker): its delegation
+// verbs run in the place's watcher, outside. An error is a place whose git folders are not as
 // flume made them: nothing is started there.
 func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Place, r *stageRun) (*sandbox.Sandbox, string, error) {
 	switch {
@@ -36,8 +38,6 @@ func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Plac
 		return nil, "flume runs agents without a sandbox here (FLUME_SANDBOX=off)", nil
 	case cfg.NoSandbox:
 		return nil, "flume.sandbox is off", nil
-	case r.role != nil && len(r.role.DelegatesTo) > 0:
-		return nil, fmt.Sprintf("role %s delegates, and its agent writes flume's records itself", r.role.Name), nil
 	}
 	if why := env.Engine.NoLandlock(); why != "" {
 		return nil, why, nil
@@ -68,7 +68,28 @@ func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Plac
 		}
 		sb.Files = append(sb.Files, f)
 	}
+	if r.role != nil && len(r.role.DelegatesTo) > 0 {
+		if r.inbox, err = makeInbox(r.agent.Inbox()); err != nil {
+			return nil, "", fmt.Errorf("sandbox of %s: %w", p.ID, err)
+		}
+		sb.Dirs = append(sb.Dirs, r.inbox)
+	}
 	return sb, "", nil
+}
+
+// makeInbox makes a run's inbox folder, private to its user: a folder,
+// never a link to one.
+func makeInbox(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("the run has no prompt file to keep its inbox beside")
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	if info, err := os.Lstat(dir); err != nil || !info.IsDir() {
+		return "", fmt.Errorf("%s is not a folder flume made", dir)
+	}
+	return dir, nil
 }
 
 // worktreeAdmin is git's folder for place p's worktree, as git made it:

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/git-flume/git-flume/agent/broker"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -36,6 +37,8 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 	deadline := time.Now().Add(lifetime)
 	failed := 0
 	var rw radarWatch
+	var inbox *broker.Server // the agent's inbox served (A12)
+	defer func() { inbox.Close() }()
 	for time.Now().Before(deadline) {
 		p, err := engine.Advance(ctx, env, repoDir, id)
 		if err != nil {
@@ -65,11 +68,15 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 			return nil
 		}
 		rw.tick(ctx, env, repo, repoDir, p)
+		inbox = serveInbox(ctx, env, p, inbox)
 		// The agent's own hooks (A11), and its branch's reflog: a
 		// sandboxed agent's commit starts no advance of its own (A12).
 		var files []string
 		if a := stage.CurrentRun(p); a != nil && a.EventsFile() != "" {
 			files = append(files, a.EventsFile(), ondisk.ReflogPath(repo.CommonDir, p.BranchRef()))
+		}
+		if inbox != nil {
+			files = append(files, inbox.Inbox())
 		}
 		if err := waitOrEvent(ctx, interval, files); err != nil {
 			return err
@@ -84,16 +91,16 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 const eventPoll = 250 * time.Millisecond
 
 // waitOrEvent waits for interval, or less when one of files (the agent's
-// events file and its branch's reflog; none for no run) changes size
-// meanwhile.
+// events file, its branch's reflog and its inbox; none for no run)
+// changes size or time meanwhile.
 func waitOrEvent(ctx context.Context, interval time.Duration, files []string) error {
 	sizes := func() (n []int64) {
 		for _, f := range files {
-			size := int64(-1)
+			size, when := int64(-1), int64(0)
 			if info, err := os.Stat(f); err == nil {
-				size = info.Size()
+				size, when = info.Size(), info.ModTime().UnixNano()
 			}
-			n = append(n, size)
+			n = append(n, size, when)
 		}
 		return n
 	}
