@@ -101,11 +101,12 @@ type RunSetup struct {
 	Compose []string `json:"compose,omitempty"`
 }
 
-// EnvFile is an env file copied into a place: its path (relative), the
-// SHA-256 of what was copied, or why it was not.
+// EnvFile is an env file copied into a place: its path (relative), or why
+// it was not copied. No digest of what was copied: the record is shared,
+// and a digest of a secret is something to test guesses against (issue
+// 42).
 type EnvFile struct {
 	Path    string `json:"path"`
-	SHA256  string `json:"sha256,omitempty"`
 	Skipped string `json:"skipped,omitempty"`
 }
 

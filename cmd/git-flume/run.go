@@ -41,7 +41,7 @@ func envCommand(a *app) *cli.Command {
 			}
 			for _, kv := range vars {
 				k, v, _ := strings.Cut(kv, "=")
-				fmt.Fprintf(a.io.Out, "%s=%s\n", k, agent.ShellQuote(v))
+				fmt.Fprintf(a.io.Out, "export %s=%s\n", k, agent.ShellQuote(v))
 			}
 			for _, f := range files {
 				if f.Skipped != "" {

@@ -53,8 +53,8 @@ func init() {
 	scriptCmds["dialogon"] = cmdDialogOn
 }
 
-// listen FILE: read NAME=PORT lines from FILE (as git flume env prints
-// them) and bind every port at once, on every interface, as that many dev
+// listen FILE: read export NAME=PORT lines from FILE (as git flume env
+// prints them) and bind every port at once, on every interface, as that many dev
 // servers would; it fails naming each port already in use, then lets them
 // all go.
 func cmdListen(ts *testscript.TestScript, neg bool, args []string) {
@@ -70,7 +70,8 @@ func cmdListen(ts *testscript.TestScript, neg bool, args []string) {
 	var busy []string
 	n := 0
 	for line := range strings.SplitSeq(ts.ReadFile(args[0]), "\n") {
-		_, port, ok := strings.Cut(strings.TrimSpace(line), "=")
+		line = strings.TrimPrefix(strings.TrimSpace(line), "export ")
+		_, port, ok := strings.Cut(line, "=")
 		if !ok || strings.HasPrefix(line, "COMPOSE") || strings.HasPrefix(line, "#") {
 			continue
 		}

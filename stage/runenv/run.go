@@ -3,12 +3,11 @@ package runenv
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -284,100 +283,152 @@ func stateDir(environ []string) string {
 
 // copyEnvFiles copies the main checkout's files matching globs into the
 // place, mode 0600. A file git tracks is never copied (the place has its
-// own), nor one git does not ignore (a copy could be committed): each is
-// recorded with why it was skipped.
+// own), nor one git does not ignore (a copy could be committed), nor one
+// outside the main checkout, nor one the place would take through a
+// symbolic link (issue 42: its branch chose its folders): each is
+// recorded with why it was skipped, and nothing is written outside the
+// place.
 func copyEnvFiles(ctx context.Context, repo *git.Repo, p *stage.Place, globs []string) ([]stage.EnvFile, error) {
-	var paths []string
-	for _, g := range globs {
-		matches, err := filepath.Glob(filepath.Join(p.Repo, g))
-		if err != nil {
-			return nil, fmt.Errorf("run.env %q: %w", g, err)
-		}
-		for _, m := range matches {
-			rel, err := filepath.Rel(p.Repo, m)
-			if err == nil && !strings.HasPrefix(rel, stage.PlacesDir+string(filepath.Separator)) && !slices.Contains(paths, rel) {
-				paths = append(paths, rel)
-			}
-		}
-	}
-	if len(paths) == 0 {
-		return nil, nil
-	}
-	sort.Strings(paths)
-	ignored, err := repo.Ignored(ctx, p.Repo, paths)
-	if err != nil {
-		return nil, err
-	}
-	tracked, err := repo.Tracked(ctx, p.Path, paths)
-	if err != nil {
-		return nil, err
-	}
 	var files []stage.EnvFile
-	for _, rel := range paths {
+	for _, rel := range envPaths(p.Repo, globs) {
 		f := stage.EnvFile{Path: rel}
-		switch {
-		case tracked[rel]:
-			f.Skipped = "tracked in the place: it has its own"
-		case !ignored[rel]:
-			f.Skipped = "not ignored by git: a copy could be committed"
-		default:
-			sum, err := copyPrivate(filepath.Join(p.Repo, rel), filepath.Join(p.Path, rel), filepath.Join(repo.CommonDir, "flume", "tmp"))
-			if err != nil {
-				f.Skipped = err.Error()
-			}
-			f.SHA256 = sum
+		if strings.HasPrefix(rel, "..") {
+			f.Skipped = "outside the main checkout"
+		} else if link := linkIn(p.Path, rel); link != "" {
+			f.Skipped = link + " is a symbolic link or not a folder in the place: nothing is written through it"
 		}
 		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	tmpDir := filepath.Join(repo.CommonDir, "flume", "tmp")
+	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
+		return nil, err
+	}
+	root, err := placeRoot(p)
+	if err != nil {
+		return skipAll(files, err.Error()), nil
+	}
+	defer root.Close()
+	tmp, err := openDir(tmpDir)
+	if err != nil {
+		return nil, err
+	}
+	defer tmp.Close()
+	var rels []string
+	for _, f := range files {
+		if f.Skipped == "" {
+			rels = append(rels, f.Path)
+		}
+	}
+	skips := envSkips(ctx, repo, p, rels)
+	for i := range files {
+		f := &files[i]
+		if f.Skipped != "" {
+			continue
+		}
+		if f.Skipped = skips[f.Path]; f.Skipped == "" {
+			if err := copyBeneath(filepath.Join(p.Repo, f.Path), root, tmp, f.Path); err != nil {
+				f.Skipped = err.Error()
+			}
+		}
 	}
 	return files, nil
 }
 
-// copyPrivate copies a regular file to dst, mode 0600, and returns the
-// SHA-256 of what it copied. The copy is written in tmp (the repository's
-// own folder, on the same file system) and renamed into place, so a copy
-// cut short never shows in the place.
-func copyPrivate(src, dst, tmpDir string) (string, error) {
-	info, err := os.Lstat(src)
-	if err != nil {
-		return "", err
+// envPaths are the main checkout's files (at repoDir) matching globs,
+// relative, sorted, none of the places' folder. A glob that does not read
+// matches nothing.
+func envPaths(repoDir string, globs []string) []string {
+	var paths []string
+	for _, g := range globs {
+		matches, _ := filepath.Glob(filepath.Join(repoDir, g))
+		for _, m := range matches {
+			rel, err := filepath.Rel(repoDir, m)
+			if err == nil && rel != stage.PlacesDir && !strings.HasPrefix(rel, stage.PlacesDir+string(filepath.Separator)) && !slices.Contains(paths, rel) {
+				paths = append(paths, rel)
+			}
+		}
 	}
-	if !info.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", src)
+	sort.Strings(paths)
+	return paths
+}
+
+// linkIn is the first folder on rel's way below the place at dir that is
+// a symbolic link (or no folder), "" when there is none.
+func linkIn(dir, rel string) string {
+	at := dir
+	parts := strings.Split(filepath.Dir(rel), string(filepath.Separator))
+	for _, part := range parts {
+		if part == "." {
+			break
+		}
+		at = filepath.Join(at, part)
+		info, err := os.Lstat(at)
+		if errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+		if err != nil || !info.IsDir() {
+			rel, _ := filepath.Rel(dir, at)
+			return rel
+		}
 	}
-	in, err := os.Open(src)
-	if err != nil {
-		return "", err
+	return ""
+}
+
+// placeRoot opens the place's folder, where git made it: neither it nor
+// the places folder may be a symbolic link.
+func placeRoot(p *stage.Place) (*os.File, error) {
+	if info, err := os.Lstat(filepath.Join(p.Repo, stage.PlacesDir)); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("%s is a symbolic link or not a folder: nothing is written through it", stage.PlacesDir)
 	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
+	return openDir(p.Path)
+}
+
+// skipAll marks every file not yet skipped as skipped for why.
+func skipAll(files []stage.EnvFile, why string) []stage.EnvFile {
+	for i := range files {
+		if files[i].Skipped == "" {
+			files[i].Skipped = why
+		}
 	}
-	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
-		return "", err
+	return files
+}
+
+// envSkips says why each env file of rels is not copied into place p ("" to
+// copy it): tracked in the place, or not ignored by git in the main
+// checkout, or git's own words when it cannot say. One git call each for
+// all of them; the files one at a time when that call fails, so one bad
+// path skips that file only.
+func envSkips(ctx context.Context, repo *git.Repo, p *stage.Place, rels []string) map[string]string {
+	why := map[string]string{}
+	if len(rels) == 0 {
+		return why
 	}
-	out, err := os.CreateTemp(tmpDir, "env-*")
-	if err != nil {
-		return "", err
+	tracked, terr := repo.Tracked(ctx, p.Path, rels)
+	ignored, ierr := repo.Ignored(ctx, p.Repo, rels)
+	if (terr != nil || ierr != nil) && len(rels) > 1 {
+		for _, rel := range rels {
+			maps.Copy(why, envSkips(ctx, repo, p, []string{rel}))
+		}
+		return why
 	}
-	tmp := out.Name()
-	if err := out.Chmod(0o600); err != nil {
-		out.Close()
-		os.Remove(tmp)
-		return "", err
+	for _, rel := range rels {
+		switch {
+		case terr != nil:
+			why[rel] = "git cannot say whether the place tracks it: " + terr.Error()
+		case tracked[rel]:
+			why[rel] = "tracked in the place: it has its own"
+		case ierr != nil:
+			why[rel] = "git cannot say whether it is ignored: " + ierr.Error()
+		case !ignored[rel]:
+			why[rel] = "not ignored by git: a copy could be committed"
+		default:
+			why[rel] = ""
+		}
 	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(out, h), in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return why
 }
 
 // EnvOptions name a place whose run variables `git flume env` prints, and

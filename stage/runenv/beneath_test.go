@@ -1,0 +1,61 @@
+package runenv
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCopyBeneathWritesNothingOutside: a link where the copy goes is
+// replaced, never written through; a link or a step out on the way is
+// refused; the folder outside is untouched either way (issue 42).
+func TestCopyBeneathWritesNothingOutside(t *testing.T) {
+	place, outside, tmpDir := t.TempDir(), t.TempDir(), t.TempDir()
+	src := filepath.Join(t.TempDir(), "secret.env")
+	if err := os.WriteFile(src, []byte("DB_PASSWORD=hunter2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	theirs := filepath.Join(outside, "db.env")
+	if err := os.WriteFile(theirs, []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(theirs, filepath.Join(place, "final.env")))
+	must(os.Symlink(outside, filepath.Join(place, "conf")))
+	must(os.MkdirAll(filepath.Join(place, "a", "b"), 0o755))
+	must(os.Symlink(outside, filepath.Join(place, "a", "b", "c")))
+	root, err := openDir(place)
+	must(err)
+	defer root.Close()
+	tmp, err := openDir(tmpDir)
+	must(err)
+	defer tmp.Close()
+
+	must(copyBeneath(src, root, tmp, "final.env"))
+	if info, err := os.Lstat(filepath.Join(place, "final.env")); err != nil || !info.Mode().IsRegular() || info.Mode().Perm() != 0o600 {
+		t.Errorf("final.env is %v (%v), want a regular 0600 file in place of the link", info, err)
+	}
+	for _, rel := range []string{"conf/db.env", "a/b/c/db.env", "../db.env", "a/../../db.env"} {
+		if err := copyBeneath(src, root, tmp, rel); err == nil {
+			t.Errorf("copyBeneath(%s) = nil, want refused", rel)
+		}
+	}
+	must(copyBeneath(src, root, tmp, "new/dir/x.env"))
+	if data, _ := os.ReadFile(theirs); string(data) != "theirs" {
+		t.Errorf("the file outside holds %q, want it untouched", data)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("outside holds %d files, want its one", len(entries))
+	}
+	if entries, _ := os.ReadDir(tmpDir); len(entries) != 0 {
+		t.Errorf("the temporary folder keeps %d files, want none", len(entries))
+	}
+	if err := copyBeneath(filepath.Join(place, "conf"), root, tmp, "x.env"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a source that is a link: %v, want refused", err)
+	}
+}
