@@ -99,6 +99,10 @@ type EngineOptions struct {
 	// RadarEvery is how often at most a place's watcher takes its
 	// fingerprint again while its agent works (issue 30).
 	RadarEvery time.Duration
+	// HostRead bounds the read of one repository of the host's index
+	// (status --host, board): one that does not answer is named and the
+	// others print (issue 42).
+	HostRead time.Duration
 }
 
 // NoLandlock says why this machine cannot hold an agent's sandbox, ""
@@ -107,6 +111,9 @@ func (o EngineOptions) NoLandlock() string { return sandbox.Unavailable() }
 
 // RadarInterval is RadarEvery, or 30 seconds when unset.
 func (o EngineOptions) RadarInterval() time.Duration { return setOr(o.RadarEvery, 30*time.Second) }
+
+// HostReadTimeout is HostRead, or 10 seconds when unset.
+func (o EngineOptions) HostReadTimeout() time.Duration { return setOr(o.HostRead, 10*time.Second) }
 
 // Grace is ReportGrace, or 60 seconds when unset.
 func (o EngineOptions) Grace() time.Duration { return setOr(o.ReportGrace, 60*time.Second) }

@@ -27,7 +27,7 @@ import (
 // FLUME_PANE (tmux|herdr|print|none; herdr by default inside herdr),
 // FLUME_TMUX_SOCKET, FLUME_AGENT, FLUME_SANDBOX, and durations in Go's
 // syntax: FLUME_CONFIRM_WINDOW, FLUME_REPORT_GRACE, FLUME_REMIND_AFTER,
-// FLUME_BUDGET, FLUME_STUCK_AFTER, FLUME_RADAR_INTERVAL.
+// FLUME_BUDGET, FLUME_STUCK_AFTER, FLUME_RADAR_INTERVAL, FLUME_HOST_READ.
 func (a *app) engineOptions() stage.EngineOptions {
 	pane := a.defaultPane()
 	o := stage.EngineOptions{
@@ -38,7 +38,7 @@ func (a *app) engineOptions() stage.EngineOptions {
 		Print: a.io.Out,
 	}
 	for name, d := range map[string]*time.Duration{"FLUME_CONFIRM_WINDOW": &o.ConfirmWindow, "FLUME_REPORT_GRACE": &o.ReportGrace,
-		"FLUME_REMIND_AFTER": &o.RemindAfter, "FLUME_BUDGET": &o.Budget, "FLUME_STUCK_AFTER": &o.StuckAfter, "FLUME_RADAR_INTERVAL": &o.RadarEvery} {
+		"FLUME_REMIND_AFTER": &o.RemindAfter, "FLUME_BUDGET": &o.Budget, "FLUME_STUCK_AFTER": &o.StuckAfter, "FLUME_RADAR_INTERVAL": &o.RadarEvery, "FLUME_HOST_READ": &o.HostRead} {
 		if v, err := time.ParseDuration(a.env.vars[name]); err == nil {
 			*d = v
 		}

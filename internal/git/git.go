@@ -263,13 +263,21 @@ func (r *Runner) Open(ctx context.Context, dir string) (*Repo, error) {
 		return r.open(ctx, dir, abs)
 	}
 	r.openedMu.Lock()
-	defer r.openedMu.Unlock()
-	if repo := r.opened[abs]; repo != nil {
+	repo := r.opened[abs]
+	r.openedMu.Unlock()
+	if repo != nil {
 		return repo, nil
 	}
-	repo, err := r.open(ctx, dir, abs)
+	// Opened without the lock: one repository that cannot be read (a
+	// FIFO for its HEAD) must not hold up the others (issue 42).
+	repo, err = r.open(ctx, dir, abs)
 	if err != nil {
 		return nil, err
+	}
+	r.openedMu.Lock()
+	defer r.openedMu.Unlock()
+	if first := r.opened[abs]; first != nil {
+		return first, nil
 	}
 	if r.opened == nil {
 		r.opened = map[string]*Repo{}

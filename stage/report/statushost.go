@@ -5,7 +5,9 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/git-flume/git-flume/stage"
 )
@@ -27,8 +29,11 @@ type RepoStatus struct {
 }
 
 // ReadHostStatus reads the status of every repository in the host's index
-// (the user's global flume.repository values). It writes nothing: a
-// repository gone from disk is reported, never dropped from the index.
+// (the user's global flume.repository values), all at once, within the
+// engine's HostReadTimeout: one that cannot be read in it (a HEAD that
+// blocks, a disk that hangs) is named, and the others print (issue 42). It writes nothing: a repository gone from disk
+// is reported, never dropped from the index. Cancelling ctx returns at
+// once, whatever a read is stuck in.
 func ReadHostStatus(ctx context.Context, env *stage.Env, all bool) (*HostStatus, error) {
 	repos, err := env.Runner.GlobalConfigAll(ctx, stage.RepositoryKey)
 	if err != nil {
@@ -36,20 +41,52 @@ func ReadHostStatus(ctx context.Context, env *stage.Env, all bool) (*HostStatus,
 	}
 	hs := &HostStatus{Schema: 1, Repositories: []RepoStatus{}}
 	seen := map[string]bool{}
+	var answers []chan RepoStatus
 	for _, r := range repos {
 		if seen[r] {
 			continue
 		}
 		seen[r] = true
-		rs := RepoStatus{Repo: r}
-		if _, err := os.Stat(r); errors.Is(err, os.ErrNotExist) {
-			rs.Error = "its folder is gone (git config --global --unset flume.repository " + r + " forgets it)"
-		} else if st, err := ReadStatus(ctx, env, StatusOptions{Repo: r, All: all}); err != nil {
-			rs.Error = err.Error()
-		} else {
-			rs.Status = st
+		answer := make(chan RepoStatus, 1)
+		answers = append(answers, answer)
+		go func() { answer <- readRepoStatus(ctx, env, r, all) }()
+		hs.Repositories = append(hs.Repositories, RepoStatus{Repo: r})
+	}
+	limit := env.Engine.HostReadTimeout()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	late := false
+	for i, answer := range answers {
+		if !late {
+			select {
+			case rs := <-answer:
+				hs.Repositories[i] = rs
+				continue
+			case <-deadline.C:
+				late = true
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
-		hs.Repositories = append(hs.Repositories, rs)
+		select {
+		case rs := <-answer:
+			hs.Repositories[i] = rs
+		default:
+			hs.Repositories[i].Error = fmt.Sprintf("not read within %s: a file of its repository does not answer (a FIFO, a hung disk?)", limit)
+		}
 	}
 	return hs, nil
+}
+
+// readRepoStatus is one repository's part of the host's status.
+func readRepoStatus(ctx context.Context, env *stage.Env, r string, all bool) RepoStatus {
+	rs := RepoStatus{Repo: r}
+	if _, err := os.Stat(r); errors.Is(err, os.ErrNotExist) {
+		rs.Error = "its folder is gone (git config --global --unset flume.repository " + r + " forgets it)"
+	} else if st, err := ReadStatus(ctx, env, StatusOptions{Repo: r, All: all}); err != nil {
+		rs.Error = err.Error()
+	} else {
+		rs.Status = st
+	}
+	return rs
 }
