@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -478,6 +479,9 @@ func tidyCommand(a *app) *cli.Command {
 				}
 			} else {
 				report.WriteTidy(a.io.Out, results, dry)
+			}
+			if err == nil && !dry && slices.ContainsFunc(results, func(r place.TidyResult) bool { return r.Kept != "" }) {
+				return silentExit{exitError} // issue 42: each kept place is named above
 			}
 			return err
 		},

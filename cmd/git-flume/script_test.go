@@ -61,8 +61,12 @@ func TestScript(t *testing.T) {
 
 // scriptCondition knows [landlock]: the kernel can hold an agent's
 // sandbox (A12). Under CI a kernel without it fails the suite: its
-// scripts would otherwise show only the unsandboxed half.
+// scripts would otherwise show only the unsandboxed half. And [root]: the
+// tests run as root, so a script may run a process as another user.
 func scriptCondition(cond string) (bool, error) {
+	if cond == "root" {
+		return os.Geteuid() == 0, nil
+	}
 	if cond != "landlock" {
 		return false, fmt.Errorf("unknown condition %q", cond)
 	}

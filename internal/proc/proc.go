@@ -341,10 +341,7 @@ func WithEnvAll(kvs ...string) []int {
 // CwdUnder returns the live processes (this one aside) whose working
 // directory is dir or inside it.
 func CwdUnder(dir string) []int {
-	return scan(func(pid int) bool {
-		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		return err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/"))
-	})
+	return scan(func(pid int) bool { return CwdIn(pid, dir) })
 }
 
 // Listening returns the live processes (this one aside) with a TCP socket
@@ -404,6 +401,37 @@ func scan(match func(pid int) bool) []int {
 		}
 	}
 	return pids
+}
+
+// Group is process pid's process group (/proc/<pid>/stat's pgrp), 0 when
+// it cannot be read: a shell with job control puts each job in a group of
+// its own, and the shell itself stays in another.
+func Group(pid int) int {
+	f, ok := stat(pid)
+	if !ok || len(f) < 3 {
+		return 0
+	}
+	g, _ := strconv.Atoi(f[2]) // field 5
+	return g
+}
+
+// Owner is the user id process pid runs as, -1 when it cannot be read.
+func Owner(pid int) int {
+	info, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	if err != nil {
+		return -1
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1
+	}
+	return int(st.Uid)
+}
+
+// CwdIn reports whether process pid's working directory is dir or inside it.
+func CwdIn(pid int, dir string) bool {
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	return err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/"))
 }
 
 // Ancestors returns the processes above pid, its parent first.

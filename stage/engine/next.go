@@ -17,6 +17,10 @@ import (
 // on by itself or has ended.
 func NextStep(p *stage.Place, agent string) string {
 	st := p.Stages[p.Current]
+	if p.Dropped != nil && p.Kept != "" {
+		// Issue 42: never the command that just refused, alone.
+		return "first what kept it: " + p.Kept + "; then git flume tidy"
+	}
 	if p.Dropped != nil {
 		// Issue 28: a dropped place's work is over; nothing restarts it.
 		return "git flume tidy (the place was dropped; tidy removes it once nothing in it would be lost)"

@@ -483,32 +483,45 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 }
 
 // StopPlaceProcesses ends what a place started before tidy removes it
-// (issue 29, point 5): every process flume started for it (readying and
-// remove steps, and what they left running, carry its FLUME_PLACE and
-// FLUME_PATH; its agents are ended by their session) and every process
-// listening on its leased ports, each sent SIGTERM, then SIGKILL, and
-// verified gone. A process flume did not start that holds no leased port
-// but works inside the place (a person's shell, an editor) is never
-// signalled: the place is kept, naming it. The calling process, its
-// ancestors, and flume's and git's own processes are never touched. It returns why the place is kept, "" when
-// nothing runs in it any more.
+// (issue 29, point 5; issue 42, point 4): every process flume started for
+// it (readying and remove steps, and what they left running, carry its
+// FLUME_PLACE and FLUME_PATH; its agents are ended by their session), and
+// every process listening on its leased ports with the job that started
+// it (npm start, sh -c, nodemon: its ancestors in its process group that
+// work inside the place), each sent SIGTERM, then SIGKILL, and verified
+// gone. A process flume did not start that is in none of those but works
+// inside the place (a person's shell, an editor) is never signalled: the
+// place is kept, naming it. Nor is a process of another user, whatever
+// port it holds. The calling process, its ancestors, and flume's and
+// git's own processes are never touched. It returns why the place is
+// kept, "" when nothing runs in it any more.
 func StopPlaceProcesses(p *stage.Place) string {
 	spare := map[int]bool{os.Getpid(): true}
 	for _, pid := range proc.Ancestors(os.Getpid()) {
 		spare[pid] = true
 	}
-	started := proc.WithEnvAll("FLUME_PLACE="+p.ID, "FLUME_PATH="+p.Path)
+	var stop []int
+	add := func(pid int) {
+		if !spare[pid] && !slices.Contains(stop, pid) && proc.Owner(pid) == os.Geteuid() {
+			stop = append(stop, pid)
+		}
+	}
+	for _, pid := range proc.WithEnvAll("FLUME_PLACE="+p.ID, "FLUME_PATH="+p.Path) {
+		add(pid)
+	}
 	if p.Run != nil && len(p.Run.Ports) > 0 {
 		var ports []int
 		for _, port := range p.Run.Ports {
 			ports = append(ports, port)
 		}
-		started = append(started, proc.Listening(ports)...)
-	}
-	var stop []int
-	for _, pid := range started {
-		if !spare[pid] && !slices.Contains(stop, pid) {
-			stop = append(stop, pid)
+		for _, pid := range proc.Listening(ports) {
+			if proc.Owner(pid) != os.Geteuid() {
+				continue // another user's: never ours to end
+			}
+			add(pid)
+			for _, up := range jobOf(pid, p.Path, spare) {
+				add(up)
+			}
 		}
 	}
 	// First what nobody may end: then nothing is ended for a place that
@@ -537,6 +550,23 @@ func StopPlaceProcesses(p *stage.Place) string {
 		}
 	}
 	return ""
+}
+
+// jobOf is the job a listener belongs to: its ancestors, nearest first,
+// while each is in its process group and works inside the place at dir,
+// up to one of spare. A shell with job control gives each job a group of
+// its own and keeps another, so the person's shell that ran `npm start`
+// is never among them; `npm start`, its `sh -c` and nodemon are.
+func jobOf(pid int, dir string, spare map[int]bool) []int {
+	group := proc.Group(pid)
+	var job []int
+	for _, up := range proc.Ancestors(pid) {
+		if spare[up] || group == 0 || proc.Group(up) != group || !proc.CwdIn(up, dir) {
+			break
+		}
+		job = append(job, up)
+	}
+	return job
 }
 
 func anyAlive(pids []int) bool {
