@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
@@ -66,7 +65,7 @@ func KillSession(session string) error {
 // agent or place the caller runs in.
 func CallerEnv(caller []string) []string {
 	var env []string
-	for _, kv := range git.CleanEnv(caller) {
+	for _, kv := range proc.CleanGitEnv(caller) {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		// An agent started from inside another agent's tool call (a

@@ -34,6 +34,11 @@ type RunDecl struct {
 	DepsInstall string
 }
 
+// Declared reports a [run] section that gives places anything.
+func (d RunDecl) Declared() bool {
+	return len(d.Env) > 0 || len(d.Ports) > 0 || len(d.Compose) > 0 || len(d.Deps) > 0
+}
+
 // DefaultPortsFrom is where port blocks start unless [run] portsFrom says.
 const DefaultPortsFrom = 20000
 
@@ -99,6 +104,12 @@ type RunSetup struct {
 	Deps *DepsSetup `json:"deps,omitempty"`
 	// Compose are the variables given its compose project name.
 	Compose []string `json:"compose,omitempty"`
+	// Unfinished: the place was made, and what [run] declares is not
+	// set up yet (a launch cut during its setup, or one that failed:
+	// Failed says why). Retry, env --refresh and any stage's start finish
+	// it (issue 42).
+	Unfinished bool   `json:"unfinished,omitempty"`
+	Failed     string `json:"failed,omitempty"`
 }
 
 // EnvFile is an env file copied into a place: its path (relative), or why
@@ -158,7 +169,15 @@ func RunVars(p *Place) []string {
 type DepsSetup struct {
 	Key     string   `json:"key"`
 	Folders []string `json:"folders"`
-	// Method is "install" (this place built the template), "reflink"
-	// (cloned copy-on-write from it) or "copy" (copied in full).
+	// Method is "reflink" (cloned copy-on-write from the template),
+	// "copy" (copied in full from it) or "install" (installed in the
+	// place itself: the template was refused, Refused says why).
 	Method string `json:"method"`
+	// Built: this setup built the template (its install ran, in a
+	// checkout of the place's base no branch controls).
+	Built   bool   `json:"built,omitempty"`
+	Refused string `json:"refused,omitempty"`
+	// Kept are the folders left as the place has them, with why (its
+	// branch tracks one, one lies below a link).
+	Kept []string `json:"kept,omitempty"`
 }

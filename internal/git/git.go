@@ -14,43 +14,12 @@ import (
 	"syscall"
 
 	"github.com/git-flume/git-flume/internal/git/gitconfig"
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 // ErrNotExist means git answered that the object, ref or path asked for does
 // not exist. It is decided from git's exit status.
 var ErrNotExist = errors.New("does not exist")
-
-// hookVars are the variables git exports to hooks and to commands run under
-// `git -C`/`--git-dir` that would point a child git at the wrong repository
-// (R9). They are removed before git runs against any path.
-var hookVars = map[string]bool{
-	"GIT_DIR":                          true,
-	"GIT_WORK_TREE":                    true,
-	"GIT_INDEX_FILE":                   true,
-	"GIT_OBJECT_DIRECTORY":             true,
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES": true,
-	"GIT_COMMON_DIR":                   true,
-	"GIT_NAMESPACE":                    true,
-	"GIT_PREFIX":                       true,
-	"GIT_INTERNAL_SUPER_PREFIX":        true,
-	"GIT_QUARANTINE_PATH":              true,
-	"GIT_OPTIONAL_LOCKS":               true,
-}
-
-// CleanEnv returns env without the variables that would redirect git to
-// another repository (R9). It is exported so that callers starting other
-// programs (agents, repository steps) can apply the same hygiene.
-func CleanEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if hookVars[name] {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
 
 // NotRepositoryError is a directory outside any git repository. It matches
 // ErrNotExist.
@@ -152,7 +121,7 @@ func (r *Runner) env(readOnly bool, extra ...string) []string {
 	if base == nil {
 		base = os.Environ()
 	}
-	env := CleanEnv(base)
+	env := proc.CleanGitEnv(base)
 	if readOnly {
 		env = append(env, "GIT_OPTIONAL_LOCKS=0")
 	}

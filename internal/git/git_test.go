@@ -123,13 +123,6 @@ func TestHookEnvironmentDoesNotRedirect_R9(t *testing.T) {
 	}
 }
 
-func TestCleanEnv(t *testing.T) {
-	in := []string{"PATH=/bin", "GIT_DIR=/x", "GIT_WORK_TREE=/y", "GIT_INDEX_FILE=/i", "GIT_OBJECT_DIRECTORY=/o", "GIT_COMMON_DIR=/c", "GIT_AUTHOR_NAME=n", "GIT_DIRX=keep"}
-	got := strings.Join(git.CleanEnv(in), " ")
-	if got != "PATH=/bin GIT_AUTHOR_NAME=n GIT_DIRX=keep" {
-		t.Fatalf("CleanEnv = %s", got)
-	}
-}
 
 func TestOpenOutsideRepository(t *testing.T) {
 	_, err := (&git.Runner{Env: testEnv(t)}).Open(context.Background(), t.TempDir())

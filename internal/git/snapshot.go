@@ -116,6 +116,19 @@ func (repo *Repo) RestoreTree(ctx context.Context, dir, base, tree string) error
 	})
 }
 
+// ExportTree writes commit's files into the empty folder dir, through a
+// throwaway index: a checkout no branch, HEAD or worktree names.
+func (repo *Repo) ExportTree(ctx context.Context, dir, commit string) error {
+	at := []string{"--git-dir=" + repo.CommonDir, "--work-tree=" + dir}
+	return repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
+		if _, err := run(nil, append(at, "read-tree", "--end-of-options", commit)...); err != nil {
+			return err
+		}
+		_, err := run(nil, append(at, "checkout-index", "-a")...)
+		return err
+	})
+}
+
 // FilesBeyond reports whether the work tree at dir holds any file that base
 // does not hold byte for byte: an untracked file that is not ignored, or a
 // changed one. Files missing from the work tree do not count (nothing of

@@ -43,6 +43,39 @@ func KeepEnv(environ []string, names ...string) []string {
 	return env
 }
 
+// hookVars are the variables git exports to hooks and to commands run under
+// `git -C`/`--git-dir` that would point a child git at the wrong repository
+// (R9). They are removed before git runs against any path.
+var hookVars = map[string]bool{
+	"GIT_DIR":                          true,
+	"GIT_WORK_TREE":                    true,
+	"GIT_INDEX_FILE":                   true,
+	"GIT_OBJECT_DIRECTORY":             true,
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES": true,
+	"GIT_COMMON_DIR":                   true,
+	"GIT_NAMESPACE":                    true,
+	"GIT_PREFIX":                       true,
+	"GIT_INTERNAL_SUPER_PREFIX":        true,
+	"GIT_QUARANTINE_PATH":              true,
+	"GIT_OPTIONAL_LOCKS":               true,
+}
+
+// CleanGitEnv returns env without the variables that would redirect git
+// to another repository (R9): internal/git runs every git with it, and
+// callers starting other programs (agents, repository steps) apply the
+// same hygiene.
+func CleanGitEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if hookVars[name] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
 // Cmd is a program to run: never through a shell, with exactly Env.
 type Cmd struct {
 	Path   string

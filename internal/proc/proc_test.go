@@ -206,3 +206,13 @@ func TestKeepEnvKeepsWhatItNames(t *testing.T) {
 		t.Errorf("KeepEnv = %q", got)
 	}
 }
+
+// TestCleanGitEnv: R9, the variables that would point git at another
+// repository go; the rest stay.
+func TestCleanGitEnv(t *testing.T) {
+	in := []string{"PATH=/bin", "GIT_DIR=/x", "GIT_WORK_TREE=/y", "GIT_INDEX_FILE=/i", "GIT_OBJECT_DIRECTORY=/o", "GIT_COMMON_DIR=/c", "GIT_AUTHOR_NAME=n", "GIT_DIRX=keep"}
+	got := strings.Join(proc.CleanGitEnv(in), " ")
+	if got != "PATH=/bin GIT_AUTHOR_NAME=n GIT_DIRX=keep" {
+		t.Fatalf("CleanGitEnv = %s", got)
+	}
+}

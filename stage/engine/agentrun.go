@@ -18,6 +18,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/runenv"
 
 	"github.com/git-flume/git-flume/agent"
 	"github.com/git-flume/git-flume/agent/broker"
@@ -118,7 +119,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	if err != nil {
 		return false, err
 	}
-	if rec, err = readyAgain(ctx, env, repo, store, rec, p, cfg); err != nil {
+	if rec, err = prepareAgain(ctx, env, repo, store, rec, p, cfg); err != nil {
 		return false, err
 	}
 	st := &p.Stages[p.Current] // after readying, which may read the record again into p
@@ -161,6 +162,18 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		env.FaultAt("start:started")
 	}
 	return true, nil
+}
+
+// prepareAgain makes the place ready again as a stage starts: a place
+// that lacks what [run] promised it (a setup cut or failed, a worktree
+// made again by hand) gets it first (issue 42), then readying runs again
+// (readyAgain). It returns the record as it then stands.
+func prepareAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, cfg *stage.Config) (*refs.Record, error) {
+	rec, err := runenv.Finish(ctx, env, repo, store, rec, p, cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	return readyAgain(ctx, env, repo, store, rec, p, cfg)
 }
 
 // readyAgain runs readying again as a stage starts that is not the

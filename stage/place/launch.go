@@ -97,6 +97,10 @@ func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, startin
 	}
 	p := newPlace(env, opts, kind, o.main, o.target, o.base)
 	p.Parent = o.parent
+	if cfg.Run.Declared() {
+		// Issue 42: until its setup is recorded, the place says it lacks it.
+		p.Run = &stage.RunSetup{Unfinished: true}
+	}
 	rec, err := makePlace(ctx, env, repo, steps, store, p)
 	if err != nil {
 		return nil, err

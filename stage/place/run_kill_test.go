@@ -206,6 +206,7 @@ func TestLaunchCrashedAtEveryRunStep_L1(t *testing.T) {
 			if data, err := os.ReadFile(filepath.Join(p.Path, "node_modules", "x", "f")); err != nil || string(data) != "1\n" {
 				t.Fatalf("the next launch's deps: %q %v", data, err)
 			}
+			finishCut(t, f, env, point)
 		})
 	}
 }
@@ -247,5 +248,43 @@ func TestLeasesOfOneProcessNeverShare(t *testing.T) {
 	}
 	if len(seen) != 16 {
 		t.Fatalf("%d ports leased, want 16", len(seen))
+	}
+}
+
+// finishCut checks that the place whose launch was cut at point says its
+// [run] setup is unfinished, and that Finish (what a stage's start and
+// env --refresh run) gives it everything (issue 42, point 5).
+func finishCut(t *testing.T, f *fixture, env *stage.Env, point string) {
+	t.Helper()
+	ctx := context.Background()
+	repo, store, err := env.Open(ctx, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, cut, err := stage.ReadPlace(ctx, store, "fix--cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lacking := runenv.Lacking(cut); cut.Run == nil || !cut.Run.Unfinished || lacking != "its [run] setup is unfinished" {
+		t.Fatalf("cut at %s: the record says %+v (%q), want its setup unfinished", point, cut.Run, lacking)
+	}
+	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, cut.Base, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runenv.Finish(ctx, env, repo, store, rec, cut, cfg.Run); err != nil {
+		t.Fatal(err)
+	}
+	_, cut, err = stage.ReadPlace(ctx, store, "fix--cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lacking := runenv.Lacking(cut); lacking != "" || cut.Run.Ports["PORT"] == 0 {
+		t.Fatalf("cut at %s, then finished: %q, ports %v", point, lacking, cut.Run.Ports)
+	}
+	for _, file := range []string{".env", "node_modules/x/f"} {
+		if _, err := os.Stat(filepath.Join(cut.Path, file)); err != nil {
+			t.Errorf("cut at %s, then finished: %s: %v", point, file, err)
+		}
 	}
 }

@@ -148,7 +148,13 @@ func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 	}
 	if kept != "" {
 		res.Branch, res.Kept = "kept", kept
-		return res, keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
+		err := keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
+		if !opts.DryRun {
+			// Issue 42: its worktree is gone, so nothing of it runs on its
+			// ports; a branch kept holds none.
+			err = errors.Join(err, runenv.ReleaseLease(ctx, store, p))
+		}
+		return res, err
 	}
 	if opts.DryRun {
 		return res, nil

@@ -233,7 +233,16 @@ func runNote(r *stage.RunSetup) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", name, r.Ports[name]))
 	}
 	if d := r.Deps; d != nil {
-		parts = append(parts, strings.Join(d.Folders, " ")+" by "+d.Method)
+		switch {
+		case len(d.Folders) == 0:
+		case d.Refused != "":
+			parts = append(parts, strings.Join(d.Folders, " ")+" by install (no template: "+d.Refused+")")
+		case d.Built:
+			parts = append(parts, strings.Join(d.Folders, " ")+" by install, then "+d.Method)
+		default:
+			parts = append(parts, strings.Join(d.Folders, " ")+" by "+d.Method)
+		}
+		parts = append(parts, d.Kept...)
 	}
 	for _, f := range r.Env {
 		if f.Skipped != "" {
@@ -241,6 +250,12 @@ func runNote(r *stage.RunSetup) string {
 		} else {
 			parts = append(parts, f.Path+" copied")
 		}
+	}
+	switch {
+	case r.Failed != "":
+		parts = append([]string{"setup FAILED: " + r.Failed + " (retry or git flume env --refresh sets it up again)"}, parts...)
+	case r.Unfinished:
+		parts = append([]string{"setup unfinished (retry or git flume env --refresh finishes it)"}, parts...)
 	}
 	return "run: " + strings.Join(parts, ", ")
 }

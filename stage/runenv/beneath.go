@@ -43,7 +43,7 @@ func dirBeneath(root *os.File, rel string) (*os.File, error) {
 	}
 	for _, name := range strings.Split(rel, string(filepath.Separator)) {
 		if name == "" || name == "." || name == ".." {
-			unix.Close(at)
+			_ = unix.Close(at)
 			return nil, fmt.Errorf("%s steps out of the place", rel)
 		}
 		next, err := unix.Openat(at, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -52,7 +52,7 @@ func dirBeneath(root *os.File, rel string) (*os.File, error) {
 				next, err = unix.Openat(at, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}
-		unix.Close(at)
+		_ = unix.Close(at)
 		if err != nil {
 			return nil, linkError(name, err)
 		}

@@ -19,40 +19,45 @@ import (
 	"github.com/git-flume/git-flume/stage"
 )
 
-// Dependencies without a full install (issue 29, point 4): the ignored
-// folders a repository names ([run] deps, e.g. node_modules) are built
-// once per key (the install command, the folders, and the content of the
-// key files at the place's base) into a template in the repository's git
-// folder, and every later place with that key gets a clone of them:
-// copy-on-write (FICLONE) where the file system clones, a full copy where
-// it does not. Never a symlink to a shared folder, never a hard link: each
-// place's folders are its own. Tracked files stay git worktree add's job.
+// Dependencies without a full install (issue 29, point 4; issue 42,
+// point 2): the ignored folders a repository names ([run] deps, e.g.
+// node_modules) are built once per key (the install command, the folders
+// and the whole tree of the place's base) by the install command run in a
+// checkout of that tree no branch, worktree or agent controls, and kept
+// as a template in the repository's git folder; every place with that key
+// gets a clone of them: copy-on-write (FICLONE) where the file system
+// clones, a full copy where it does not. Never a symlink to a shared
+// folder, never a hard link: each place's folders are its own. A template
+// holding a link that leaves its folder is never kept: that place runs its
+// own install. A branch that changes any file gets its own install, since
+// its base's tree differs. Tracked files stay git worktree add's job.
 
 // depsKey is the template's key: the install command, the folders, and
-// each key file's blob at the place's base (or its absence).
+// the tree of the place's base (every file the install could read).
 func depsKey(ctx context.Context, repo *git.Repo, base string, d stage.RunDecl) (string, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "install %q\nfolders %q\n", d.DepsInstall, d.Deps)
-	for _, f := range d.DepsKey {
-		blob, err := repo.BlobAt(ctx, base, f)
-		if err != nil && !errors.Is(err, git.ErrNotExist) {
-			return "", err
-		}
-		fmt.Fprintf(h, "key %q %s\n", f, blob)
+	tree, err := repo.TreeOf(ctx, base)
+	if err != nil {
+		return "", err
 	}
+	h := sha256.New()
+	fmt.Fprintf(h, "install %q\nfolders %q\ntree %s\n", d.DepsInstall, d.Deps, tree)
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }
 
 // setUpDeps gives a made place its dependency folders: cloned from the
-// template of its key, or, when there is none yet, installed in the place
-// by the install command and then kept as the template (under the key's
-// lock, so one place installs and the others wait and clone). Every copy
-// is made beside the place, in the repository's flume/tmp, and renamed in
-// whole: a copy cut short never shows, and what it left is removed by the
-// next setup once its process is gone.
+// template of its key, built first when there is none yet (under the
+// key's lock, so one launch builds and the others wait and clone). A
+// folder the place has already (its branch tracks it, or an earlier setup
+// made it) or that lies below a link in it is left, with why. Every copy
+// is made in the repository's flume/tmp and renamed in whole: one cut
+// short never shows, and what it left is removed by the next setup once
+// its process is gone.
 func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl) (*stage.DepsSetup, error) {
 	if len(d.Deps) == 0 {
 		return nil, nil
+	}
+	if d.DepsInstall == "" {
+		return nil, fmt.Errorf("[run] deps names %v but no depsInstall builds them", d.Deps)
 	}
 	key, err := depsKey(ctx, repo, p.Base, d)
 	if err != nil {
@@ -66,63 +71,145 @@ func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pla
 		}
 	}
 	removeDeadPartials(tmp)
+	setup := &stage.DepsSetup{Key: key}
+	setup.Folders, setup.Kept = depsWanted(p, d)
+	if len(setup.Folders) == 0 {
+		return setup, nil
+	}
 	l, err := lockfile.Take(ctx, filepath.Join(root, key+".lock"))
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	setup := &stage.DepsSetup{Key: key, Folders: d.Deps}
 	template := filepath.Join(root, key)
-	if _, err := os.Stat(filepath.Join(template, ".complete")); err == nil {
-		setup.Method = "reflink"
-		for _, f := range d.Deps {
-			method, err := cloneInto(filepath.Join(template, f), filepath.Join(p.Path, f), tmp)
-			if err != nil {
-				return nil, fmt.Errorf("deps %s: %w", f, err)
-			}
-			if method == "copy" {
-				setup.Method = "copy"
-			}
+	if _, err := os.Stat(filepath.Join(template, ".complete")); err != nil {
+		refused, err := buildTemplate(ctx, env, repo, p, d, template, tmp)
+		if err != nil {
+			return nil, err
 		}
-		return setup, nil
-	}
-	if err := installDeps(ctx, env, repo, p, d); err != nil {
-		return nil, err
-	}
-	setup.Method = "install"
-	part, err := os.MkdirTemp(tmp, partialName())
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range d.Deps {
-		if _, err := os.Lstat(filepath.Join(p.Path, f)); errors.Is(err, fs.ErrNotExist) {
-			continue // the install made no such folder: the template has none either
+		if refused != "" {
+			// Issue 42: never kept, never cloned; this place installs its own.
+			setup.Method, setup.Refused = "install", refused
+			return setup, installDeps(ctx, env, repo, p, d)
 		}
-		if _, err := cloneTree(filepath.Join(p.Path, f), filepath.Join(part, f)); err != nil {
-			return nil, fmt.Errorf("deps %s: keep the template: %w", f, err)
+		setup.Built = true
+	}
+	setup.Method = "reflink"
+	for _, f := range setup.Folders {
+		method, err := cloneInto(filepath.Join(template, f), filepath.Join(p.Path, f), tmp)
+		if err != nil {
+			return nil, fmt.Errorf("deps %s: %w", f, err)
 		}
-	}
-	if err := os.WriteFile(filepath.Join(part, ".complete"), nil, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(part, template); err != nil {
-		return nil, err
+		if method == "copy" {
+			setup.Method = "copy"
+		}
 	}
 	return setup, nil
 }
 
-// installDeps runs the install command in the place, as a repository step
-// (its output to the place's log), through /bin/sh -c.
-func installDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl) error {
-	if d.DepsInstall == "" {
-		return fmt.Errorf("[run] deps names %v but no depsInstall builds them", d.Deps)
+// depsWanted are the dependency folders place p is to get, and those it
+// keeps as it has them, with why: one it has already (its branch tracks
+// it, an earlier setup made it), one below a link in it.
+func depsWanted(p *stage.Place, d stage.RunDecl) (want, kept []string) {
+	for _, f := range d.Deps {
+		if link := linkIn(p.Path, f); link != "" {
+			kept = append(kept, f+": "+link+" is a symbolic link or not a folder in the place")
+		} else if _, err := os.Lstat(filepath.Join(p.Path, f)); err == nil {
+			kept = append(kept, f+": the place has one already")
+		} else {
+			want = append(want, f)
+		}
 	}
+	return want, kept
+}
+
+// buildTemplate builds place p's dependency folders as template: its
+// base's tree written into a folder of tmp, the install run there, its
+// folders moved into the template in whole. refused says why they were
+// not kept (a link leaving its folder); then no template is made.
+func buildTemplate(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl, template, tmp string) (string, error) {
+	part, err := os.MkdirTemp(tmp, partialName())
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(part) // the template is renamed out of it first
+	src, out := filepath.Join(part, "checkout"), filepath.Join(part, "template")
+	for _, dir := range []string{src, out} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return "", err
+		}
+	}
+	if err := repo.ExportTree(ctx, src, p.Base); err != nil {
+		return "", fmt.Errorf("deps: a checkout of %.12s to install in: %w", p.Base, err)
+	}
+	if err := runInstall(ctx, env, repo, p, d, src); err != nil {
+		return "", fmt.Errorf("deps install: %w", err)
+	}
+	for _, f := range d.Deps {
+		from := filepath.Join(src, f)
+		if _, err := os.Lstat(from); errors.Is(err, fs.ErrNotExist) {
+			continue // the install made no such folder: the template has none either
+		}
+		if why := leavesFolder(from); why != "" {
+			return f + ": " + why, nil
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(out, f)), 0o700); err != nil {
+			return "", err
+		}
+		if err := os.Rename(from, filepath.Join(out, f)); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(out, ".complete"), nil, 0o600); err != nil {
+		return "", err
+	}
+	return "", os.Rename(out, template)
+}
+
+// leavesFolder says how folder dir is no folder of its own to share: it
+// is a link, or holds a link that leads out of it; "" when it is not.
+func leavesFolder(dir string) string {
+	if info, err := os.Lstat(dir); err != nil || !info.IsDir() {
+		return "it is a symbolic link or not a folder"
+	}
+	var why string
+	_ = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return err
+		}
+		to := target
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		if rel, err := filepath.Rel(dir, filepath.Clean(to)); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			inside, _ := filepath.Rel(dir, path)
+			why = fmt.Sprintf("%s links to %s, outside it", inside, target)
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return why
+}
+
+// installDeps runs the install command in the place itself: for a place
+// whose key's template was refused.
+func installDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl) error {
+	return runInstall(ctx, env, repo, p, d, p.Path)
+}
+
+// runInstall runs the install command in dir, as a repository step of
+// place p (its output to the place's log), through /bin/sh -c.
+func runInstall(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl, dir string) error {
 	log, err := stage.OpenLog(repo.CommonDir, p.ID)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	return stage.RunSteps(ctx, []stage.Step{{Command: d.DepsInstall, Shell: true}}, p.Path, stage.StepEnv(env.CallerEnv, p), "deps", env.Out, log)
+	return stage.RunSteps(ctx, []stage.Step{{Command: d.DepsInstall, Shell: true}}, dir, stage.StepEnv(env.CallerEnv, p), "deps", env.Out, log)
 }
 
 // partialName names a folder a copy is made in: the process's pid, so
@@ -153,6 +240,9 @@ func cloneInto(src, dst, tmp string) (string, error) {
 	}
 	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
 		return "reflink", nil // the template has none: nothing to clone
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
 	}
 	part, err := os.MkdirTemp(tmp, partialName())
 	if err != nil {

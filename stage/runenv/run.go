@@ -34,13 +34,33 @@ import (
 // tidy releases it. Every repository step, the agent and `git flume env`
 // get the variables.
 
-// SetUpRun gives a made place what [run] declares: a lease of its ports,
-// then copies of its env files, and records both with the place. It does
-// nothing for a repository that declares neither.
+// SetUpRun gives a made place what [run] declares: a lease of its ports
+// (the one its record names already, when it has one), then copies of its
+// env files and its dependency folders, and records them with the place.
+// It does nothing for a repository that declares none. A setup that
+// fails is recorded failed, with why (issue 42), and the place keeps
+// saying it lacks it until a later one finishes.
 func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, d stage.RunDecl) (*refs.Record, error) {
-	if len(d.Env) == 0 && len(d.Ports) == 0 && len(d.Compose) == 0 && len(d.Deps) == 0 {
+	if !d.Declared() {
 		return nil, nil
 	}
+	rec, err := setUpRun(ctx, env, repo, store, p, d)
+	if err != nil {
+		_, _ = stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
+			run := stage.RunSetup{}
+			if cur.Run != nil {
+				run = *cur.Run
+			}
+			run.Unfinished, run.Failed = true, err.Error()
+			cur.Run = &run
+			*p = *cur
+			return fmt.Sprintf("launch %s: run setup failed", p.ID), nil
+		})
+	}
+	return rec, err
+}
+
+func setUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, d stage.RunDecl) (*refs.Record, error) {
 	files, err := copyEnvFiles(ctx, repo, p, d.Env)
 	if err != nil {
 		return nil, err
@@ -52,9 +72,14 @@ func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.S
 	}
 	env.FaultAt("run:deps")
 	setup := &stage.RunSetup{Compose: d.Compose, Env: files, Deps: deps}
+	fresh := false
 	if len(d.Ports) > 0 {
-		if setup.Lease, setup.Ports, err = leasePorts(ctx, env, repo, store, p, d); err != nil {
+		if p.Run != nil && p.Run.Lease != "" {
+			setup.Lease, setup.Ports = p.Run.Lease, p.Run.Ports
+		} else if setup.Lease, setup.Ports, err = leasePorts(ctx, env, repo, store, p, d); err != nil {
 			return nil, err
+		} else {
+			fresh = true
 		}
 		env.FaultAt("run:leased")
 	}
@@ -63,7 +88,7 @@ func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.S
 		*p = *cur
 		return fmt.Sprintf("launch %s: run set up (%d ports, %d env files)", p.ID, len(setup.Ports), len(setup.Env)), nil
 	})
-	if err != nil && setup.Lease != "" {
+	if err != nil && fresh {
 		// The place does not name its lease: give the ports back now
 		// (were this process killed instead, the next lease would take
 		// them over, its launcher gone).
@@ -72,6 +97,54 @@ func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.S
 		err = errors.Join(err, ReleaseLease(ctx, store, &q))
 	}
 	return rec, err
+}
+
+// Lacking says what place p lacks of what [run] promised it, "" for
+// nothing: a setup unfinished or failed, or, set up, an env file it
+// copied or a dependency folder it got that is gone (a worktree made
+// again by hand).
+func Lacking(p *stage.Place) string {
+	r := p.Run
+	switch {
+	case r == nil:
+		return ""
+	case r.Failed != "":
+		return "its [run] setup failed: " + r.Failed
+	case r.Unfinished:
+		return "its [run] setup is unfinished"
+	}
+	for _, f := range r.Env {
+		if _, err := os.Lstat(filepath.Join(p.Path, f.Path)); f.Skipped == "" && err != nil {
+			return f.Path + " is gone from it"
+		}
+	}
+	if r.Deps != nil {
+		for _, f := range r.Deps.Folders {
+			if _, err := os.Lstat(filepath.Join(p.Path, f)); err != nil {
+				return f + " is gone from it"
+			}
+		}
+	}
+	return ""
+}
+
+// Finish sets place p up again when it lacks what [run] promised it
+// (Lacking), by d, its repository's [run] at its base: before a stage's
+// agent starts, and for env --refresh. A place of another host is left to
+// its host. It returns the record as it then stands (rec when nothing
+// was done).
+func Finish(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, d stage.RunDecl) (*refs.Record, error) {
+	if Lacking(p) == "" || p.Host != env.Host {
+		return rec, nil
+	}
+	next, err := SetUpRun(ctx, env, repo, store, p, d)
+	if err != nil {
+		return nil, fmt.Errorf("%s: [run] could not be set up: %w", p.ID, err)
+	}
+	if next == nil {
+		return rec, nil
+	}
+	return next, nil
 }
 
 // LeasePrefix holds each host's port leases: refs/flume/leases/<host>/<first port>.
@@ -453,11 +526,25 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 	if p.Run == nil {
 		return nil, nil, &stage.RefusedError{Place: p.ID, Reason: "its repository declared no [run] section when it was launched; there is nothing to print"}
 	}
+	lacking := Lacking(p)
 	if !o.Refresh {
+		if p.Run.Unfinished {
+			return nil, nil, &stage.RefusedError{Place: p.ID, Reason: lacking + ": git flume env --refresh " + p.ID + " sets it up"}
+		}
 		return stage.RunVars(p), p.Run.Env, nil
 	}
 	if p.Host != env.Host {
 		return nil, nil, &stage.RefusedError{Place: p.ID, Reason: "a place of host " + p.Host + ": only its own host copies its env files"}
+	}
+	if lacking != "" {
+		cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := Finish(ctx, env, repo, store, nil, p, cfg.Run); err != nil {
+			return nil, nil, err
+		}
+		return stage.RunVars(p), p.Run.Env, nil
 	}
 	var globs []string
 	for _, f := range p.Run.Env {
