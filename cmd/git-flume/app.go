@@ -25,7 +25,6 @@ import (
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
-	"github.com/git-flume/git-flume/stage/delegation"
 	"github.com/git-flume/git-flume/stage/place"
 )
 
@@ -325,7 +324,7 @@ func exitCode(w io.Writer, err error) int {
 		wsBad    *request.InvalidError
 		wsRefuse *promote.RefusedError
 		unchosen *stage.RemoteUnchosenError
-		lost     *delegation.LostError
+		lost     *stage.LostError
 	)
 	switch {
 	case errors.As(err, &usage), errors.As(err, &name), errors.As(err, &kind), errors.As(err, &wsBad), errors.As(err, &unchosen):

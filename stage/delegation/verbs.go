@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -23,23 +20,6 @@ type Options struct {
 	Text string
 }
 
-// lockDelegation serializes the verbs on the delegations of one
-// commissioner (issue 25): accept, reopen, unblock and rollback of its
-// child run one at a time, each deciding from what the one before it left.
-// The lock is a flock, so a verb killed while it holds it leaves nothing
-// stale.
-func lockDelegation(ctx context.Context, store *refs.Store, commissioner string) (*lockfile.Lock, error) {
-	dir := filepath.Join(store.Repo().CommonDir, "flume", "locks")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	l, err := lockfile.Take(ctx, filepath.Join(dir, "delegations-"+commissioner+".lock"))
-	if err != nil {
-		return nil, fmt.Errorf("delegations of %s: %w", commissioner, err)
-	}
-	return l, nil
-}
-
 // lockedDelegated reads delegated place o.Place as readDelegated does,
 // then takes its commissioner's delegation lock and reads it again: the
 // caller decides from what the verb that ran before it left. It returns
@@ -49,7 +29,7 @@ func lockedDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := lockDelegation(ctx, store, p.Parent.Parent)
+	l, err := stage.LockDelegations(ctx, store.Repo().CommonDir, p.Parent.Parent)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,26 +38,6 @@ func lockedDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o s
 		return nil, nil, err
 	}
 	return p, l.Unlock, nil
-}
-
-// LostError is a delegation verb that found the delegation already closed
-// the other way by another verb: it changed nothing.
-type LostError struct {
-	Place, Verb, Outcome string
-}
-
-func (e *LostError) Error() string {
-	return fmt.Sprintf("%s: not %s: its delegation was already %s by another command, and nothing was changed", e.Place, verbed(e.Verb), e.Outcome)
-}
-
-func verbed(verb string) string {
-	switch verb {
-	case "accept":
-		return "accepted"
-	case "roll back":
-		return "rolled back"
-	}
-	return verb + "ed"
 }
 
 // readDelegated records what happened to delegated place id first (a
@@ -114,7 +74,9 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.P
 	defer unlock()
 	switch state := stage.DelegationState(p); {
 	case state == stage.DelegationRolledBack:
-		return nil, &LostError{Place: p.ID, Verb: "accept", Outcome: stage.OutcomeRolledBack}
+		return nil, &stage.LostError{Place: p.ID, Verb: "accept", Outcome: stage.OutcomeRolledBack}
+	case p.Dropped != nil && p.Parent.Outcome == "":
+		return nil, &stage.LostError{Place: p.ID, Verb: "accept", Outcome: "dropped"}
 	case state == stage.DelegationAccepted && closedBefore(p):
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "it was already accepted: its work is on " + p.Target + keptNote(p)}
 	case state == stage.DelegationFinished, state == stage.DelegationAccepted:
@@ -139,7 +101,9 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.P
 		case cur.Parent.Outcome != "":
 			// Never overwritten: the lock makes this a record edited by
 			// hand, and it is said, not papered over.
-			return "", &LostError{Place: cur.ID, Verb: "accept", Outcome: cur.Parent.Outcome}
+			return "", &stage.LostError{Place: cur.ID, Verb: "accept", Outcome: cur.Parent.Outcome}
+		case cur.Dropped != nil:
+			return "", &stage.LostError{Place: cur.ID, Verb: "accept", Outcome: "dropped"}
 		}
 		at := env.NowUTC()
 		cur.Parent.Outcome, cur.Parent.Closed = stage.OutcomeAccepted, &at
@@ -329,7 +293,9 @@ func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage
 	defer unlock()
 	switch state := stage.DelegationState(p); {
 	case state == stage.DelegationAccepted:
-		return nil, &LostError{Place: p.ID, Verb: "roll back", Outcome: stage.OutcomeAccepted}
+		return nil, &stage.LostError{Place: p.ID, Verb: "roll back", Outcome: stage.OutcomeAccepted}
+	case p.Dropped != nil && p.Parent.Outcome == "":
+		return nil, &stage.LostError{Place: p.ID, Verb: "roll back", Outcome: "dropped"}
 	case state == stage.DelegationRolledBack && p.Parent.Restored && closedBefore(p):
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "it was already rolled back" + keptNote(p)}
 	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack:
@@ -373,7 +339,7 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 			return "", refs.ErrNoChange
 		case "":
 		default:
-			return "", &LostError{Place: cur.ID, Verb: "roll back", Outcome: cur.Parent.Outcome}
+			return "", &stage.LostError{Place: cur.ID, Verb: "roll back", Outcome: cur.Parent.Outcome}
 		}
 		at := env.NowUTC()
 		cur.Parent.Outcome, cur.Parent.Closed = stage.OutcomeRolledBack, &at
@@ -383,7 +349,7 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	}
 	env.FaultAt("rollback:recorded")
 	if p.Phase == stage.PhaseMade && p.Dropped == nil {
-		if _, err = place.Drop(ctx, env, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
+		if _, err = place.DropHeld(ctx, env, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
 			return err
 		}
 	}

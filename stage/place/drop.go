@@ -18,14 +18,39 @@ import (
 
 // Drop marks a launch dropped (T1): its work is over without landing. The
 // place's worktree and branch go at the next tidy, by the usual rules.
+// A delegated place is dropped under its commissioner's delegation lock,
+// and one whose delegation was closed meanwhile (accepted, rolled back)
+// is not: that verb won (issue 42).
 func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
-	id, gate := o.Place, o.Gate
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := lockCommissioner(ctx, store, o.Place)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return drop(ctx, env, store, o, true)
+}
+
+// DropHeld drops a delegated place as Drop does, for a verb that holds its
+// commissioner's delegation lock and closed the delegation itself
+// (rollback).
+func DropHeld(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
+	_, store, err := env.Open(ctx, o.Repo)
+	if err != nil {
+		return nil, err
+	}
+	return drop(ctx, env, store, o, false)
+}
+
+// drop marks place o.Place dropped; open says a delegation closed
+// meanwhile is another verb's win.
+func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, open bool) (*stage.Place, error) {
+	id, gate := o.Place, o.Gate
 	var p stage.Place
-	err = refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+	err := refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		rec, cur, err := stage.ReadPlace(ctx, store, id)
 		if err != nil {
 			return err
@@ -33,6 +58,10 @@ func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Pla
 		p = *cur
 		if err := stage.CheckHome(ctx, env, store.Repo(), &p); err != nil {
 			return err
+		}
+		if d := p.Parent; open && d != nil && d.Outcome != "" {
+			// Issue 42: accept or rollback closed it first.
+			return &stage.LostError{Place: id, Verb: "drop", Outcome: d.Outcome}
 		}
 		if p.Phase == stage.PhaseTidied {
 			return fmt.Errorf("place %s was already tidied", id)
@@ -67,6 +96,22 @@ func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Pla
 		return nil, err
 	}
 	return &p, nil
+}
+
+// lockCommissioner takes the delegation lock of delegated place id's
+// commissioner (stage.LockDelegations), so that a drop and its
+// commissioner's accept or rollback run one after the other, each deciding
+// from what the other left (issue 42). A place not delegated has none.
+func lockCommissioner(ctx context.Context, store *refs.Store, id string) (func(), error) {
+	_, p, err := stage.ReadPlace(ctx, store, id)
+	if err != nil || p.Parent == nil {
+		return func() {}, err
+	}
+	l, err := stage.LockDelegations(ctx, store.Repo().CommonDir, p.Parent.Parent)
+	if err != nil {
+		return nil, err
+	}
+	return l.Unlock, nil
 }
 
 // DroppedReason is the reason of a stage whose agent drop ended.
