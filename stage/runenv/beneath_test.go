@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/git-flume/git-flume/stage"
 )
 
 // TestCopyBeneathWritesNothingOutside: a link where the copy goes is
@@ -57,5 +59,33 @@ func TestCopyBeneathWritesNothingOutside(t *testing.T) {
 	}
 	if err := copyBeneath(filepath.Join(place, "conf"), root, tmp, "x.env"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("a source that is a link: %v, want refused", err)
+	}
+}
+
+// TestEnvFilesIntoALinkedPlaceRootAreSkipped: a place whose folder, or
+// whose places folder, is a link gets no copy; each file says why.
+func TestEnvFilesIntoALinkedPlaceRootAreSkipped(t *testing.T) {
+	repoDir, outside := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(repoDir, "places"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &stage.Place{ID: "fix--one", Repo: repoDir, Path: filepath.Join(repoDir, "places", "fix--one")}
+	if err := os.Symlink(outside, p.Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := placeRoot(p); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("placeRoot of a linked place: %v, want refused", err)
+	}
+	other := &stage.Place{ID: "fix--two", Repo: t.TempDir()}
+	if err := os.Symlink(outside, filepath.Join(other.Repo, "places")); err != nil {
+		t.Fatal(err)
+	}
+	other.Path = filepath.Join(other.Repo, "places", "fix--two")
+	if _, err := placeRoot(other); err == nil || !strings.Contains(err.Error(), "places is a symbolic link") {
+		t.Errorf("placeRoot below a linked places folder: %v, want refused", err)
+	}
+	files := skipAll([]stage.EnvFile{{Path: ".env"}, {Path: "a.env", Skipped: "its own"}}, "why")
+	if files[0].Skipped != "why" || files[1].Skipped != "its own" {
+		t.Errorf("skipAll = %+v", files)
 	}
 }
