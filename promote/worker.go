@@ -15,9 +15,9 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/run"
-	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/run"
+	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"

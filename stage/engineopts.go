@@ -8,9 +8,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/run"
-	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/run"
+	"github.com/git-flume/git-flume/agents/sandbox"
 )
 
 // Stage states (S1): the run lifecycle's, and landed, a submit stage's

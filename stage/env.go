@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/broker"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/broker"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/radar"

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/refs"
 )
 

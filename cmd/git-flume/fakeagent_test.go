@@ -393,7 +393,7 @@ func logTyped(home string) {
 }
 
 // composer draws Claude Code's composer as the real program does (see
-// agent/testdata/screens/claude): a rule, the prompt mark, a rule and a
+// agents/testdata/screens/claude): a rule, the prompt mark, a rule and a
 // footer, everything below erased, the cursor put back after the mark so
 // that what is typed shows in it. A turn at work says "esc to interrupt"
 // in the footer, as Claude Code's does; an idle one its shortcuts.

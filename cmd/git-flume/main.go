@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/agents/sandbox"
 )
 
 func init() {

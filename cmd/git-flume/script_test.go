@@ -14,8 +14,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/sandbox"
 )
 
 var update = flag.Bool("update", false, "rewrite testscript files with actual output")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,4 +234,99 @@ func TestNoPackageOver3kNoFunctionOver60(t *testing.T) {
 			t.Errorf("%s is %d lines, more than 3,000", dir, n)
 		}
 	}
+}
+
+// TestDesignMapArrowsAreTheImports: each line of DESIGN.md's map names,
+// after its arrow, exactly the packages of this module its package
+// imports (issue 43: a map that drifts from the code misleads the reader
+// it is for), and every package folder SPEC.md's section headers name
+// exists.
+func TestDesignMapArrowsAreTheImports(t *testing.T) {
+	root := filepath.Join("..", "..")
+	design, err := os.ReadFile(filepath.Join(root, "DESIGN.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(design)
+	section := text[strings.Index(text, "## The map"):]
+	section = section[:strings.Index(section[1:], "\n## ")+1]
+	entry := regexp.MustCompile("(?s)^([\\w/-]+)` \\(\\d+\\.\\dk\\) — (.*)")
+	entries := strings.Split(section, "\n- `")[1:]
+	if len(entries) < 20 {
+		t.Fatalf("only %d map entries read", len(entries))
+	}
+	for _, e := range entries {
+		m := entry.FindStringSubmatch(e)
+		if m == nil {
+			t.Errorf("DESIGN.md's map line %q does not read", e)
+			continue
+		}
+		pkg, body := m[1], m[2]
+		if i := strings.Index(body, "\n\n"); i >= 0 {
+			body = body[:i] // the section's text after its last line
+		}
+		_, arrow, ok := strings.Cut(body, "→")
+		if pkg == "cmd/git-flume" {
+			continue // every package below
+		}
+		if !ok {
+			t.Errorf("DESIGN.md's map line for %s has no arrow", pkg)
+			continue
+		}
+		if got, want := mapArrow(arrow), moduleImports(t, root, pkg); !slices.Equal(got, want) {
+			t.Errorf("DESIGN.md's map says %s imports %v; it imports %v", pkg, got, want)
+		}
+	}
+	spec, err := os.ReadFile(filepath.Join(root, "docs", "SPEC.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("(?m)^## .*\\(`([\\w/-]+)/`\\)").FindAllStringSubmatch(string(spec), -1) {
+		if info, err := os.Stat(filepath.Join(root, m[1])); err != nil || !info.IsDir() {
+			t.Errorf("SPEC.md's header %q names %s/, which is no folder", m[0], m[1])
+		}
+	}
+}
+
+// mapArrow reads the packages a map line's arrow names: `a`, `b/{c,d}`;
+// "nothing of this module" names none.
+func mapArrow(arrow string) []string {
+	var pkgs []string
+	for _, m := range regexp.MustCompile("`([\\w/-]+)(?:/\\{([\\w,/-]+)\\})?`").FindAllStringSubmatch(arrow, -1) {
+		if m[2] == "" {
+			pkgs = append(pkgs, m[1])
+			continue
+		}
+		for _, name := range strings.Split(m[2], ",") {
+			pkgs = append(pkgs, m[1]+"/"+name)
+		}
+	}
+	slices.Sort(pkgs)
+	return slices.Compact(pkgs)
+}
+
+// moduleImports are the packages of this module that package dir (its
+// non-test files) imports, relative to the module, sorted.
+func moduleImports(t *testing.T, root, dir string) []string {
+	t.Helper()
+	const module = "github.com/git-flume/git-flume/"
+	files, _ := filepath.Glob(filepath.Join(root, dir, "*.go"))
+	fset := token.NewFileSet()
+	var pkgs []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			if path, ok := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), module); ok {
+				pkgs = append(pkgs, path)
+			}
+		}
+	}
+	slices.Sort(pkgs)
+	return slices.Compact(pkgs)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"

@@ -213,6 +213,12 @@ type Repo struct {
 	// localConfig is the repository's own config as read in process when
 	// it was found so (openInProcess); nil when git found it.
 	localConfig []gitconfig.Entry
+	// shared: objects are written by git, not in process
+	// (writesInProcess), found once.
+	shared struct {
+		once sync.Once
+		yes  bool
+	}
 	// main is MainCheckout's answer, found once.
 	main struct {
 		once sync.Once

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
 )
 
@@ -37,9 +38,46 @@ type objectStore struct {
 // inProcess reports whether objects are read and written here.
 func (repo *Repo) inProcess() bool { return repo.ObjectFormat == "sha1" }
 
+// writesInProcess reports whether objects are written in process: in a
+// SHA-1 repository whose configuration sets no core.sharedRepository,
+// where git would give the files and folders it makes the same modes as
+// the writer here (issue 43). Where it is set, or the configuration cannot
+// be read in process, git writes them.
+func (repo *Repo) writesInProcess() bool {
+	if !repo.inProcess() {
+		return false
+	}
+	repo.shared.once.Do(func() {
+		entries, ok := repo.r.configInProcess(repo)
+		if !ok {
+			files := append(gitconfig.GlobalFiles(repo.r.envLookup), filepath.Join(repo.CommonDir, "config"))
+			entries, ok = gitconfig.ReadFiles(files)
+		}
+		repo.shared.yes = !ok || sharedRepository(entries)
+	})
+	return !repo.shared.yes
+}
+
+// sharedRepository reports a core.sharedRepository that makes git give
+// what it writes modes other than the user's umask.
+func sharedRepository(entries []gitconfig.Entry) bool {
+	shared := false
+	for _, e := range entries {
+		if strings.EqualFold(e.Key, "core.sharedrepository") {
+			switch strings.ToLower(e.Value) {
+			case "false", "umask", "0", "no", "off":
+				shared = false
+			default:
+				shared = true
+			}
+		}
+	}
+	return shared
+}
+
 // WriteBlob stores data as a blob and returns its id.
 func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
-	if repo.inProcess() {
+	if repo.writesInProcess() {
 		obj, err := encodeBlob(data)
 		if err == nil {
 			err = repo.objects.Write(repo.CommonDir, obj)
@@ -60,7 +98,7 @@ func encodeBlob(data []byte) (*ondisk.Encoded, error) { return ondisk.Encode("bl
 
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
-	if repo.inProcess() {
+	if repo.writesInProcess() {
 		obj, err := ondisk.EncodeTree(entries)
 		if err == nil {
 			err = repo.objects.Write(repo.CommonDir, obj)
@@ -93,7 +131,7 @@ type CommitSpec struct {
 // WriteCommit stores a commit and returns its id. It moves no ref.
 func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error) {
 	c = c.normal()
-	if repo.inProcess() {
+	if repo.writesInProcess() {
 		obj, err := ondisk.EncodeCommit(c.Tree, c.Parents, c.Author.Name, c.Author.Email, c.When, c.Message)
 		if err == nil {
 			err = repo.objects.Write(repo.CommonDir, obj)
@@ -143,7 +181,7 @@ func IsObjectID(s string) bool { return ondisk.IsObjectID(s) }
 // a record's three were most of a promotion's step (issue 26). Objects of
 // a write that fails part-way are unreachable, for gc.
 func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c CommitSpec) (string, error) {
-	if !repo.inProcess() {
+	if !repo.writesInProcess() {
 		blob, err := repo.WriteBlob(ctx, data)
 		if err != nil {
 			return "", err

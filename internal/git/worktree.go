@@ -91,62 +91,13 @@ func (repo *Repo) AddWorktree(ctx context.Context, path, branch, base string) er
 	return nil
 }
 
-// WorktreePlan is how CheckoutWorktree makes a linked worktree: its
-// files written here, against the worktrees listed when planned, or by
-// `git worktree add`.
-type WorktreePlan struct {
-	path, branch string
-	listed       []Worktree // nil: git's command
-}
-
-// PlanWorktree decides how CheckoutWorktree makes a linked worktree at
-// path on branch. Where nothing would make `git worktree add` do more or
-// otherwise, its files are written in process (ondisk.LinkWorktree): the
-// configuration is read in process, sets no hooks path and is linkable
-// (ondisk.LinkableConfig); no post-checkout hook is there; git's worktrees
-// are read in process (their branches' commits are not needed). It reads
-// git's files and writes nothing, so a launch plans while its record and
-// branch are written.
-func (repo *Repo) PlanWorktree(path, branch string) WorktreePlan {
-	plan := WorktreePlan{path: path, branch: branch}
-	if !repo.inProcess() || repo.Bare {
-		return plan
-	}
-	if hook, ok := repo.HookFile("post-checkout"); !ok {
-		return plan
-	} else if _, err := os.Lstat(hook); !errors.Is(err, fs.ErrNotExist) {
-		return plan
-	}
-	noCommits := func([]string) (map[string]string, bool) { return nil, true }
-	if config, _ := repo.r.configInProcess(repo); ondisk.LinkableConfig(config) {
-		if wts, ok := ondisk.Worktrees(repo.CommonDir, noCommits); ok {
-			plan.listed = wts
-		}
-	}
-	return plan
-}
-
-// CheckoutWorktree makes the linked worktree planned, on a branch that
-// exists and is checked out nowhere: AddWorktree without the branch, which
-// git makes in a `git branch` process of its own. Where planned so, its
-// files are written here and git checks the branch out as `worktree add`
-// has it do: two git processes fewer, `worktree add` and its
-// `symbolic-ref` (issue 26). Either way the record of the place comes
-// first and the worktree is one nobody else made (L1).
-func (repo *Repo) CheckoutWorktree(ctx context.Context, plan WorktreePlan) error {
-	admin, linked, err := ondisk.LinkWorktree(repo.CommonDir, plan.path, "refs/heads/"+plan.branch, plan.listed)
-	switch {
-	case err != nil:
-	case linked:
-		_, err = repo.r.run(ctx, call{dir: plan.path, args: []string{"reset", "--hard", "--no-recurse-submodules", "--quiet"}})
-		if err == nil {
-			err = ondisk.UnlockLinked(admin)
-		}
-	default:
-		_, err = repo.write(ctx, nil, nil, "worktree", "add", "--quiet", plan.path, plan.branch)
-	}
-	if err != nil {
-		return fmt.Errorf("add worktree %s on branch %s: %w", plan.path, plan.branch, err)
+// CheckoutWorktree makes a linked worktree at path on branch, which
+// exists and is checked out nowhere: AddWorktree without the branch, made
+// beforehand (with the place's record, in one transaction). git writes the
+// worktree's administrative files, as git owns its metadata (issue 43).
+func (repo *Repo) CheckoutWorktree(ctx context.Context, path, branch string) error {
+	if _, err := repo.write(ctx, nil, nil, "worktree", "add", "--quiet", path, branch); err != nil {
+		return fmt.Errorf("add worktree %s on branch %s: %w", path, branch, err)
 	}
 	return nil
 }

@@ -3,7 +3,7 @@ package request
 import (
 	"time"
 
-	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agents/run"
 )
 
 // Phases of a workspace request in one member (P3, P5). Each verb moves

@@ -20,11 +20,11 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/runenv"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/broker"
-	"github.com/git-flume/git-flume/agent/codexhook"
-	"github.com/git-flume/git-flume/agent/run"
-	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/broker"
+	"github.com/git-flume/git-flume/agents/codexhook"
+	"github.com/git-flume/git-flume/agents/run"
+	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 )

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 )

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/stage"
 )
 

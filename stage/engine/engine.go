@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/refs"

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/stage"

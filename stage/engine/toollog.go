@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/git-flume/git-flume/agent/broker"
+	"github.com/git-flume/git-flume/agents/broker"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"

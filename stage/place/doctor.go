@@ -14,8 +14,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/runenv"
 )

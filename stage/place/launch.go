@@ -17,8 +17,8 @@ import (
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/git-flume/git-flume/agent"
-	"github.com/git-flume/git-flume/agent/run"
+	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -316,13 +316,6 @@ func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps record
 		return nil, &ExistsError{What: "branch", Value: p.Branch}
 	}
 
-	// How the worktree will be made is read while git writes the record
-	// and the branch (git.Repo.PlanWorktree reads and writes nothing).
-	var plan chan git.WorktreePlan
-	if steps.branch {
-		plan = make(chan git.WorktreePlan, 1)
-		go func() { plan <- repo.PlanWorktree(p.Path, p.Branch) }()
-	}
 	rec, err := createPlace(ctx, steps, old, p)
 	if err != nil {
 		return nil, err
@@ -336,7 +329,7 @@ func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps record
 	if err := excludePlaces(repo.CommonDir); err != nil {
 		return nil, err
 	}
-	w, err := addWorktree(ctx, env, repo, steps, store, rec, p, plan)
+	w, err := addWorktree(ctx, env, repo, steps, store, rec, p)
 	if err != nil {
 		return nil, err
 	}
@@ -347,12 +340,12 @@ func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps record
 }
 
 // addWorktree makes the place's worktree and saves its record as made:
-// on the branch the record's step made, as planned (with steps.branch),
-// else by `git worktree add -b`. The made record's objects are written
+// by `git worktree add` on the branch the record's step made (with
+// steps.branch), else by `git worktree add -b`. The made record's objects are written
 // while the worktree is made; its ref moves only once the worktree is
 // there. A refused worktree leaves them unreachable, for gc, and nothing
 // else of the place behind.
-func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps recordSteps, store *refs.Store, rec *refs.Record, p *stage.Place, plan <-chan git.WorktreePlan) (*refs.Record, error) {
+func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps recordSteps, store *refs.Store, rec *refs.Record, p *stage.Place) (*refs.Record, error) {
 	made := *p
 	made.Phase, made.Launcher = stage.PhaseMade, nil
 	type prepared struct {
@@ -366,7 +359,7 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps reco
 	}()
 	var err error
 	if steps.branch {
-		err = repo.CheckoutWorktree(ctx, <-plan)
+		err = repo.CheckoutWorktree(ctx, p.Path, p.Branch)
 	} else {
 		err = repo.AddWorktree(ctx, p.Path, p.Branch, p.Base)
 	}
@@ -374,9 +367,8 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps reco
 		// git failed on another place's worktree folder, which a launch
 		// killed inside `git worktree add` left half-written: git made
 		// nothing of this place's then, and the branch is the one this
-		// launch made, so the worktree is tried once more, planned again
-		// (L1).
-		err = repo.CheckoutWorktree(ctx, repo.PlanWorktree(p.Path, p.Branch))
+		// launch made, so the worktree is tried once more (L1).
+		err = repo.CheckoutWorktree(ctx, p.Path, p.Branch)
 	}
 	if err != nil {
 		<-ready

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/git-flume/git-flume/agent/broker"
+	"github.com/git-flume/git-flume/agents/broker"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"

@@ -21,7 +21,7 @@ import (
 	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/engine"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 )
 
 // WriteStatusTable prints status for people.

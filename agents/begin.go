@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/git-flume/git-flume/agent/sandbox"
+	"github.com/git-flume/git-flume/agents/sandbox"
 )
 
 // Start is an agent run to begin: its program and the values its command

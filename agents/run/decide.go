@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 )
 
 // Policy is what differs, on purpose, between kinds of run. Everything not

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/git-flume/git-flume/agent/codexhook"
+	"github.com/git-flume/git-flume/agents/codexhook"
 )
 
 // TestCodexGetsItsGuardHook_A9: shipped Codex gets the guard as a config

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 )
 
 // Sources are where a step reads a run from, beside its record.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/fakeherdr"
 )
 

@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/term"
 )
 

@@ -3,7 +3,7 @@ package run
 import (
 	"context"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 )
 
 // Effects are how a move reaches the world: the pane host its agent runs

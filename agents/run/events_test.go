@@ -1,7 +1,7 @@
 package run
 
 import (
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 	"os"
 	"path/filepath"
 	"strings"

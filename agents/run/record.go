@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agent"
+	"github.com/git-flume/git-flume/agents"
 )
 
 // Agent is the record of one agent program started for a run: what it is,
