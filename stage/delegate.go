@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agents"
+	agentrun "github.com/git-flume/git-flume/agents/run"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
@@ -77,11 +78,11 @@ func DelegationState(p *Place) string {
 		return DelegationWorking
 	}
 	last := p.Stages[len(p.Stages)-1]
-	if p.Current == len(p.Stages)-1 && (last.State == StateDelivered || last.State == StateLanded) {
+	if p.Current == len(p.Stages)-1 && (last.State == agentrun.StateDelivered || last.State == StateLanded) {
 		return DelegationFinished
 	}
 	switch p.Stages[p.Current].State {
-	case StateWaiting, StateStuck, StateBlocked, StateNeverStarted, StateCut:
+	case agentrun.StateWaiting, agentrun.StateStuck, agentrun.StateBlocked, agentrun.StateNeverStarted, agentrun.StateCut:
 		return DelegationBlocked
 	}
 	return DelegationWorking

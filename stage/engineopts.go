@@ -13,45 +13,11 @@ import (
 	"github.com/git-flume/git-flume/agents/sandbox"
 )
 
-// Stage states (S1): the run lifecycle's, and landed, a submit stage's
-// delivery.
-const (
-	StateStarting     = run.StateStarting
-	StateUnknown      = run.StateUnknown
-	StateWorking      = run.StateWorking
-	StateWaiting      = run.StateWaiting
-	StateStuck        = run.StateStuck
-	StateDelivered    = run.StateDelivered
-	StateNeverStarted = run.StateNeverStarted
-	StateCut          = run.StateCut
-	StateBlocked      = run.StateBlocked
-	StateLanded       = "landed"
-	StateParked       = run.StateParked
-)
-
-// What blocks a stage (StageRecord.Block): the run lifecycle's kinds.
-const (
-	BlockDialog    = run.BlockDialog
-	BlockError     = run.BlockError
-	BlockLength    = run.BlockLength
-	BlockReminded  = run.BlockReminded
-	BlockReady     = run.BlockReady
-	BlockRollback  = run.BlockRollback
-	BlockStopped   = run.BlockStopped
-	BlockRecreated = run.BlockRecreated
-	BlockExited    = run.BlockExited
-	BlockPlace     = run.BlockPlace
-	BlockRole      = run.BlockRole
-)
-
-// Messages a stage's agent may be told once (A8, W1).
-const (
-	ResumeMessage  = run.ResumeMessage
-	LengthMessage  = run.LengthMessage
-	BudgetMessage  = run.BudgetMessage
-	RecreatedNote  = run.RecreatedNote
-	MaxRecreations = run.MaxRecreations
-)
+// StateLanded is a submit stage's delivery (S1): its branch landed on its
+// target. Every other state, what blocks a stage and the messages its
+// agent may be told are the run lifecycle's own (agents/run): one
+// spelling each (issue 43).
+const StateLanded = "landed"
 
 // EngineOptions tune how stages start and are watched.
 type EngineOptions struct {
@@ -137,7 +103,7 @@ func setOr(d, def time.Duration) time.Duration {
 
 // RunPanes is the pane host a's lifecycle runs against: nil for an agent
 // the operator started (print), which flume neither reads nor types into.
-func (o EngineOptions) RunPanes(a *AgentRun) agent.PaneHost {
+func (o EngineOptions) RunPanes(a *run.Agent) agent.PaneHost {
 	if a == nil || a.Printed() {
 		return nil
 	}
@@ -146,7 +112,7 @@ func (o EngineOptions) RunPanes(a *AgentRun) agent.PaneHost {
 
 // HostOf is the pane host agent a runs in: the one it recorded, or the
 // default one.
-func (o EngineOptions) HostOf(a *AgentRun) agent.PaneHost {
+func (o EngineOptions) HostOf(a *run.Agent) agent.PaneHost {
 	if a != nil && a.PaneHost != "" && o.Hosts != nil {
 		return o.Hosts(a.PaneHost)
 	}
@@ -155,7 +121,7 @@ func (o EngineOptions) HostOf(a *AgentRun) agent.PaneHost {
 
 // Up reports whether agent a runs in its pane now; an agent the operator
 // started (print) is never "up" for flume to type into.
-func (o EngineOptions) Up(ctx context.Context, a *AgentRun) bool {
+func (o EngineOptions) Up(ctx context.Context, a *run.Agent) bool {
 	if a.Pane == "print" {
 		return false
 	}

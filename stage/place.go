@@ -126,12 +126,12 @@ type StageRecord struct {
 	// Tasks counts a change's tasks at the branch head.
 	Tasks *TaskCount `json:"tasks,omitempty"`
 	// Runs counts the agents started for this stage (retry, go-on).
-	Runs  int       `json:"runs"`
-	Agent *AgentRun `json:"agent,omitempty"`
+	Runs  int        `json:"runs"`
+	Agent *run.Agent `json:"agent,omitempty"`
 	// Earlier are the agents of this stage's earlier runs, oldest first:
 	// each is what it spent (W6), and its transcript is never claimed by
 	// a later run.
-	Earlier []AgentRun `json:"earlier,omitempty"`
+	Earlier []run.Agent `json:"earlier,omitempty"`
 	// Report is the agent's closing STAGE REPORT (W2); ReportMissing
 	// flags a stage that ended without one.
 	Report        *Report `json:"report,omitempty"`
@@ -194,11 +194,6 @@ type TaskCount struct {
 	Done  int `json:"done"`
 	Total int `json:"total"`
 }
-
-// AgentRun is the agent a stage started: the one run lifecycle's agent
-// record, enough to find its pane and its transcript again from any
-// process.
-type AgentRun = run.Agent
 
 // ReadyResult is the outcome of the last readying (L2).
 type ReadyResult struct {
@@ -324,8 +319,8 @@ func ReadPlaceNames(ctx context.Context, env *Env, repoDir string) ([]string, er
 }
 
 // StageRuns are every agent run of st, oldest first.
-func StageRuns(st *StageRecord) []*AgentRun {
-	runs := make([]*AgentRun, 0, len(st.Earlier)+1)
+func StageRuns(st *StageRecord) []*run.Agent {
+	runs := make([]*run.Agent, 0, len(st.Earlier)+1)
 	for i := range st.Earlier {
 		runs = append(runs, &st.Earlier[i])
 	}
@@ -336,7 +331,7 @@ func StageRuns(st *StageRecord) []*AgentRun {
 }
 
 // CurrentRun is the current stage's agent, if any.
-func CurrentRun(p *Place) *AgentRun {
+func CurrentRun(p *Place) *run.Agent {
 	if p.Current >= len(p.Stages) {
 		return nil
 	}
@@ -345,7 +340,7 @@ func CurrentRun(p *Place) *AgentRun {
 
 // AgentPaneHost names the pane host of a, reading a record older than the
 // field as tmux.
-func AgentPaneHost(a *AgentRun) string {
+func AgentPaneHost(a *run.Agent) string {
 	switch {
 	case a.Pane == "print":
 		return ""

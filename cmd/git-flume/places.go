@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -201,7 +202,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 func (a *app) printLaunched(ctx context.Context, repo string, p *stage.Place, out io.Writer) {
 	next := ""
 	switch p.Stages[p.Current].State {
-	case stage.StateBlocked, stage.StateNeverStarted, stage.StateWaiting, stage.StateUnknown:
+	case agentrun.StateBlocked, agentrun.StateNeverStarted, agentrun.StateWaiting, agentrun.StateUnknown:
 		if s, err := report.ReadStatus(ctx, a.stageEnv(), report.StatusOptions{Repo: repo, Place: p.ID}); err == nil {
 			next = s.Places[0].Stage.Next
 		}

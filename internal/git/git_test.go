@@ -123,7 +123,6 @@ func TestHookEnvironmentDoesNotRedirect_R9(t *testing.T) {
 	}
 }
 
-
 func TestOpenOutsideRepository(t *testing.T) {
 	_, err := (&git.Runner{Env: testEnv(t)}).Open(context.Background(), t.TempDir())
 	if !errors.Is(err, git.ErrNotExist) {

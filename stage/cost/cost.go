@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/git-flume/git-flume/agents"
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
@@ -76,7 +77,7 @@ const (
 
 // runOutcome is how run a of stage st of place p ended, delivered saying
 // whether it delivered its stage.
-func runOutcome(p *stage.Place, st *stage.StageRecord, a *stage.AgentRun, delivered bool) string {
+func runOutcome(p *stage.Place, st *stage.StageRecord, a *agentrun.Agent, delivered bool) string {
 	switch {
 	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack:
 		return RunRolledBack
@@ -84,7 +85,7 @@ func runOutcome(p *stage.Place, st *stage.StageRecord, a *stage.AgentRun, delive
 		return RunFinished
 	case a == st.Agent && !a.Ended && p.Phase == stage.PhaseMade && p.Dropped == nil:
 		return RunRunning
-	case a == st.Agent && (st.State == stage.StateBlocked || st.State == stage.StateWaiting || st.State == stage.StateStuck || st.State == stage.StateParked):
+	case a == st.Agent && (st.State == agentrun.StateBlocked || st.State == agentrun.StateWaiting || st.State == agentrun.StateStuck || st.State == agentrun.StateParked):
 		return RunBlocked
 	}
 	return RunAborted
@@ -164,13 +165,13 @@ func Read(ctx context.Context, env *stage.Env, repoDir, only string) (*Table, er
 			st := &p.Stages[si]
 			runs := stage.StageRuns(st)
 			for i, a := range runs {
-				var next *stage.AgentRun
+				var next *agentrun.Agent
 				if i+1 < len(runs) {
 					next = runs[i+1]
 				}
 				// A run whose session the next one resumed had delivered:
 				// only a delivered stage is reopened.
-				delivered := i == len(runs)-1 && (st.State == stage.StateDelivered || st.State == stage.StateLanded) || next != nil && next.Resumed
+				delivered := i == len(runs)-1 && (st.State == agentrun.StateDelivered || st.State == stage.StateLanded) || next != nil && next.Resumed
 				row, missing := runCost(p, st, a, next, st.Runs-len(runs)+i+1, delivered, prices, p.Host == env.Host)
 				row.stage, row.Outcome = si, runOutcome(p, st, a, delivered)
 				if p.Parent != nil {
@@ -325,7 +326,7 @@ const costNone = "none"
 // if any): its transcript's tokens and cost, read only for a place of this
 // host (local), since a record's paths are another host's otherwise. It
 // also returns the models that want a price.
-func runCost(p *stage.Place, st *stage.StageRecord, a, next *stage.AgentRun, n int, delivered bool, prices map[string]stage.Price, local bool) (Row, []string) {
+func runCost(p *stage.Place, st *stage.StageRecord, a, next *agentrun.Agent, n int, delivered bool, prices map[string]stage.Price, local bool) (Row, []string) {
 	row := Row{Place: p.ID, Stage: st.Name, Run: max(n, 1), Agent: a.Program, Delivered: delivered, Models: []string{}}
 	if a.Transcript == "" {
 		row.CostFrom = costNone
@@ -489,7 +490,7 @@ func priceHint(models []string) string {
 
 // OwnUsage is what agent a spent of the usage u its transcript shows: all
 // of it, unless a resumed an earlier run's session (W6).
-func OwnUsage(a *stage.AgentRun, u agent.Usage) agent.Usage {
+func OwnUsage(a *agentrun.Agent, u agent.Usage) agent.Usage {
 	if a.UsageBefore == nil {
 		return u
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -256,7 +257,7 @@ func Unblock(ctx context.Context, env *stage.Env, o Options) (*stage.Place, erro
 		return nil, err
 	}
 	st := p.Stages[p.Current]
-	if a := st.Agent; (st.State == stage.StateWaiting || st.State == stage.StateStuck) && a != nil && !a.Ended && env.Engine.Up(ctx, a) {
+	if a := st.Agent; (st.State == agentrun.StateWaiting || st.State == agentrun.StateStuck) && a != nil && !a.Ended && env.Engine.Up(ctx, a) {
 		if o.Text == "" {
 			return nil, &stage.RefusedError{Place: p.ID, Reason: "its agent waits for an answer: give it with --with"}
 		}

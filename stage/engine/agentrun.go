@@ -23,7 +23,7 @@ import (
 	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/broker"
 	"github.com/git-flume/git-flume/agents/codexhook"
-	"github.com/git-flume/git-flume/agents/run"
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
@@ -31,7 +31,7 @@ import (
 
 // writeRunSettings writes the Claude Code settings file of one run: its
 // PreToolUse hook runs the guard before every tool use (A9), and a hook
-// for each of run.HookEvents records the event in the run's events file
+// for each of agentrun.HookEvents records the event in the run's events file
 // (A11), so a wait for a person is known from the program itself.
 func writeRunSettings(path, guard, events string) error {
 	hook := func(command string) []any {
@@ -39,7 +39,7 @@ func writeRunSettings(path, guard, events string) error {
 	}
 	hooks := map[string]any{"PreToolUse": hook(guard)}
 	if flume, _, ok := strings.Cut(guard, " "); ok && events != "" {
-		for _, e := range run.HookEvents {
+		for _, e := range agentrun.HookEvents {
 			hooks[e] = hook(flume + " agent-event --log " + agent.ShellQuote(events))
 		}
 	}
@@ -111,7 +111,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	// first (readying runs there too); the launcher refuses any other.
 	if gone := placeGone(ctx, repo, p); gone != "" {
 		st := &p.Stages[p.Current]
-		st.Blocked(stage.BlockPlace, gone)
+		st.Blocked(agentrun.BlockPlace, gone)
 		_, err := stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: blocked: %s", st.Name, p.ID, gone))
 		return err == nil, err
 	}
@@ -128,7 +128,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		return err == nil, err
 	}
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil && p.PlaceKind != "fix" {
-		st.Blocked(stage.BlockReady, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit))
+		st.Blocked(agentrun.BlockReady, fmt.Sprintf("the place is not ready: step %q exited %d", r.Step, r.Exit))
 		return write("blocked: place not ready")
 	}
 	head, err := repo.ResolveRef(ctx, p.BranchRef())
@@ -207,12 +207,12 @@ func agentRunning(ctx context.Context, env *stage.Env, p *stage.Place) bool {
 // branch head: the run before it kept in Earlier, what the last run left
 // (need, reason, delivery, block, follow-up) cleared, its budget and stuck
 // limit and role as the configuration and the engine's knobs say now.
-func startRun(env *stage.Env, cfg *stage.Config, p *stage.Place, st *stage.StageRecord, a *stage.AgentRun, head string) {
+func startRun(env *stage.Env, cfg *stage.Config, p *stage.Place, st *stage.StageRecord, a *agentrun.Agent, head string) {
 	now := a.Started
 	if st.Agent != nil {
 		st.Earlier = append(st.Earlier, *st.Agent)
 	}
-	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = stage.StateStarting, head, &now, nil, st.Runs+1, a
+	st.State, st.Base, st.Started, st.Ended, st.Runs, st.Agent = agentrun.StateStarting, head, &now, nil, st.Runs+1, a
 	st.Need, st.Reason, st.Delivered, st.At, st.Block, st.Followup, st.Starter = "", "", "", "", "", "", nil
 	st.NextRound, st.Preexisting, st.Resume = "", preexisting(p, st), nil
 	st.BudgetMs, st.Told = cfg.StageBudget(st.Name).Milliseconds(), false
@@ -228,7 +228,7 @@ func startRun(env *stage.Env, cfg *stage.Config, p *stage.Place, st *stage.Stage
 // stageRun is a stage's next agent run before it begins: its record, its
 // program, its prompt (also in the run's prompt file) and its role.
 type stageRun struct {
-	agent  *stage.AgentRun
+	agent  *agentrun.Agent
 	prog   agent.Program
 	prompt string
 	role   *stage.Role
@@ -312,7 +312,7 @@ func prepareRun(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pl
 	}
 	_ = logTools(ctx, repo.CommonDir, p) // the log is evidence beside the record (W4)
 	now := env.ClockNow()
-	r.agent = &stage.AgentRun{
+	r.agent = &agentrun.Agent{
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,
 		Pane: paneName(p, run), PromptFile: promptFile, Started: now, SentAt: now, Sends: 1,
 	}
@@ -400,8 +400,8 @@ func agentVars(p *stage.Place, stageName, session, inbox string) []string {
 }
 
 // EndAgent ends a stage's agent and verifies it exited (X5).
-func EndAgent(ctx context.Context, env *stage.Env, a *stage.AgentRun) error {
-	return run.End(ctx, env.Engine.RunPanes(a), a)
+func EndAgent(ctx context.Context, env *stage.Env, a *agentrun.Agent) error {
+	return agentrun.End(ctx, env.Engine.RunPanes(a), a)
 }
 
 // takenTranscripts are the transcripts the place's agents already claimed.

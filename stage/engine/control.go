@@ -46,7 +46,7 @@ func ReadGated(ctx context.Context, env *stage.Env, store *refs.Store, id string
 
 // currentAgent returns the current stage and its agent, refusing when no
 // agent of this place is up in a pane.
-func currentAgent(ctx context.Context, env *stage.Env, p *stage.Place) (*stage.StageRecord, *stage.AgentRun, error) {
+func currentAgent(ctx context.Context, env *stage.Env, p *stage.Place) (*stage.StageRecord, *run.Agent, error) {
 	st := &p.Stages[p.Current]
 	a := st.Agent
 	if a == nil || a.Ended {
@@ -123,7 +123,7 @@ func Tell(ctx context.Context, env *stage.Env, o TellOptions) error {
 // transcript shows (Codex), or on one its own hooks reported and neither
 // its transcript nor its screen (the composer back) shows answered (A11):
 // a dialog, whatever it looks like, drawn yet or not.
-func refuseTell(id string, a *stage.AgentRun, screen *agent.Screen) error {
+func refuseTell(id string, a *run.Agent, screen *agent.Screen) error {
 	var newest time.Time
 	var asked string
 	if a.Transcript != "" {
@@ -165,9 +165,9 @@ func Stop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) error {
 		st := &p.Stages[p.Current]
 		// A5: a stopped stage is blocked, not working, until retry.
 		stopped := func() {
-			EndStage(st, stage.StateBlocked, "its agent was stopped; git flume retry starts the stage again", env.ClockNow())
-			if st.State == stage.StateBlocked {
-				st.Block = stage.BlockStopped
+			EndStage(st, run.StateBlocked, "its agent was stopped; git flume retry starts the stage again", env.ClockNow())
+			if st.State == run.StateBlocked {
+				st.Block = run.BlockStopped
 			}
 		}
 		switch a := st.Agent; {
@@ -186,7 +186,7 @@ func Stop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) error {
 			ended = true
 			stopped()
 		case a == nil || a.Ended:
-			if st.State == stage.StateBlocked && st.Block == stage.BlockStopped {
+			if st.State == run.StateBlocked && st.Block == run.BlockStopped {
 				return nil
 			}
 			stopped() // the watcher recorded the end first
@@ -297,7 +297,7 @@ func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how
 // followup set, its agent's session resumed where how asks and the
 // program can.
 func rearm(p *stage.Place, st *stage.StageRecord, how RestartRules) error {
-	if st.State == stage.StateDelivered || st.State == stage.StateLanded {
+	if st.State == run.StateDelivered || st.State == stage.StateLanded {
 		if p.PlaceKind != "question" && !how.Delivered {
 			return &stage.RefusedError{Place: p.ID, Reason: "stage " + st.Name + " was delivered; nothing to " + how.Verb}
 		}
@@ -374,7 +374,7 @@ func Wait(ctx context.Context, env *stage.Env, o WaitOptions) (*Outcome, error) 
 		st := p.Stages[start]
 		delegation := stage.DelegationState(p)
 		switch st.State {
-		case stage.StateDelivered, stage.StateLanded, stage.StateWaiting, stage.StateStuck, stage.StateBlocked, stage.StateNeverStarted, stage.StateCut:
+		case run.StateDelivered, stage.StateLanded, run.StateWaiting, run.StateStuck, run.StateBlocked, run.StateNeverStarted, run.StateCut:
 			if delegation == stage.DelegationWorking {
 				break // a delegated place's next stage is about to start
 			}

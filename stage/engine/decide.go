@@ -81,11 +81,11 @@ func decide(p *stage.Place, seen StepSeen, pol run.Policy) (*stage.Place, run.Mo
 // no longer shows it running. A stage that is not under way (pending,
 // delivered, landed, cut, never-started) keeps its state.
 func EndStage(st *stage.StageRecord, state, reason string, now time.Time) {
-	if !run.Active(st.State) && st.State != stage.StateBlocked {
+	if !run.Active(st.State) && st.State != run.StateBlocked {
 		return
 	}
 	st.State, st.Reason, st.Ended, st.Need = state, reason, &now, ""
-	if state != stage.StateBlocked {
+	if state != run.StateBlocked {
 		st.Block = ""
 	}
 }

@@ -26,8 +26,8 @@ func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
 		return &stage.Place{ID: "fix--a", Stages: []stage.StageRecord{st, {Name: "submit", Life: run.Life{State: stage.StagePending}}}}
 	}
 	working := func(extra func(*stage.StageRecord)) stage.StageRecord {
-		st := stage.StageRecord{Name: "code", Deliverable: stage.DeliverCommit, Life: run.Life{State: stage.StateWorking, Started: &t0, BudgetMs: 40 * 60 * 1000},
-			Agent: &stage.AgentRun{Pane: "p", SentAt: t0, Sends: 1, Transcript: "/t"}}
+		st := stage.StageRecord{Name: "code", Deliverable: stage.DeliverCommit, Life: run.Life{State: run.StateWorking, Started: &t0, BudgetMs: 40 * 60 * 1000},
+			Agent: &run.Agent{Pane: "p", SentAt: t0, Sends: 1, Transcript: "/t"}}
 		if extra != nil {
 			extra(&st)
 		}
@@ -47,25 +47,25 @@ func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
 	}{
 		{"turn closed: delivered with its report, next stage", two(working(nil)),
 			seen(run.Observation{Now: t0, Transcript: true, Turn: agent.TurnDone, LastAssistant: "STAGE REPORT\ndone: x", Delivered: true, What: "commit"}),
-			"delivered: commit; next stage submit", "end", 1, stage.StateDelivered, func(t *testing.T, st *stage.StageRecord) {
+			"delivered: commit; next stage submit", "end", 1, run.StateDelivered, func(t *testing.T, st *stage.StageRecord) {
 				if st.Report == nil || st.ReportMissing || st.At != "abc" || st.Delivered != "commit" {
 					t.Errorf("report %+v missing %v at %q delivered %q", st.Report, st.ReportMissing, st.At, st.Delivered)
 				}
 			}},
 		{"delivered with no report: flagged (W2)", two(working(nil)),
 			seen(run.Observation{Now: t0, Transcript: true, Turn: agent.TurnDone, LastAssistant: "done", Delivered: true, What: "commit"}),
-			"delivered: commit; next stage submit", "end", 1, stage.StateDelivered, func(t *testing.T, st *stage.StageRecord) {
+			"delivered: commit; next stage submit", "end", 1, run.StateDelivered, func(t *testing.T, st *stage.StageRecord) {
 				if !st.ReportMissing {
 					t.Error("a delivery with no STAGE REPORT is not flagged")
 				}
 			}},
 		{"a landed stage on the last stage", &stage.Place{ID: "fix--a", Stages: []stage.StageRecord{working(func(s *stage.StageRecord) { s.Deliverable = stage.DeliverLanded })}},
 			seen(run.Observation{Now: t0, Delivered: true, What: "landed"}), "delivered: landed", "end", 0, stage.StateLanded, nil},
-		{"the task count moves", two(working(nil)), StepSeen{Observation: run.Observation{Now: t0, Up: true}, Tasks: tasks}, "tasks 1/3", "write", 0, stage.StateWorking, nil},
+		{"the task count moves", two(working(nil)), StepSeen{Observation: run.Observation{Now: t0, Up: true}, Tasks: tasks}, "tasks 1/3", "write", 0, run.StateWorking, nil},
 		{"the same task count moves nothing", two(working(func(s *stage.StageRecord) { s.Tasks = &stage.TaskCount{Done: 1, Total: 3} })),
-			StepSeen{Observation: run.Observation{Now: t0, Up: true, Transcript: true, Turn: agent.TurnRunning}, Tasks: tasks}, "", "", 0, stage.StateWorking, nil},
+			StepSeen{Observation: run.Observation{Now: t0, Up: true, Transcript: true, Turn: agent.TurnRunning}, Tasks: tasks}, "", "", 0, run.StateWorking, nil},
 		{"budget used up: cut, the report it left read", two(working(nil)),
-			seen(run.Observation{Now: t0.Add(40 * time.Minute), Transcript: true, LastAssistant: "STAGE REPORT\ndone: half"}), "cut: its budget of 40m0s was used up", "cut", 0, stage.StateCut,
+			seen(run.Observation{Now: t0.Add(40 * time.Minute), Transcript: true, LastAssistant: "STAGE REPORT\ndone: half"}), "cut: its budget of 40m0s was used up", "cut", 0, run.StateCut,
 			func(t *testing.T, st *stage.StageRecord) {
 				if st.Report == nil {
 					t.Error("the cut stage's report is not read")
@@ -75,13 +75,13 @@ func TestDecide_S1_A3_K6_W1_W2(t *testing.T) {
 			seen(run.Observation{Now: t0, Transcript: true, Turn: agent.TurnDone, Recreate: "step 2"}),
 			"the agent asked for a fresh session: ended; a fresh one starts with its resume message", "end", 0, stage.StagePending,
 			func(t *testing.T, st *stage.StageRecord) {
-				if st.Recreated != 1 || st.Followup != stage.RecreatedNote+"step 2" {
+				if st.Recreated != 1 || st.Followup != run.RecreatedNote+"step 2" {
 					t.Errorf("recreated %d followup %q", st.Recreated, st.Followup)
 				}
 			}},
 		{"the agent exits mid-turn: blocked, the next stage not started", two(working(nil)),
 			StepSeen{Observation: run.Observation{Now: t0, Transcript: true, Turn: agent.TurnRunning, Exit: &agent.Exit{Status: 0}}},
-			"blocked: the agent ended before it delivered: it exited with status 0", "end", 0, stage.StateBlocked, nil},
+			"blocked: the agent ended before it delivered: it exited with status 0", "end", 0, run.StateBlocked, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := clonePlace(c.p)

@@ -19,23 +19,23 @@ func TestDelegationState_A9(t *testing.T) {
 		p    stage.Place
 		want string
 	}{
-		{"top-level", stage.Place{Stages: []stage.StageRecord{{Life: run.Life{State: stage.StateWorking}}}}, ""},
-		{"working", child(stage.StateWorking), stage.DelegationWorking},
-		{"a later stage pending", stage.Place{Parent: &stage.Delegation{}, Phase: stage.PhaseMade, Stages: []stage.StageRecord{{Life: run.Life{State: stage.StateDelivered}}, {Life: run.Life{State: stage.StagePending}}}, Current: 1}, stage.DelegationWorking},
-		{"waiting is blocked", child(stage.StateWaiting), stage.DelegationBlocked},
-		{"stuck is blocked", child(stage.StateStuck), stage.DelegationBlocked},
-		{"cut is blocked", child(stage.StateCut), stage.DelegationBlocked},
-		{"last stage delivered", child(stage.StateDelivered), stage.DelegationFinished},
+		{"top-level", stage.Place{Stages: []stage.StageRecord{{Life: run.Life{State: run.StateWorking}}}}, ""},
+		{"working", child(run.StateWorking), stage.DelegationWorking},
+		{"a later stage pending", stage.Place{Parent: &stage.Delegation{}, Phase: stage.PhaseMade, Stages: []stage.StageRecord{{Life: run.Life{State: run.StateDelivered}}, {Life: run.Life{State: stage.StagePending}}}, Current: 1}, stage.DelegationWorking},
+		{"waiting is blocked", child(run.StateWaiting), stage.DelegationBlocked},
+		{"stuck is blocked", child(run.StateStuck), stage.DelegationBlocked},
+		{"cut is blocked", child(run.StateCut), stage.DelegationBlocked},
+		{"last stage delivered", child(run.StateDelivered), stage.DelegationFinished},
 		{"landed", child(stage.StateLanded), stage.DelegationFinished},
 		{"accepted", func() stage.Place {
-			p := child(stage.StateDelivered)
+			p := child(run.StateDelivered)
 			p.Parent.Outcome = stage.OutcomeAccepted
 			return p
 		}(), stage.DelegationAccepted},
-		{"rolled back", func() stage.Place { p := child(stage.StateCut); p.Parent.Outcome = stage.OutcomeRolledBack; return p }(), stage.DelegationRolledBack},
-		{"dropped", func() stage.Place { p := child(stage.StateCut); p.Dropped = &now; return p }(), stage.DelegationAborted},
+		{"rolled back", func() stage.Place { p := child(run.StateCut); p.Parent.Outcome = stage.OutcomeRolledBack; return p }(), stage.DelegationRolledBack},
+		{"dropped", func() stage.Place { p := child(run.StateCut); p.Dropped = &now; return p }(), stage.DelegationAborted},
 		{"tidied landed by hand", func() stage.Place {
-			p := child(stage.StateDelivered)
+			p := child(run.StateDelivered)
 			p.Phase, p.Tidied = stage.PhaseTidied, &stage.TidyRecord{Reason: "landed"}
 			return p
 		}(), stage.DelegationAccepted},
@@ -53,15 +53,15 @@ func child(state string) stage.Place {
 // TestRecreateEndsTheRunAndCarriesItsMessage: the run is ended (End, so
 // its agent is verified gone) and the next run is told the message.
 func TestRecreateEndsTheRunAndCarriesItsMessage(t *testing.T) {
-	p := &stage.Place{Stages: []stage.StageRecord{{Life: run.Life{State: stage.StateWorking}, Agent: &stage.AgentRun{Pane: "p", Transcript: "/t"}}}}
+	p := &stage.Place{Stages: []stage.StageRecord{{Life: run.Life{State: run.StateWorking}, Agent: &run.Agent{Pane: "p", Transcript: "/t"}}}}
 	seen := StepSeen{Observation: run.Observation{Transcript: true, Up: true, Turn: agent.TurnDone, Recreate: "step 2"}}
 	q, mv := decide(p, seen, stagePolicy(stage.EngineOptions{}, p, &p.Stages[0]))
 	st := &q.Stages[0]
-	if mv.End == "" || st.Recreated != 1 || st.Followup != stage.RecreatedNote+"step 2" {
+	if mv.End == "" || st.Recreated != 1 || st.Followup != run.RecreatedNote+"step 2" {
 		t.Fatalf("move %+v, stage %+v", mv, st)
 	}
 	notes := stage.PromptNotes(&stage.Place{}, st, nil)
-	if !strings.HasSuffix(notes, stage.RecreatedNote+"step 2") {
+	if !strings.HasSuffix(notes, run.RecreatedNote+"step 2") {
 		t.Fatalf("the next prompt ends %q", notes)
 	}
 }

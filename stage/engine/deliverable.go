@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/git-flume/git-flume/agents"
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -33,11 +34,11 @@ func report(ctx context.Context, env *stage.Env, p *stage.Place, st *stage.Stage
 	}
 	state := "unknown"
 	switch st.State {
-	case stage.StateStarting, stage.StateUnknown, stage.StateWorking:
+	case agentrun.StateStarting, agentrun.StateUnknown, agentrun.StateWorking:
 		state = "working"
-	case stage.StateWaiting, stage.StateStuck, stage.StateBlocked, stage.StateNeverStarted, stage.StateCut:
+	case agentrun.StateWaiting, agentrun.StateStuck, agentrun.StateBlocked, agentrun.StateNeverStarted, agentrun.StateCut:
 		state = "blocked"
-	case stage.StateDelivered, stage.StateLanded:
+	case agentrun.StateDelivered, stage.StateLanded:
 		state = "idle"
 	}
 	msg := fmt.Sprintf("%s: stage %s (%d/%d) %s", p.ID, st.Name, p.Current+1, len(p.Stages), st.State)

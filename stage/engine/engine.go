@@ -39,7 +39,7 @@ func Confirm(ctx context.Context, env *stage.Env, repoDir, id string) (*stage.Pl
 			return p, err
 		}
 		st := p.Stages[p.Current]
-		if (st.State != stage.StateStarting && st.State != stage.StateUnknown) || st.Agent == nil || st.Agent.Pane == "print" {
+		if (st.State != run.StateStarting && st.State != run.StateUnknown) || st.Agent == nil || st.Agent.Pane == "print" {
 			return p, nil
 		}
 		// Each send gets its window and a half: a resend restarts it.
@@ -118,7 +118,7 @@ func step(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store
 		}
 		i := p.Current
 		moved, err := startStage(ctx, env, repo, store, rec, p)
-		if moved && p.Stages[i].State == stage.StateBlocked {
+		if moved && p.Stages[i].State == run.StateBlocked {
 			notify(ctx, env, repo, p, i) // not ready (L2)
 		}
 		return moved, err

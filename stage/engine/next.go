@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -39,19 +40,19 @@ func NextStep(p *stage.Place, agent string) string {
 		return recoverPlace(p)
 	}
 	switch st.State {
-	case stage.StateWaiting:
+	case agentrun.StateWaiting:
 		return fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
-	case stage.StateStuck:
+	case agentrun.StateStuck:
 		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
-	case stage.StateBlocked:
+	case agentrun.StateBlocked:
 		return blockedNext(p, &st, up, retry)
-	case stage.StateNeverStarted, stage.StateCut:
+	case agentrun.StateNeverStarted, agentrun.StateCut:
 		return retry
-	case stage.StateParked:
+	case agentrun.StateParked:
 		if st.ParkedUntil != nil {
 			return fmt.Sprintf("nothing: it resumes by itself after %s; git flume tell %s 'TEXT' goes on sooner", st.ParkedUntil.UTC().Format("2006-01-02 15:04 UTC"), p.ID)
 		}
-	case stage.StateStarting, stage.StateUnknown:
+	case agentrun.StateStarting, agentrun.StateUnknown:
 		if agent == "operator" {
 			return "run the command git flume log " + p.ID + " shows"
 		}
@@ -67,10 +68,10 @@ func delegatedNext(p *stage.Place, st *stage.StageRecord, agent string) (string,
 		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID), true
 	case stage.DelegationBlocked:
 		switch {
-		case st.BlockedBy() == stage.BlockDialog && agent == "up":
+		case st.BlockedBy() == agentrun.BlockDialog && agent == "up":
 			// A10: a dialog is answered in the pane, never told.
 			return fmt.Sprintf("git flume attach %s and answer it there (it goes on by itself), or git flume rollback --delegation %s", p.ID, p.ID), true
-		case st.BlockedBy() == stage.BlockPlace:
+		case st.BlockedBy() == agentrun.BlockPlace:
 			return fmt.Sprintf("git flume rollback --delegation %s (its worktree is gone; its branch keeps its commits)", p.ID), true
 		}
 		return fmt.Sprintf("git flume unblock %s --with 'TEXT', or git flume rollback --delegation %s", p.ID, p.ID), true
@@ -82,15 +83,15 @@ func delegatedNext(p *stage.Place, st *stage.StageRecord, agent string) (string,
 // agent is in its pane, retry the command that starts the stage again.
 func blockedNext(p *stage.Place, st *stage.StageRecord, up bool, retry string) string {
 	switch st.BlockedBy() {
-	case stage.BlockDialog:
+	case agentrun.BlockDialog:
 		// A10: a dialog is answered by a person in the pane, never
 		// told.
 		if up {
 			return fmt.Sprintf("git flume attach %s and answer it there (the stage goes on by itself), or %s", p.ID, retry)
 		}
-	case stage.BlockReady:
+	case agentrun.BlockReady:
 		return fmt.Sprintf("fix the readying step, then %s", retry)
-	case stage.BlockPlace:
+	case agentrun.BlockPlace:
 		if strings.HasPrefix(st.Reason, branchWritten) {
 			return fmt.Sprintf("look at git log %s and git reflog %s (what git gave it); set it back with git update-ref, then %s", p.Branch, p.Branch, retry)
 		}
@@ -98,13 +99,13 @@ func blockedNext(p *stage.Place, st *stage.StageRecord, up bool, retry string) s
 			return fmt.Sprintf("look at what its agent wrote before running git in %s; git worktree repair %s writes its .git file again; then %s, or git flume drop %s", p.Path, p.Path, retry, p.ID)
 		}
 		return recoverPlace(p)
-	case stage.BlockRole:
+	case agentrun.BlockRole:
 		if strings.Contains(st.Reason, "without a sandbox") {
 			return fmt.Sprintf("run it where the kernel has Landlock with flume.sandbox on, or drop the role's path-restrictions; then %s", retry)
 		}
 		return fmt.Sprintf("launch the work again with --agent claude, codex or pi, or drop the role's tools and path-restrictions; then %s", retry)
 	}
-	if up && st.BlockedBy() != stage.BlockDialog {
+	if up && st.BlockedBy() != agentrun.BlockDialog {
 		return fmt.Sprintf("git flume tell %s 'TEXT', or %s", p.ID, retry)
 	}
 	return retry

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
@@ -54,7 +55,7 @@ const notifyTimeout = 10 * time.Second
 // notifiable reports a state a person is told of.
 func notifiable(state string) bool {
 	switch state {
-	case stage.StateWaiting, stage.StateBlocked, stage.StateStuck, stage.StateDelivered, stage.StateLanded, stage.StateCut, stage.StateNeverStarted, stage.StateParked:
+	case agentrun.StateWaiting, agentrun.StateBlocked, agentrun.StateStuck, agentrun.StateDelivered, stage.StateLanded, agentrun.StateCut, agentrun.StateNeverStarted, agentrun.StateParked:
 		return true
 	}
 	return false
@@ -69,7 +70,7 @@ func notify(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place,
 		return // a delegated place answers to its commissioner, not a person
 	}
 	costs := ""
-	if i == len(p.Stages)-1 && (st.State == stage.StateDelivered || st.State == stage.StateLanded || st.State == stage.StateCut) {
+	if i == len(p.Stages)-1 && (st.State == agentrun.StateDelivered || st.State == stage.StateLanded || st.State == agentrun.StateCut) {
 		costs = endSummary(ctx, env, repo, p)
 	}
 	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
@@ -88,9 +89,9 @@ func notify(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place,
 		ev.Message += ": " + st.Reason
 	}
 	switch st.State {
-	case stage.StateWaiting:
+	case agentrun.StateWaiting:
 		ev.Reply = fmt.Sprintf("git flume tell %s 'ANSWER'", p.ID)
-	case stage.StateBlocked, stage.StateStuck, stage.StateCut, stage.StateNeverStarted:
+	case agentrun.StateBlocked, agentrun.StateStuck, agentrun.StateCut, agentrun.StateNeverStarted:
 		ev.Reply = NextStep(p, AgentState(ctx, env, p))
 	}
 	if ev.Reply != "" {

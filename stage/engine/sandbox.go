@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/git-flume/git-flume/agents"
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
@@ -115,7 +116,7 @@ func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Place, 
 		return "", err
 	}
 	if why := unenforced(r.role, r.prog, env.Engine.Guard, unsandboxed); why != "" {
-		st.Blocked(stage.BlockRole, why)
+		st.Blocked(agentrun.BlockRole, why)
 		return "blocked: " + why, nil
 	}
 	r.sandbox, r.agent.Sandbox = sb, sandbox.Note(sb, unsandboxed)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -132,7 +133,7 @@ func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage
 		if kept != nil && !slices.Contains(st.Snapshots, *kept) {
 			st.Snapshots = append(st.Snapshots, *kept)
 		}
-		st.Blocked(stage.BlockRollback, "rolled back to the stage's start; retry starts it again")
+		st.Blocked(agentrun.BlockRollback, "rolled back to the stage's start; retry starts it again")
 	}
 	record(p)
 	msg := fmt.Sprintf("%s %s: rolled back to %.12s", st.Name, id, st.Base)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/git-flume/git-flume/agents"
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
@@ -92,7 +93,7 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 			}
 		}
 		last := o.p.Stages[len(o.p.Stages)-1].State
-		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == stage.StateDelivered || last == stage.StateLanded)
+		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == agentrun.StateDelivered || last == stage.StateLanded)
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/git-flume/git-flume/agents"
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -84,9 +85,9 @@ func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceO
 		// the place until it is gone.
 		switch a := p.Stages[p.Current].Agent; {
 		case a == nil || a.Ended:
-			engine.EndStage(&p.Stages[p.Current], stage.StateCut, "the place was dropped", env.ClockNow())
+			engine.EndStage(&p.Stages[p.Current], agentrun.StateCut, "the place was dropped", env.ClockNow())
 		case endPlaceAgent(ctx, env, &p) == "":
-			engine.EndStage(&p.Stages[p.Current], stage.StateCut, DroppedReason, env.ClockNow())
+			engine.EndStage(&p.Stages[p.Current], agentrun.StateCut, DroppedReason, env.ClockNow())
 			msg += "; its agent ended and verified gone"
 		}
 		_, err = stage.SavePlace(ctx, store, rec, &p, msg, cs.Verify(id))
@@ -153,7 +154,7 @@ func markAgentEnded(ctx context.Context, env *stage.Env, store *refs.Store, id s
 			return "", refs.ErrNoChange
 		}
 		a.Ended = true
-		engine.EndStage(&p.Stages[p.Current], stage.StateCut, "the place was tidied; its agent was ended", env.ClockNow())
+		engine.EndStage(&p.Stages[p.Current], agentrun.StateCut, "the place was tidied; its agent was ended", env.ClockNow())
 		return fmt.Sprintf("tidy %s: its agent ended and verified gone", id), nil
 	})
 }

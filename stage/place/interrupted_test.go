@@ -345,4 +345,3 @@ exec %q "$@"
 		t.Fatalf("the same launch after: %v", err)
 	}
 }
-

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
@@ -40,8 +41,8 @@ func TestNoStageStartsOverARunningAgent_K1(t *testing.T) {
 	now := time.Now()
 	editPlaceRecord(t, f, "fix--one", "code delivered, its agent not yet ended", func(p *stage.Place) {
 		st := &p.Stages[0]
-		st.State, st.Started, st.Ended, st.Base, st.Runs = stage.StateDelivered, &now, &now, head, 1
-		st.Agent = &stage.AgentRun{Program: "claude", Format: "claude", Session: "s1", Pane: "p1", PaneHost: "tmux", Host: "testhost",
+		st.State, st.Started, st.Ended, st.Base, st.Runs = run.StateDelivered, &now, &now, head, 1
+		st.Agent = &run.Agent{Program: "claude", Format: "claude", Session: "s1", Pane: "p1", PaneHost: "tmux", Host: "testhost",
 			Started: now, SentAt: now, Sends: 1}
 		p.Current = 1
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/report"
@@ -76,7 +77,7 @@ func withTranscript(t *testing.T, f *fixture, id string) {
 		t.Fatal(err)
 	}
 	editPlaceRecord(t, f, id, "agent with a transcript", func(p *stage.Place) {
-		p.Stages[0].State = stage.StateWorking
-		p.Stages[0].Agent = &stage.AgentRun{Program: "claude", Format: "claude", Session: id, Pane: "print", Host: "testhost", Transcript: tr, Ended: true}
+		p.Stages[0].State = run.StateWorking
+		p.Stages[0].Agent = &run.Agent{Program: "claude", Format: "claude", Session: id, Pane: "print", Host: "testhost", Transcript: tr, Ended: true}
 	})
 }

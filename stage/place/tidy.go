@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
@@ -369,7 +370,7 @@ func recordTidy(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 		p.Tidied = &stage.TidyRecord{At: env.NowUTC(), Reason: res.Reason, BranchHead: j.Head}
 		// A stage still under way ends with its place: status never shows
 		// a tidied place starting, its clock ticking.
-		engine.EndStage(&p.Stages[p.Current], stage.StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.ClockNow())
+		engine.EndStage(&p.Stages[p.Current], agentrun.StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.ClockNow())
 		changes := []refs.Change{stage.PlaceChange(rec, p, fmt.Sprintf("tidy %s: %s", p.ID, res.Reason))}
 		if res.Branch == "deleted" {
 			// X2: the deleted branch's commits stay reachable from the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
@@ -57,8 +58,8 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 	now := time.Now()
 	editPlaceRecord(t, f, "fix--one", "an agent at work", func(p *stage.Place) {
 		st := &p.Stages[0]
-		st.State, st.Started, st.Base, st.Runs, st.BudgetMs = stage.StateWorking, &now, head, 1, time.Hour.Milliseconds()
-		st.Agent = &stage.AgentRun{Program: "claude", Format: "claude", Session: "s1", Pane: "p1", PaneHost: "tmux", Host: "testhost",
+		st.State, st.Started, st.Base, st.Runs, st.BudgetMs = run.StateWorking, &now, head, 1, time.Hour.Milliseconds()
+		st.Agent = &run.Agent{Program: "claude", Format: "claude", Session: "s1", Pane: "p1", PaneHost: "tmux", Host: "testhost",
 			PromptFile: prompt, Transcript: tr, Started: now, SentAt: now, Sends: 1}
 	})
 	env, log := f.countingGit()
@@ -75,7 +76,7 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := p.Stages[0].State; st != stage.StateWorking {
+		if st := p.Stages[0].State; st != run.StateWorking {
 			t.Fatalf("the stage moved to %s; an idle step moves nothing", st)
 		}
 	}

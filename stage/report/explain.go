@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agents"
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
@@ -115,25 +116,25 @@ func why(p *stage.Place, st *stage.StageRecord, seen engine.StepSeen) string {
 			return "the previous stage was delivered; this one starts when flume next starts agents (the place's watcher, or any git flume command)"
 		}
 		return "no agent has started it: the place was launched with --pane none; git flume advance starts it"
-	case stage.StateStarting:
+	case agentrun.StateStarting:
 		if st.Agent != nil && st.Agent.Printed() {
 			// Issue 28: nothing was sent; the operator runs the command.
 			return "its prompt is in the printed command, which the operator runs: nothing is typed; the stage goes on once the prompt shows in the agent's transcript"
 		}
 		return "its prompt was sent and has not shown in the agent's transcript yet: slow is not failed; flume checks the screen and sends it once more when the window passes"
-	case stage.StateUnknown:
+	case agentrun.StateUnknown:
 		return "no transcript of the agent shows yet: flume watches for it (an agent the operator starts from the printed command)"
-	case stage.StateWorking:
+	case agentrun.StateWorking:
 		return fmt.Sprintf("its prompt showed in the agent's transcript and its deliverable (%s) is not in git yet", engine.DescribeDeliverable(st.Deliverable))
-	case stage.StateWaiting:
+	case agentrun.StateWaiting:
 		return "the agent ended its turn asking: " + st.Need
-	case stage.StateStuck:
+	case agentrun.StateStuck:
 		reason := st.Reason
 		if reason == "" || !strings.HasPrefix(reason, "quiet") {
 			reason = fmt.Sprintf("quiet for %s", seen.Quiet.Round(time.Second))
 		}
 		return fmt.Sprintf("the agent's transcript has been quiet past the stuck limit, with no deliverable and no need (%s); flume ends nothing on its own", reason)
-	case stage.StateDelivered, stage.StateLanded:
+	case agentrun.StateDelivered, stage.StateLanded:
 		return "delivered: " + st.Delivered
 	}
 	return st.Reason // blocked, never-started, cut: the reason recorded
@@ -195,7 +196,7 @@ func sandboxEvidence(note, refused string) string {
 }
 
 // agentEvidence is how the stage's agent stands and how its prompt went.
-func agentEvidence(a *stage.AgentRun, seen engine.StepSeen, local bool, now time.Time) string {
+func agentEvidence(a *agentrun.Agent, seen engine.StepSeen, local bool, now time.Time) string {
 	state := "running"
 	switch {
 	case a.Exit != nil:
@@ -220,7 +221,7 @@ func agentEvidence(a *stage.AgentRun, seen engine.StepSeen, local bool, now time
 
 // transcriptEvidence is what the agent's transcript showed; "" for
 // another host's place, whose transcript is not read here.
-func transcriptEvidence(a *stage.AgentRun, seen engine.StepSeen, local bool) string {
+func transcriptEvidence(a *agentrun.Agent, seen engine.StepSeen, local bool) string {
 	switch {
 	case a.Transcript == "" && seen.Found == "":
 		return fmt.Sprintf("none found yet (%s)", a.Pattern)

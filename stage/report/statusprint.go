@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
@@ -198,7 +199,7 @@ func spent(ctx context.Context, book *cost.PriceBook, commonDir string, p *stage
 // every refresh and a transcript grows to megabytes, so the figures are
 // kept beside the place's log with the transcript's size and time, and the
 // transcript is read again only when it changed.
-func usageOf(commonDir string, p *stage.Place, a *stage.AgentRun) (agent.Usage, bool) {
+func usageOf(commonDir string, p *stage.Place, a *agentrun.Agent) (agent.Usage, bool) {
 	info, err := os.Stat(a.Transcript)
 	if err != nil {
 		return agent.Usage{}, false
