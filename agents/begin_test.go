@@ -31,7 +31,7 @@ func TestBeginStartsOrPrintsTheSameRun_A1_A2_X5(t *testing.T) {
 	vars := Vars{Prompt: "fix it; $(rm -rf /)", SessionID: "0b0c", Place: "/p", PromptFile: "/p/x.prompt"}
 	flume := []string{"FLUME_PLACE=fix--one", "FLUME_SESSION=0b0c", "FLUME_INPUTS={\"a\": \"/x y\"}"}
 	// Claude Code's Bash tool sets these for what it runs: a Claude that
-	// inherits them writes no transcript (issue 17, found with the real
+	// inherits them writes no transcript (found with the real
 	// program delegating).
 	caller := []string{"PATH=/bin", "FLUME_SESSION=outer", "CLAUDECODE=1", "HOME=" + t.TempDir(),
 		"CLAUDE_CODE_CHILD_SESSION=1", "CLAUDE_CODE_SESSION_ID=f516", "CLAUDE_CODE_EXECPATH=/x/claude.exe", "AI_AGENT=claude-code"}

@@ -8,7 +8,7 @@ import (
 )
 
 // Usage limits as the programs report them when a provider refuses more
-// work until a reset (issue 17): Claude Code's "Claude AI usage limit
+// work until a reset: Claude Code's "Claude AI usage limit
 // reached|<unix seconds>", and its later "You've hit your limit · resets
 // 4:50am (Europe/Rome)", "Limit reached · resets 11:30am (Asia/Calcutta)",
 // "Your limit will reset at 5pm (Europe/Warsaw)".

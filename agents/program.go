@@ -37,7 +37,7 @@ type Program struct {
 	// Format is the transcript reader: claude, codex or pi.
 	Format string
 	// Resume is the argv template that resumes an earlier session of the
-	// program with a new prompt, keeping its context (issue 27): the
+	// program with a new prompt, keeping its context: the
 	// placeholders of Command, and {resume_id} (the id the program knows
 	// the session by) and {transcript}. Empty: the program cannot, and a
 	// fresh agent is started instead.
@@ -137,7 +137,7 @@ var uuidShape = lazyRegexp(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 //
 // A role's model goes to each shipped program as --model (Claude Code,
 // Codex and pi all take it), and to a declared command where it says
-// {model} (issue 27).
+// {model}.
 func (p Program) Argv(v Vars) []string { return p.argv(p.Command, v) }
 
 // Guarded reports whether the program runs flume's guard before every tool
@@ -270,7 +270,7 @@ func ResolveProgram(name string, declared map[string]Program) (Program, error) {
 }
 
 // StandingOrders close every prompt flume gives an agent, a stage's
-// (shipped, declared or a role's) and a workspace worker's (issue 27):
+// (shipped, declared or a role's) and a workspace worker's:
 // the unfolding notes' shared preamble, which every role carries so that
 // no role file can leave it out, and seed 000's order to commit as one
 // goes.
@@ -307,7 +307,7 @@ func ShellLine(argv []string) string {
 }
 
 // lazyRegexp compiles expr when it is first used: package inits run before
-// every command, and most commands never read a screen (issue 14).
+// every command, and most commands never read a screen.
 func lazyRegexp(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -69,7 +69,7 @@ func classOf(s Screen) string {
 
 // TestReadScreenKnowsTheRealScreens_A11: every captured screen reads as
 // what it is; a permission dialog's words are the program's own question.
-// Claude Code's file-create dialog (issue 41) draws "❯ 1. Yes", the
+// Claude Code's file-create dialog draws "❯ 1. Yes", the
 // composer's own mark: it must read as a dialog, never a composer.
 func TestReadScreenKnowsTheRealScreens_A11(t *testing.T) {
 	for _, c := range screenCorpus {

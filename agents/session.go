@@ -69,7 +69,7 @@ func CallerEnv(caller []string) []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		// An agent started from inside another agent's tool call (a
-		// delegated place's, issue 17) must not inherit that agent's
+		// delegated place's) must not inherit that agent's
 		// markers: Claude Code refuses to start "inside another Claude
 		// Code session", and one that sees CLAUDE_CODE_CHILD_SESSION or
 		// the outer CLAUDE_CODE_SESSION_ID writes no transcript of its

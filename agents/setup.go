@@ -1,5 +1,5 @@
-// What an agent program needs, here, before flume can start it unattended
-// (issue 16): found on PATH, its version, and the setup it keeps in its
+// What an agent program needs, here, before flume can start it unattended:
+// found on PATH, its version, and the setup it keeps in its
 // home — onboarding done, credentials, the trust of new folders. Read
 // only: flume never writes another program's configuration.
 
@@ -113,7 +113,7 @@ func Ready(ctx context.Context, p Program, environ []string, dir string) Readine
 // version is the first line a program prints for --version on standard
 // output, else the first line on standard error that is not a warning
 // (pi writes its version there; codex writes a warning there beside the
-// version it prints on standard output, issue 28); "" when it prints none
+// version it prints on standard output); "" when it prints none
 // in versionWait. A node program takes seconds to start on a loaded
 // machine.
 func version(ctx context.Context, path string, environ []string) string {

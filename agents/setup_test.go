@@ -11,7 +11,7 @@ import (
 // TestVersionIsNotAWarning: a program's version is its --version's first
 // line on standard output, else the first line on standard error that is
 // not a warning (pi prints it there; codex prints a warning there beside
-// its version, which doctor showed as the version, issue 28).
+// its version, which doctor showed as the version).
 func TestVersionIsNotAWarning(t *testing.T) {
 	dir := t.TempDir()
 	for name, script := range map[string]string{
@@ -33,7 +33,7 @@ func TestVersionIsNotAWarning(t *testing.T) {
 
 // TestRoleModelReachesEveryProgram: a role's model goes to Claude Code,
 // Codex and pi as --model before the prompt, and to a declared command
-// where it says {model}; with no model nothing is added (issue 27).
+// where it says {model}; with no model nothing is added.
 func TestRoleModelReachesEveryProgram(t *testing.T) {
 	for name, want := range map[string]string{
 		"claude": "claude --session-id S --model opus PROMPT",

@@ -32,7 +32,7 @@ type Tmux struct {
 	// running are the pane processes seen running (pane name → process
 	// and its start time): while that process still runs, a look at the
 	// pane asks /proc, not tmux, so a watcher spawns nothing while nothing
-	// changes (issue 26).
+	// changes.
 	running sync.Map
 }
 

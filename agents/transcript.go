@@ -149,7 +149,7 @@ func (t *Transcript) Received(prompt string) bool {
 func (t *Transcript) Need() string { return t.closing("NEEDS:") }
 
 // Recreate returns the resume message of an agent that asked for a fresh
-// session in its place (issue 17): the rest of the first line of its last
+// session in its place: the rest of the first line of its last
 // message that starts with "RECREATE:", once its turn is done.
 func (t *Transcript) Recreate() string { return t.closing("RECREATE:") }
 

@@ -24,7 +24,7 @@ func report(b *testing.B, flume, raw time.Duration) {
 // BenchmarkReadAll1000 reads 1,000 records through the store (R4) against
 // the floor: `git for-each-ref` + `git cat-file --batch` over the same refs.
 // Target ratio ≤ 1.5. It runs on loose objects and refs, then after an
-// explicit `git gc` (issue 26). Each iteration opens the repository anew
+// explicit `git gc`. Each iteration opens the repository anew
 // (timed), so nothing read in one is kept for the next, as in a command.
 func BenchmarkReadAll1000(b *testing.B) {
 	ctx := context.Background()

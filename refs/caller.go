@@ -101,8 +101,8 @@ func agentSession() (string, int) {
 	return sid, top
 }
 
-// sessionPID is the process whose life the caller's claim shares (R8,
-// issue 41): the leader of its session (the terminal's or login shell, a
+// sessionPID is the process whose life the caller's claim shares (R8):
+// the leader of its session (the terminal's or login shell, a
 // tmux pane's, a cron job's), so a claim taken through a wrapper (sh -c,
 // timeout, make) outlives the wrapper. Where the leader cannot be seen (a
 // session begun outside this pid namespace, as in a container, or one

@@ -34,7 +34,7 @@ var DefaultRetry = RetryPolicy{Attempts: 200, Base: 2 * time.Millisecond, Max: 1
 // attempt (Again; by default anything but a lost race, *ConflictError), or
 // until the policy's attempts run out; then it returns the last error. A held lock is not retried here: the write already waited
 // for it as long as it looked live, and one left behind is the operator's
-// to remove (issue 25).
+// to remove.
 func (p RetryPolicy) Retry(ctx context.Context, step func(context.Context) error) error {
 	var err error
 	for n := 0; n < p.Attempts; n++ {

@@ -222,7 +222,7 @@ func (s *Store) check(ref string, rf git.RefFile) (*Record, error) {
 		return nil, &MalformedError{Ref: ref, Commit: rf.ID, Reason: StateFile + " is not a file"}
 	case len(rf.Data) > MaxRecordSize:
 		// A record is a few KiB; a remote's far larger one is not read
-		// into every command (issue 25).
+		// into every command.
 		return nil, &MalformedError{Ref: ref, Commit: rf.ID, Reason: fmt.Sprintf("%s is %d bytes, more than a record's %d", StateFile, len(rf.Data), MaxRecordSize)}
 	}
 	return s.parse(ref, rf.ID, rf.Data)
@@ -399,7 +399,7 @@ func (s *Store) Commit(ctx context.Context, reflog string, prepared []*Prepared,
 // lock that looks live. A lock file is left behind only when a git process
 // was killed with SIGKILL (git removes its locks on SIGINT and SIGTERM): a
 // lock already older than leftLock is reported at once, naming its file,
-// and flume never removes it (issue 25): removing another process's live
+// and flume never removes it: removing another process's live
 // lock lets two writers both "win" (a test of 8 writers under load lost an
 // update that way), and flume makes no lock files of its own to remove.
 const (

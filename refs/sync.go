@@ -49,7 +49,7 @@ const IncomingPrefix = "refs/flume-incoming/"
 // owners reads the owner host of the records here that a sync decides on,
 // by the commit each is at, in one read (R4): those that differ from the
 // remote's copy, and the place of each claim that differs (claimOnOurs).
-// A sync with nothing to move reads none (issue 26); a ref read one at a
+// A sync with nothing to move reads none; a ref read one at a
 // time parsed the whole packed-refs file for each. A record that cannot
 // be read has owner "".
 func (s *Store) owners(ctx context.Context, here, there map[string]string) (map[string]string, error) {

@@ -276,7 +276,7 @@ func TestSyncTrackingListSurvivesAConcurrentSync_R7(t *testing.T) {
 }
 
 // TestSyncPushesManyRecordsFromScratchRepository_R7: a push of many records
-// runs from the scratch repository (issue 14) and means what a push from
+// runs from the scratch repository and means what a push from
 // the clone means: the remote named by its relative URL gets every record,
 // and the scratch repository never holds a ref.
 func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
@@ -306,7 +306,7 @@ func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 }
 
 // TestSyncLeasesNewRecordsOnBeingAbsent_R7: a push of many new records
-// (one lease for all that must be absent, issue 26) still loses to a push
+// (one lease for all that must be absent) still loses to a push
 // of one of them made between its fetch and its push, though the remote's
 // copy is an older one of ours that a push without a lease would move
 // forward: the first attempt is refused, the second pushes over what it

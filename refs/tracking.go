@@ -21,7 +21,7 @@ import (
 // one we took was removed by its owner (R7).
 //
 // One ref, not one per record: writing a thousand tracking refs cost a
-// first sync more than its whole push (issue 14). Clones made before kept
+// first sync more than its whole push. Clones made before kept
 // one ref per record under RemotePrefix; they are read as the list and
 // removed by the first write of it.
 const TrackedPrefix = "refs/flume-tracked/"

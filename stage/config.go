@@ -49,7 +49,7 @@ type Config struct {
 	// Budget is flume.budget: each stage's time budget unless its
 	// declaration names one (W1).
 	Budget time.Duration
-	// Notify is the notifier (issue 17): the user-level file's, else the
+	// Notify is the notifier: the user-level file's, else the
 	// repository's; run with each event as JSON on standard input.
 	Notify         Step
 	notifyFromUser bool
@@ -63,7 +63,7 @@ type Config struct {
 	// Prices are [price "MODEL"] sections: what a model's tokens cost,
 	// for transcripts that record tokens but no cost (W6).
 	Prices map[string]Price
-	// Run is the [run] section: what makes a place runnable (issue 29).
+	// Run is the [run] section: what makes a place runnable.
 	Run RunDecl
 }
 

@@ -1,4 +1,4 @@
-// Delegated places (issue 17, the seeds' "unfolding"): a place launched
+// Delegated places (the seeds' "unfolding"): a place launched
 // from inside a place whose role delegates to its kind is that place's
 // child. Its commissioner has one open direct child at a time and resolves
 // it with accept, reopen, unblock or rollback.

@@ -16,7 +16,7 @@ import (
 // StateLanded is a submit stage's delivery (S1): its branch landed on its
 // target. Every other state, what blocks a stage and the messages its
 // agent may be told are the run lifecycle's own (agents/run): one
-// spelling each (issue 43).
+// spelling each.
 const StateLanded = "landed"
 
 // EngineOptions tune how stages start and are watched.
@@ -63,11 +63,11 @@ type EngineOptions struct {
 	// report grace: for tidy, which ends the agent anyway.
 	NoGrace bool
 	// RadarEvery is how often at most a place's watcher takes its
-	// fingerprint again while its agent works (issue 30).
+	// fingerprint again while its agent works.
 	RadarEvery time.Duration
 	// HostRead bounds the read of one repository of the host's index
 	// (status --host, board): one that does not answer is named and the
-	// others print (issue 42).
+	// others print.
 	HostRead time.Duration
 }
 

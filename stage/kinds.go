@@ -104,7 +104,7 @@ func ResolveKind(cfg *Config, name string) (Kind, error) {
 				prompt = st.Prompt // a shipped stage keeps its own prompt
 			}
 			if prompt == "" {
-				// Issue 28: refused before anything is made, not after.
+				// refused before anything is made, not after.
 				return Kind{}, fmt.Errorf("kind %q: stage %q declares no prompt (stage.%s.prompt in %s: a file in the repository)", name, sn, sn, ConfigPath)
 			}
 			st = Stage{Name: sn, Prompt: prompt, Deliverable: d.Deliverable}

@@ -19,8 +19,8 @@ func LockRepo(ctx context.Context, commonDir string) (*lockfile.Lock, error) {
 }
 
 // LockDelegations serializes the verbs on the delegations of one
-// commissioner (issue 25): accept, reopen, unblock and rollback of its
-// children, and drop of one (issue 42), run one at a time, each deciding
+// commissioner: accept, reopen, unblock and rollback of its
+// children, and drop of one, run one at a time, each deciding
 // from what the one before it left. The lock is a flock, so a verb killed
 // while it holds it leaves nothing stale.
 func LockDelegations(ctx context.Context, commonDir, commissioner string) (*lockfile.Lock, error) {

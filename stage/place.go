@@ -65,7 +65,7 @@ type Place struct {
 	Current int           `json:"current"` // index into Stages
 
 	Ready *ReadyResult `json:"ready,omitempty"`
-	// Run is what the place was given to run (issue 29): its leased
+	// Run is what the place was given to run: its leased
 	// ports, its env files; nil when its repository declares none.
 	Run *RunSetup `json:"run,omitempty"`
 	// Watcher is the process that keeps the place's timers (A3 unknown
@@ -78,7 +78,7 @@ type Place struct {
 	// Tidied records what tidying removed.
 	Tidied *TidyRecord `json:"tidied,omitempty"`
 
-	// Delegation links a place launched from inside another (issue 17):
+	// Delegation links a place launched from inside another:
 	// Parent, in the child's record, is the commissioner and the state
 	// it delegated from; Children, in the commissioner's, are the places
 	// it delegated, in order. Both are written in the child's first
@@ -86,8 +86,8 @@ type Place struct {
 	Parent   *Delegation `json:"parent,omitempty"`
 	Children []string    `json:"children,omitempty"`
 
-	// Fingerprint is what the conflict radar knows of the place's change
-	// (issue 30): the files and base lines it touches, its commits and
+	// Fingerprint is what the conflict radar knows of the place's change:
+	// the files and base lines it touches, its commits and
 	// its uncommitted work, taken on this host and shared by sync. It is
 	// untrusted like the rest: the radar uses it only when it validates.
 	Fingerprint *radar.Fingerprint `json:"fingerprint,omitempty"`
@@ -150,7 +150,7 @@ type StageRecord struct {
 	// stopped short said it (K4); go-on tells it to the next round.
 	NextRound string `json:"nextRound,omitempty"`
 	// Resume names the earlier run whose session the stage's next run
-	// goes on with (reopen, issue 27); the run that starts takes it.
+	// goes on with (reopen); the run that starts takes it.
 	Resume *ResumeFrom `json:"resume,omitempty"`
 	// Starter is the command that set the stage pending to start it
 	// itself (retry, go on, reopen): while it lives no other process
@@ -159,12 +159,12 @@ type StageRecord struct {
 	Starter *Proc `json:"starter,omitempty"`
 	// Followup is what the stage's next run is told after its prompt: a
 	// commissioner's reason to reopen or unblock it, or the resume message
-	// a run that asked to be recreated left (issue 17). The run that
+	// a run that asked to be recreated left. The run that
 	// starts takes it.
 	Followup string `json:"followup,omitempty"`
 	// Accepted are the heads of delegated places accepted onto the
 	// place's branch during this stage: their commits (and an accept's
-	// merge of them) are never this stage's deliverable (issue 24).
+	// merge of them) are never this stage's deliverable.
 	Accepted []string `json:"accepted,omitempty"`
 	// Snapshots are the work tree's states flume kept as the stage ended,
 	// was cut, retried or rolled back with uncommitted changes (W3).

@@ -207,7 +207,7 @@ func (r *Role) Allows(rel, op string) (bool, *PathRule) {
 //
 // A tool entry with a * is a wildcard (idea_* allows idea_search), as the
 // allowlist Claude Code is given reads it: the guard and the allowlist
-// judge a tool alike (issue 27).
+// judge a tool alike.
 func (r *Role) AllowsTool(tool string) bool {
 	return len(r.Tools) == 0 || slices.ContainsFunc(r.Tools, func(t string) bool {
 		if !strings.Contains(t, "*") {
@@ -226,7 +226,7 @@ var pathRuleLine = sync.OnceValue(func() *regexp.Regexp {
 })
 
 // quoteGlobs quotes the glob of every path restriction written plainly, so
-// a role file copied from the notes reads unchanged (issue 27); a quoted
+// a role file copied from the notes reads unchanged; a quoted
 // glob is left as it is.
 func quoteGlobs(front []byte) []byte {
 	lines := strings.Split(string(front), "\n")

@@ -57,7 +57,7 @@ path-restrictions:
 }
 
 // TestRoleFileAsTheNotesWriteIt_A9: a role file copied from the unfolding
-// notes (seed 004) reads unchanged (issue 27): name, a folded description
+// notes (seed 004) reads unchanged: name, a folded description
 // and model in the front matter, a wildcard tool, and path rules whose
 // globs are plain, trailing comments and a bare ** included, first match
 // winning as written.
@@ -106,7 +106,7 @@ The product owner.
 }
 
 // TestRoleToolWildcards_A9: a wildcard tool (idea_*) allows every tool it
-// names, in the guard as in the allowlist (issue 27); others are refused.
+// names, in the guard as in the allowlist; others are refused.
 func TestRoleToolWildcards_A9(t *testing.T) {
 	r := &Role{Name: "po", Tools: []string{"Read", "idea_*"}}
 	for tool, want := range map[string]bool{"Read": true, "idea_search": true, "idea_": true, "ideas": false, "Bash": false, "Rea": false} {

@@ -1,4 +1,4 @@
-// A runnable place (issue 29) as configuration and record: what [run]
+// A runnable place as configuration and record: what [run]
 // declares, what a place was given, and the variables its steps and agents
 // see. stage/runenv sets it up.
 
@@ -94,7 +94,7 @@ func (d *RunDecl) apply(name, value string) error {
 	return nil
 }
 
-// RunSetup is what a place was given to run (issue 29): its ports, the
+// RunSetup is what a place was given to run: its ports, the
 // lease that holds them, its env files as copied.
 type RunSetup struct {
 	Ports map[string]int `json:"ports,omitempty"`
@@ -107,7 +107,7 @@ type RunSetup struct {
 	// Unfinished: the place was made, and what [run] declares is not
 	// set up yet (a launch cut during its setup, or one that failed:
 	// Failed says why). Retry, env --refresh and any stage's start finish
-	// it (issue 42).
+	// it.
 	Unfinished bool   `json:"unfinished,omitempty"`
 	Failed     string `json:"failed,omitempty"`
 }

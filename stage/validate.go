@@ -141,7 +141,7 @@ func placeState(_ string, p *Place) error {
 // maxChildren bounds the places one place's record names as delegated.
 const maxChildren = 256
 
-// validateDelegation checks the links of issue 17 (R5): a parent and
+// validateDelegation checks a delegation's links (R5): a parent and
 // children named as place ids, never the place itself; a child landing on
 // its parent's branch, from a stage and run that can exist, with an
 // outcome flume writes and a kept work tree among the parent's snapshots.
@@ -197,7 +197,7 @@ func validateStage(p *Place, st *StageRecord) error {
 			return fmt.Errorf("commit %q is not a full object id", id)
 		}
 	}
-	// Issue 24: accepted heads are passed to git as revisions.
+	// accepted heads are passed to git as revisions.
 	if len(st.Accepted) > maxChildren {
 		return fmt.Errorf("%d accepted heads, want at most %d", len(st.Accepted), maxChildren)
 	}

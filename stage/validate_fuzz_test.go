@@ -20,7 +20,7 @@ var fuzzSeed = func() string {
 
 // FuzzPlaceRecord_R5: whatever bytes a record holds (a hostile remote's, a
 // hand edit's), checking and then using it never panics; a record the
-// check accepts can be indexed by its current stage (issue 13: `current: -5`
+// check accepts can be indexed by its current stage (`current: -5`
 // panicked status, rollback and advance; report's fuzz test shows it).
 func FuzzPlaceRecord_R5(f *testing.F) {
 	f.Add([]byte(fuzzSeed))
@@ -91,12 +91,12 @@ func TestValidatePlaceEveryField_R5_R6(t *testing.T) {
 		"snapshot of other":  func(p *Place) { p.Stages[0].Snapshots[0].Ref = "refs/flume/snapshots/fix--two/1" },
 		"snapshot commit":    func(p *Place) { p.Stages[0].Snapshots[0].Commit = bad },
 		"start snapshot ref": func(p *Place) { p.Stages[0].Start = &Snapshot{Ref: "refs/heads/x", Commit: p.Base} },
-		// issue 24: accepted heads go to git as revisions; an exit as read
+		// accepted heads go to git as revisions; an exit as read
 		"accepted head":     func(p *Place) { p.Stages[0].Accepted = []string{"--output=/tmp/x"} },
 		"too many accepted": func(p *Place) { p.Stages[0].Accepted = make([]string, maxChildren+1) },
 		"agent exit status": func(p *Place) { p.Stages[0].Agent.Exit = &agent.Exit{Status: -1} },
 		"agent exit signal": func(p *Place) { p.Stages[0].Agent.Exit = &agent.Exit{Signal: 99} },
-		// issue 17: the delegation links
+		// the delegation links
 		"child not an id":       func(p *Place) { p.Children = []string{"../x"} },
 		"child itself":          func(p *Place) { p.Children = []string{"fix--one"} },
 		"too many children":     func(p *Place) { p.Children = make([]string, maxChildren+1) },

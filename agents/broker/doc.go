@@ -1,5 +1,5 @@
 // Package broker carries a sandboxed agent's flume verbs to the place's
-// watcher, outside the sandbox (A12, issue 41). A role that delegates has
+// watcher, outside the sandbox (A12). A role that delegates has
 // its agent launch, wait for, accept, reopen, unblock and roll back
 // delegated places: each writes flume's records, git's worktree folders
 // and starts panes, none of which the agent's sandbox lets it write.

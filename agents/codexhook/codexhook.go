@@ -13,8 +13,8 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
-// Codex runs flume's guard as a PreToolUse hook given for the run alone
-// (issue 27, point 2): a config override on its command line (-c), which
+// Codex runs flume's guard as a PreToolUse hook given for the run alone:
+// a config override on its command line (-c), which
 // Codex lists as a "sessionFlags" hook. Codex runs a hook that no admin
 // manages only once its exact content is trusted, and records that trust
 // by the content's hash in the user's config.toml. flume asks Codex's own

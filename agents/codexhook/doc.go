@@ -1,4 +1,4 @@
 // Package codexhook gives Codex flume's guard as a PreToolUse hook of one
 // run (a -c override), trusted for that hook alone through Codex's own
-// app-server (issue 27, point 2).
+// app-server.
 package codexhook

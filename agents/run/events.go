@@ -14,7 +14,7 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 )
 
-// An agent's own hooks are its first channel (A11, issue 41): Claude Code
+// An agent's own hooks are its first channel (A11): Claude Code
 // runs the commands its settings name at each event of its session, with
 // the event as JSON on standard input. flume gives each run it starts
 // hooks of its own (--settings, for that run alone) that append the events

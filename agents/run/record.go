@@ -186,7 +186,7 @@ const (
 	// BlockPlace: the place's worktree went away under the agent (A10).
 	BlockPlace = "place"
 	// BlockRole: the stage's role limits tools or paths and its agent
-	// program cannot be held to them (A9, issue 27).
+	// program cannot be held to them (A9).
 	BlockRole = "role"
 	// BlockNeed: a run nobody answers (the workspace worker) stopped with
 	// a need.

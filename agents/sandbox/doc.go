@@ -1,4 +1,4 @@
-// Package sandbox holds an agent's limits where it acts (issue 41, A12):
+// Package sandbox holds an agent's limits where it acts (A12):
 // the kernel's Landlock, entered by the agent's own process before it
 // becomes the program, so that every tool, a shell included, and every
 // process they start inherit it. Only writing is limited: the agent reads

@@ -209,7 +209,7 @@ func (a *app) commands() []*cli.Command {
 		hookCommand(a),
 		watchCommand(a),
 		guardCommand(a),
-		// One hook event of a Claude Code run (issue 41), stamped with the wall clock its transcript is held against.
+		// One hook event of a Claude Code run, stamped with the wall clock its transcript is held against.
 		{Name: "agent-event", Hidden: true, UsageText: "git flume agent-event --log FILE", Usage: "record one hook event of a place's agent in its run's events file",
 			Flags: []cli.Flag{&cli.StringFlag{Name: "log", Required: true}}, Action: func(c *cli.Context) error { return agentrun.RecordEvent(a.io.In, c.String("log"), time.Now()) }},
 		logCommand(a),

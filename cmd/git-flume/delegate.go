@@ -11,7 +11,7 @@ import (
 	"github.com/git-flume/git-flume/stage/report"
 )
 
-// The commissioner's verbs on a delegated place (issue 17). Each is run by
+// The commissioner's verbs on a delegated place. Each is run by
 // the commissioner's agent from its place, or by a person.
 
 func acceptCommand(a *app) *cli.Command {

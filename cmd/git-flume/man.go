@@ -35,7 +35,7 @@ func manCommand(a *app) *cli.Command {
 
 // markdownSafeUsage escapes what the man page's markdown step reads as
 // markup in every usage line ("[--name N] (--brief …)" became a link, so
-// --name looked required, issue 28) and returns how to undo it: -h prints
+// --name looked required) and returns how to undo it: -h prints
 // the lines as written.
 func markdownSafeUsage(cmds []*cli.Command) (restore func()) {
 	var undo []func()

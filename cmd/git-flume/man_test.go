@@ -15,8 +15,7 @@ import (
 
 // TestManSynopsesAgreeWithFlags: the man page shows every command's usage
 // line as -h prints it (no markup read into it), and each usage line names
-// exactly the command's flags: none it does not take, none it leaves out
-// (issue 28).
+// exactly the command's flags: none it does not take, none it leaves out.
 func TestManSynopsesAgreeWithFlags(t *testing.T) {
 	var out bytes.Buffer
 	a := &app{io: &streams{Out: &out, Err: &out}}
@@ -70,8 +69,8 @@ func TestManSynopsesAgreeWithFlags(t *testing.T) {
 }
 
 // TestREADMENamesOnlyRealFlags: the README's command reference has a row
-// for every command, and a row names no flag its command does not take
-// (issue 28). Its rows are shorter than -h's usage lines: they leave out
+// for every command, and a row names no flag its command does not take.
+// Its rows are shorter than -h's usage lines: they leave out
 // the flags every command of a kind shares (--repo, --session, --pid).
 func TestREADMENamesOnlyRealFlags(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))

@@ -15,7 +15,7 @@ import (
 // TestMCPServerAnswersMalformedAndKeepsServing_O2: the real MCP server,
 // sent a line that is not JSON, a NUL, an object id and nesting past
 // sense, answers each with JSON-RPC's error and goes on serving: a good
-// request after them is answered (issue 25 point 7).
+// request after them is answered.
 func TestMCPServerAnswersMalformedAndKeepsServing_O2(t *testing.T) {
 	dir := t.TempDir()
 	env := append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+dir+"/gitconfig", "FLUME_HOST=testhost")

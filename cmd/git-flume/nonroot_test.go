@@ -116,7 +116,7 @@ func (u *user) must(dir string, name string, args ...string) string {
 	return out
 }
 
-// TestReadOnlyRefsNothingLostClearError_R2 (issue 25): as a user that is
+// TestReadOnlyRefsNothingLostClearError_R2: as a user that is
 // not root, with refs/flume/places read-only, launch and drop fail with
 // an error naming what could not be written, and nothing is half made or
 // lost: no worktree or branch without its record, the records unchanged.
@@ -150,7 +150,7 @@ func TestReadOnlyRefsNothingLostClearError_R2(t *testing.T) {
 	u.must(repo, "git-flume", "drop", "fix--one")
 }
 
-// TestFullDiskNothingLostClearError_X2 (issue 25): on a filesystem that fills
+// TestFullDiskNothingLostClearError_X2: on a filesystem that fills
 // up, launches go on until one fails with the device's error; every place
 // that exists has its record, status and fsck still read, and what was
 // made before is intact. Needs root to make the small filesystem (CI runs
@@ -216,7 +216,7 @@ func TestFullDiskNothingLostClearError_X2(t *testing.T) {
 	}
 }
 
-// TestPromotionKilledAtEveryStepAsUser_P6_P7 (issue 25): as a user that
+// TestPromotionKilledAtEveryStepAsUser_P6_P7: as a user that
 // is not root, a workspace promotion of three repositories is killed with
 // SIGKILL at every step (FLUME_FAULT: a test build kills itself there);
 // reconcile and a second promote finish it, every repository's main ends

@@ -421,7 +421,7 @@ func cmdAgentHome(ts *testscript.TestScript, neg bool, args []string) {
 // exec-path first on PATH for the commands it runs (git-flume among
 // them), so the logging git goes there: a folder mirroring git's
 // exec-path, named by GIT_EXEC_PATH. "off" stops logging. The log is what
-// a test counts a command's git processes from (issue 26).
+// a test counts a command's git processes from.
 func cmdGitCalls(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 || (args[0] != "on" && args[0] != "off") {
 		ts.Fatalf("usage: gitcalls on|off")

@@ -79,7 +79,7 @@ func scriptCondition(cond string) (bool, error) {
 
 // requireTmux fails the suite when tmux is missing: 44 scripts drive
 // agents in tmux panes, and a `make test` that skipped them would pass
-// while half the end-to-end suite never ran (issue 28). A developer who
+// while half the end-to-end suite never ran. A developer who
 // means to run without it says so with FLUME_WITHOUT_TMUX=1, and is told
 // what was left out.
 func requireTmux(t *testing.T) {

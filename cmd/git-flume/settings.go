@@ -60,7 +60,7 @@ func (a *app) remote(ctx context.Context, named string) (string, error) {
 // action runs, so the settings come from the repository it acts on. Such a
 // command opens that repository (rev-parse) and most read its settings
 // (git config, for the host at least): both start here, side by side,
-// instead of one after the other once the action asks (issue 14).
+// instead of one after the other once the action asks.
 func (a *app) noteRepo(cmds []*cli.Command) {
 	for _, cmd := range cmds {
 		a.noteRepo(cmd.Subcommands)

@@ -18,7 +18,7 @@ import (
 
 // TestSpecClauseIDsResolve: every clause id the code, the scripts and the
 // documents cite (R2, A10, P6, …) is defined in docs/SPEC.md, so a reader
-// of a clone can look each one up (issue 28).
+// of a clone can look each one up.
 func TestSpecClauseIDsResolve(t *testing.T) {
 	root := filepath.Join("..", "..")
 	spec, err := os.ReadFile(filepath.Join(root, "docs", "SPEC.md"))
@@ -78,7 +78,7 @@ func TestSpecClauseIDsResolve(t *testing.T) {
 }
 
 // TestEveryPackageHasItsDocInDocGo: each package says what it is in its
-// own doc.go, named as the package is (issue 28): a newcomer finds it in
+// own doc.go, named as the package is: a newcomer finds it in
 // one place, and no other file carries a package comment.
 func TestEveryPackageHasItsDocInDocGo(t *testing.T) {
 	root := filepath.Join("..", "..")
@@ -194,7 +194,7 @@ func TestDesignMapNamesEveryPackage(t *testing.T) {
 }
 
 // TestNoPackageOver3kNoFunctionOver60: a package a newcomer opens holds at
-// most 3,000 lines and a function at most 60 (issue 28), test code aside.
+// most 3,000 lines and a function at most 60, test code aside.
 func TestNoPackageOver3kNoFunctionOver60(t *testing.T) {
 	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
@@ -238,7 +238,7 @@ func TestNoPackageOver3kNoFunctionOver60(t *testing.T) {
 
 // TestDesignMapArrowsAreTheImports: each line of DESIGN.md's map names,
 // after its arrow, exactly the packages of this module its package
-// imports (issue 43: a map that drifts from the code misleads the reader
+// imports (a map that drifts from the code misleads the reader
 // it is for), and every package folder SPEC.md's section headers name
 // exists.
 func TestDesignMapArrowsAreTheImports(t *testing.T) {

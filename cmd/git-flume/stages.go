@@ -334,8 +334,8 @@ func hookCommand(a *app) *cli.Command {
 			default:
 				return nil
 			}
-			// A hook's advance that cannot start is said, not lost
-			// (issue 28); the commit or merge itself stands.
+			// A hook's advance that cannot start is said, not lost;
+			// the commit or merge itself stands.
 			if err := proc.Detach(args, cwd, stage.BackgroundEnv(a.env.list)); err != nil {
 				fmt.Fprintf(a.io.Err, "git-flume: %s: could not start %v: %v; run git flume advance\n", c.Args().First(), args, err)
 			}
@@ -574,7 +574,7 @@ const exitLaunch = 126
 // defaultPane is where agents run unless a command says otherwise:
 // $FLUME_PANE; else herdr when flume runs inside a herdr pane (herdr gives
 // every process it starts HERDR_ENV=1 and its socket), so that the agents
-// of a user who works in herdr appear beside them there (issue 27, point
+// of a user who works in herdr appear beside them there (point
 // 9); else "" (tmux).
 func (a *app) defaultPane() string {
 	if p, ok := a.env.vars["FLUME_PANE"]; ok && p != "" {

@@ -244,7 +244,7 @@ func (r *Runner) Open(ctx context.Context, dir string) (*Repo, error) {
 		return repo, nil
 	}
 	// Opened without the lock: one repository that cannot be read (a
-	// FIFO for its HEAD) must not hold up the others (issue 42).
+	// FIFO for its HEAD) must not hold up the others.
 	repo, err = r.open(ctx, dir, abs)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func (repo *Repo) inProcess() bool { return repo.ObjectFormat == "sha1" }
 // writesInProcess reports whether objects are written in process: in a
 // SHA-1 repository whose configuration sets no core.sharedRepository,
 // where git would give the files and folders it makes the same modes as
-// the writer here (issue 43). Where it is set, or the configuration cannot
+// the writer here. Where it is set, or the configuration cannot
 // be read in process, git writes them.
 func (repo *Repo) writesInProcess() bool {
 	if !repo.inProcess() {
@@ -178,7 +178,7 @@ func IsObjectID(s string) bool { return ondisk.IsObjectID(s) }
 // no ref. In process the three objects' ids are known from their content
 // before any is written, so the three files are written side by side: a
 // new file took one to two milliseconds on the file systems measured, and
-// a record's three were most of a promotion's step (issue 26). Objects of
+// a record's three were most of a promotion's step. Objects of
 // a write that fails part-way are unreachable, for gc.
 func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c CommitSpec) (string, error) {
 	if !repo.writesInProcess() {

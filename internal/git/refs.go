@@ -143,7 +143,7 @@ func isHexID(s string) bool {
 func (repo *Repo) ResolveRef(ctx context.Context, ref string) (string, error) {
 	// A plain ref is read from git's files in process: a watcher reads
 	// its place's branch every step and must spawn nothing for it while
-	// nothing changes (issue 26). A ref git must judge goes to git.
+	// nothing changes. A ref git must judge goes to git.
 	if strings.HasPrefix(ref, "refs/") && CheckRefName(ref) == nil {
 		if id, ok := repo.refInProcess(ref); ok {
 			if id == "" {

@@ -15,7 +15,7 @@ import (
 // RefSession runs several transactions, one after another, through one
 // `git update-ref -z --stdin` (start … prepare … commit each), so that a
 // command that moves its refs in steps spends one git process, not one a
-// step (issue 26: a launch's two steps were two of its five processes).
+// step (a launch's two steps were two of its five processes).
 // Every transaction is still all or nothing and compare-and-swap (R2);
 // a refused one ends the process, is told exactly as UpdateRefs tells it,
 // and the next transaction starts a new one.
@@ -65,7 +65,7 @@ const (
 // the caller's goroutine, which waits the 0.3–0.5 ms git takes to exec: a
 // goroutine started for it ran up to 1.4 ms late (a launch's CPU-bound
 // work held the only running thread), and git was then the last thing
-// its first transaction waited for (issue 26). message is the
+// its first transaction waited for. message is the
 // reflog message of every transaction (refs under refs/flume/ keep none
 // by default); reach says what it may move and whether hooks hear of it.
 // The process is not tied to ctx: a step that must finish once begun (a

@@ -373,7 +373,7 @@ func TestPackedRecordsReadSideBySide_R4(t *testing.T) {
 }
 
 // TestResolveRefReadsPlainRefsInProcess_R4: a plain ref resolves without
-// git (a watcher's step spawns nothing for its branch, issue 26), a missing
+// git (a watcher's step spawns nothing for its branch), a missing
 // one is ErrNotExist, and anything with revision syntax is git's to judge.
 func TestResolveRefReadsPlainRefsInProcess_R4(t *testing.T) {
 	ctx := context.Background()

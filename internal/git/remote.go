@@ -65,12 +65,12 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 		return nil
 	}
 	// Every source is an object id: git would look each up as a ref name
-	// too (six names each) only to warn when one exists (issue 26).
+	// too (six names each) only to warn when one exists.
 	args := []string{"-c", "core.warnAmbiguousRefs=false", "push", "--atomic", "--porcelain", "--no-verify"}
 	// git compares each lease given by name with every ref it pushes (six
 	// formatted names a pair): 150–230 ms of a first sync of a thousand
 	// records. A new record's lease, absent, is what a bare one says where
-	// git tracks no record: still one lease a record, as R7 asks (issue 26).
+	// git tracks no record: still one lease a record, as R7 asks.
 	bare := repo.recordsUntracked(remote)
 	if bare {
 		args = append(args, "--force-with-lease")
@@ -151,7 +151,7 @@ const pushScratchName = "flume-push.git"
 // matches every explicit refspec against every local ref (a formatted
 // comparison per ref-lookup rule), so pushing a thousand records from a
 // clone with thousands of refs costs seconds before anything is sent; run
-// from here, the same push (R7) costs what a glob push does (issue 14). The
+// from here, the same push (R7) costs what a glob push does. The
 // remote, its URL rewriting and the transport settings still come from
 // this repository's config, which the scratch config includes, and the push
 // still runs in this work tree, so relative remote paths mean what they did.

@@ -12,7 +12,7 @@ import (
 // TestObjectsOfASharedRepositoryHaveGitsModes: in a repository made with
 // `git init --shared=group`, the objects flume writes (a record's blob,
 // tree and commit) get the fan-out folders and files git gives its own:
-// group-writable, set-group-id folders (issue 43). The same writes in a
+// group-writable, set-group-id folders. The same writes in a
 // plain repository keep the modes git gives there too.
 func TestObjectsOfASharedRepositoryHaveGitsModes(t *testing.T) {
 	for _, shared := range []string{"--shared=group", "--shared=false"} {

@@ -94,7 +94,7 @@ func (repo *Repo) AddWorktree(ctx context.Context, path, branch, base string) er
 // CheckoutWorktree makes a linked worktree at path on branch, which
 // exists and is checked out nowhere: AddWorktree without the branch, made
 // beforehand (with the place's record, in one transaction). git writes the
-// worktree's administrative files, as git owns its metadata (issue 43).
+// worktree's administrative files, as git owns its metadata.
 func (repo *Repo) CheckoutWorktree(ctx context.Context, path, branch string) error {
 	if _, err := repo.write(ctx, nil, nil, "worktree", "add", "--quiet", path, branch); err != nil {
 		return fmt.Errorf("add worktree %s on branch %s: %w", path, branch, err)
@@ -451,8 +451,7 @@ func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]gitconfig.E
 	switch {
 	case err != nil:
 		// Only a file that is not there reads as no configuration; a
-		// read that failed is said, never taken for "nothing declared"
-		// (issue 25).
+		// read that failed is said, never taken for "nothing declared".
 		return nil, fmt.Errorf("read %s at %s: %w", path, rev, err)
 	case blob == "":
 		return nil, nil

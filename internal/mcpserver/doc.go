@@ -9,6 +9,6 @@
 //
 // The SDK it replaces linked HTTP, TLS, OAuth, gob and a JSON Schema
 // engine into every git flume command, which cost each start a millisecond
-// of package init and the binary 7 MB (issue 26); its client still checks
+// of package init and the binary 7 MB; its client still checks
 // this server in the tests.
 package mcpserver

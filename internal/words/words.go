@@ -28,7 +28,7 @@ func FirstLine(s string) string {
 }
 
 // TreeName is a place's name in a table, indented under its commissioner
-// by its depth (issue 17).
+// by its depth.
 func TreeName(id string, depth int) string {
 	if depth == 0 {
 		return id

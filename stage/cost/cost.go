@@ -51,7 +51,7 @@ type Row struct {
 	// stage), blocked, rolled-back, aborted, or running; "" in the total.
 	Outcome string `json:"outcome"`
 	// Parent is the place that delegated this row's place ("" at the top)
-	// and Depth its depth in the tree (issue 17).
+	// and Depth its depth in the tree.
 	Parent string `json:"parent"`
 	Depth  int    `json:"depth"`
 	// Children sums the known costs of the finished sessions of the
@@ -225,7 +225,7 @@ func readPlaces(ctx context.Context, store *refs.Store, only string) ([]*stage.P
 	return places, nil
 }
 
-// delegationTree orders rows as the places' tree (issue 17): each place's
+// delegationTree orders rows as the places' tree: each place's
 // rows, then those of the places it delegated, indented by depth; and sets
 // on each run that delegated the finished descendants' cost.
 func delegationTree(places []*stage.Place, rows []Row) []Row {
@@ -442,8 +442,8 @@ func OfUsage(u agent.Usage, prices map[string]stage.Price) (cost *float64, from 
 	return &sum, "price", nil
 }
 
-// Write prints the cost table, a row per session in the places' tree
-// (issue 17): place, stage, run, agent, its mark (✓ finished; ✗ blocked,
+// Write prints the cost table, a row per session in the places' tree:
+// place, stage, run, agent, its mark (✓ finished; ✗ blocked,
 // rolled back or aborted; … running), tokens, cost ("-" for a run that
 // left no transcript) with "(+ $children)" on a run that delegated, and
 // the grand total.

@@ -57,7 +57,7 @@ func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o sta
 }
 
 // Accept makes a finished delegated place's work part of its
-// commissioner's branch and tidies it (issue 17): its branch is merged in
+// commissioner's branch and tidies it: its branch is merged in
 // the commissioner's work tree (a fast-forward when the commissioner did
 // not move), the delegation is recorded accepted, and the place is tidied
 // as landed. A place with an open delegation of its own is refused; so is
@@ -157,7 +157,7 @@ func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, 
 	if in, err := repo.IsAncestor(ctx, head, onto); err != nil || in {
 		return err
 	}
-	// Issue 24: the commissioner's stage records what it accepts before
+	// the commissioner's stage records what it accepts before
 	// the merge moves its branch, so its engine never takes the child's
 	// commits (or the merge of them) for its own deliverable.
 	if _, err := stage.EditPlace(ctx, store, parent.ID, func(cur *stage.Place) (string, error) {
@@ -202,7 +202,7 @@ func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o sta
 	return stage.DecodePlace(rec)
 }
 
-// Reopen sends a finished delegated place back (issue 17): a fresh agent
+// Reopen sends a finished delegated place back: a fresh agent
 // on its current stage, told why after the stage's prompt; the stage must
 // deliver again from where the branch is now.
 func Reopen(ctx context.Context, env *stage.Env, o Options) (*stage.Place, error) {
@@ -238,7 +238,7 @@ func delegatedIn(env *stage.Env, verb, state, why string) func(*stage.Place) err
 	}
 }
 
-// Unblock moves a blocked delegated place on (issue 17): with text, an
+// Unblock moves a blocked delegated place on: with text, an
 // agent that is up and waiting or quiet is told it, confirmed in its
 // transcript (A4); otherwise the stage starts again with a fresh agent,
 // told the text after the stage's prompt.
@@ -275,7 +275,7 @@ func Unblock(ctx context.Context, env *stage.Env, o Options) (*stage.Place, erro
 	return engine.RestartStage(ctx, env, o.PlaceOptions, how)
 }
 
-// Rollback undoes a delegation that is still open (issue 17):
+// Rollback undoes a delegation that is still open:
 // its own open delegations first, then the place is dropped (its agent
 // ended, verified) and recorded rolled back, its branch and work tree go
 // back to where it started, and its commissioner's branch and work tree to

@@ -166,7 +166,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 
 // prepareAgain makes the place ready again as a stage starts: a place
 // that lacks what [run] promised it (a setup cut or failed, a worktree
-// made again by hand) gets it first (issue 42), then readying runs again
+// made again by hand) gets it first, then readying runs again
 // (readyAgain). It returns the record as it then stands.
 func prepareAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, cfg *stage.Config) (*refs.Record, error) {
 	rec, err := runenv.Finish(ctx, env, repo, store, rec, p, cfg.Run)
@@ -243,7 +243,7 @@ type stageRun struct {
 }
 
 // unenforced says why role's limits cannot be held to with program prog
-// (A9, A12, issue 27): a role that limits tools or paths needs flume's
+// (A9, A12): a role that limits tools or paths needs flume's
 // guard before every tool use, and only a program that runs it (Guarded,
 // with a guard command set) does; a role that limits paths needs the
 // sandbox too, since a shell command asks no guard (unsandboxed says why
@@ -288,10 +288,10 @@ func prepareRun(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pl
 			return nil, err
 		}
 	}
-	// Issue 17: how to delegate, how a delegated place ends its turn, and
+	// how to delegate, how a delegated place ends its turn, and
 	// what the stage's last run or commissioner left for this one.
 	r.prompt = prompt + stage.PromptNotes(p, st, r.role)
-	// Issue 27: a reopened stage's agent goes on in its own session, told
+	// a reopened stage's agent goes on in its own session, told
 	// only why, where its program resumes one and its transcript reads.
 	var before *agent.Usage
 	if from := st.Resume; from != nil && from.Program == prog.Name {
@@ -348,7 +348,7 @@ func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Pl
 		vars.Settings = settings
 		if r.prog.Name == "codex" && r.prog.Shipped() {
 			// Codex runs the guard as the run's own PreToolUse hook, once
-			// Codex trusts that exact hook (issue 27, point 2).
+			// Codex trusts that exact hook.
 			vars.CodexHook = codexhook.Override(env.Engine.Guard + " --codex")
 			if err := trustCodexHook(ctx, env, p.Path, vars.CodexHook); err != nil {
 				return err

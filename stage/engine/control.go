@@ -227,7 +227,7 @@ type RestartRules struct {
 	// Followup is told to the fresh agent after the stage's prompt.
 	Followup string
 	// Resume: the stage's last agent's own session goes on, told only
-	// Followup, where its program can resume one (issue 27).
+	// Followup, where its program can resume one.
 	Resume bool
 }
 
@@ -336,13 +336,13 @@ type Outcome struct {
 	Report        *stage.Report `json:"report,omitempty"`
 	ReportMissing bool          `json:"reportMissing,omitempty"`
 	// Delegation is where a delegated place stands when the wait ends
-	// (finished or blocked, issue 17); "" for a top-level place.
+	// (finished or blocked); "" for a top-level place.
 	Delegation string `json:"delegation,omitempty"`
 	// LastTools are a delegated place's last tool calls, for its
-	// commissioner (issue 27).
+	// commissioner.
 	LastTools []string `json:"lastTools,omitempty"`
 	// Role is the role a delegated place's stage runs in: its question is
-	// labelled with it (issue 27).
+	// labelled with it.
 	Role string `json:"role,omitempty"`
 }
 
@@ -352,7 +352,7 @@ var ErrTimeout = errors.New("timed out")
 // Wait advances a place until its current stage ends or needs someone:
 // delivered, landed, waiting, stuck, blocked, never-started or cut. A
 // delegated place is followed through its stages until it is finished or
-// blocked, as its commissioner needs (issue 17).
+// blocked, as its commissioner needs.
 func Wait(ctx context.Context, env *stage.Env, o WaitOptions) (*Outcome, error) {
 	repoDir, id, timeout := o.Repo, o.Place, o.Timeout
 	deadline := time.Now().Add(timeout)
@@ -365,7 +365,7 @@ func Wait(ctx context.Context, env *stage.Env, o WaitOptions) (*Outcome, error) 
 		if p.Host != env.Host {
 			// R7: another host's place is followed by its owner; here it
 			// is only what the last sync brought, and never a child of
-			// a place of ours (issue 25).
+			// a place of ours.
 			return nil, &stage.RefusedError{Place: id, Reason: fmt.Sprintf("a place of host %s: only its owner follows it; git flume status shows it as the last sync brought it", p.Host)}
 		}
 		if start < 0 || p.Parent != nil {
@@ -381,7 +381,7 @@ func Wait(ctx context.Context, env *stage.Env, o WaitOptions) (*Outcome, error) 
 			o := &Outcome{Place: id, Stage: st.Name, State: st.State, Delivered: st.Delivered, Need: st.Need, Reason: st.Reason,
 				Report: st.Report, ReportMissing: st.ReportMissing, Delegation: delegation}
 			if p.Parent != nil {
-				// Issue 27: its commissioner sees what it last did, and
+				// its commissioner sees what it last did, and
 				// the role it asks in.
 				o.LastTools, o.Role = LastTools(&st, ChildTools), st.Role
 			}

@@ -94,7 +94,7 @@ func EndStage(st *stage.StageRecord, state, reason string, now time.Time) {
 // is told at three quarters of its budget (W1), reminded once (A8), may ask
 // for a fresh session, and is reported stuck, never ended, when quiet (A7);
 // a question's round may stop short (K4). A delegated place's stage runs under the same policy: its commissioner,
-// not the lifecycle, decides what becomes of it (issue 17).
+// not the lifecycle, decides what becomes of it.
 func stagePolicy(o stage.EngineOptions, p *stage.Place, st *stage.StageRecord) run.Policy {
 	pol := run.Policy{Window: o.Window(), Grace: o.Grace(), Remind: o.Remind(), Stuck: o.Stuck(),
 		Reminder: reminder(st), Steer: true, Recreate: true, StopShort: roundStage(p, st), BudgetName: "budget"}

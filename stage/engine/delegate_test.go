@@ -11,7 +11,7 @@ import (
 )
 
 // TestDelegationState_A9: where a delegated place stands for its
-// commissioner, from its record alone (issue 17).
+// commissioner, from its record alone.
 func TestDelegationState_A9(t *testing.T) {
 	now := time.Now()
 	for _, c := range []struct {

@@ -64,7 +64,7 @@ func deliverable(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.
 			break
 		}
 		if len(st.Accepted) > 0 {
-			// Issue 24: what accept brought from a delegated place is the
+			// what accept brought from a delegated place is the
 			// child's work, never this stage's own commit.
 			n, err := repo.OwnCommits(ctx, st.Base, head, st.Accepted)
 			if err != nil || n == 0 {

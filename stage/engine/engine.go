@@ -257,5 +257,5 @@ func placeGone(ctx context.Context, repo *git.Repo, p *stage.Place) string {
 }
 
 // taskLine is compiled when first used: package inits run before every
-// command, and most never read a task list (issue 14).
+// command, and most never read a task list.
 var taskLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:[-*+]|\d+\.)\s*\[([^\]]*)\]`) })

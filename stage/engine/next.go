@@ -19,14 +19,14 @@ import (
 func NextStep(p *stage.Place, agent string) string {
 	st := p.Stages[p.Current]
 	if p.Dropped != nil && p.Kept != "" {
-		// Issue 42: never the command that just refused, alone.
+		// never the command that just refused, alone.
 		return "first what kept it: " + p.Kept + "; then git flume tidy"
 	}
 	if p.Dropped != nil {
-		// Issue 28: a dropped place's work is over; nothing restarts it.
+		// a dropped place's work is over; nothing restarts it.
 		return "git flume tidy (the place was dropped; tidy removes it once nothing in it would be lost)"
 	}
-	// Issue 17: a delegated place is moved on by its commissioner.
+	// a delegated place is moved on by its commissioner.
 	if next, ok := delegatedNext(p, &st, agent); ok {
 		return next
 	}
@@ -61,7 +61,7 @@ func NextStep(p *stage.Place, agent string) string {
 }
 
 // delegatedNext is what moves a delegated place on, its commissioner's
-// verb (issue 17); false for a place nobody but its own agent moves.
+// verb; false for a place nobody but its own agent moves.
 func delegatedNext(p *stage.Place, st *stage.StageRecord, agent string) (string, bool) {
 	switch stage.DelegationState(p) {
 	case stage.DelegationFinished:

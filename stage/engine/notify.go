@@ -1,4 +1,4 @@
-// Notifications (issue 17): when the engine moves a stage to a state that
+// Notifications: when the engine moves a stage to a state that
 // waits for someone or ends it — waiting, blocked, stuck, delivered,
 // landed, cut, never-started — the declared notifier is run once, by the
 // process whose compare-and-swap made that move, with the event as JSON
@@ -43,9 +43,9 @@ type Event struct {
 	// nothing is asked.
 	Reply string `json:"reply,omitempty"`
 	// Costs is the cost table of the place's tree (as `git flume cost`
-	// prints it) when this event ends its last stage (issue 27).
+	// prints it) when this event ends its last stage.
 	Costs string `json:"costs,omitempty"`
-	// Conflict is a new conflict of the place (event "conflict", issue 30).
+	// Conflict is a new conflict of the place (event "conflict").
 	Conflict *Conflict `json:"conflict,omitempty"`
 }
 
@@ -126,7 +126,7 @@ func SendEvent(ctx context.Context, env *stage.Env, p *stage.Place, cfg *stage.C
 
 // endSummary is the cost table of a top-level place's tree, written to its
 // log when its last stage ends (the unfolding notes print it when the
-// top-level work ends; issue 27), and returned for the notification. A
+// top-level work ends), and returned for the notification. A
 // table that cannot be read is said in the log and left out.
 func endSummary(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place) string {
 	var b bytes.Buffer

@@ -14,7 +14,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 )
 
-// What a stage's agent may write (A12, issue 41): its place, and of git's
+// What a stage's agent may write (A12): its place, and of git's
 // own folders only what a commit on its branch writes. The main checkout,
 // other places, every other branch and tag, flume's records and the
 // hooks stay read-only to every process it starts.

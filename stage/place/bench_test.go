@@ -23,7 +23,7 @@ import (
 // `git for-each-ref` and `git cat-file --batch`. Target ratio ≤ 1.5. It
 // runs on loose objects and refs, then after an explicit `git gc`: an
 // in-process read that is fast on loose objects may not be once they are
-// packed (issue 26).
+// packed.
 func BenchmarkStatus200(b *testing.B) {
 	f := newFixture(b)
 	f.git("-C", f.dir, "config", "gc.auto", "0")
@@ -147,7 +147,7 @@ func BenchmarkCommitWithHook(b *testing.B) {
 // the place's advance) against a commit in a place of a repository without
 // them, in the same run. The hook starts git-flume in the background from
 // the hook script itself, so the commit does not wait for it. Target ratio
-// ≤ 1.3 (issue 14).
+// ≤ 1.3.
 func BenchmarkCommitInPlace(b *testing.B) {
 	bin := b.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(bin, "git-flume"), "../cmd/git-flume")

@@ -1,4 +1,4 @@
-// The watcher serves its agent's inbox (A12, issue 41): the delegation
+// The watcher serves its agent's inbox (A12): the delegation
 // verbs a sandboxed agent hands out run here, outside its sandbox, as that
 // agent.
 

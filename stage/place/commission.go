@@ -1,5 +1,5 @@
 // A commission: a place launched from inside a place whose role delegates
-// to its kind becomes its child (issue 17). launch checks and records it;
+// to its kind becomes its child. launch checks and records it;
 // tidy waits for an open child.
 
 package place
@@ -25,7 +25,7 @@ type commission struct {
 // checkDelegation refuses a launch made from inside a place (the caller's
 // FLUME_PLACE) unless the role of that place's current stage delegates to
 // the kind (A9), and unless that place is at home here with no open
-// direct child (issue 17). It returns the commissioner, nil for a launch
+// direct child. It returns the commissioner, nil for a launch
 // from a person's shell.
 func checkDelegation(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, kind string) (*commission, error) {
 	from := stage.CallerPlace(env)
@@ -43,7 +43,7 @@ func checkDelegation(ctx context.Context, env *stage.Env, repo *git.Repo, store 
 		return nil, refuse("it is not a place of this repository")
 	}
 	if p.Current < len(p.Stages) && p.Stages[p.Current].State == stage.StagePending {
-		// Issue 28: the role is its stage's once it starts; saying it
+		// the role is its stage's once it starts; saying it
 		// names none misled.
 		st := p.Stages[p.Current]
 		return nil, refuse(fmt.Sprintf("its stage %s has not started: a child is launched by that stage's agent once it runs (git flume advance %s starts it)", st.Name, p.ID))

@@ -22,7 +22,7 @@ import (
 	"github.com/git-flume/git-flume/stage/radar"
 )
 
-// The conflict radar (issue 30): which open places would conflict with
+// The conflict radar: which open places would conflict with
 // each other, or with their target's tip, if merged now. Between two
 // places of this host, and a place and its target, git merge-tree answers
 // exactly from both tips (in memory: no work tree or index is touched),
@@ -137,7 +137,7 @@ func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*
 		}
 		if !o.local {
 			if o.fp != nil {
-				// Issue 30: its head, when fetched here and it had no
+				// its head, when fetched here and it had no
 				// uncommitted work, is merged exactly like ours.
 				if o.fp.Snapshot == "" && repo.HasCommit(o.fp.Head) {
 					o.tip, o.here = o.fp.Head, true
@@ -537,7 +537,7 @@ func cachedConflicts(open []openPlace, known map[string][]string) map[string][]e
 }
 
 // CatchUpStep is the next step of a place that conflicts with its target
-// and has no agent to tell (issue 30); "" when it does not conflict.
+// and has no agent to tell; "" when it does not conflict.
 func CatchUpStep(branch, path string, conflicts []engine.Conflict) string {
 	for _, c := range conflicts {
 		if target, ok := strings.CutPrefix(c.With, "target "); ok {

@@ -38,7 +38,7 @@ func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
 	}
 }
 
-// TestCachedConflictsAgreeWithEveryPair (issue 30): status matches the
+// TestCachedConflictsAgreeWithEveryPair: status matches the
 // cache's conflicting pairs to places by their tips instead of trying
 // every pair; it finds exactly what trying every pair against the same
 // cache finds, places at one tip and a place whose tip is another's

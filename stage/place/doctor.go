@@ -1,4 +1,4 @@
-// git flume doctor (issue 16): what a stage needs on this machine, checked
+// git flume doctor: what a stage needs on this machine, checked
 // before a first launch — git, a pane host, the hooks, and per agent
 // program whether it can start here unattended and what to set up.
 
@@ -30,7 +30,7 @@ type Doctor struct {
 	Hooks bool   `json:"hooks"`
 	// CopyOnWrite says whether the repository's file system clones files
 	// copy-on-write ([run] deps are cloned so, else copied in full), and
-	// CopyOnWriteProblem why not (issue 29); both empty outside one.
+	// CopyOnWriteProblem why not; both empty outside one.
 	CopyOnWrite        bool   `json:"copyOnWrite"`
 	CopyOnWriteProblem string `json:"copyOnWriteProblem,omitempty"`
 	// PaneHost is the one launches use (FLUME_PANE, else tmux), and

@@ -21,7 +21,7 @@ import (
 // place's worktree and branch go at the next tidy, by the usual rules.
 // A delegated place is dropped under its commissioner's delegation lock,
 // and one whose delegation was closed meanwhile (accepted, rolled back)
-// is not: that verb won (issue 42).
+// is not: that verb won.
 func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
@@ -61,7 +61,7 @@ func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceO
 			return err
 		}
 		if d := p.Parent; open && d != nil && d.Outcome != "" {
-			// Issue 42: accept or rollback closed it first.
+			// accept or rollback closed it first.
 			return &stage.LostError{Place: id, Verb: "drop", Outcome: d.Outcome}
 		}
 		if p.Phase == stage.PhaseTidied {
@@ -102,7 +102,7 @@ func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceO
 // lockCommissioner takes the delegation lock of delegated place id's
 // commissioner (stage.LockDelegations), so that a drop and its
 // commissioner's accept or rollback run one after the other, each deciding
-// from what the other left (issue 42). A place not delegated has none.
+// from what the other left. A place not delegated has none.
 func lockCommissioner(ctx context.Context, store *refs.Store, id string) (func(), error) {
 	_, p, err := stage.ReadPlace(ctx, store, id)
 	if err != nil || p.Parent == nil {
@@ -167,8 +167,8 @@ type TreeDrop struct {
 	Gone bool
 }
 
-// DropTree drops a place and every place delegated from it, deepest first
-// (issue 27): a delegation tree is stopped in one step, each agent ended
+// DropTree drops a place and every place delegated from it, deepest first:
+// a delegation tree is stopped in one step, each agent ended
 // and verified gone (X5) before its commissioner's, every branch and worktree
 // kept for tidy to judge. Only this host's places whose records name
 // their commissioner are followed (R5): a child link is never taken on

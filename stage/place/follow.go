@@ -78,7 +78,7 @@ func AdvanceAll(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advance
 		done.Places = append(done.Places, p)
 	}
 	if o.FromHook && o.Place != "" {
-		// Issue 30: a commit in a place is when its conflicts may change;
+		// a commit in a place is when its conflicts may change;
 		// the radar's answers for its new head are computed now, in this
 		// background run, and a new conflict is told to the notifier.
 		if _, err := RefreshConflicts(ctx, env, o.Repo, o.Place); err != nil {

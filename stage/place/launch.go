@@ -98,7 +98,7 @@ func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, startin
 	p := newPlace(env, opts, kind, o.main, o.target, o.base)
 	p.Parent = o.parent
 	if cfg.Run.Declared() {
-		// Issue 42: until its setup is recorded, the place says it lacks it.
+		// until its setup is recorded, the place says it lacks it.
 		p.Run = &stage.RunSetup{Unfinished: true}
 	}
 	rec, err := makePlace(ctx, env, repo, steps, store, p)
@@ -117,7 +117,7 @@ type origin struct {
 }
 
 // placeOrigin finds where a launch's place starts: from its commissioner's
-// branch when c, the commission, is one (issue 17), else from the target
+// branch when c, the commission, is one, else from the target
 // the launch names.
 func placeOrigin(ctx context.Context, env *stage.Env, repo *git.Repo, c *commission, opts LaunchOptions) (origin, error) {
 	// The main checkout from git's own view of where it runs: a
@@ -407,8 +407,8 @@ func repairedOthers(ctx context.Context, env *stage.Env, repo *git.Repo, store *
 
 // createPlace writes the record of a place being made. It comes first: a
 // create-only CAS (R2), so of several launches of one place exactly one
-// goes on. A delegated place's commissioner names it in the same transaction
-// (issue 17), so neither link is ever written without the other; the
+// goes on. A delegated place's commissioner names it in the same transaction,
+// so neither link is ever written without the other; the
 // commissioner's record moving meanwhile is read again. With steps.branch
 // the place's branch is created in it too, create-only as well: a branch
 // made meanwhile by anyone else is never taken over (L1).

@@ -17,7 +17,7 @@ import (
 	"github.com/git-flume/git-flume/stage/report"
 )
 
-// TestTidyRecordsOverARecordMovedMeanwhile (T1, issue 30): a place's record
+// TestTidyRecordsOverARecordMovedMeanwhile (T1): a place's record
 // moved by another process after tidy judged it and removed its worktree
 // and branch (a watcher, a hook's advance, the radar taking a fingerprint)
 // is read again and the tidy recorded over it; tidy does not fail.
@@ -103,7 +103,7 @@ func TestStatusShowsAnInterruptedReadyingTheEngineRecords_L2(t *testing.T) {
 	}
 }
 
-// TestRefreshMergesOnlyThePlacesPairs (issue 30): a commit in one place
+// TestRefreshMergesOnlyThePlacesPairs: a commit in one place
 // merges that place's pairs (its target and each other open place), not
 // every pair of places, even with nothing cached: at 1,000 places a cold
 // cache would otherwise cost half a million merges in a hook.

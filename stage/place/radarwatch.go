@@ -13,7 +13,7 @@ import (
 )
 
 // radarWatch is what a place's watcher keeps for the conflict radar
-// between its ticks (issue 30). Each tick reads, without starting a
+// between its ticks. Each tick reads, without starting a
 // process, the target's tip and the size of the agent's transcript; the
 // radar runs when the target moved (a sibling landed), or when the agent
 // worked on since the last run and RadarEvery has passed.
@@ -63,7 +63,7 @@ func (w *radarWatch) tick(ctx context.Context, env *stage.Env, repo *git.Repo, r
 }
 
 // tellTargetConflict tells place p's running agent, once, that its branch
-// now conflicts with its target (issue 30): through Tell, so only into the
+// now conflicts with its target: through Tell, so only into the
 // agent's ready composer and confirmed in its transcript. Told once until
 // the pair merges cleanly again; an agent that is not up, or a tell that
 // is refused, is tried again at the next run of the radar, and status's

@@ -253,7 +253,7 @@ func TestLeasesOfOneProcessNeverShare(t *testing.T) {
 
 // finishCut checks that the place whose launch was cut at point says its
 // [run] setup is unfinished, and that Finish (what a stage's start and
-// env --refresh run) gives it everything (issue 42, point 5).
+// env --refresh run) gives it everything.
 func finishCut(t *testing.T, f *fixture, env *stage.Env, point string) {
 	t.Helper()
 	ctx := context.Background()

@@ -10,7 +10,7 @@ import (
 
 // Share syncs the repository's records with remote (R7), after bringing
 // the fingerprints of this host's places up to date where their heads
-// moved (issue 30): what another host's conflict radar reads is what sync
+// moved: what another host's conflict radar reads is what sync
 // carries. A fingerprint that cannot be taken is told to env.Out; the
 // records are shared as they are.
 func Share(ctx context.Context, env *stage.Env, repoDir, remote string) (*refs.SyncReport, error) {

@@ -151,7 +151,7 @@ func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 		res.Branch, res.Kept = "kept", kept
 		err := keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
 		if !opts.DryRun {
-			// Issue 42: its worktree is gone, so nothing of it runs on its
+			// its worktree is gone, so nothing of it runs on its
 			// ports; a branch kept holds none.
 			err = errors.Join(err, runenv.ReleaseLease(ctx, store, p))
 		}
@@ -173,7 +173,7 @@ func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 // tidyReason is why tidy may remove a place (T1): "landed" or "dropped";
 // "" when it may not: its work goes on, flume cannot tell whether it
 // landed (then it removes nothing), or a rollback under way restores it
-// (issue 17: the rollback tidies it once both work trees are back).
+// (the rollback tidies it once both work trees are back).
 func tidyReason(p *stage.Place, j engine.LandingJudgement) string {
 	switch {
 	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack && !p.Parent.Restored:
@@ -187,10 +187,10 @@ func tidyReason(p *stage.Place, j engine.LandingJudgement) string {
 }
 
 // clearPlace makes sure nothing runs in or depends on a place tidy is
-// about to remove, or says why it stays: a delegation it still has open
-// (issue 17), its agent (ended and verified gone, X5, its end recorded at
+// about to remove, or says why it stays: a delegation it still has open,
+// its agent (ended and verified gone, X5, its end recorded at
 // once, since the place's watcher may record it too), and what the place
-// started (issue 29). A landing the engine has not seen yet is recorded
+// started. A landing the engine has not seen yet is recorded
 // first. A dry run only reads. It returns the record as it then stands.
 func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place, j engine.LandingJudgement, dryRun bool) (*refs.Record, string, error) {
 	if open, err := OpenChild(ctx, store, p); err != nil {

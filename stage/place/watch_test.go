@@ -37,7 +37,7 @@ func (p *livePanes) Exited(context.Context, string) (agent.Exit, bool) {
 	return agent.Exit{}, false
 }
 
-// TestIdleWatcherStepSpawnsNoGit_R4 (issue 26): a watcher's step over a
+// TestIdleWatcherStepSpawnsNoGit_R4: a watcher's step over a
 // stage whose agent works and whose transcript is fresh reads its record,
 // its branch, its transcript and its worktree from files: no git process
 // at all while nothing changes.

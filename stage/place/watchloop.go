@@ -58,7 +58,7 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 		}
 		failed = 0
 		if engine.LandedWork(p) {
-			// T1 (issue 27): a landing the watcher saw (merged on the
+			// T1: a landing the watcher saw (merged on the
 			// forge and fetched, say) is tidied as the post-merge hook
 			// tidies one, by T1–T4, keeping whatever they keep.
 			_, err := Tidy(ctx, env, TidyOptions{Repo: repoDir, Place: id})

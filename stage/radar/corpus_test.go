@@ -22,7 +22,7 @@ var corpusBundle = filepath.Join("testdata", "history.bundle")
 // corpusPairs is how many pairs of changes the corpus test judges.
 const corpusPairs = 240
 
-// TestCorpusAgreesWithGitMerge (issue 30) makes pairs of real changes off
+// TestCorpusAgreesWithGitMerge makes pairs of real changes off
 // a common base — commit B, its child X, and a later commit Y that touches
 // a file X touches, its change made on B as two people starting from B
 // would have (cherry-picked, its side taken where the two meet) — and compares the radar with what `git merge` of the two

@@ -1,5 +1,5 @@
-// Package radar predicts which pieces of work would conflict if merged
-// (issue 30). Where both commits are at hand, git merge-tree answers
+// Package radar predicts which pieces of work would conflict if merged.
+// Where both commits are at hand, git merge-tree answers
 // exactly; where one is only known from a record (a place of another host,
 // shared by sync), a fingerprint of each change — the paths it touches and
 // the lines of its base it replaces, over its commits and its uncommitted

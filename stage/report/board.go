@@ -12,7 +12,7 @@ import (
 )
 
 // The board is the host-wide status as one numbered list a person acts on
-// with a key and a row number (issue 27, point 9): open, tell, stop, retry,
+// with a key and a row number: open, tell, stop, retry,
 // launch. It is what the herdr plugin shows in its pane, and it runs in
 // any terminal. A row that newly needs a person sounds (the terminal's
 // bell) once, when it starts to. The functions here are pure: the command

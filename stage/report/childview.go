@@ -13,8 +13,8 @@ import (
 	"github.com/git-flume/git-flume/stage/place"
 )
 
-// ChildProgress is what a commissioner sees of its open delegated place
-// (issue 27, point 7): where its stage stands, what it asks, how long it
+// ChildProgress is what a commissioner sees of its open delegated place:
+// where its stage stands, what it asks, how long it
 // has run, and its last tool calls, read from its agent's own transcript.
 type ChildProgress struct {
 	Place string `json:"place"`

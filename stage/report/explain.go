@@ -1,4 +1,4 @@
-// git flume explain (issue 17): why a place's stage is in its state, from
+// git flume explain: why a place's stage is in its state, from
 // the evidence flume itself judged by — the record's moves, the agent's
 // transcript and screen, the branch against the stage's base, the timers —
 // and the command that moves it on. It reads; it moves nothing.
@@ -118,7 +118,7 @@ func why(p *stage.Place, st *stage.StageRecord, seen engine.StepSeen) string {
 		return "no agent has started it: the place was launched with --pane none; git flume advance starts it"
 	case agentrun.StateStarting:
 		if st.Agent != nil && st.Agent.Printed() {
-			// Issue 28: nothing was sent; the operator runs the command.
+			// nothing was sent; the operator runs the command.
 			return "its prompt is in the printed command, which the operator runs: nothing is typed; the stage goes on once the prompt shows in the agent's transcript"
 		}
 		return "its prompt was sent and has not shown in the agent's transcript yet: slow is not failed; flume checks the screen and sends it once more when the window passes"

@@ -50,11 +50,11 @@ type PlaceStatus struct {
 	Created  time.Time `json:"created"`
 	Phase    string    `json:"phase"`
 	Worktree string    `json:"worktree"` // present, missing, removed, elsewhere
-	// Run is what the place was given to run: its ports, its env files
-	// (issue 29); null when its repository declares no [run].
+	// Run is what the place was given to run: its ports, its env files;
+	// null when its repository declares no [run].
 	Run *stage.RunSetup `json:"run"`
-	// Conflicts are the conflicts the radar knows for its head as it is
-	// (issue 30): with its target's tip or another open place, exact.
+	// Conflicts are the conflicts the radar knows for its head as it is:
+	// with its target's tip or another open place, exact.
 	Conflicts []engine.Conflict `json:"conflicts,omitempty"`
 	Stage     StageStatus       `json:"stage"`
 	// Previous is the stage before the current one, once it ended: what
@@ -73,13 +73,13 @@ type PlaceStatus struct {
 	// place), Children the places it delegated, in order, and Delegation
 	// where it stands for its commissioner: working, finished, blocked,
 	// accepted, rolled-back or aborted ("" when top-level). Depth is its
-	// depth in the tree, 0 at the top (issue 17).
+	// depth in the tree, 0 at the top.
 	Parent     string   `json:"parent"`
 	Children   []string `json:"children"`
 	Delegation string   `json:"delegation"`
 	Depth      int      `json:"depth"`
-	// Child is the progress of its open delegated place, this host's
-	// (issue 27); null when it has none.
+	// Child is the progress of its open delegated place, this host's;
+	// null when it has none.
 	Child *ChildProgress `json:"child"`
 }
 
@@ -153,7 +153,7 @@ type ClaimStatus struct {
 	Since time.Time `json:"since"`
 	// Shared marks a key that is a working directory (cwd:): every
 	// session started in that folder holds the claim as its own, so it
-	// tells sessions there apart from no one (R8, issue 27).
+	// tells sessions there apart from no one (R8).
 	Shared bool `json:"shared"`
 }
 
@@ -208,7 +208,7 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	}
 	if opts.Place != "" && st.Places[0].Parent != "" {
 		// One place read alone: its commissioner is read too, since a
-		// parent of another host's makes no child here (issue 25).
+		// parent of another host's makes no child here.
 		if _, parent, err := stage.ReadPlace(ctx, store, st.Places[0].Parent); err == nil && parent.Host != st.Places[0].Host {
 			st.Places[0].Parent, st.Places[0].Delegation = "", ""
 		}
@@ -242,7 +242,7 @@ func attachConflicts(st *Status, byPlace map[string][]engine.Conflict) {
 }
 
 // treeOrder puts each delegated place right after its commissioner, in
-// the order it was delegated, and sets its depth (issue 17); top-level
+// the order it was delegated, and sets its depth; top-level
 // places, and places whose commissioner is not shown, keep their order.
 func treeOrder(places []PlaceStatus) []PlaceStatus {
 	byID := make(map[string]int, len(places))

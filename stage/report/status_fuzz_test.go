@@ -13,7 +13,7 @@ import (
 
 // FuzzStatusShowsAnyCheckedRecord_R5: a record the store's check accepts,
 // whatever its bytes, is shown by status (its view and its table) without a
-// panic (issue 13: `current: -5` panicked status).
+// panic (`current: -5` panicked status).
 func FuzzStatusShowsAnyCheckedRecord_R5(f *testing.F) {
 	seed, err := os.ReadFile("../testdata/place-record.json")
 	if err != nil {

@@ -157,7 +157,7 @@ func agentNotes(p *PlaceStatus) []string {
 		notes = append(notes, "agent "+p.Agent.State)
 	}
 	if c := p.Child; c != nil && c.Need != "" {
-		// Issue 27: the commissioner's row shows its open child's
+		// the commissioner's row shows its open child's
 		// question, labelled with the role it asks in.
 		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), words.OneLine(c.Need)))
 	}

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Writing into a place whose files a branch chose (issue 42): the place's
+// Writing into a place whose files a branch chose: the place's
 // folders are whatever its branch tracks, a symbolic link to anywhere
 // among them. A copy goes in by folder descriptors, each folder opened
 // below the one before without following a link, and its file renamed in

@@ -11,7 +11,7 @@ import (
 
 // TestCopyBeneathWritesNothingOutside: a link where the copy goes is
 // replaced, never written through; a link or a step out on the way is
-// refused; the folder outside is untouched either way (issue 42).
+// refused; the folder outside is untouched either way.
 func TestCopyBeneathWritesNothingOutside(t *testing.T) {
 	place, outside, tmpDir := t.TempDir(), t.TempDir(), t.TempDir()
 	src := filepath.Join(t.TempDir(), "secret.env")

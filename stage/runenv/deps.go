@@ -19,8 +19,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 )
 
-// Dependencies without a full install (issue 29, point 4; issue 42,
-// point 2): the ignored folders a repository names ([run] deps, e.g.
+// Dependencies without a full install: the ignored folders a repository names ([run] deps, e.g.
 // node_modules) are built once per key (the install command, the folders
 // and the whole tree of the place's base) by the install command run in a
 // checkout of that tree no branch, worktree or agent controls, and kept
@@ -88,7 +87,7 @@ func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pla
 			return nil, err
 		}
 		if refused != "" {
-			// Issue 42: never kept, never cloned; this place installs its own.
+			// never kept, never cloned; this place installs its own.
 			setup.Method, setup.Refused = "install", refused
 			return setup, installDeps(ctx, env, repo, p, d)
 		}

@@ -1,4 +1,4 @@
-// Package runenv gives a runnable place (issue 29) what its repository's
+// Package runenv gives a runnable place what its repository's
 // [run] declares: leased ports no other place holds (refs/flume/leases),
 // env files copied in privately, dependency folders cloned from a
 // template, and the environment its programs start with; tidy and drop

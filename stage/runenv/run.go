@@ -25,7 +25,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 )
 
-// Places that can be run (issue 29): a repository's [run] section names
+// Places that can be run: a repository's [run] section names
 // the ignored files each new place gets a copy of (its .env), the port
 // variables each place gets ports of its own for, and the variables given
 // a compose project name unique to the repository and place. A place's
@@ -38,7 +38,7 @@ import (
 // (the one its record names already, when it has one), then copies of its
 // env files and its dependency folders, and records them with the place.
 // It does nothing for a repository that declares none. A setup that
-// fails is recorded failed, with why (issue 42), and the place keeps
+// fails is recorded failed, with why, and the place keeps
 // saying it lacks it until a later one finishes.
 func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, d stage.RunDecl) (*refs.Record, error) {
 	if !d.Declared() {
@@ -358,7 +358,7 @@ func stateDir(environ []string) string {
 // place, mode 0600. A file git tracks is never copied (the place has its
 // own), nor one git does not ignore (a copy could be committed), nor one
 // outside the main checkout, nor one the place would take through a
-// symbolic link (issue 42: its branch chose its folders): each is
+// symbolic link (its branch chose its folders): each is
 // recorded with why it was skipped, and nothing is written outside the
 // place.
 func copyEnvFiles(ctx context.Context, repo *git.Repo, p *stage.Place, globs []string) ([]stage.EnvFile, error) {
@@ -569,8 +569,8 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 	return stage.RunVars(p), files, nil
 }
 
-// StopPlaceProcesses ends what a place started before tidy removes it
-// (issue 29, point 5; issue 42, point 4): every process flume started for
+// StopPlaceProcesses ends what a place started before tidy removes it:
+// every process flume started for
 // it (readying and remove steps, and what they left running, carry its
 // FLUME_PLACE and FLUME_PATH; its agents are ended by their session), and
 // every process listening on its leased ports with the job that started

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Reading git-config files in process (issue 26): `git config --list`
+// Reading git-config files in process: `git config --list`
 // was one of the five processes every launch started, and `git config
 // --file` / `--blob` one more each for the user's flume config and the
 // repository's .flume/config. Parse follows git's own parser

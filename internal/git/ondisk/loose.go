@@ -42,7 +42,7 @@ func Encode(typ string, data []byte) *Encoded {
 // object already there is left alone: an object's name is its content.
 // Fewer file-system calls than go-git's writer (no second folder, no mode
 // change after): a state record is three objects, and on a slow file
-// system their writing was most of a record write (issue 14).
+// system their writing was most of a record write.
 func (s *Store) Write(commonDir string, obj *Encoded) error {
 	return s.WriteAll(commonDir, obj)
 }
@@ -53,7 +53,7 @@ func (s *Store) Write(commonDir string, obj *Encoded) error {
 // another through one deflater (a deflater is a megabyte of fresh memory
 // per process: in a fresh process three made side by side took 1.1 ms to
 // deflate a record, one used three times 0.14 ms). The files side by side
-// took 1.2 ms where one after another took 1.5 (issue 26).
+// took 1.2 ms where one after another took 1.5.
 func (s *Store) WriteAll(commonDir string, objs ...*Encoded) error {
 	files := make([][]byte, len(objs))
 	var zw *zlib.Writer
@@ -107,7 +107,7 @@ const blockSize = 4096
 // file-system block. Deflating what fits in one block saves no disk (a
 // record's blob, tree and commit all do), and skipping it spares the
 // deflater: in a launch, two deflaters were 2.3 MB of the 3.0 MB its
-// process allocated (issue 26). Packing recompresses every object anyway.
+// process allocated. Packing recompresses every object anyway.
 func storedLoose(header string, data []byte) []byte {
 	n := len(header) + len(data)
 	// zlib header (2), block header (1), LEN and NLEN (4), Adler-32 (4)

@@ -16,7 +16,7 @@ import (
 
 // Reading packed objects in process, as git does: the pack and its index
 // mapped read-only, an object found by binary search of the index, its
-// deltas applied here (issue 26). go-git decoded a pack's whole index
+// deltas applied here. go-git decoded a pack's whole index
 // into memory at its first packed read (1.2 ms at 1,000 places; it grows
 // with the repository's history, not with flume's records), listed the
 // objects folder for every read, and allowed one reader at a time.

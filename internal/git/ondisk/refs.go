@@ -175,7 +175,7 @@ func CheckRefName(name string) error {
 // validates its own snapshot by the same stat, R3). A process that reads
 // one ref after another (tidy judging every place, a watcher's every
 // step) parsed the whole file for each: 28 of 29 s of a tidy of 10,000
-// places after gc (issue 26). The zero value is empty.
+// places after gc. The zero value is empty.
 type PackedRefsCache struct {
 	mu   sync.Mutex
 	read bool

@@ -9,7 +9,7 @@ import (
 // ReadSmall reads a file of git's that fits buf (a .git file, a HEAD) in
 // three system calls: os.ReadFile's stat and its try to register a
 // regular file with the poller were a third of a status's system calls
-// after gc (issue 26). A file that does not fit is an error.
+// after gc. A file that does not fit is an error.
 func ReadSmall(path string, buf []byte) ([]byte, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
