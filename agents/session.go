@@ -108,8 +108,8 @@ func waitGone(alive func() bool) {
 }
 
 // killWait bounds how long a SIGKILLed process may take to vanish. A
-// Claude Code process (Node, hundreds of megabytes) took more than 3 s on
-// a CI machine whose page faults cost 12 µs, running three such agents
-// on two CPUs: the delegate's accept then failed on a stop that did
+// Claude Code process (Node, hundreds of megabytes) took seconds on a
+// slow CI machine running three such agents (DESIGN.md, "Figures from
+// code comments"): the delegate's accept then failed on a stop that did
 // happen. The bound only matters for a process that never goes (X5).
 const killWait = 10 * time.Second

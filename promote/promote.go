@@ -427,7 +427,7 @@ func recheck(ctx context.Context, ms []*member) error {
 // preflight checks every member fully before anything moves (P6), the
 // members side by side, as many at a time as there are processors: each
 // check is mostly a git status, and more at once only slowed each other
-// (8 at once on 2 processors took 47 ms, 2 at a time 13). Meanwhile the
+// (DESIGN.md, "Figures from code comments"). Meanwhile the
 // intents' objects are written, ahead of each member's turn: the record
 // they follow moves only with the member's own move. A failure is
 // reported for the first member in promotion order that has one.

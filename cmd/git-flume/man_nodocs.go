@@ -10,7 +10,8 @@ import (
 
 // manCommand, in a build without urfave/cli's documentation generator
 // (`make` builds so: the markdown and roff packages it links cost every
-// start ~0.4 ms of init), says where the page is. `make` makes
+// start their init; DESIGN.md, "Figures from code comments"), says where
+// the page is. `make` makes
 // it with a second build that has the generator.
 func manCommand(*app) *cli.Command {
 	return &cli.Command{

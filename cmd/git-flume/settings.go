@@ -67,7 +67,7 @@ func (a *app) noteRepo(cmds []*cli.Command) {
 		before := cmd.Before
 		// By the flag's own name: Names() runs a regular expression over
 		// each, and this ran for every flag of every command at every
-		// start (0.1 ms of a launch).
+		// start.
 		takesRepo := slices.ContainsFunc(cmd.Flags, func(f cli.Flag) bool {
 			sf, ok := f.(*cli.StringFlag)
 			return ok && sf.Name == "repo"

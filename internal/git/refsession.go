@@ -62,10 +62,10 @@ const (
 
 // OpenRefSession starts a session's process at once, so that its start-up
 // overlaps the caller's work up to its first transaction. It starts it in
-// the caller's goroutine, which waits the 0.3–0.5 ms git takes to exec: a
-// goroutine started for it ran up to 1.4 ms late (a launch's CPU-bound
-// work held the only running thread), and git was then the last thing
-// its first transaction waited for. message is the
+// the caller's goroutine, which waits for git's exec: a goroutine started
+// for it ran late (a launch's CPU-bound work held the only running
+// thread; DESIGN.md, "Figures from code comments"), and git was then the
+// last thing its first transaction waited for. message is the
 // reflog message of every transaction (refs under refs/flume/ keep none
 // by default); reach says what it may move and whether hooks hear of it.
 // The process is not tied to ctx: a step that must finish once begun (a

@@ -68,8 +68,8 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 	// too (six names each) only to warn when one exists.
 	args := []string{"-c", "core.warnAmbiguousRefs=false", "push", "--atomic", "--porcelain", "--no-verify"}
 	// git compares each lease given by name with every ref it pushes (six
-	// formatted names a pair): 150–230 ms of a first sync of a thousand
-	// records. A new record's lease, absent, is what a bare one says where
+	// formatted names a pair), most of a first sync of many records
+	// (DESIGN.md, "Figures from code comments"). A new record's lease, absent, is what a bare one says where
 	// git tracks no record: still one lease a record, as R7 asks.
 	bare := repo.recordsUntracked(remote)
 	if bare {

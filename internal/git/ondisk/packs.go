@@ -17,8 +17,9 @@ import (
 // Reading packed objects in process, as git does: the pack and its index
 // mapped read-only, an object found by binary search of the index, its
 // deltas applied here. go-git decoded a pack's whole index
-// into memory at its first packed read (1.2 ms at 1,000 places; it grows
-// with the repository's history, not with flume's records), listed the
+// into memory at its first packed read (a cost that grows with the
+// repository's history, not with flume's records; DESIGN.md, "Figures
+// from code comments"), listed the
 // objects folder for every read, and allowed one reader at a time.
 // Anything unexpected (an index version other than 2, an object in no
 // local pack, a malformed entry) is an error, which sends the read to
