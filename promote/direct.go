@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"text/template"
-	"time"
 
 	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
@@ -39,49 +38,6 @@ var directPromptText string
 var directPrompt = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("direct").Parse(directPromptText))
 })
-
-// ReservationPrefix holds a repository's reservations for direct work, one
-// ref per host: a checkout is a host's own, and a reservation fetched from
-// another host is never acted on.
-const ReservationPrefix = refs.Prefix + "reservations/"
-
-func reservationRef(host string) string { return ReservationPrefix + host }
-
-// Reservation is a checkout reserved by a direct request (kind
-// "reservation", schema 1). The workspace's own reservation is a file of
-// the same JSON in the workspace's .flume folder.
-type Reservation struct {
-	Schema  int       `json:"schema"`
-	Kind    string    `json:"kind"`
-	Request string    `json:"request"`
-	Root    string    `json:"root"`
-	Host    string    `json:"host"`
-	At      time.Time `json:"at"`
-}
-
-func init() { refs.DefaultValidators["reservation"] = validateReservation }
-
-// validateReservation checks a reservation before anyone acts on it: its
-// ref names its host, its request id and root read as such.
-func validateReservation(ref string, data []byte) (any, error) {
-	var r Reservation
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, err
-	}
-	if err := refs.ValidateHost(r.Host); err != nil {
-		return nil, fmt.Errorf("invalid reservation: %w", err)
-	}
-	if ref != reservationRef(r.Host) {
-		return nil, fmt.Errorf("invalid reservation: %s holds host %q's", ref, r.Host)
-	}
-	if err := refs.ValidateName("request id", r.Request); err != nil {
-		return nil, fmt.Errorf("invalid reservation: %w", err)
-	}
-	if !filepath.IsAbs(r.Root) || filepath.Clean(r.Root) != r.Root {
-		return nil, fmt.Errorf("invalid reservation: root %q is not a clean absolute path", r.Root)
-	}
-	return &r, nil
-}
 
 func (ws *Workspace) direct() bool { return ws.members[0].r.Request.Direct() }
 
@@ -131,8 +87,8 @@ func startDirect(ctx context.Context, env *Env, ws *Workspace, req *request.Requ
 		}
 		changes := []refs.Change{recordChange(nil, m.r, fmt.Sprintf("workspace %s: %s, direct work from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base))}
 		if writes {
-			changes = append(changes, refs.Change{Ref: reservationRef(env.Host), Old: stale[i], Message: "reserved for direct request " + req.ID,
-				State: Reservation{Schema: 1, Kind: "reservation", Request: req.ID, Root: ws.Root, Host: env.Host, At: now}})
+			changes = append(changes, refs.Change{Ref: request.ReservationRef(env.Host), Old: stale[i], Message: "reserved for direct request " + req.ID,
+				State: request.Reservation{Schema: 1, Kind: "reservation", Request: req.ID, Root: ws.Root, Host: env.Host, At: now}})
 		}
 		w, err := m.store.Write(ctx, changes)
 		if err != nil {
@@ -210,15 +166,15 @@ func awaitsPromotion(r request.Record) bool {
 
 // reservation reads this host's reservation of the member's checkout; nil
 // when there is none.
-func (m *member) reservation(ctx context.Context, host string) (*refs.Record, *Reservation, error) {
-	rec, err := m.store.Read(ctx, reservationRef(host))
+func (m *member) reservation(ctx context.Context, host string) (*refs.Record, *request.Reservation, error) {
+	rec, err := m.store.Read(ctx, request.ReservationRef(host))
 	if errors.Is(err, refs.ErrNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.t.Name, err)
 	}
-	var res Reservation
+	var res request.Reservation
 	if err := rec.Decode(&res); err != nil {
 		return nil, nil, err
 	}
@@ -297,7 +253,7 @@ func reserveWorkspace(ctx context.Context, env *Env, root, id string) error {
 	}
 	defer l.Unlock()
 	if data, err := os.ReadFile(path); err == nil {
-		var res Reservation
+		var res request.Reservation
 		if err := json.Unmarshal(data, &res); err == nil && refs.ValidateName("request id", res.Request) == nil {
 			if held, why, err := held(ctx, env, root, res.Request); err != nil {
 				return err
@@ -310,7 +266,7 @@ func reserveWorkspace(ctx context.Context, env *Env, root, id string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	data, _ := json.Marshal(Reservation{Schema: 1, Kind: "reservation", Request: id, Root: root, Host: env.Host, At: env.Now().UTC()})
+	data, _ := json.Marshal(request.Reservation{Schema: 1, Kind: "reservation", Request: id, Root: root, Host: env.Host, At: env.Now().UTC()})
 	tmp := path + ".new"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
@@ -336,7 +292,7 @@ func releaseWorkspace(ctx context.Context, root, id string) error {
 	} else if err != nil {
 		return err
 	}
-	var res Reservation
+	var res request.Reservation
 	if json.Unmarshal(data, &res) != nil || res.Request != id {
 		return nil
 	}

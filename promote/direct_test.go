@@ -130,11 +130,11 @@ func (d *directWork) drive() *promote.Status {
 // reservation is the id of the request this host's reservation of a
 // checkout names, "" when there is none.
 func (d *directWork) reservation(name string) string {
-	out, err := execGit(d.env, filepath.Join(d.root, name), "cat-file", "-p", promote.ReservationPrefix+"h:state.json")
+	out, err := execGit(d.env, filepath.Join(d.root, name), "cat-file", "-p", request.ReservationPrefix+"h:state.json")
 	if err != nil {
 		return ""
 	}
-	var res promote.Reservation
+	var res request.Reservation
 	json.Unmarshal([]byte(out), &res)
 	return res.Request
 }

@@ -41,7 +41,7 @@ func open(ctx context.Context, env *Env, id string, targets []Target) ([]*member
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		store := refs.New(repo)
+		store := refs.New(repo, refs.Kinds{refs.ClaimKind, request.WorkspaceKind, request.ReservationKind})
 		store.Now = env.Now
 		m := &member{t: t, repo: repo, store: store}
 		if err := m.read(ctx, id); err != nil {

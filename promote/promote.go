@@ -37,6 +37,9 @@ type Target struct {
 // environment.
 type Env struct {
 	Runner *git.Runner
+	// Kinds are the record kinds its stores know (refs.Kinds), wired
+	// by the program.
+	Kinds refs.Kinds
 	// Host names this host in records (R7).
 	Host string
 	// Now dates records (FLUME_NOW fixes it in tests).

@@ -14,6 +14,8 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/promote"
+	"github.com/git-flume/git-flume/promote/request"
+	"github.com/git-flume/git-flume/refs"
 )
 
 type workspace struct {
@@ -94,7 +96,7 @@ func (w *workspace) clone(t *testing.T) *workspace {
 }
 
 func (w *workspace) env_(fault func(string)) *promote.Env {
-	return &promote.Env{Runner: &git.Runner{Env: w.env}, Now: time.Now, Fault: fault}
+	return &promote.Env{Runner: &git.Runner{Env: w.env}, Kinds: testKinds, Now: time.Now, Fault: fault}
 }
 
 func (w *workspace) mainAt(i int) string { return w.git(w.targets[i].Repo, "rev-parse", "main") }
@@ -439,3 +441,6 @@ func crashMembers(n int) []int {
 	}
 	return []int{0, 1, n - 1}
 }
+
+// testKinds are promote's record kinds, wired as git-flume wires them.
+var testKinds = refs.Kinds{refs.ClaimKind, request.WorkspaceKind, request.ReservationKind}

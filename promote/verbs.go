@@ -132,7 +132,7 @@ func openMembers(ctx context.Context, env *Env, root string, req *request.Reques
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		store := refs.New(repo)
+		store := refs.New(repo, env.Kinds)
 		store.Now = env.Now
 		m := &member{repo: repo, store: store}
 		m.t.Name, m.t.Repo = name, req.Repositories[name]

@@ -60,7 +60,7 @@ func load(ctx context.Context, env *Env, root, id string) (*Workspace, error) {
 		if err != nil {
 			continue
 		}
-		store := refs.New(repo)
+		store := refs.New(repo, env.Kinds)
 		store.Now = env.Now
 		rec, err := store.Read(ctx, RecordRef(id))
 		if errors.Is(err, refs.ErrNotFound) {

@@ -38,7 +38,7 @@ func (r *testRequest) git(dir string, args ...string) string {
 }
 
 func (r *testRequest) penv(fault func(string)) *promote.Env {
-	return &promote.Env{Runner: &git.Runner{Env: r.env}, Host: "h", Now: time.Now, Fault: fault, CallerEnv: r.env,
+	return &promote.Env{Runner: &git.Runner{Env: r.env}, Kinds: testKinds, Host: "h", Now: time.Now, Fault: fault, CallerEnv: r.env,
 		Pane: "print", Print: io.Discard, ConfirmWindow: time.Hour, Interval: 5 * time.Millisecond,
 		Program: func(string, string) (agent.Program, error) { return testProgram, nil }}
 }

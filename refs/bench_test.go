@@ -52,8 +52,7 @@ func benchReadAll(b *testing.B, r *testRepo) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := refs.New(repo)
-		s.Schemas = testSchemas
+		s := refs.New(repo, testKinds)
 		recs, problems, err := s.List(ctx, refs.Prefix)
 		flume += time.Since(t0)
 		if err != nil || len(recs) != 1000 || len(problems) != 0 {

@@ -44,7 +44,8 @@ type Claim struct {
 	Since  time.Time `json:"since"`
 }
 
-func init() { DefaultValidators["claim"] = validateClaimRecord }
+// ClaimKind is the claim record (R8), refs' own kind.
+var ClaimKind = Kind{Name: "claim", Schema: 1, Validate: validateClaimRecord}
 
 // validateClaimRecord checks a claim record (R5, R8): its key and host
 // read like a session's and a host's, its pid is a pid. A claim may come

@@ -80,12 +80,11 @@ func (r *testRepo) git(args ...string) string {
 }
 
 func (r *testRepo) store() *refs.Store {
-	s := refs.New(r.repo)
-	s.Schemas = testSchemas
-	return s
+	return refs.New(r.repo, testKinds)
 }
 
-var testSchemas = map[string]int{"counter": 1, "place": 1}
+// testKinds are the record kinds the store tests write.
+var testKinds = refs.Kinds{{Name: "counter", Schema: 1}, {Name: "place", Schema: 1}}
 
 // counter is the record the concurrency tests increment.
 type counter struct {
@@ -130,8 +129,7 @@ func runHelper(name string, args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return helperFail
 	}
-	s := refs.New(repo)
-	s.Schemas = testSchemas
+	s := refs.New(repo, testKinds)
 	switch name {
 	case "incr": // incr REF N WHO: N increments, printing each acknowledged commit
 		n, _ := strconv.Atoi(args[1])

@@ -24,15 +24,6 @@ const (
 	StateFile = "state.json"
 )
 
-// DefaultSchemas are the record kinds this build knows and the newest schema
-// of each. A record of a newer schema is reported and never overwritten (R5).
-var DefaultSchemas = map[string]int{
-	"place":       1,
-	"claim":       1,
-	"workspace":   1, // a member's promotion record (promote/)
-	"reservation": 1, // a checkout reserved by direct work (promote/)
-}
-
 // Validator checks a record of one kind beyond its header: ref is the
 // record's ref under refs/flume/, data its state.json. A record it refuses
 // is a *MalformedError: never acted on, never overwritten. What it decoded
@@ -40,9 +31,19 @@ var DefaultSchemas = map[string]int{
 // record is decoded once.
 type Validator func(ref string, data []byte) (any, error)
 
-// DefaultValidators are the record checks of each kind that has one; the
-// packages that own a kind register theirs.
-var DefaultValidators = map[string]Validator{}
+// Kind is one record kind a store knows: its name, its newest schema (a
+// record of a newer one is reported and never overwritten, R5) and,
+// where it has one, the check of its records beyond their header.
+type Kind struct {
+	Name     string
+	Schema   int
+	Validate Validator
+}
+
+// Kinds are the record kinds of a store. Each package that owns a kind
+// exports it; the program wires the list once (cmd), never by the side
+// effects of an import.
+type Kinds []Kind
 
 // ErrNotFound means the ref holds no record.
 var ErrNotFound = errors.New("no such record")
@@ -148,9 +149,16 @@ func (s *Store) InSession(sess *git.RefSession) *Store {
 	return &c
 }
 
-// New returns a store over repo's refs/flume namespace.
-func New(repo *git.Repo) *Store {
-	return &Store{repo: repo, Now: time.Now, Schemas: DefaultSchemas, Validators: DefaultValidators}
+// New returns a store over repo's refs/flume namespace that knows kinds.
+func New(repo *git.Repo, kinds Kinds) *Store {
+	s := &Store{repo: repo, Now: time.Now, Schemas: map[string]int{}, Validators: map[string]Validator{}}
+	for _, k := range kinds {
+		s.Schemas[k.Name] = k.Schema
+		if k.Validate != nil {
+			s.Validators[k.Name] = k.Validate
+		}
+	}
+	return s
 }
 
 // Repo returns the repository the store writes to.

@@ -27,9 +27,8 @@ func syncStore(t *testing.T, env []string, dir string) *refs.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := refs.New(repo)
+	s := refs.New(repo, refs.Kinds{{Name: "thing", Schema: 1}})
 	s.Now = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
-	s.Schemas = map[string]int{"thing": 1}
 	return s
 }
 

@@ -17,6 +17,9 @@ import (
 // fills it; nothing below reads flags or the process environment.
 type Env struct {
 	Runner *git.Runner
+	// Kinds are the record kinds its stores know (refs.Kinds), wired
+	// by the program.
+	Kinds refs.Kinds
 	// Host names this host in records (flume.host, else the hostname).
 	Host string
 	// PID is the calling process, recorded while it makes a place.
@@ -67,7 +70,7 @@ func (e *Env) Open(ctx context.Context, dir string) (*git.Repo, *refs.Store, err
 	if err != nil {
 		return nil, nil, err
 	}
-	s := refs.New(repo)
+	s := refs.New(repo, e.Kinds)
 	s.Now = e.Now
 	return repo, s, nil
 }

@@ -20,9 +20,8 @@ import (
 // on every read and write of a "place", so an invalid record is a
 // *refs.MalformedError named by its ref (R5): status and fsck report it,
 // and nothing can act on it or overwrite it.
-func init() {
-	refs.DefaultValidators["place"] = validatePlaceRecord
-}
+// PlaceKind is the place record, stage's kind.
+var PlaceKind = refs.Kind{Name: "place", Schema: 1, Validate: validatePlaceRecord}
 
 // maxStages bounds a kind's stages in a record.
 const maxStages = 64

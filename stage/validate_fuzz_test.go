@@ -30,7 +30,7 @@ func FuzzPlaceRecord_R5(f *testing.F) {
 	f.Add([]byte(`{"schema":"1","kind":7}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`null`))
-	store := refs.New(nil)
+	store := refs.New(nil, refs.Kinds{PlaceKind, refs.ClaimKind})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if err := store.Check("refs/flume/places/fix--one", data); err != nil {
 			return

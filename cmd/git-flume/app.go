@@ -26,6 +26,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/runenv"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -126,13 +127,17 @@ func (a *app) now() time.Time {
 	return time.Now()
 }
 
+// recordKinds are every record kind git-flume reads and writes, wired
+// here once from the packages that own them.
+var recordKinds = refs.Kinds{refs.ClaimKind, stage.PlaceKind, runenv.LeaseKind, request.WorkspaceKind, request.ReservationKind}
+
 // store opens the state store of the repository containing dir.
 func (a *app) store(ctx context.Context, dir string) (*refs.Store, error) {
 	repo, err := a.runner.Open(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	s := refs.New(repo)
+	s := refs.New(repo, recordKinds)
 	s.Now = a.now
 	return s, nil
 }

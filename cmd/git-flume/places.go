@@ -25,6 +25,7 @@ import (
 func (a *app) stageEnv() *stage.Env {
 	return &stage.Env{
 		Runner:       a.runner,
+		Kinds:        recordKinds,
 		Host:         a.host(),
 		PID:          os.Getpid(),
 		Now:          a.now,

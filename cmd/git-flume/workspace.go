@@ -28,7 +28,7 @@ func (a *app) promoteEnv() *promote.Env {
 		pane = "tmux"
 	}
 	return &promote.Env{
-		Runner: a.runner, Host: a.host(), Now: a.now, Clock: clockHook, Fault: faultHook, CallerEnv: a.env.list,
+		Runner: a.runner, Kinds: recordKinds, Host: a.host(), Now: a.now, Clock: clockHook, Fault: faultHook, CallerEnv: a.env.list,
 		Pane: pane, Panes: a.paneHost(pane), Print: a.io.Out, Out: a.io.Err,
 		ConfirmWindow: o.ConfirmWindow, Interval: a.watchInterval(), StartObserver: a.startObserver, Sandbox: o.Sandbox,
 		Program: func(root, name string) (agent.Program, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage/runenv"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/report"
@@ -52,9 +53,14 @@ func (f *fixture) git(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// testKinds are the record kinds of a place's workflows, wired as
+// git-flume wires them.
+var testKinds = refs.Kinds{refs.ClaimKind, stage.PlaceKind, runenv.LeaseKind}
+
 func (f *fixture) stageEnv(runnerEnv []string) *stage.Env {
 	return &stage.Env{
 		Runner:    &git.Runner{Env: runnerEnv, OpenOnce: true},
+		Kinds:     testKinds,
 		Host:      "testhost",
 		PID:       os.Getpid(),
 		Now:       func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) },
@@ -133,7 +139,7 @@ func fixtureStore(t *testing.T, f *fixture) *refs.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return refs.New(repo)
+	return refs.New(repo, testKinds)
 }
 
 // editPlaceRecord changes place id's record as edit says, by

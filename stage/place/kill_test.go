@@ -22,7 +22,7 @@ import (
 
 func TestMain(m *testing.M) {
 	if os.Getenv("FLUME_STAGE_HELPER") == "launch" {
-		env := &stage.Env{Runner: &git.Runner{}, Host: "testhost", PID: os.Getpid(), Now: time.Now, CallerEnv: os.Environ(), Out: os.Stderr}
+		env := &stage.Env{Runner: &git.Runner{}, Kinds: testKinds, Host: "testhost", PID: os.Getpid(), Now: time.Now, CallerEnv: os.Environ(), Out: os.Stderr}
 		// As git-flume's main: these signals end the command through its
 		// context.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

@@ -22,7 +22,7 @@ func FuzzStatusShowsAnyCheckedRecord_R5(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte(`{"schema":1,"kind":"place","current":-5,"stages":[]}`))
 	f.Add([]byte(`{"schema":1,"kind":"place","current":99}`))
-	store := refs.New(nil)
+	store := refs.New(nil, refs.Kinds{stage.PlaceKind, refs.ClaimKind})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if err := store.Check("refs/flume/places/fix--one", data); err != nil {
 			return

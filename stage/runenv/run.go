@@ -164,10 +164,8 @@ type Lease struct {
 	At     time.Time      `json:"at"`
 }
 
-func init() {
-	refs.DefaultSchemas["lease"] = 1
-	refs.DefaultValidators["lease"] = validateLease
-}
+// LeaseKind is the port lease record, runenv's kind.
+var LeaseKind = refs.Kind{Name: "lease", Schema: 1, Validate: validateLease}
 
 // validateLease checks a lease before anyone acts on it: its ref names its
 // host and first port, its ports lie in its block.
@@ -266,7 +264,7 @@ func hostLeases(ctx context.Context, env *stage.Env, store *refs.Store) (taken m
 		if err != nil || r.CommonDir == store.Repo().CommonDir {
 			continue
 		}
-		other := refs.New(r)
+		other := refs.New(r, env.Kinds)
 		recs, _, err := other.List(ctx, LeasePrefix+env.Host+"/")
 		if err != nil {
 			continue
