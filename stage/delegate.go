@@ -7,12 +7,10 @@ package stage
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -124,46 +122,6 @@ func PlaceAt(ctx context.Context, store *refs.Store, repo *git.Repo) string {
 		return id
 	}
 	return ""
-}
-
-// PromptNotes are what a stage's prompt says after its own text: the
-// standing orders; how to delegate, when its role delegates; how a
-// delegated place ends its turn; and what the stage's last run, the last
-// round or its commissioner left for this run.
-func PromptNotes(p *Place, st *StageRecord, role *Role) string {
-	var b strings.Builder
-	b.WriteString("\n\n" + agent.StandingOrders)
-	if role != nil && len(role.DelegatesTo) > 0 {
-		fmt.Fprintf(&b, "\n\nYou may delegate part of this work to a place of its own, of kind %s: run "+
-			"`git flume launch --kind KIND --brief 'WHAT IT IS TO DO'` from your place. One delegation is open at a time. "+
-			"`git flume wait CHILD` returns once it is finished or blocked; then resolve it with `git flume accept CHILD` "+
-			"(its commits join your branch), `git flume reopen CHILD --why 'REASON'`, `git flume unblock CHILD --with 'TEXT'`, "+
-			"or `git flume rollback --delegation CHILD` (its work and your work tree back as they were before you delegated).",
-			strings.Join(role.DelegatesTo, ", "))
-	}
-	if d := p.Parent; d != nil {
-		fmt.Fprintf(&b, "\n\nThis place was delegated by %s: your work joins its branch when it accepts it. "+
-			"End your turn with this stage's deliverable in git (finished), or with a line starting with NEEDS: (blocked). "+
-			"If you need a fresh session instead, end your turn with a line starting with RECREATE: and the message the fresh session is to start from.",
-			d.Parent)
-	}
-	if st.Followup != "" {
-		b.WriteString("\n\n" + st.Followup)
-	}
-	return b.String()
-}
-
-// CheckCommissioner refuses a delegation verb on p unless p is a delegated
-// place and the caller is its commissioner's agent or a person (no place
-// of its own): a child never resolves itself, nor does another place.
-func CheckCommissioner(env *Env, p *Place, verb string) error {
-	if p.Parent == nil {
-		return &RefusedError{Place: p.ID, Reason: "it is not a delegated place; there is nothing to " + verb}
-	}
-	if from := CallerPlace(env); from != "" && from != p.Parent.Parent {
-		return &RefusedError{Place: p.ID, Reason: fmt.Sprintf("only its commissioner %s (or a person) may %s it, not %s", p.Parent.Parent, verb, from)}
-	}
-	return nil
 }
 
 // MaxTreeDepth bounds how deep status draws a tree of delegated places;

@@ -53,7 +53,7 @@ func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o sta
 	if err != nil {
 		return nil, err
 	}
-	return p, stage.CheckCommissioner(env, p, verb)
+	return p, checkCommissioner(env, p, verb)
 }
 
 // Accept makes a finished delegated place's work part of its
@@ -228,7 +228,7 @@ func Reopen(ctx context.Context, env *stage.Env, o Options) (*stage.Place, error
 // state, else it is refused with why.
 func delegatedIn(env *stage.Env, verb, state, why string) func(*stage.Place) error {
 	return func(p *stage.Place) error {
-		if err := stage.CheckCommissioner(env, p, verb); err != nil {
+		if err := checkCommissioner(env, p, verb); err != nil {
 			return err
 		}
 		if got := stage.DelegationState(p); got != state {
@@ -428,4 +428,17 @@ func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, st
 		return fmt.Sprintf("roll back %s: %s restored to %.12s", cur.ID, d.Parent, cur.Base), nil
 	})
 	return err
+}
+
+// checkCommissioner refuses a delegation verb on p unless p is a delegated
+// place and the caller is its commissioner's agent or a person (no place
+// of its own): a child never resolves itself, nor does another place.
+func checkCommissioner(env *stage.Env, p *stage.Place, verb string) error {
+	if p.Parent == nil {
+		return &stage.RefusedError{Place: p.ID, Reason: "it is not a delegated place; there is nothing to " + verb}
+	}
+	if from := stage.CallerPlace(env); from != "" && from != p.Parent.Parent {
+		return &stage.RefusedError{Place: p.ID, Reason: fmt.Sprintf("only its commissioner %s (or a person) may %s it, not %s", p.Parent.Parent, verb, from)}
+	}
+	return nil
 }

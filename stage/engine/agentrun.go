@@ -290,7 +290,7 @@ func prepareRun(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pl
 	}
 	// how to delegate, how a delegated place ends its turn, and
 	// what the stage's last run or commissioner left for this one.
-	r.prompt = prompt + stage.PromptNotes(p, st, r.role)
+	r.prompt = prompt + PromptNotes(p, st, r.role)
 	// a reopened stage's agent goes on in its own session, told
 	// only why, where its program resumes one and its transcript reads.
 	var before *agent.Usage

@@ -47,7 +47,7 @@ func decide(p *stage.Place, seen StepSeen, pol run.Policy) (*stage.Place, run.Mo
 	switch {
 	case mv.Delivered:
 		if seen.Transcript {
-			st.Report = stage.ParseReport(seen.LastAssistant)
+			st.Report = ParseReport(seen.LastAssistant)
 		}
 		st.ReportMissing = st.Report == nil
 		st.Delivered, st.At, st.Tasks = mv.What, seen.Head, seen.Tasks
@@ -63,7 +63,7 @@ func decide(p *stage.Place, seen StepSeen, pol run.Policy) (*stage.Place, run.Mo
 		}
 	case mv.End == run.SnapshotCut:
 		if seen.Transcript {
-			st.Report = stage.ParseReport(seen.LastAssistant)
+			st.Report = ParseReport(seen.LastAssistant)
 		}
 		st.ReportMissing = st.Report == nil
 	case mv.Recreate:

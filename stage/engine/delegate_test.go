@@ -60,7 +60,7 @@ func TestRecreateEndsTheRunAndCarriesItsMessage(t *testing.T) {
 	if mv.End == "" || st.Recreated != 1 || st.Followup != run.RecreatedNote+"step 2" {
 		t.Fatalf("move %+v, stage %+v", mv, st)
 	}
-	notes := stage.PromptNotes(&stage.Place{}, st, nil)
+	notes := PromptNotes(&stage.Place{}, st, nil)
 	if !strings.HasSuffix(notes, run.RecreatedNote+"step 2") {
 		t.Fatalf("the next prompt ends %q", notes)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -70,4 +71,31 @@ func renderPrompt(ctx context.Context, repo *git.Repo, rev string, p *stage.Plac
 		return "", fmt.Errorf("stage %s: prompt: %w", st.Name, err)
 	}
 	return strings.TrimSpace(b.String()), nil
+}
+
+// PromptNotes are what a stage's prompt says after its own text: the
+// standing orders; how to delegate, when its role delegates; how a
+// delegated place ends its turn; and what the stage's last run, the last
+// round or its commissioner left for this run.
+func PromptNotes(p *stage.Place, st *stage.StageRecord, role *stage.Role) string {
+	var b strings.Builder
+	b.WriteString("\n\n" + agent.StandingOrders)
+	if role != nil && len(role.DelegatesTo) > 0 {
+		fmt.Fprintf(&b, "\n\nYou may delegate part of this work to a place of its own, of kind %s: run "+
+			"`git flume launch --kind KIND --brief 'WHAT IT IS TO DO'` from your place. One delegation is open at a time. "+
+			"`git flume wait CHILD` returns once it is finished or blocked; then resolve it with `git flume accept CHILD` "+
+			"(its commits join your branch), `git flume reopen CHILD --why 'REASON'`, `git flume unblock CHILD --with 'TEXT'`, "+
+			"or `git flume rollback --delegation CHILD` (its work and your work tree back as they were before you delegated).",
+			strings.Join(role.DelegatesTo, ", "))
+	}
+	if d := p.Parent; d != nil {
+		fmt.Fprintf(&b, "\n\nThis place was delegated by %s: your work joins its branch when it accepts it. "+
+			"End your turn with this stage's deliverable in git (finished), or with a line starting with NEEDS: (blocked). "+
+			"If you need a fresh session instead, end your turn with a line starting with RECREATE: and the message the fresh session is to start from.",
+			d.Parent)
+	}
+	if st.Followup != "" {
+		b.WriteString("\n\n" + st.Followup)
+	}
+	return b.String()
 }

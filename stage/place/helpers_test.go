@@ -13,10 +13,10 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
-	"github.com/git-flume/git-flume/stage/runenv"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/report"
+	"github.com/git-flume/git-flume/stage/runenv"
 )
 
 type fixture struct {
