@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
@@ -92,6 +94,7 @@ func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pla
 			return setup, installDeps(ctx, env, repo, p, d)
 		}
 		setup.Built = true
+		pruneTemplates(root, key)
 	}
 	setup.Method = "reflink"
 	for _, f := range setup.Folders {
@@ -104,6 +107,37 @@ func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pla
 		}
 	}
 	return setup, nil
+}
+
+// keptTemplates is how many dependency templates a repository keeps: one
+// a base tree, so each tip the places start from would otherwise add one.
+const keptTemplates = 3
+
+// pruneTemplates removes the templates of root beyond the newest
+// keptTemplates (by when each was completed), never the one of key just
+// built, and only one whose key's lock it takes at once: a launch cloning
+// from it holds that lock.
+func pruneTemplates(root, key string) {
+	entries, _ := os.ReadDir(root)
+	type template struct {
+		key  string
+		when time.Time
+	}
+	var all []template
+	for _, e := range entries {
+		if info, err := os.Stat(filepath.Join(root, e.Name(), ".complete")); err == nil && e.IsDir() && e.Name() != key {
+			all = append(all, template{e.Name(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(a, b template) int { return b.when.Compare(a.when) })
+	for _, t := range all[min(len(all), keptTemplates-1):] {
+		l, err := lockfile.TryTake(filepath.Join(root, t.key+".lock"))
+		if err != nil {
+			continue // in use, or cannot be locked: the next prune tries again
+		}
+		_ = os.RemoveAll(filepath.Join(root, t.key))
+		l.Unlock()
+	}
 }
 
 // depsWanted are the dependency folders place p is to get, and those it
