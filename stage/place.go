@@ -10,7 +10,6 @@ import (
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
-	"github.com/git-flume/git-flume/stage/radar"
 )
 
 // PlacePrefix holds one record per place.
@@ -90,7 +89,7 @@ type Place struct {
 	// the files and base lines it touches, its commits and
 	// its uncommitted work, taken on this host and shared by sync. It is
 	// untrusted like the rest: the radar uses it only when it validates.
-	Fingerprint *radar.Fingerprint `json:"fingerprint,omitempty"`
+	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
 }
 
 // Proc is a process on a host.

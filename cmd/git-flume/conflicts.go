@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/internal/term"
-	"github.com/git-flume/git-flume/stage/engine"
-	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/radar"
 )
 
 func conflictsCommand(a *app) *cli.Command {
@@ -26,13 +26,13 @@ func conflictsCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			cs, err := place.ReadConflicts(c.Context, a.stageEnv(), c.String("repo"))
+			cs, err := radar.ReadConflicts(c.Context, a.stageEnv(), c.String("repo"))
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if cs == nil {
-					cs = []engine.Conflict{}
+					cs = []stage.Conflict{}
 				}
 				if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "conflicts": cs}); err != nil {
 					return err
@@ -67,13 +67,13 @@ func landOrderCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			steps, err := place.LandOrder(c.Context, a.stageEnv(), c.String("repo"))
+			steps, err := radar.LandOrder(c.Context, a.stageEnv(), c.String("repo"))
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if steps == nil {
-					steps = []place.LandStep{}
+					steps = []radar.LandStep{}
 				}
 				return writeJSON(a.io.Out, map[string]any{"schema": 1, "order": steps})
 			}
@@ -93,7 +93,7 @@ func landOrderCommand(a *app) *cli.Command {
 }
 
 // notExact marks a conflict predicted from fingerprints.
-func notExact(c engine.Conflict) string {
+func notExact(c stage.Conflict) string {
 	if c.Exact {
 		return ""
 	}

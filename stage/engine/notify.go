@@ -46,7 +46,7 @@ type Event struct {
 	// prints it) when this event ends its last stage.
 	Costs string `json:"costs,omitempty"`
 	// Conflict is a new conflict of the place (event "conflict").
-	Conflict *Conflict `json:"conflict,omitempty"`
+	Conflict *stage.Conflict `json:"conflict,omitempty"`
 }
 
 // notifyTimeout bounds a notifier: the engine's step waits for it.
@@ -146,23 +146,4 @@ func endSummary(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pl
 	}
 	fmt.Fprintf(f, "%s cost summary (the place's last stage ended):\n%s", stamp, b.String())
 	return b.String()
-}
-
-// Conflict is a predicted conflict of a place: with another open place,
-// or with its target's tip ("target <branch>").
-type Conflict struct {
-	Place string   `json:"place"`
-	With  string   `json:"with"`
-	Files []string `json:"files"`
-	// Exact: computed from both tips by git merge-tree; otherwise
-	// predicted from the two places' fingerprints (one is another host's).
-	Exact bool `json:"exact"`
-}
-
-// How says how a conflict was found, for a person.
-func (c Conflict) How() string {
-	if c.Exact {
-		return "git merge-tree, exact"
-	}
-	return "from fingerprints, not exact"
 }

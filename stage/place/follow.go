@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/radar"
 )
 
 // Launch is launch's use case (L1): check that the first stage's agent can
@@ -81,7 +82,7 @@ func AdvanceAll(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advance
 		// a commit in a place is when its conflicts may change;
 		// the radar's answers for its new head are computed now, in this
 		// background run, and a new conflict is told to the notifier.
-		if _, err := RefreshConflicts(ctx, env, o.Repo, o.Place); err != nil {
+		if _, err := radar.RefreshConflicts(ctx, env, o.Repo, o.Place); err != nil {
 			fmt.Fprintf(env.Out, "conflicts of %s: %v\n", o.Place, err)
 		}
 	}
@@ -108,7 +109,7 @@ func openPlaceIDs(ctx context.Context, env *stage.Env, repoDir string) ([]string
 		return nil, err
 	}
 	var ids []string
-	for _, p := range DecodePlaces(records) {
+	for _, p := range stage.DecodePlaces(records) {
 		if p.Phase != stage.PhaseTidied && p.Host == env.Host {
 			ids = append(ids, p.ID)
 		}

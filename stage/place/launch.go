@@ -372,7 +372,7 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps reco
 	}
 	if err != nil {
 		<-ready
-		if _, cerr := stage.ReconcileMaking(ctx, env, repo, store, rec, p, false); cerr != nil {
+		if _, cerr := ReconcileMaking(ctx, env, repo, store, rec, p, false); cerr != nil {
 			return nil, fmt.Errorf("%w (and cleaning up: %v)", err, cerr)
 		}
 		return nil, err
@@ -401,7 +401,7 @@ func repairedOthers(ctx context.Context, env *stage.Env, repo *git.Repo, store *
 	if err != nil {
 		return false
 	}
-	stage.RepairDeadLaunches(ctx, env, repo, records)
+	RepairDeadLaunches(ctx, env, repo, records)
 	return true
 }
 
@@ -465,7 +465,7 @@ func freePlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 		return nil, err
 	}
 	if prev.Phase == stage.PhaseMaking {
-		cleaned, err := stage.ReconcileMaking(ctx, env, repo, store, old, prev, true)
+		cleaned, err := ReconcileMaking(ctx, env, repo, store, old, prev, true)
 		if err != nil {
 			return nil, err
 		}

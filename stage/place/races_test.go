@@ -14,6 +14,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/radar"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -129,7 +130,7 @@ func TestRefreshMergesOnlyThePlacesPairs(t *testing.T) {
 	}
 	env := f.stageEnv(f.env)
 	env.Runner.Path = filepath.Join(bin, "git")
-	if _, err := place.RefreshConflicts(ctx, env, f.dir, "fix--p000"); err != nil {
+	if _, err := radar.RefreshConflicts(ctx, env, f.dir, "fix--p000"); err != nil {
 		t.Fatal(err)
 	}
 	calls, _ := os.ReadFile(log)

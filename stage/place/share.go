@@ -6,6 +6,7 @@ import (
 
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/radar"
 )
 
 // Share syncs the repository's records with remote (R7), after bringing
@@ -18,7 +19,7 @@ func Share(ctx context.Context, env *stage.Env, repoDir, remote string) (*refs.S
 	if err != nil {
 		return nil, err
 	}
-	if err := refreshFingerprints(ctx, env, repoDir, false); err != nil {
+	if err := radar.RefreshFingerprints(ctx, env, repoDir, false); err != nil {
 		fmt.Fprintf(env.Out, "git-flume: %v (the records are shared as they are)\n", err)
 	}
 	return store.Sync(ctx, remote, env.Host)

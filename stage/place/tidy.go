@@ -61,7 +61,7 @@ func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, 
 	if err != nil {
 		return nil, err
 	}
-	wts, err := stage.ListWorktrees(ctx, env, repo, records)
+	wts, err := ListWorktrees(ctx, env, repo, records)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func tidyRecord(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	}
 	switch p.Phase {
 	case stage.PhaseMaking:
-		if _, err := stage.ReconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
+		if _, err := ReconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.ID, err)
 		}
 		return nil, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/radar"
 )
 
 // watchErrors is how many steps in a row may fail before a watcher gives
@@ -36,7 +37,7 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 	}
 	deadline := time.Now().Add(lifetime)
 	failed := 0
-	var rw radarWatch
+	var rw radar.Watch
 	var inbox *broker.Server // the agent's inbox served (A12)
 	defer func() { inbox.Close() }()
 	for time.Now().Before(deadline) {
@@ -67,7 +68,7 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 		if !engine.Watchable(ctx, env, p) || p.Watcher == nil || *p.Watcher != *me {
 			return nil
 		}
-		rw.tick(ctx, env, repo, repoDir, p)
+		rw.Tick(ctx, env, repo, repoDir, p)
 		inbox = serveInbox(ctx, env, p, inbox)
 		// The agent's own hooks (A11), and its branch's reflog: a
 		// sandboxed agent's commit starts no advance of its own (A12).

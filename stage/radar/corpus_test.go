@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // corpusBundle is real history to draw pairs of changes from: the first
@@ -73,7 +74,7 @@ func TestCorpusAgreesWithGitMerge(t *testing.T) {
 	var missed []string
 	for i := 0; i+2 < len(commits) && pairs < corpusPairs; i++ {
 		b, x := commits[i], commits[i+1]
-		var fx *Fingerprint
+		var fx *stage.Fingerprint
 		taken := 0
 		for j := i + 2; j < min(i+14, len(commits)) && taken < 3 && pairs < corpusPairs; j++ {
 			y := commits[j]

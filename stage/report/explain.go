@@ -20,7 +20,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
-	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/radar"
 )
 
 // Explanation is the `explain --json` document, schema 1.
@@ -102,7 +102,7 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	if local && p.Phase == stage.PhaseMade {
 		x.Next = engine.NextStep(p, agentStateOf(a))
 		if x.Next == "" && (a == nil || a.State != "up") {
-			x.Next = place.CatchUpStep(p.Branch, p.Path, conflicts)
+			x.Next = radar.CatchUpStep(p.Branch, p.Path, conflicts)
 		}
 	}
 	return x, nil
@@ -306,10 +306,10 @@ func yesNo(b bool) string {
 }
 
 // placeConflicts are the conflicts known for place p as status shows them.
-func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) []engine.Conflict {
+func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) []stage.Conflict {
 	records, _, err := store.List(ctx, stage.PlacePrefix)
 	if err != nil {
 		return nil
 	}
-	return place.KnownConflicts(env, repo, place.DecodePlaces(records))[p.ID]
+	return radar.KnownConflicts(env, repo, stage.DecodePlaces(records))[p.ID]
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/engine"
-	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/radar"
 )
 
 // StatusOptions select what status shows.
@@ -55,8 +55,8 @@ type PlaceStatus struct {
 	Run *stage.RunSetup `json:"run"`
 	// Conflicts are the conflicts the radar knows for its head as it is:
 	// with its target's tip or another open place, exact.
-	Conflicts []engine.Conflict `json:"conflicts,omitempty"`
-	Stage     StageStatus       `json:"stage"`
+	Conflicts []stage.Conflict `json:"conflicts,omitempty"`
+	Stage     StageStatus      `json:"stage"`
 	// Previous is the stage before the current one, once it ended: what
 	// it delivered and its STAGE REPORT, or report-missing (W2).
 	Previous *StageStatus `json:"previous"`
@@ -219,11 +219,11 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if opts.Place != "" && len(st.Places) > 0 {
 		// One place shown: the radar pairs it with the others too.
 		if all, _, err := store.List(ctx, stage.PlacePrefix); err == nil {
-			places = place.DecodePlaces(all)
+			places = stage.DecodePlaces(all)
 		}
 	}
 	if len(st.Places) > 0 {
-		attachConflicts(st, place.KnownConflicts(env, repo, places))
+		attachConflicts(st, radar.KnownConflicts(env, repo, places))
 	}
 	return st, nil
 }
@@ -231,12 +231,12 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 // attachConflicts gives each place shown its known conflicts; a place of
 // this host that conflicts and has no agent running is told, as its next
 // step, to bring its branch up to date.
-func attachConflicts(st *Status, byPlace map[string][]engine.Conflict) {
+func attachConflicts(st *Status, byPlace map[string][]stage.Conflict) {
 	for i := range st.Places {
 		ps := &st.Places[i]
 		ps.Conflicts = append(ps.Conflicts, byPlace[ps.Place]...)
 		if !ps.Foreign && ps.Stage.Next == "" && (ps.Agent == nil || ps.Agent.State != "up") {
-			ps.Stage.Next = place.CatchUpStep(ps.Branch, ps.Path, ps.Conflicts)
+			ps.Stage.Next = radar.CatchUpStep(ps.Branch, ps.Path, ps.Conflicts)
 		}
 	}
 }

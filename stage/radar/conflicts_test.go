@@ -1,4 +1,4 @@
-package place
+package radar
 
 import (
 	"slices"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/git-flume/git-flume/stage"
-	"github.com/git-flume/git-flume/stage/engine"
 )
 
 // TestLandOrderLandsTheIndependentFirst: a place that conflicts with its
@@ -17,7 +16,7 @@ func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
 		return openPlace{p: &stage.Place{ID: id}, toLand: toLand, finished: finished}
 	}
 	places := []openPlace{place("a", 1, false), place("b", 1, true), place("c", 2, false), place("d", 1, true), place("e", 0, true)}
-	conflicts := []engine.Conflict{
+	conflicts := []stage.Conflict{
 		{Place: "a", With: "c", Files: []string{"x"}}, {Place: "c", With: "a", Files: []string{"x"}},
 		{Place: "c", With: "d", Files: []string{"y", "z"}}, {Place: "d", With: "c", Files: []string{"y", "z"}},
 		{Place: "b", With: "target main", Files: []string{"w"}},
@@ -54,7 +53,7 @@ func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 	known := map[string][]string{
 		"t1:t2": {"x"}, "m:t3": {"y"}, "t1:t4": {"z"}, "t2:t3": nil, "t3:t4": {"w"},
 	}
-	want := map[string][]engine.Conflict{}
+	want := map[string][]stage.Conflict{}
 	all, err := pairConflicts(open, "", func(a, b string) ([]string, bool, error) {
 		files, ok := known[min(a, b)+":"+max(a, b)]
 		return files, ok, nil
@@ -66,7 +65,7 @@ func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 		want[c.Place] = append(want[c.Place], c)
 	}
 	got := cachedConflicts(open, known)
-	norm := func(m map[string][]engine.Conflict) string {
+	norm := func(m map[string][]stage.Conflict) string {
 		var lines []string
 		for _, cs := range m {
 			for _, c := range cs {

@@ -1,4 +1,4 @@
-package place
+package radar
 
 import (
 	"context"
@@ -17,13 +17,13 @@ import (
 // process, the target's tip and the size of the agent's transcript; the
 // radar runs when the target moved (a sibling landed), or when the agent
 // worked on since the last run and RadarEvery has passed.
-type radarWatch struct {
+type Watch struct {
 	target string
 	size   int64
 	last   time.Time
 }
 
-func (w *radarWatch) tick(ctx context.Context, env *stage.Env, repo *git.Repo, repoDir string, p *stage.Place) {
+func (w *Watch) Tick(ctx context.Context, env *stage.Env, repo *git.Repo, repoDir string, p *stage.Place) {
 	target, err := repo.RefValue(ctx, "refs/heads/"+p.Target)
 	if err != nil || target == "" {
 		return
@@ -68,7 +68,7 @@ func (w *radarWatch) tick(ctx context.Context, env *stage.Env, repo *git.Repo, r
 // the pair merges cleanly again; an agent that is not up, or a tell that
 // is refused, is tried again at the next run of the radar, and status's
 // next step says what to do meanwhile.
-func tellTargetConflict(ctx context.Context, env *stage.Env, repo *git.Repo, repoDir string, p *stage.Place, c engine.Conflict) {
+func tellTargetConflict(ctx context.Context, env *stage.Env, repo *git.Repo, repoDir string, p *stage.Place, c stage.Conflict) {
 	key := c.Place + "|" + c.With
 	if readMergeCache(repo).Agents[key] {
 		return

@@ -1,4 +1,4 @@
-package place
+package radar
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
-	"github.com/git-flume/git-flume/stage/radar"
 )
 
 // The conflict radar: which open places would conflict with
@@ -45,7 +44,7 @@ type openPlace struct {
 	// committed head was fetched (its branch pushed and fetched).
 	here bool
 	// fp is the place's fingerprint, when it validates.
-	fp       *radar.Fingerprint
+	fp       *stage.Fingerprint
 	toLand   int  // commits on its branch the target lacks (local only)
 	finished bool // its last stage delivered
 }
@@ -62,12 +61,12 @@ func (o openPlace) landing() bool {
 // this host's open places up to date (their uncommitted work included),
 // then computes every place's conflicts. It writes those records, the
 // radar's cache and the objects git writes (merged trees, snapshots).
-func ReadConflicts(ctx context.Context, env *stage.Env, repoDir string) ([]engine.Conflict, error) {
+func ReadConflicts(ctx context.Context, env *stage.Env, repoDir string) ([]stage.Conflict, error) {
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := refreshFingerprints(ctx, env, repoDir, true); err != nil {
+	if err := RefreshFingerprints(ctx, env, repoDir, true); err != nil {
 		return nil, err
 	}
 	places, err := openPlaces(ctx, env, repo, store)
@@ -84,7 +83,7 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	if err != nil {
 		return nil, err
 	}
-	out := radarPlaces(ctx, env, repo, DecodePlaces(recs))
+	out := radarPlaces(ctx, env, repo, stage.DecodePlaces(recs))
 	for i := range out {
 		o := &out[i]
 		if o.local {
@@ -96,19 +95,6 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == agentrun.StateDelivered || last == stage.StateLanded)
 	}
 	return out, nil
-}
-
-// DecodePlaces are the place records among records that decode.
-func DecodePlaces(records []*refs.Record) []*stage.Place {
-	var out []*stage.Place
-	for _, rec := range records {
-		if strings.HasPrefix(rec.Ref, stage.PlacePrefix) {
-			if p, err := stage.DecodePlace(rec); err == nil {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
 }
 
 // radarPlaces are the made, not dropped places among places: this host's
@@ -165,8 +151,8 @@ func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*
 // involve, only the pairs place involve is in. exact answers a pair of
 // commits that are here (known false: not known, nothing shown); a pair
 // with another host's place not here is answered by the fingerprints.
-func pairConflicts(places []openPlace, involve string, exact func(a, b string) (files []string, known bool, err error)) ([]engine.Conflict, error) {
-	var out []engine.Conflict
+func pairConflicts(places []openPlace, involve string, exact func(a, b string) (files []string, known bool, err error)) ([]stage.Conflict, error) {
+	var out []stage.Conflict
 	for i, a := range places {
 		if !a.landing() {
 			continue
@@ -177,7 +163,7 @@ func pairConflicts(places []openPlace, involve string, exact func(a, b string) (
 				return nil, err
 			}
 			if len(files) > 0 {
-				out = append(out, engine.Conflict{Place: a.p.ID, With: "target " + a.p.Target, Files: files, Exact: true})
+				out = append(out, stage.Conflict{Place: a.p.ID, With: "target " + a.p.Target, Files: files, Exact: true})
 			}
 		}
 		for _, b := range places[i+1:] {
@@ -192,11 +178,11 @@ func pairConflicts(places []openPlace, involve string, exact func(a, b string) (
 					return nil, err
 				}
 			} else {
-				files = radar.Overlap(a.fp, b.fp)
+				files = Overlap(a.fp, b.fp)
 			}
 			if len(files) > 0 {
-				out = append(out, engine.Conflict{Place: a.p.ID, With: b.p.ID, Files: files, Exact: isExact},
-					engine.Conflict{Place: b.p.ID, With: a.p.ID, Files: files, Exact: isExact})
+				out = append(out, stage.Conflict{Place: a.p.ID, With: b.p.ID, Files: files, Exact: isExact},
+					stage.Conflict{Place: b.p.ID, With: a.p.ID, Files: files, Exact: isExact})
 			}
 		}
 	}
@@ -207,7 +193,7 @@ func pairConflicts(places []openPlace, involve string, exact func(a, b string) (
 // involve's), merging in memory through the cache. A run over every pair
 // leaves the cache holding only the pairs of tips it was asked for; a run
 // for one place adds its pairs to it.
-func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace, involve string) ([]engine.Conflict, error) {
+func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace, involve string) ([]stage.Conflict, error) {
 	cache := readMergeCache(repo)
 	used := map[string][]string{}
 	out, err := pairConflicts(places, involve, func(a, b string) ([]string, bool, error) {
@@ -381,7 +367,7 @@ func LandOrder(ctx context.Context, env *stage.Env, repoDir string) ([]LandStep,
 }
 
 // landOrder is LandOrder's decision, pure.
-func landOrder(places []openPlace, conflicts []engine.Conflict) []LandStep {
+func landOrder(places []openPlace, conflicts []stage.Conflict) []LandStep {
 	with := map[string]map[string][]string{}
 	for _, c := range conflicts {
 		if with[c.Place] == nil {
@@ -464,7 +450,7 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 // another host's place. places are every place read, so a place shown
 // alone is still paired with the others. Each place's list names its
 // target first, then the others by name.
-func KnownConflicts(env *stage.Env, repo *git.Repo, places []*stage.Place) map[string][]engine.Conflict {
+func KnownConflicts(env *stage.Env, repo *git.Repo, places []*stage.Place) map[string][]stage.Conflict {
 	open := radarPlaces(context.Background(), env, repo, places)
 	for i := range open {
 		if open[i].local {
@@ -478,14 +464,14 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*stage.Place) map[s
 			if a.here && b.here || !a.landing() || !b.landing() {
 				continue // both here: the cache answers, exactly
 			}
-			if files := radar.Overlap(a.fp, b.fp); len(files) > 0 {
-				byPlace[a.p.ID] = append(byPlace[a.p.ID], engine.Conflict{Place: a.p.ID, With: b.p.ID, Files: files})
-				byPlace[b.p.ID] = append(byPlace[b.p.ID], engine.Conflict{Place: b.p.ID, With: a.p.ID, Files: files})
+			if files := Overlap(a.fp, b.fp); len(files) > 0 {
+				byPlace[a.p.ID] = append(byPlace[a.p.ID], stage.Conflict{Place: a.p.ID, With: b.p.ID, Files: files})
+				byPlace[b.p.ID] = append(byPlace[b.p.ID], stage.Conflict{Place: b.p.ID, With: a.p.ID, Files: files})
 			}
 		}
 	}
 	for _, cs := range byPlace {
-		slices.SortStableFunc(cs, func(x, y engine.Conflict) int {
+		slices.SortStableFunc(cs, func(x, y stage.Conflict) int {
 			xt, yt := strings.HasPrefix(x.With, "target "), strings.HasPrefix(y.With, "target ")
 			if xt != yt {
 				if xt {
@@ -504,23 +490,23 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*stage.Place) map[s
 // matched to the places at those tips (and a place's tip and its target's
 // to its conflict with its target), so the work grows with the conflicts
 // known, not with the square of the places.
-func cachedConflicts(open []openPlace, known map[string][]string) map[string][]engine.Conflict {
+func cachedConflicts(open []openPlace, known map[string][]string) map[string][]stage.Conflict {
 	byTip := map[string][]int{}
 	for i, o := range open {
 		if o.here {
 			byTip[o.tip] = append(byTip[o.tip], i)
 		}
 	}
-	out := map[string][]engine.Conflict{}
+	out := map[string][]stage.Conflict{}
 	add := func(a, b string, files []string) {
 		for _, i := range byTip[a] {
 			x := open[i]
 			if x.local && x.target == b {
-				out[x.p.ID] = append(out[x.p.ID], engine.Conflict{Place: x.p.ID, With: "target " + x.p.Target, Files: files, Exact: true})
+				out[x.p.ID] = append(out[x.p.ID], stage.Conflict{Place: x.p.ID, With: "target " + x.p.Target, Files: files, Exact: true})
 			}
 			for _, j := range byTip[b] {
 				if y := open[j]; j != i {
-					out[x.p.ID] = append(out[x.p.ID], engine.Conflict{Place: x.p.ID, With: y.p.ID, Files: files, Exact: true})
+					out[x.p.ID] = append(out[x.p.ID], stage.Conflict{Place: x.p.ID, With: y.p.ID, Files: files, Exact: true})
 				}
 			}
 		}
@@ -538,7 +524,7 @@ func cachedConflicts(open []openPlace, known map[string][]string) map[string][]e
 
 // CatchUpStep is the next step of a place that conflicts with its target
 // and has no agent to tell; "" when it does not conflict.
-func CatchUpStep(branch, path string, conflicts []engine.Conflict) string {
+func CatchUpStep(branch, path string, conflicts []stage.Conflict) string {
 	for _, c := range conflicts {
 		if target, ok := strings.CutPrefix(c.With, "target "); ok {
 			return fmt.Sprintf("bring %s up to date with %s (git -C %s merge %s) and resolve %s",
@@ -553,7 +539,7 @@ func CatchUpStep(branch, path string, conflicts []engine.Conflict) string {
 // its target's tip and with the other open places into the radar's cache,
 // and tells the notifier of each conflict that is new: one not told of
 // since the pair last merged cleanly. It returns the place's conflicts.
-func RefreshConflicts(ctx context.Context, env *stage.Env, repoDir, id string) ([]engine.Conflict, error) {
+func RefreshConflicts(ctx context.Context, env *stage.Env, repoDir, id string) ([]stage.Conflict, error) {
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -573,15 +559,15 @@ func RefreshConflicts(ctx context.Context, env *stage.Env, repoDir, id string) (
 	if err != nil {
 		return nil, err
 	}
-	now := map[string]engine.Conflict{}
-	var mine []engine.Conflict
+	now := map[string]stage.Conflict{}
+	var mine []stage.Conflict
 	for _, c := range all {
 		if c.Place == id {
 			now[c.Place+"|"+c.With] = c
 			mine = append(mine, c)
 		}
 	}
-	var tell []engine.Conflict
+	var tell []stage.Conflict
 	editMergeCache(ctx, repo, func(cache *mergeCache) bool {
 		changed := false
 		for _, told := range []map[string]bool{cache.Told, cache.Agents} {
@@ -611,7 +597,7 @@ func RefreshConflicts(ctx context.Context, env *stage.Env, repoDir, id string) (
 // open places whose head moved since its record's was taken (or since
 // launch, with none), or, with all, of every one (uncommitted work may
 // have moved under any).
-func refreshFingerprints(ctx context.Context, env *stage.Env, repoDir string, all bool) error {
+func RefreshFingerprints(ctx context.Context, env *stage.Env, repoDir string, all bool) error {
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return err
@@ -620,7 +606,7 @@ func refreshFingerprints(ctx context.Context, env *stage.Env, repoDir string, al
 	if err != nil {
 		return err
 	}
-	for _, o := range radarPlaces(ctx, env, repo, DecodePlaces(recs)) {
+	for _, o := range radarPlaces(ctx, env, repo, stage.DecodePlaces(recs)) {
 		if o.local {
 			if err := refreshFingerprint(ctx, env, repo, store, o.p, o.head, o.target, !all); err != nil {
 				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)
@@ -669,18 +655,18 @@ func refreshFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, sto
 	if _, err := os.Stat(dir); err != nil {
 		dir = "" // its worktree is gone: its commits only
 	}
-	fp, err := radar.Take(ctx, repo, dir, head, target)
+	fp, err := Take(ctx, repo, dir, head, target)
 	if err != nil {
 		return err
 	}
-	if radar.Same(p.Fingerprint, fp) || (p.Fingerprint == nil && len(fp.Files) == 0 && fp.Snapshot == "") {
+	if Same(p.Fingerprint, fp) || (p.Fingerprint == nil && len(fp.Files) == 0 && fp.Snapshot == "") {
 		return nil // nothing new, or nothing yet to tell of
 	}
 	_, err = stage.EditPlace(ctx, store, id, func(p *stage.Place) (string, error) {
 		if err := stage.OwnedHere(env, p); err != nil {
 			return "", err // R7
 		}
-		if radar.Same(p.Fingerprint, fp) {
+		if Same(p.Fingerprint, fp) {
 			return "", refs.ErrNoChange
 		}
 		p.Fingerprint = fp
@@ -694,7 +680,7 @@ func refreshFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, sto
 
 // notifyConflict tells the notifier of a new conflict of place p (issue
 // 30): event "conflict", with what it conflicts with and in which files.
-func notifyConflict(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, c engine.Conflict) {
+func notifyConflict(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, c stage.Conflict) {
 	if p.Parent != nil {
 		return // a delegated place answers to its commissioner, not a person
 	}
