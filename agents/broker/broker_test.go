@@ -193,3 +193,17 @@ func TestInboxOnlyInASandboxForABrokeredVerb_A12(t *testing.T) {
 		}
 	}
 }
+
+func TestARequestAnotherLiveWatcherRunsIsLeftToIt_A12(t *testing.T) {
+	inbox := t.TempDir()
+	id := newID()
+	if err := os.WriteFile(filepath.Join(inbox, id+takenSuffix), []byte(strconv.Itoa(os.Getppid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(context.Background(), inbox, func(context.Context, Request) Result { return Result{} })
+	s.Serve()
+	s.Close()
+	if _, err := os.Lstat(filepath.Join(inbox, id+resSuffix)); err == nil {
+		t.Error("a request a live watcher runs was answered as if that watcher had ended")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 // maxRunning bounds the requests of one inbox running at once (wait
@@ -58,7 +60,7 @@ func (s *Server) Serve() {
 	for _, e := range entries {
 		name := e.Name()
 		if id, ok := strings.CutSuffix(name, takenSuffix); ok && validID(id) && !s.running(id) {
-			if pid := takenBy(filepath.Join(s.inbox, name)); pid != os.Getpid() {
+			if pid := takenBy(filepath.Join(s.inbox, name)); pid != os.Getpid() && !proc.Alive(pid) {
 				s.answer(id, Result{Code: 1, Stderr: fmt.Sprintf("git-flume: the watcher that ran this (pid %d) ended before it answered: what it did is unknown; see git flume status before running it again\n", pid)})
 			}
 			continue
