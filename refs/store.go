@@ -137,6 +137,8 @@ type Store struct {
 	Fault func(point string)
 	// session, when set, carries every transaction (see InSession).
 	session *git.RefSession
+	// backend holds the records: repo, or memory (NewMemory).
+	backend Backend
 }
 
 // InSession returns a copy of the store whose transactions go through
@@ -151,7 +153,7 @@ func (s *Store) InSession(sess *git.RefSession) *Store {
 
 // New returns a store over repo's refs/flume namespace that knows kinds.
 func New(repo *git.Repo, kinds Kinds) *Store {
-	s := &Store{repo: repo, Now: time.Now, Schemas: map[string]int{}, Validators: map[string]Validator{}}
+	s := &Store{repo: repo, backend: repo, Now: time.Now, Schemas: map[string]int{}, Validators: map[string]Validator{}}
 	for _, k := range kinds {
 		s.Schemas[k.Name] = k.Schema
 		if k.Validate != nil {
@@ -209,7 +211,7 @@ func (s *Store) Check(ref string, data []byte) error {
 // ErrNotFound when the ref does not exist, and a *MalformedError or
 // *NewerSchemaError when it cannot be used.
 func (s *Store) Read(ctx context.Context, ref string) (*Record, error) {
-	rf, err := s.repo.ReadRefFile(ctx, ref, StateFile)
+	rf, err := s.backend.ReadRefFile(ctx, ref, StateFile)
 	if errors.Is(err, git.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", ref, ErrNotFound)
 	}
@@ -255,7 +257,7 @@ func (p *Problem) Unwrap() error { return p.Err }
 // that cannot be read are returned as problems, each naming its ref; the
 // others still read (R5). Snapshot refs are not records and are skipped.
 func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Problem, error) {
-	listed, err := s.repo.ListRefs(ctx, prefixes...)
+	listed, err := s.backend.ListRefs(ctx, prefixes...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -267,7 +269,7 @@ func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Pro
 	for i, ref := range commits {
 		ids[i] = ref.ID
 	}
-	blobs, err := s.repo.FilesAt(ctx, ids, StateFile)
+	blobs, err := s.backend.FilesAt(ctx, ids, StateFile)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -424,7 +426,7 @@ func (s *Store) update(ctx context.Context, reflog string, updates []git.RefUpda
 		if s.session != nil {
 			err = s.session.Update(ctx, updates)
 		} else {
-			err = s.repo.UpdateRefsLogged(ctx, reflog, updates)
+			err = s.backend.UpdateRefsLogged(ctx, reflog, updates)
 		}
 		var locked *git.LockedError
 		if !errors.As(err, &locked) {
@@ -483,7 +485,7 @@ func (s *Store) prepare(ctx context.Context, ch Change) (git.RefUpdate, *Record,
 		spec.Parents = []string{ch.Old.Commit}
 	}
 	spec.Parents = append(spec.Parents, ch.Hold...)
-	commit, err := s.repo.WriteState(ctx, StateFile, data, spec)
+	commit, err := s.backend.WriteState(ctx, StateFile, data, spec)
 	if err != nil {
 		return git.RefUpdate{}, nil, fmt.Errorf("write %s: %w", ch.Ref, err)
 	}
