@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,6 +43,9 @@ const (
 	maxRequest = 256 << 10
 	maxArgs    = 64
 	maxOutput  = 1 << 20
+	// maxAnswer bounds an answer's file: two outputs at their bound,
+	// every byte of them escaped by JSON (\u00XX, six bytes each).
+	maxAnswer = 12*maxOutput + 4<<10
 )
 
 // Request is one verb as the agent's git-flume was started with it.
@@ -194,13 +198,16 @@ func await(ctx context.Context, inbox, id string) (Result, error) {
 	req, taken, resPath := filepath.Join(inbox, id+reqSuffix), filepath.Join(inbox, id+takenSuffix), filepath.Join(inbox, id+resSuffix)
 	since := time.Now()
 	for {
-		if data, err := readFile(resPath, 3*maxOutput); err == nil {
+		if data, err := readFile(resPath, maxAnswer); err == nil {
 			_ = os.Remove(resPath)
 			var res Result
 			if err := json.Unmarshal(data, &res); err != nil {
 				return res, fmt.Errorf("the watcher's answer does not read: %w", err)
 			}
 			return res, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			// There, and not an answer to read: waiting would not change it.
+			return Result{}, fmt.Errorf("the watcher's answer cannot be read: %w", err)
 		}
 		if _, err := os.Lstat(req); err == nil && time.Since(since) > untakenFor {
 			if os.Remove(req) == nil {

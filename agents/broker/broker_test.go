@@ -207,3 +207,25 @@ func TestARequestAnotherLiveWatcherRunsIsLeftToIt_A12(t *testing.T) {
 		t.Error("a request a live watcher runs was answered as if that watcher had ended")
 	}
 }
+
+// TestAnAnswerAtItsBoundsIsRead_A12: the longest answer a watcher writes
+// (two outputs at their bound, every byte escaped by JSON) reaches the
+// agent, cut where the watcher cut it; none leaves it waiting.
+func TestAnAnswerAtItsBoundsIsRead_A12(t *testing.T) {
+	inbox := t.TempDir()
+	noisy := strings.Repeat("\x01", 2*maxOutput)
+	s := NewServer(context.Background(), inbox, func(context.Context, Request) Result {
+		return Result{Code: 0, Stdout: noisy, Stderr: noisy}
+	})
+	defer s.Close()
+	done := make(chan struct{})
+	go serveUntil(s, done)
+	defer close(done)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := Forward(ctx, inbox, []string{"wait", "fix--one"}, "/", &out, &errb)
+	if code != 0 || out.Len() < maxOutput || !strings.HasSuffix(out.String(), "(cut by the place's watcher)\n") {
+		t.Errorf("Forward = %d with %d bytes out (%q…), want the cut output", code, out.Len(), errb.String()[:min(80, errb.Len())])
+	}
+}

@@ -125,7 +125,9 @@ func (s *Server) start(id string) {
 func (s *Server) answer(id string, res Result) {
 	res.Stdout, res.Stderr = bound(res.Stdout), bound(res.Stderr)
 	data, _ := json.Marshal(res)
-	_ = writeNew(s.inbox, id+resSuffix, data)
+	if writeNew(s.inbox, id+resSuffix, data) != nil {
+		return // taken still: once this watcher ends, the next says it was lost
+	}
 	_ = os.Remove(filepath.Join(s.inbox, id+takenSuffix))
 }
 

@@ -483,7 +483,7 @@ func tidyCommand(a *app) *cli.Command {
 				report.WriteTidy(a.io.Out, results, dry)
 			}
 			if err == nil && !dry && slices.ContainsFunc(results, func(r place.TidyResult) bool { return r.Kept != "" }) {
-				return silentExit{exitError} // each kept place is named above
+				return silentExit{exitError} // T2: each kept place is named above
 			}
 			return err
 		},

@@ -21,7 +21,7 @@ import (
 // place's worktree and branch go at the next tidy, by the usual rules.
 // A delegated place is dropped under its commissioner's delegation lock,
 // and one whose delegation was closed meanwhile (accepted, rolled back)
-// is not: that verb won.
+// is not: that verb won, and only one of them says it succeeded (X5).
 func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {

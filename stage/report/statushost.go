@@ -29,10 +29,11 @@ type RepoStatus struct {
 }
 
 // ReadHostStatus reads the status of every repository in the host's index
-// (the user's global flume.repository values), all at once, within the
-// engine's HostReadTimeout: one that cannot be read in it (a HEAD that
-// blocks, a disk that hangs) is named, and the others print. It writes nothing: a repository gone from disk
-// is reported, never dropped from the index. Cancelling ctx returns at
+// (S1; the user's global flume.repository values), all at once, within
+// the engine's HostReadTimeout: one that cannot be read in it (a HEAD that
+// blocks, a disk that hangs) is named, and the others print. It writes
+// nothing: a repository gone from disk is reported, never dropped from
+// the index. Cancelling ctx returns at
 // once, whatever a read is stuck in.
 func ReadHostStatus(ctx context.Context, env *stage.Env, all bool) (*HostStatus, error) {
 	repos, err := env.Runner.GlobalConfigAll(ctx, stage.RepositoryKey)

@@ -64,9 +64,15 @@ func dirBeneath(root *os.File, rel string) (*os.File, error) {
 // linkError says what opening folder name as a folder met.
 func linkError(name string, err error) error {
 	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-		return fmt.Errorf("%s is a symbolic link or not a folder in the place: nothing is written through it", name)
+		return errors.New(throughLink(name))
 	}
 	return err
+}
+
+// throughLink is why nothing goes to a path of the place below name, a
+// link (or no folder) there.
+func throughLink(name string) string {
+	return name + " is a symbolic link or not a folder in the place: nothing is written through it"
 }
 
 // copyBeneath copies the regular file src (never a link) to rel below the

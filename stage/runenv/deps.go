@@ -146,7 +146,7 @@ func pruneTemplates(root, key string) {
 func depsWanted(p *stage.Place, d stage.RunDecl) (want, kept []string) {
 	for _, f := range d.Deps {
 		if link := linkIn(p.Path, f); link != "" {
-			kept = append(kept, f+": "+link+" is a symbolic link or not a folder in the place")
+			kept = append(kept, f+": "+throughLink(link))
 		} else if _, err := os.Lstat(filepath.Join(p.Path, f)); err == nil {
 			kept = append(kept, f+": the place has one already")
 		} else {

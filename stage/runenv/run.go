@@ -366,7 +366,7 @@ func copyEnvFiles(ctx context.Context, repo *git.Repo, p *stage.Place, globs []s
 		if strings.HasPrefix(rel, "..") {
 			f.Skipped = "outside the main checkout"
 		} else if link := linkIn(p.Path, rel); link != "" {
-			f.Skipped = link + " is a symbolic link or not a folder in the place: nothing is written through it"
+			f.Skipped = throughLink(link)
 		}
 		files = append(files, f)
 	}
@@ -574,7 +574,7 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 // every process listening on its leased ports with the job that started
 // it (npm start, sh -c, nodemon: its ancestors in its process group that
 // work inside the place), each sent SIGTERM, then SIGKILL, and verified
-// gone. A process flume did not start that is in none of those but works
+// gone (X5). A process flume did not start that is in none of those but works
 // inside the place (a person's shell, an editor) is never signalled: the
 // place is kept, naming it. Nor is a process of another user, whatever
 // port it holds. The calling process, its ancestors, and flume's and
