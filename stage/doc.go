@@ -1,9 +1,8 @@
-// Package stage holds what every workflow reads of a place: its record at
-// refs/flume/places/<kind>--<name> (stages, agent runs, delegation,
-// readying, the runnable part), the checks that treat a record as
-// untrusted input (R5), the typed reads and CAS edits of it, the
-// repository's .flume/config with its kinds and roles, and the Env that
-// every command carries.
+// Package stage holds what every workflow carries besides a place's record
+// (stage/record): the repository's .flume/config with its kinds, roles and
+// [run] section, the Env of a command, the engine's and the verbs'
+// options, readying, the locks a repository's workflows share, and the
+// checks made before flume acts on a place here (CheckHome).
 //
 // The workflows sit above it: stage/engine moves stages, stage/place makes,
 // follows and tidies places, stage/delegation resolves delegated places,

@@ -8,16 +8,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/agents/sandbox"
 )
-
-// StateLanded is a submit stage's delivery (S1): its branch landed on its
-// target. Every other state, what blocks a stage and the messages its
-// agent may be told are the run lifecycle's own (agents/run): one
-// spelling each.
-const StateLanded = "landed"
 
 // EngineOptions tune how stages start and are watched.
 type EngineOptions struct {

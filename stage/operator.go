@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // RefusedError is an operator action refused before anything was typed or
@@ -32,7 +33,7 @@ type PlaceOptions struct {
 }
 
 // OwnedHere refuses a place another host owns (R7): only its owner writes it.
-func OwnedHere(env *Env, p *Place) error {
+func OwnedHere(env *Env, p *record.Place) error {
 	if p.Host != env.Host {
 		return &RefusedError{Place: p.ID, Reason: fmt.Sprintf("owned by host %s, and only its owner changes it: act on %s", p.Host, p.Host)}
 	}

@@ -14,12 +14,13 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // StepEnv is the whole environment of a repository step (L2, X4): the
 // step policy of internal/proc, with the place's FLUME_* variables.
-func StepEnv(caller []string, p *Place) []string {
-	return proc.StepEnv(caller, append(RunVars(p),
+func StepEnv(caller []string, p *record.Place) []string {
+	return proc.StepEnv(caller, append(record.RunVars(p),
 		"FLUME_PLACE="+p.ID,
 		"FLUME_KIND="+p.PlaceKind,
 		"FLUME_NAME="+p.Name,
@@ -134,9 +135,9 @@ func OpenLog(commonDir, id string) (*os.File, error) {
 // Ready runs the readying steps in a place and records the outcome with it
 // (L2). A failure is recorded and returned as a *StepFailure; the place
 // stays.
-func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *Place, steps []Step) (*refs.Record, error) {
-	p.Ready = &ReadyResult{Steps: len(steps), Running: &Proc{PID: env.PID, Host: env.Host}}
-	if _, err := SavePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
+func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, steps []Step) (*refs.Record, error) {
+	p.Ready = &record.ReadyResult{Steps: len(steps), Running: &record.Proc{PID: env.PID, Host: env.Host}}
+	if _, err := record.SavePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
 		return nil, err
 	}
 	log, err := OpenLog(repo.CommonDir, p.ID)
@@ -145,7 +146,7 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 	}
 	defer log.Close()
 	runErr := RunSteps(ctx, steps, p.Path, StepEnv(env.CallerEnv, p), "ready", env.Out, log)
-	result := &ReadyResult{OK: runErr == nil, Steps: len(steps)}
+	result := &record.ReadyResult{OK: runErr == nil, Steps: len(steps)}
 	msg := "ready " + p.ID + ": ok"
 	var failure *StepFailure
 	if errors.As(runErr, &failure) {
@@ -154,7 +155,7 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 	}
 	// Others may have moved the record meanwhile (a drop, a claim); only
 	// the readying result is ours to set.
-	rec, err = EditPlace(ctx, store, p.ID, func(cur *Place) (string, error) {
+	rec, err = record.EditPlace(ctx, store, p.ID, func(cur *record.Place) (string, error) {
 		cur.Ready = result
 		*p = *cur
 		return msg, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/charmbracelet/log"
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/broker"
 	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/agents/sandbox"
@@ -26,6 +26,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
 
@@ -129,7 +130,7 @@ func (a *app) now() time.Time {
 
 // recordKinds are every record kind git-flume reads and writes, wired
 // here once from the packages that own them.
-var recordKinds = refs.Kinds{refs.ClaimKind, stage.PlaceKind, runenv.LeaseKind, request.WorkspaceKind, request.ReservationKind}
+var recordKinds = refs.Kinds{refs.ClaimKind, record.PlaceKind, runenv.LeaseKind, request.WorkspaceKind, request.ReservationKind}
 
 // store opens the state store of the repository containing dir.
 func (a *app) store(ctx context.Context, dir string) (*refs.Store, error) {

@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/internal/term"
-	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/radar"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 func conflictsCommand(a *app) *cli.Command {
@@ -32,7 +32,7 @@ func conflictsCommand(a *app) *cli.Command {
 			}
 			if c.Bool("json") {
 				if cs == nil {
-					cs = []stage.Conflict{}
+					cs = []record.Conflict{}
 				}
 				if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "conflicts": cs}); err != nil {
 					return err
@@ -93,7 +93,7 @@ func landOrderCommand(a *app) *cli.Command {
 }
 
 // notExact marks a conflict predicted from fingerprints.
-func notExact(c stage.Conflict) string {
+func notExact(c record.Conflict) string {
 	if c.Exact {
 		return ""
 	}

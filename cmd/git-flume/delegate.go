@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/delegation"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -53,7 +54,7 @@ func unblockCommand(a *app) *cli.Command {
 }
 
 func delegateTextCommand(a *app, name, flag, usage string, required bool,
-	run func(context.Context, *stage.Env, delegation.Options) (*stage.Place, error)) *cli.Command {
+	run func(context.Context, *stage.Env, delegation.Options) (*record.Place, error)) *cli.Command {
 	text := "TEXT"
 	if required {
 		text = "REASON"

@@ -15,6 +15,7 @@ import (
 	"github.com/git-flume/git-flume/internal/mcpserver"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -100,7 +101,7 @@ func (a *app) mcpTools(repo string) []mcpserver.Tool {
 			func(ctx context.Context, in mcpStatusIn, out, _ io.Writer) error {
 				opts := report.StatusOptions{Repo: repo, All: in.All}
 				if in.Place != "" {
-					id, err := stage.PlaceID(in.Place)
+					id, err := record.PlaceID(in.Place)
 					if err != nil {
 						return err
 					}

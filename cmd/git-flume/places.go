@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -91,7 +92,7 @@ func onePlace(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
 		return "", usagef("%s: want exactly one PLACE (<kind>--<name> or <kind>/<name>), got %d arguments", c.Command.Name, c.NArg())
 	}
-	return stage.PlaceID(c.Args().First())
+	return record.PlaceID(c.Args().First())
 }
 
 func launchCommand(a *app) *cli.Command {
@@ -200,7 +201,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 
 // printLaunched says what a launch made (report.WriteLaunched), with what
 // moves its first stage on when it waits for someone.
-func (a *app) printLaunched(ctx context.Context, repo string, p *stage.Place, out io.Writer) {
+func (a *app) printLaunched(ctx context.Context, repo string, p *record.Place, out io.Writer) {
 	next := ""
 	switch p.Stages[p.Current].State {
 	case agentrun.StateBlocked, agentrun.StateNeverStarted, agentrun.StateWaiting, agentrun.StateUnknown:
@@ -254,7 +255,7 @@ func statusCommand(a *app) *cli.Command {
 				return usagef("status: at most one PLACE")
 			}
 			if c.NArg() == 1 {
-				id, err := stage.PlaceID(c.Args().First())
+				id, err := record.PlaceID(c.Args().First())
 				if err != nil {
 					return err
 				}
@@ -436,7 +437,7 @@ func dropCommand(a *app) *cli.Command {
 }
 
 // dropNote says what became of a dropped place's agent.
-func dropNote(p *stage.Place) string {
+func dropNote(p *record.Place) string {
 	a := p.Stages[p.Current].Agent
 	switch {
 	case a == nil:

@@ -7,12 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
@@ -20,6 +19,7 @@ import (
 	"github.com/git-flume/git-flume/stage/delegation"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -121,33 +121,7 @@ func waitCommand(a *app) *cli.Command {
 						return err
 					}
 				} else {
-					line := fmt.Sprintf("%s: stage %s %s", o.Place, o.Stage, o.State)
-					switch {
-					case o.Delivered != "":
-						line += ": " + o.Delivered
-					case o.Need != "" && o.Role != "":
-						line += ": its " + o.Role + " needs " + o.Need
-					case o.Need != "":
-						line += ": needs " + o.Need
-					case o.Reason != "":
-						line += ": " + o.Reason
-					}
-					if o.Next != "" {
-						line += "; stage " + o.Next + " started"
-					}
-					if o.ReportMissing {
-						line += " (report-missing)"
-					}
-					if o.Delegation != "" {
-						line += "; delegation " + o.Delegation
-					}
-					fmt.Fprintln(a.io.Out, line)
-					if len(o.LastTools) > 0 {
-						fmt.Fprintf(a.io.Out, "last tool calls: %s\n", strings.Join(o.LastTools, " | "))
-					}
-					if r := o.Report; r != nil {
-						fmt.Fprintf(a.io.Out, "report:\n  done: %s\n  files: %s\n  notes: %s\n  blockers: %s\n", r.Done, r.Files, r.Notes, r.Blockers)
-					}
+					report.WriteWaited(a.io.Out, o)
 				}
 			}
 			return err
@@ -180,7 +154,7 @@ func tellCommand(a *app) *cli.Command {
 // out, for `tell` and the MCP tell tool. The place may be named as a
 // path.
 func (a *app) tell(ctx context.Context, o engine.TellOptions, out io.Writer) error {
-	id, err := stage.PlaceID(o.Place)
+	id, err := record.PlaceID(o.Place)
 	if err != nil {
 		return err
 	}
@@ -239,7 +213,7 @@ func attachCommand(a *app) *cli.Command {
 	}
 }
 
-func restartCommand(a *app, name, usage string, run func(context.Context, *stage.Env, stage.PlaceOptions) (*stage.Place, error)) *cli.Command {
+func restartCommand(a *app, name, usage string, run func(context.Context, *stage.Env, stage.PlaceOptions) (*record.Place, error)) *cli.Command {
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
@@ -259,7 +233,7 @@ func restartCommand(a *app, name, usage string, run func(context.Context, *stage
 				return err
 			}
 			st := p.Stages[p.Current]
-			if st.State == stage.StagePending {
+			if st.State == record.StagePending {
 				// Nothing started it: this command starts no agents
 				// (FLUME_PANE=none); say so, never "a fresh agent".
 				fmt.Fprintf(a.io.Out, "%s: stage %s pending: no agent was started here (pane none); git flume advance %s starts it\n", id, st.Name, id)

@@ -12,12 +12,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Row is one agent run's use, from its transcript (W6): every run of
@@ -77,13 +78,13 @@ const (
 
 // runOutcome is how run a of stage st of place p ended, delivered saying
 // whether it delivered its stage.
-func runOutcome(p *stage.Place, st *stage.StageRecord, a *agentrun.Agent, delivered bool) string {
+func runOutcome(p *record.Place, st *record.StageRecord, a *agentrun.Agent, delivered bool) string {
 	switch {
-	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack:
+	case p.Parent != nil && p.Parent.Outcome == record.OutcomeRolledBack:
 		return RunRolledBack
 	case delivered:
 		return RunFinished
-	case a == st.Agent && !a.Ended && p.Phase == stage.PhaseMade && p.Dropped == nil:
+	case a == st.Agent && !a.Ended && p.Phase == record.PhaseMade && p.Dropped == nil:
 		return RunRunning
 	case a == st.Agent && (st.State == agentrun.StateBlocked || st.State == agentrun.StateWaiting || st.State == agentrun.StateStuck || st.State == agentrun.StateParked):
 		return RunBlocked
@@ -163,7 +164,7 @@ func Read(ctx context.Context, env *stage.Env, repoDir, only string) (*Table, er
 		}
 		for si := range p.Stages {
 			st := &p.Stages[si]
-			runs := stage.StageRuns(st)
+			runs := record.StageRuns(st)
 			for i, a := range runs {
 				var next *agentrun.Agent
 				if i+1 < len(runs) {
@@ -171,7 +172,7 @@ func Read(ctx context.Context, env *stage.Env, repoDir, only string) (*Table, er
 				}
 				// A run whose session the next one resumed had delivered:
 				// only a delivered stage is reopened.
-				delivered := i == len(runs)-1 && (st.State == agentrun.StateDelivered || st.State == stage.StateLanded) || next != nil && next.Resumed
+				delivered := i == len(runs)-1 && (st.State == agentrun.StateDelivered || st.State == record.StateLanded) || next != nil && next.Resumed
 				row, missing := runCost(p, st, a, next, st.Runs-len(runs)+i+1, delivered, prices, p.Host == env.Host)
 				row.stage, row.Outcome = si, runOutcome(p, st, a, delivered)
 				if p.Parent != nil {
@@ -194,13 +195,13 @@ func Read(ctx context.Context, env *stage.Env, repoDir, only string) (*Table, er
 
 // readPlaces reads place only and every place it delegated, all the way
 // down, or, with only "", every place of the repository in id order.
-func readPlaces(ctx context.Context, store *refs.Store, only string) ([]*stage.Place, error) {
-	var places []*stage.Place
+func readPlaces(ctx context.Context, store *refs.Store, only string) ([]*record.Place, error) {
+	var places []*record.Place
 	if only != "" {
 		// The place and every place it delegated, all the way down.
 		for queue := []string{only}; len(queue) > 0; queue = queue[1:] {
-			_, p, err := stage.ReadPlace(ctx, store, queue[0])
-			var nf *stage.NotFoundError
+			_, p, err := record.ReadPlace(ctx, store, queue[0])
+			var nf *record.NotFoundError
 			if errors.As(err, &nf) && queue[0] != only {
 				continue
 			}
@@ -211,12 +212,12 @@ func readPlaces(ctx context.Context, store *refs.Store, only string) ([]*stage.P
 			queue = append(queue, p.Children...)
 		}
 	} else {
-		records, _, err := store.List(ctx, stage.PlacePrefix)
+		records, _, err := store.List(ctx, record.PlacePrefix)
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range records {
-			if p, err := stage.DecodePlace(rec); err == nil {
+			if p, err := record.DecodePlace(rec); err == nil {
 				places = append(places, p)
 			}
 		}
@@ -228,8 +229,8 @@ func readPlaces(ctx context.Context, store *refs.Store, only string) ([]*stage.P
 // delegationTree orders rows as the places' tree: each place's
 // rows, then those of the places it delegated, indented by depth; and sets
 // on each run that delegated the finished descendants' cost.
-func delegationTree(places []*stage.Place, rows []Row) []Row {
-	t := &costTree{rows: rows, byPlace: map[string][]int{}, byID: map[string]*stage.Place{}, done: map[string]bool{}}
+func delegationTree(places []*record.Place, rows []Row) []Row {
+	t := &costTree{rows: rows, byPlace: map[string][]int{}, byID: map[string]*record.Place{}, done: map[string]bool{}}
 	for i, r := range rows {
 		t.byPlace[r.Place] = append(t.byPlace[r.Place], i)
 	}
@@ -253,14 +254,14 @@ func delegationTree(places []*stage.Place, rows []Row) []Row {
 type costTree struct {
 	rows    []Row
 	byPlace map[string][]int
-	byID    map[string]*stage.Place
+	byID    map[string]*record.Place
 	out     []Row
 	done    map[string]bool
 }
 
 // children are the places p delegated whose records say so too.
-func (t *costTree) children(p *stage.Place) []*stage.Place {
-	var out []*stage.Place
+func (t *costTree) children(p *record.Place) []*record.Place {
+	var out []*record.Place
 	for _, id := range p.Children {
 		if c, ok := t.byID[id]; ok && c.Parent != nil && c.Parent.Parent == p.ID {
 			out = append(out, c)
@@ -272,7 +273,7 @@ func (t *costTree) children(p *stage.Place) []*stage.Place {
 // finished is the cost of p's finished runs and its descendants', and how
 // many of them are unpriced; seen guards against a cycle no valid tree
 // makes, counting each place once.
-func (t *costTree) finished(p *stage.Place, seen map[string]bool) (sum float64, unpriced int) {
+func (t *costTree) finished(p *record.Place, seen map[string]bool) (sum float64, unpriced int) {
 	if seen[p.ID] {
 		return 0, 0
 	}
@@ -295,7 +296,7 @@ func (t *costTree) finished(p *stage.Place, seen map[string]bool) (sum float64, 
 
 // visit puts out p's rows at depth, each run that delegated carrying its
 // finished children's cost, then its children's rows one deeper.
-func (t *costTree) visit(p *stage.Place, depth int) {
+func (t *costTree) visit(p *record.Place, depth int) {
 	if t.done[p.ID] {
 		return
 	}
@@ -326,7 +327,7 @@ const costNone = "none"
 // if any): its transcript's tokens and cost, read only for a place of this
 // host (local), since a record's paths are another host's otherwise. It
 // also returns the models that want a price.
-func runCost(p *stage.Place, st *stage.StageRecord, a, next *agentrun.Agent, n int, delivered bool, prices map[string]stage.Price, local bool) (Row, []string) {
+func runCost(p *record.Place, st *record.StageRecord, a, next *agentrun.Agent, n int, delivered bool, prices map[string]stage.Price, local bool) (Row, []string) {
 	row := Row{Place: p.ID, Stage: st.Name, Run: max(n, 1), Agent: a.Program, Delivered: delivered, Models: []string{}}
 	if a.Transcript == "" {
 		row.CostFrom = costNone

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // TestDelegationTreeSumsFinishedChildren_W6: rows follow the places' tree
@@ -16,10 +16,10 @@ import (
 // shown once.
 func TestDelegationTreeSumsFinishedChildren_W6(t *testing.T) {
 	dollars := func(f float64) *float64 { return &f }
-	child := func(id, parent string, stageIdx, run int) *stage.Place {
-		return &stage.Place{ID: id, Parent: &stage.Delegation{Parent: parent, Stage: stageIdx, Run: run}}
+	child := func(id, parent string, stageIdx, run int) *record.Place {
+		return &record.Place{ID: id, Parent: &record.Delegation{Parent: parent, Stage: stageIdx, Run: run}}
 	}
-	places := []*stage.Place{
+	places := []*record.Place{
 		{ID: "a--p", Children: []string{"b--c", "b--r"}},
 		child("b--c", "a--p", 0, 1),
 		child("b--r", "a--p", 0, 2),

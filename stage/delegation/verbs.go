@@ -12,6 +12,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Options name a delegated place and what its commissioner says.
@@ -25,7 +26,7 @@ type Options struct {
 // then takes its commissioner's delegation lock and reads it again: the
 // caller decides from what the verb that ran before it left. It returns
 // the unlock.
-func lockedDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*stage.Place, func(), error) {
+func lockedDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*record.Place, func(), error) {
 	p, err := readDelegated(ctx, env, store, o, verb)
 	if err != nil {
 		return nil, nil, err
@@ -45,7 +46,7 @@ func lockedDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o s
 // blocked stage whose deliverable arrived is delivered), then reads it
 // through the session gate (R8) and refuses a caller who is neither its
 // commissioner nor a person.
-func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*stage.Place, error) {
+func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*record.Place, error) {
 	// Bring the record up to what its agent did; the gate reads it as it
 	// is either way, and a step that fails is taken again by the next.
 	_, _ = engine.Advance(ctx, env, o.Repo, o.Place)
@@ -63,7 +64,7 @@ func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o sta
 // as landed. A place with an open delegation of its own is refused; so is
 // a merge git refuses (a conflict, or local changes it would overwrite),
 // with git's words and nothing changed.
-func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
+func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
 	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -73,14 +74,14 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.P
 		return nil, err
 	}
 	defer unlock()
-	switch state := stage.DelegationState(p); {
-	case state == stage.DelegationRolledBack:
-		return nil, &stage.LostError{Place: p.ID, Verb: "accept", Outcome: stage.OutcomeRolledBack}
+	switch state := record.DelegationState(p); {
+	case state == record.DelegationRolledBack:
+		return nil, &stage.LostError{Place: p.ID, Verb: "accept", Outcome: record.OutcomeRolledBack}
 	case p.Dropped != nil && p.Parent.Outcome == "":
 		return nil, &stage.LostError{Place: p.ID, Verb: "accept", Outcome: "dropped"}
-	case state == stage.DelegationAccepted && closedBefore(p):
+	case state == record.DelegationAccepted && closedBefore(p):
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "it was already accepted: its work is on " + p.Target + keptNote(p)}
-	case state == stage.DelegationFinished, state == stage.DelegationAccepted:
+	case state == record.DelegationFinished, state == record.DelegationAccepted:
 	default:
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "it is " + state + ", not finished: only a finished delegation is accepted"}
 	}
@@ -89,15 +90,15 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.P
 	} else if open != "" {
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "its own delegated place " + open + " is still open: resolve it first"}
 	}
-	if p.Phase == stage.PhaseMade {
+	if p.Phase == record.PhaseMade {
 		if err := mergeIntoCommissioner(ctx, env, repo, store, p); err != nil {
 			return nil, err
 		}
 	}
 	env.FaultAt("accept:merged")
-	if _, err := stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
+	if _, err := record.EditPlace(ctx, store, p.ID, func(cur *record.Place) (string, error) {
 		switch {
-		case cur.Parent == nil || cur.Parent.Outcome == stage.OutcomeAccepted:
+		case cur.Parent == nil || cur.Parent.Outcome == record.OutcomeAccepted:
 			return "", refs.ErrNoChange
 		case cur.Parent.Outcome != "":
 			// Never overwritten: the lock makes this a record edited by
@@ -107,7 +108,7 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.P
 			return "", &stage.LostError{Place: cur.ID, Verb: "accept", Outcome: "dropped"}
 		}
 		at := env.NowUTC()
-		cur.Parent.Outcome, cur.Parent.Closed = stage.OutcomeAccepted, &at
+		cur.Parent.Outcome, cur.Parent.Closed = record.OutcomeAccepted, &at
 		return "accept " + cur.ID + ": its work is on " + cur.Target, nil
 	}); err != nil {
 		return nil, err
@@ -120,13 +121,13 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.P
 // its end: p is tidied, or that verb's tidy kept it and it settled. A
 // delegation closed but not settled is a verb cut short, which a rerun
 // finishes.
-func closedBefore(p *stage.Place) bool {
-	return p.Phase == stage.PhaseTidied || p.Parent.Settled
+func closedBefore(p *record.Place) bool {
+	return p.Phase == record.PhaseTidied || p.Parent.Settled
 }
 
 // keptNote says why a closed delegation's place is still there.
-func keptNote(p *stage.Place) string {
-	if p.Phase == stage.PhaseTidied {
+func keptNote(p *record.Place) string {
+	if p.Phase == record.PhaseTidied {
 		return ""
 	}
 	kept := "its tidy kept it"
@@ -138,8 +139,8 @@ func keptNote(p *stage.Place) string {
 
 // mergeIntoCommissioner merges p's branch head into its commissioner's
 // branch, in the commissioner's work tree, unless it is there already.
-func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) error {
-	_, parent, err := stage.ReadPlace(ctx, store, p.Parent.Parent)
+func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place) error {
+	_, parent, err := record.ReadPlace(ctx, store, p.Parent.Parent)
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, 
 	// the commissioner's stage records what it accepts before
 	// the merge moves its branch, so its engine never takes the child's
 	// commits (or the merge of them) for its own deliverable.
-	if _, err := stage.EditPlace(ctx, store, parent.ID, func(cur *stage.Place) (string, error) {
+	if _, err := record.EditPlace(ctx, store, parent.ID, func(cur *record.Place) (string, error) {
 		st := &cur.Stages[cur.Current]
 		if slices.Contains(st.Accepted, head) {
 			return "", refs.ErrNoChange
@@ -181,15 +182,15 @@ func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, 
 // tidy keeps it names (a dirty work tree, say), and the delegation is
 // recorded settled: the verb ran to its end, and one run after it says the
 // delegation was already closed instead of doing it again.
-func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions) (*stage.Place, error) {
+func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions) (*record.Place, error) {
 	if _, err := place.Tidy(ctx, env, place.TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
 		return nil, err
 	}
-	_, p, err := stage.ReadPlace(ctx, store, o.Place)
-	if err != nil || p.Phase == stage.PhaseTidied {
+	_, p, err := record.ReadPlace(ctx, store, o.Place)
+	if err != nil || p.Phase == record.PhaseTidied {
 		return p, err
 	}
-	rec, err := stage.EditPlace(ctx, store, o.Place, func(cur *stage.Place) (string, error) {
+	rec, err := record.EditPlace(ctx, store, o.Place, func(cur *record.Place) (string, error) {
 		if cur.Parent == nil || cur.Parent.Outcome == "" || cur.Parent.Settled {
 			return "", refs.ErrNoChange
 		}
@@ -199,13 +200,13 @@ func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o sta
 	if err != nil {
 		return nil, err
 	}
-	return stage.DecodePlace(rec)
+	return record.DecodePlace(rec)
 }
 
 // Reopen sends a finished delegated place back: a fresh agent
 // on its current stage, told why after the stage's prompt; the stage must
 // deliver again from where the branch is now.
-func Reopen(ctx context.Context, env *stage.Env, o Options) (*stage.Place, error) {
+func Reopen(ctx context.Context, env *stage.Env, o Options) (*record.Place, error) {
 	if o.Text == "" {
 		return nil, fmt.Errorf("reopen needs the reason (--why)")
 	}
@@ -220,18 +221,18 @@ func Reopen(ctx context.Context, env *stage.Env, o Options) (*stage.Place, error
 	defer unlock()
 	return engine.RestartStage(ctx, env, o.PlaceOptions, engine.RestartRules{Verb: "reopen", Delivered: true, Resume: true,
 		Followup: "Your commissioner reopened this stage: " + o.Text,
-		Check:    delegatedIn(env, "reopen", stage.DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
+		Check:    delegatedIn(env, "reopen", record.DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
 }
 
 // delegatedIn is restart's check for a commissioner's verb: the caller is
 // the place's commissioner or a person, and the delegation stands in
 // state, else it is refused with why.
-func delegatedIn(env *stage.Env, verb, state, why string) func(*stage.Place) error {
-	return func(p *stage.Place) error {
+func delegatedIn(env *stage.Env, verb, state, why string) func(*record.Place) error {
+	return func(p *record.Place) error {
 		if err := checkCommissioner(env, p, verb); err != nil {
 			return err
 		}
-		if got := stage.DelegationState(p); got != state {
+		if got := record.DelegationState(p); got != state {
 			return &stage.RefusedError{Place: p.ID, Reason: "it is " + got + ", " + why}
 		}
 		return nil
@@ -242,7 +243,7 @@ func delegatedIn(env *stage.Env, verb, state, why string) func(*stage.Place) err
 // agent that is up and waiting or quiet is told it, confirmed in its
 // transcript (A4); otherwise the stage starts again with a fresh agent,
 // told the text after the stage's prompt.
-func Unblock(ctx context.Context, env *stage.Env, o Options) (*stage.Place, error) {
+func Unblock(ctx context.Context, env *stage.Env, o Options) (*record.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -252,7 +253,7 @@ func Unblock(ctx context.Context, env *stage.Env, o Options) (*stage.Place, erro
 		return nil, err
 	}
 	defer unlock()
-	blocked := delegatedIn(env, "unblock", stage.DelegationBlocked, "not blocked: nothing to unblock")
+	blocked := delegatedIn(env, "unblock", record.DelegationBlocked, "not blocked: nothing to unblock")
 	if err := blocked(p); err != nil {
 		return nil, err
 	}
@@ -264,7 +265,7 @@ func Unblock(ctx context.Context, env *stage.Env, o Options) (*stage.Place, erro
 		if err := engine.Tell(ctx, env, engine.TellOptions(o)); err != nil { // unblock tells its answer
 			return nil, err
 		}
-		_, p, err := stage.ReadPlace(ctx, store, o.Place)
+		_, p, err := record.ReadPlace(ctx, store, o.Place)
 		return p, err
 	}
 	how := engine.RestartRules{Verb: "unblock", Check: blocked}
@@ -282,7 +283,7 @@ func Unblock(ctx context.Context, env *stage.Env, o Options) (*stage.Place, erro
 // their state as it delegated. Nothing is lost: every state replaced is
 // kept first in a snapshot under refs/flume/snapshots/. The place is then
 // tidied.
-func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
+func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -292,16 +293,16 @@ func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage
 		return nil, err
 	}
 	defer unlock()
-	switch state := stage.DelegationState(p); {
-	case state == stage.DelegationAccepted:
-		return nil, &stage.LostError{Place: p.ID, Verb: "roll back", Outcome: stage.OutcomeAccepted}
+	switch state := record.DelegationState(p); {
+	case state == record.DelegationAccepted:
+		return nil, &stage.LostError{Place: p.ID, Verb: "roll back", Outcome: record.OutcomeAccepted}
 	case p.Dropped != nil && p.Parent.Outcome == "":
 		return nil, &stage.LostError{Place: p.ID, Verb: "roll back", Outcome: "dropped"}
-	case state == stage.DelegationRolledBack && p.Parent.Restored && closedBefore(p):
+	case state == record.DelegationRolledBack && p.Parent.Restored && closedBefore(p):
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "it was already rolled back" + keptNote(p)}
-	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack:
+	case p.Parent != nil && p.Parent.Outcome == record.OutcomeRolledBack:
 		// A rollback cut short: it goes on from where it stopped.
-	case !stage.DelegationOpen(p):
+	case !record.DelegationOpen(p):
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "its delegation is " + state + "; only an open one is rolled back"}
 	}
 	if err := rollbackSubtree(ctx, env, store, o, p.ID); err != nil {
@@ -317,7 +318,7 @@ func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage
 // when done (drop, the child's work kept and undone, the commissioner
 // restored).
 func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, id string) error {
-	_, p, err := stage.ReadPlace(ctx, store, id)
+	_, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}
@@ -334,31 +335,31 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 		}
 	}
 	repo := store.Repo()
-	if _, err := stage.EditPlace(ctx, store, id, func(cur *stage.Place) (string, error) {
+	if _, err := record.EditPlace(ctx, store, id, func(cur *record.Place) (string, error) {
 		switch cur.Parent.Outcome {
-		case stage.OutcomeRolledBack:
+		case record.OutcomeRolledBack:
 			return "", refs.ErrNoChange
 		case "":
 		default:
 			return "", &stage.LostError{Place: cur.ID, Verb: "roll back", Outcome: cur.Parent.Outcome}
 		}
 		at := env.NowUTC()
-		cur.Parent.Outcome, cur.Parent.Closed = stage.OutcomeRolledBack, &at
+		cur.Parent.Outcome, cur.Parent.Closed = record.OutcomeRolledBack, &at
 		return "roll back " + id + ": the delegation from " + cur.Parent.Parent + " is undone", nil
 	}); err != nil {
 		return err
 	}
 	env.FaultAt("rollback:recorded")
-	if p.Phase == stage.PhaseMade && p.Dropped == nil {
+	if p.Phase == record.PhaseMade && p.Dropped == nil {
 		if _, err = place.DropHeld(ctx, env, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
 			return err
 		}
 	}
 	env.FaultAt("rollback:dropped")
-	if _, p, err = stage.ReadPlace(ctx, store, id); err != nil {
+	if _, p, err = record.ReadPlace(ctx, store, id); err != nil {
 		return err
 	}
-	if _, err := repo.ResolveRef(ctx, p.BranchRef()); p.Phase == stage.PhaseMade && err == nil {
+	if _, err := repo.ResolveRef(ctx, p.BranchRef()); p.Phase == record.PhaseMade && err == nil {
 		// (A rerun after tidy took the branch has nothing left to undo.)
 		if err := undoChildWork(ctx, repo, store, p); err != nil {
 			return err
@@ -379,13 +380,13 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 // undoChildWork moves a rolled-back place's branch and work tree back to
 // its base, keeping what they held in a snapshot of its current stage, so
 // tidy removes both and loses nothing.
-func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *stage.Place) error {
+func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *record.Place) error {
 	st := &p.Stages[p.Current]
 	kept, err := engine.ResetPlace(ctx, repo, p, st, p.Base, "", "rollback "+p.ID)
 	if err != nil || kept == nil {
 		return err
 	}
-	_, err = stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
+	_, err = record.EditPlace(ctx, store, p.ID, func(cur *record.Place) (string, error) {
 		s := &cur.Stages[cur.Current]
 		s.Snapshots = append(s.Snapshots, *kept)
 		return "roll back " + cur.ID + ": its work kept in " + kept.Ref, nil
@@ -397,9 +398,9 @@ func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *st
 // it was when it delegated: its branch at the head it delegated from and
 // its work tree as it was then, dirty files too; what it replaces is kept
 // in a snapshot of the commissioner's current stage.
-func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) error {
+func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place) error {
 	d := p.Parent
-	_, parent, err := stage.ReadPlace(ctx, store, d.Parent)
+	_, parent, err := record.ReadPlace(ctx, store, d.Parent)
 	if err != nil {
 		return err
 	}
@@ -415,7 +416,7 @@ func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, st
 		return err
 	}
 	if kept != nil {
-		if _, err := stage.EditPlace(ctx, store, parent.ID, func(cur *stage.Place) (string, error) {
+		if _, err := record.EditPlace(ctx, store, parent.ID, func(cur *record.Place) (string, error) {
 			s := &cur.Stages[cur.Current]
 			s.Snapshots = append(s.Snapshots, *kept)
 			return fmt.Sprintf("roll back %s: %s restored as it delegated; what was there kept in %s", p.ID, cur.ID, kept.Ref), nil
@@ -423,7 +424,7 @@ func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, st
 			return err
 		}
 	}
-	_, err = stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
+	_, err = record.EditPlace(ctx, store, p.ID, func(cur *record.Place) (string, error) {
 		cur.Parent.Restored = true
 		return fmt.Sprintf("roll back %s: %s restored to %.12s", cur.ID, d.Parent, cur.Base), nil
 	})
@@ -433,7 +434,7 @@ func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, st
 // checkCommissioner refuses a delegation verb on p unless p is a delegated
 // place and the caller is its commissioner's agent or a person (no place
 // of its own): a child never resolves itself, nor does another place.
-func checkCommissioner(env *stage.Env, p *stage.Place, verb string) error {
+func checkCommissioner(env *stage.Env, p *record.Place, verb string) error {
 	if p.Parent == nil {
 		return &stage.RefusedError{Place: p.ID, Reason: "it is not a delegated place; there is nothing to " + verb}
 	}

@@ -18,9 +18,10 @@ import (
 
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/runenv"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/broker"
 	"github.com/git-flume/git-flume/agents/codexhook"
 	agentrun "github.com/git-flume/git-flume/agents/run"
@@ -103,7 +104,7 @@ func trustCodexHook(ctx context.Context, env *stage.Env, dir, override string) e
 // the place still runs (K1). The record is written before the agent
 // starts, so a crash between the two is seen as a stage whose agent never
 // started, never as an agent no record knows.
-func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place) (bool, error) {
+func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place) (bool, error) {
 	if agentRunning(ctx, env, p) {
 		return false, nil // K1: never start an agent over one still running
 	}
@@ -112,7 +113,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	if gone := placeGone(ctx, repo, p); gone != "" {
 		st := &p.Stages[p.Current]
 		st.Blocked(agentrun.BlockPlace, gone)
-		_, err := stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: blocked: %s", st.Name, p.ID, gone))
+		_, err := record.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: blocked: %s", st.Name, p.ID, gone))
 		return err == nil, err
 	}
 	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
@@ -124,7 +125,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	}
 	st := &p.Stages[p.Current] // after readying, which may read the record again into p
 	write := func(msg string) (bool, error) {
-		_, err := stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
+		_, err := record.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
 		return err == nil, err
 	}
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil && p.PlaceKind != "fix" {
@@ -168,7 +169,7 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 // that lacks what [run] promised it (a setup cut or failed, a worktree
 // made again by hand) gets it first, then readying runs again
 // (readyAgain). It returns the record as it then stands.
-func prepareAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, cfg *stage.Config) (*refs.Record, error) {
+func prepareAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, cfg *stage.Config) (*refs.Record, error) {
 	rec, err := runenv.Finish(ctx, env, repo, store, rec, p, cfg.Run)
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func prepareAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *re
 // before its start is recorded; the result is recorded and shown like the
 // launch's, and holds back any kind but a fix (startStage). A step that
 // failed is no error here. It returns the record as it then stands.
-func readyAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, cfg *stage.Config) (*refs.Record, error) {
+func readyAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, cfg *stage.Config) (*refs.Record, error) {
 	if len(cfg.Ready) == 0 || p.Current == 0 && p.Stages[p.Current].Runs == 0 {
 		return rec, nil
 	}
@@ -194,7 +195,7 @@ func readyAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 }
 
 // agentRunning reports whether an agent of any of p's stages still runs.
-func agentRunning(ctx context.Context, env *stage.Env, p *stage.Place) bool {
+func agentRunning(ctx context.Context, env *stage.Env, p *record.Place) bool {
 	for i := range p.Stages {
 		if a := p.Stages[i].Agent; a != nil && !a.Ended && env.Engine.Up(ctx, a) {
 			return true
@@ -207,7 +208,7 @@ func agentRunning(ctx context.Context, env *stage.Env, p *stage.Place) bool {
 // branch head: the run before it kept in Earlier, what the last run left
 // (need, reason, delivery, block, follow-up) cleared, its budget and stuck
 // limit and role as the configuration and the engine's knobs say now.
-func startRun(env *stage.Env, cfg *stage.Config, p *stage.Place, st *stage.StageRecord, a *agentrun.Agent, head string) {
+func startRun(env *stage.Env, cfg *stage.Config, p *record.Place, st *record.StageRecord, a *agentrun.Agent, head string) {
 	now := a.Started
 	if st.Agent != nil {
 		st.Earlier = append(st.Earlier, *st.Agent)
@@ -263,7 +264,7 @@ func unenforced(role *stage.Role, prog agent.Program, guard, unsandboxed string)
 
 // resumePrompt is what a resumed agent is told: it has the stage's prompt
 // in its context already, so only why it goes on, and how the stage ends.
-func resumePrompt(st *stage.StageRecord) string {
+func resumePrompt(st *record.StageRecord) string {
 	return st.Followup + "\n\nCommit the further work in this place, then close your last message with a STAGE REPORT as before."
 }
 
@@ -272,7 +273,7 @@ func resumePrompt(st *stage.StageRecord) string {
 // file, the role the stage declares, and the run's record, in the pane
 // host the place's launch chose (A2). What the agent being replaced did
 // is caught up in the live log first (W4).
-func prepareRun(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, st *stage.StageRecord, cfg *stage.Config) (*stageRun, error) {
+func prepareRun(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, st *record.StageRecord, cfg *stage.Config) (*stageRun, error) {
 	name := env.AgentName(p.Agent)
 	prog, err := agent.ResolveProgram(name, cfg.Agents)
 	if err != nil {
@@ -334,7 +335,7 @@ func prepareRun(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pl
 // beginRun begins recorded run r of stage st (A1): in its pane, or printed
 // for the operator, with the guard hook of the run's settings (A9) and the
 // role's tools.
-func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Place, st *stage.StageRecord, r *stageRun) error {
+func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *record.Place, st *record.StageRecord, r *stageRun) error {
 	a := r.agent
 	vars := agent.Vars{Prompt: r.prompt, PromptFile: a.PromptFile, SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv),
 		ResumeID: r.resumeID, Transcript: a.Transcript}
@@ -391,8 +392,8 @@ func beginRun(ctx context.Context, env *stage.Env, commonDir string, p *stage.Pl
 // agentVars are flume's variables of a stage agent (A1): agent.Begin adds
 // them to the caller's cleaned environment, or prints them before the
 // command.
-func agentVars(p *stage.Place, stageName, session, inbox string) []string {
-	vars := append(stage.RunVars(p), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stageName, "FLUME_SESSION="+session)
+func agentVars(p *record.Place, stageName, session, inbox string) []string {
+	vars := append(record.RunVars(p), "FLUME_PLACE="+p.ID, "FLUME_STAGE="+stageName, "FLUME_SESSION="+session)
 	if inbox != "" {
 		vars = append(vars, broker.InboxVar+"="+inbox)
 	}
@@ -405,10 +406,10 @@ func EndAgent(ctx context.Context, env *stage.Env, a *agentrun.Agent) error {
 }
 
 // takenTranscripts are the transcripts the place's agents already claimed.
-func takenTranscripts(p *stage.Place) map[string]bool {
+func takenTranscripts(p *record.Place) map[string]bool {
 	taken := map[string]bool{}
 	for _, st := range p.Stages {
-		for _, a := range stage.StageRuns(&st) {
+		for _, a := range record.StageRuns(&st) {
 			if a.Transcript != "" {
 				taken[a.Transcript] = true
 			}
@@ -419,7 +420,7 @@ func takenTranscripts(p *stage.Place) map[string]bool {
 
 // paneName names a stage run's tmux session: unique per repository, place,
 // stage and run, with no '.' or ':' (tmux target syntax).
-func paneName(p *stage.Place, run int) string {
+func paneName(p *record.Place, run int) string {
 	sum := sha1.Sum([]byte(p.Repo))
 	id := strings.NewReplacer(".", "_", ":", "_").Replace(p.ID)
 	return fmt.Sprintf("flume-%x-%s-%d-%d", sum[:3], id, p.Current+1, run)
@@ -429,8 +430,8 @@ func paneName(p *stage.Place, run int) string {
 // "operator" (started by a person from a printed command), "exited" (by
 // itself, as its record says, or found gone), "ended" (by flume); "" when
 // the stage has none.
-func AgentState(ctx context.Context, env *stage.Env, p *stage.Place) string {
-	a := stage.CurrentRun(p)
+func AgentState(ctx context.Context, env *stage.Env, p *record.Place) string {
+	a := record.CurrentRun(p)
 	switch {
 	case a == nil:
 		return ""

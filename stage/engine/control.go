@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // TellOptions are what tell sends, and to which place.
@@ -26,8 +27,8 @@ type WaitOptions struct {
 }
 
 // ReadGated reads a place and its claim and refuses another live session's.
-func ReadGated(ctx context.Context, env *stage.Env, store *refs.Store, id string, g stage.GateOptions) (*refs.Record, *stage.Place, error) {
-	rec, p, err := stage.ReadPlace(ctx, store, id)
+func ReadGated(ctx context.Context, env *stage.Env, store *refs.Store, id string, g stage.GateOptions) (*refs.Record, *record.Place, error) {
+	rec, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,7 +47,7 @@ func ReadGated(ctx context.Context, env *stage.Env, store *refs.Store, id string
 
 // currentAgent returns the current stage and its agent, refusing when no
 // agent of this place is up in a pane.
-func currentAgent(ctx context.Context, env *stage.Env, p *stage.Place) (*stage.StageRecord, *run.Agent, error) {
+func currentAgent(ctx context.Context, env *stage.Env, p *record.Place) (*record.StageRecord, *run.Agent, error) {
 	st := &p.Stages[p.Current]
 	a := st.Agent
 	if a == nil || a.Ended {
@@ -194,7 +195,7 @@ func Stop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) error {
 			a.Ended = true
 			stopped()
 		}
-		_, err = stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: agent stopped", st.Name, id))
+		_, err = record.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: agent stopped", st.Name, id))
 		return err
 	})
 }
@@ -202,13 +203,13 @@ func Stop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) error {
 // Retry starts the current stage again with a fresh agent and its prompt
 // (A5), and follows it as launch does. A running agent is ended first only
 // with force.
-func Retry(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
-	return RestartStage(ctx, env, o, RestartRules{Verb: "retry", Check: func(p *stage.Place) error { return nil }})
+func Retry(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
+	return RestartStage(ctx, env, o, RestartRules{Verb: "retry", Check: func(p *record.Place) error { return nil }})
 }
 
 // GoOn runs a question's round again with a fresh agent (K4).
-func GoOn(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
-	return RestartStage(ctx, env, o, RestartRules{Verb: "go on", Check: func(p *stage.Place) error {
+func GoOn(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
+	return RestartStage(ctx, env, o, RestartRules{Verb: "go on", Check: func(p *record.Place) error {
 		if p.PlaceKind != "question" {
 			return &stage.RefusedError{Place: o.Place, Reason: "go-on runs a question's round again; this is a " + p.PlaceKind}
 		}
@@ -221,7 +222,7 @@ type RestartRules struct {
 	// Verb names the operator's verb in what is refused.
 	Verb string
 	// Check refuses a place this verb does not apply to, as read.
-	Check func(*stage.Place) error
+	Check func(*record.Place) error
 	// Delivered lets a delivered stage start again (reopen).
 	Delivered bool
 	// Followup is told to the fresh agent after the stage's prompt.
@@ -231,7 +232,7 @@ type RestartRules struct {
 	Resume bool
 }
 
-func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how RestartRules) (*stage.Place, error) {
+func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how RestartRules) (*record.Place, error) {
 	repoDir, id, force, g := o.Repo, o.Place, o.Force, o.Gate
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
@@ -278,12 +279,12 @@ func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how
 		if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
 			return err
 		}
-		st.State, st.Starter = stage.StagePending, &stage.Proc{PID: env.PID, Host: env.Host}
+		st.State, st.Starter = record.StagePending, &record.Proc{PID: env.PID, Host: env.Host}
 		with := "with a fresh agent"
 		if st.Resume != nil {
 			with = "resuming its agent's session " + st.Resume.Session
 		}
-		_, err = stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s %s", st.Name, id, how.Verb, with))
+		_, err = record.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s %s", st.Name, id, how.Verb, with))
 		return err
 	})
 	if err != nil {
@@ -296,8 +297,8 @@ func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how
 // stage only where how lets one start over (a question's always), its
 // followup set, its agent's session resumed where how asks and the
 // program can.
-func rearm(p *stage.Place, st *stage.StageRecord, how RestartRules) error {
-	if st.State == run.StateDelivered || st.State == stage.StateLanded {
+func rearm(p *record.Place, st *record.StageRecord, how RestartRules) error {
+	if st.State == run.StateDelivered || st.State == record.StateLanded {
 		if p.PlaceKind != "question" && !how.Delivered {
 			return &stage.RefusedError{Place: p.ID, Reason: "stage " + st.Name + " was delivered; nothing to " + how.Verb}
 		}
@@ -306,14 +307,14 @@ func rearm(p *stage.Place, st *stage.StageRecord, how RestartRules) error {
 	st.Followup = cmp.Or(how.Followup, nextRoundNote(st))
 	st.Resume = nil
 	if a := st.Agent; how.Resume && a != nil && a.Transcript != "" && !a.Printed() {
-		st.Resume = &stage.ResumeFrom{Program: a.Program, Session: a.Session, Transcript: a.Transcript}
+		st.Resume = &record.ResumeFrom{Program: a.Program, Session: a.Session, Transcript: a.Transcript}
 	}
 	return nil
 }
 
 // nextRoundNote is what the next round of a question is told of the last
 // one, which stopped short saying where it starts (K4); "" when it did not.
-func nextRoundNote(st *stage.StageRecord) string {
+func nextRoundNote(st *record.StageRecord) string {
 	if st.NextRound == "" {
 		return ""
 	}
@@ -333,8 +334,8 @@ type Outcome struct {
 	Reason    string `json:"reason,omitempty"`
 	// Report is the agent's STAGE REPORT; ReportMissing flags an ended
 	// stage without one (W2).
-	Report        *stage.Report `json:"report,omitempty"`
-	ReportMissing bool          `json:"reportMissing,omitempty"`
+	Report        *record.Report `json:"report,omitempty"`
+	ReportMissing bool           `json:"reportMissing,omitempty"`
 	// Delegation is where a delegated place stands when the wait ends
 	// (finished or blocked); "" for a top-level place.
 	Delegation string `json:"delegation,omitempty"`
@@ -372,10 +373,10 @@ func Wait(ctx context.Context, env *stage.Env, o WaitOptions) (*Outcome, error) 
 			start = p.Current
 		}
 		st := p.Stages[start]
-		delegation := stage.DelegationState(p)
+		delegation := record.DelegationState(p)
 		switch st.State {
-		case run.StateDelivered, stage.StateLanded, run.StateWaiting, run.StateStuck, run.StateBlocked, run.StateNeverStarted, run.StateCut:
-			if delegation == stage.DelegationWorking {
+		case run.StateDelivered, record.StateLanded, run.StateWaiting, run.StateStuck, run.StateBlocked, run.StateNeverStarted, run.StateCut:
+			if delegation == record.DelegationWorking {
 				break // a delegated place's next stage is about to start
 			}
 			o := &Outcome{Place: id, Stage: st.Name, State: st.State, Delivered: st.Delivered, Need: st.Need, Reason: st.Reason,
@@ -410,7 +411,7 @@ func Attach(ctx context.Context, env *stage.Env, o stage.PlaceOptions, term agen
 	if err != nil {
 		return err
 	}
-	_, p, err := stage.ReadPlace(ctx, store, o.Place)
+	_, p, err := record.ReadPlace(ctx, store, o.Place)
 	if err != nil {
 		return err
 	}
@@ -423,7 +424,7 @@ func Attach(ctx context.Context, env *stage.Env, o stage.PlaceOptions, term agen
 	}
 	at, ok := env.Engine.HostOf(a).(agent.Attacher)
 	if !ok {
-		return &stage.RefusedError{Place: o.Place, Reason: fmt.Sprintf("its agent runs in %s pane %s: open it there", stage.AgentPaneHost(a), a.Pane)}
+		return &stage.RefusedError{Place: o.Place, Reason: fmt.Sprintf("its agent runs in %s pane %s: open it there", record.AgentPaneHost(a), a.Pane)}
 	}
 	return at.Attach(ctx, a.Pane, term)
 }
@@ -432,7 +433,7 @@ func Attach(ctx context.Context, env *stage.Env, o stage.PlaceOptions, term agen
 // its branch keeps every commit, so drop it and let tidy remove what is
 // left, or bring the worktree back on its branch and start the stage
 // again.
-func recoverPlace(p *stage.Place) string {
+func recoverPlace(p *record.Place) string {
 	return fmt.Sprintf("its worktree is gone: git flume drop %s (its branch keeps its commits; tidy removes the rest), or git worktree add -f %s %s, then git flume retry --force %s",
 		p.ID, p.Path, p.Branch, p.ID)
 }
@@ -440,7 +441,7 @@ func recoverPlace(p *stage.Place) string {
 // Follow follows place id's stage that just started until its prompt is
 // confirmed or it resolves otherwise (Confirm), then makes sure a watcher
 // keeps its timers, even when following failed: the stage may still run.
-func Follow(ctx context.Context, env *stage.Env, repoDir, id string) (*stage.Place, error) {
+func Follow(ctx context.Context, env *stage.Env, repoDir, id string) (*record.Place, error) {
 	p, err := Confirm(ctx, env, repoDir, id)
 	known := p
 	if err != nil {
@@ -453,7 +454,7 @@ func Follow(ctx context.Context, env *stage.Env, repoDir, id string) (*stage.Pla
 // ensureWatcher starts place id's watcher if it needs one: its record
 // alone says so (a launch used to read every place's status here). p is
 // the place as just read and decided, or nil to read it.
-func ensureWatcher(ctx context.Context, env *stage.Env, repoDir, id string, p *stage.Place) {
+func ensureWatcher(ctx context.Context, env *stage.Env, repoDir, id string, p *record.Place) {
 	if env.StartWatcher == nil {
 		return
 	}
@@ -462,7 +463,7 @@ func ensureWatcher(ctx context.Context, env *stage.Env, repoDir, id string, p *s
 		if err != nil {
 			return
 		}
-		if _, p, err = stage.ReadPlace(ctx, store, id); err != nil {
+		if _, p, err = record.ReadPlace(ctx, store, id); err != nil {
 			return
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // StepSeen is what one engine step observed of an active stage: its run
@@ -22,11 +23,11 @@ type StepSeen struct {
 	// Head is the branch head the deliverable was read at; Tasks what a
 	// change's tasks count there.
 	Head  string
-	Tasks *stage.TaskCount
+	Tasks *record.TaskCount
 }
 
 // clonePlace is a copy of p whose stages can be changed without touching p's.
-func clonePlace(p *stage.Place) *stage.Place {
+func clonePlace(p *record.Place) *record.Place {
 	q := *p
 	q.Stages = slices.Clone(p.Stages)
 	return &q
@@ -39,7 +40,7 @@ func clonePlace(p *stage.Place) *stage.Place {
 // agent left, a recreation leaves its message for the fresh run, and a
 // step that moves nothing else records the task count. p is never
 // changed.
-func decide(p *stage.Place, seen StepSeen, pol run.Policy) (*stage.Place, run.Move) {
+func decide(p *record.Place, seen StepSeen, pol run.Policy) (*record.Place, run.Move) {
 	q := clonePlace(p)
 	st := &q.Stages[q.Current]
 	r, mv := run.Decide(st.Run(), seen.Observation, pol)
@@ -55,7 +56,7 @@ func decide(p *stage.Place, seen StepSeen, pol run.Policy) (*stage.Place, run.Mo
 			st.NextRound = seen.NextRound // K4: go-on tells it
 		}
 		if st.Deliverable == stage.DeliverLanded {
-			st.State = stage.StateLanded
+			st.State = record.StateLanded
 		}
 		if q.Current+1 < len(q.Stages) {
 			q.Current++
@@ -80,7 +81,7 @@ func decide(p *stage.Place, seen StepSeen, pol run.Policy) (*stage.Place, run.Mo
 // when an operator stopped it), for reason: its clock stops and status
 // no longer shows it running. A stage that is not under way (pending,
 // delivered, landed, cut, never-started) keeps its state.
-func EndStage(st *stage.StageRecord, state, reason string, now time.Time) {
+func EndStage(st *record.StageRecord, state, reason string, now time.Time) {
 	if !run.Active(st.State) && st.State != run.StateBlocked {
 		return
 	}
@@ -95,7 +96,7 @@ func EndStage(st *stage.StageRecord, state, reason string, now time.Time) {
 // for a fresh session, and is reported stuck, never ended, when quiet (A7);
 // a question's round may stop short (K4). A delegated place's stage runs under the same policy: its commissioner,
 // not the lifecycle, decides what becomes of it.
-func stagePolicy(o stage.EngineOptions, p *stage.Place, st *stage.StageRecord) run.Policy {
+func stagePolicy(o stage.EngineOptions, p *record.Place, st *record.StageRecord) run.Policy {
 	pol := run.Policy{Window: o.Window(), Grace: o.Grace(), Remind: o.Remind(), Stuck: o.Stuck(),
 		Reminder: reminder(st), Steer: true, Recreate: true, StopShort: roundStage(p, st), BudgetName: "budget"}
 	if o.NoGrace {

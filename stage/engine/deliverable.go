@@ -15,16 +15,17 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // report shows the stage's state in the pane host's own view of the
 // agent's pane, where it has one (herdr's sidebar, O3). Best effort: the
 // record, not the sidebar, is the truth.
-func report(ctx context.Context, env *stage.Env, p *stage.Place, st *stage.StageRecord) {
+func report(ctx context.Context, env *stage.Env, p *record.Place, st *record.StageRecord) {
 	if st.Agent == nil || st.Agent.Pane == "print" {
 		return
 	}
@@ -38,7 +39,7 @@ func report(ctx context.Context, env *stage.Env, p *stage.Place, st *stage.Stage
 		state = "working"
 	case agentrun.StateWaiting, agentrun.StateStuck, agentrun.StateBlocked, agentrun.StateNeverStarted, agentrun.StateCut:
 		state = "blocked"
-	case agentrun.StateDelivered, stage.StateLanded:
+	case agentrun.StateDelivered, record.StateLanded:
 		state = "idle"
 	}
 	msg := fmt.Sprintf("%s: stage %s (%d/%d) %s", p.ID, st.Name, p.Current+1, len(p.Stages), st.State)
@@ -54,7 +55,7 @@ func report(ctx context.Context, env *stage.Env, p *stage.Place, st *stage.Stage
 
 // deliverable checks the stage's deliverable at head (K6) and, for a
 // change, counts its tasks.
-func deliverable(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, head string) (bool, string, *stage.TaskCount, error) {
+func deliverable(ctx context.Context, repo *git.Repo, p *record.Place, st *record.StageRecord, head string) (bool, string, *record.TaskCount, error) {
 	if head == "" {
 		return false, "", nil, nil
 	}
@@ -102,7 +103,7 @@ func deliverable(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.
 
 // tasksDelivered reads a change's tasks at head: delivered when every one
 // is ticked; the count either way.
-func tasksDelivered(ctx context.Context, repo *git.Repo, p *stage.Place, head string) (bool, string, *stage.TaskCount, error) {
+func tasksDelivered(ctx context.Context, repo *git.Repo, p *record.Place, head string) (bool, string, *record.TaskCount, error) {
 	path := "openspec/changes/" + p.Name + "/tasks.md"
 	data, err := repo.ReadFile(ctx, head, path)
 	if errors.Is(err, git.ErrNotExist) {
@@ -121,7 +122,7 @@ func tasksDelivered(ctx context.Context, repo *git.Repo, p *stage.Place, head st
 // fileDelivered reads a file deliverable at head: delivered when its
 // content differs from what the run found (K4), or, for a question's round,
 // when the place's work tree holds it so.
-func fileDelivered(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, head string) (bool, string) {
+func fileDelivered(ctx context.Context, repo *git.Repo, p *record.Place, st *record.StageRecord, head string) (bool, string) {
 	path, ok := deliverablePath(st)
 	if !ok {
 		return false, ""
@@ -143,14 +144,14 @@ func fileDelivered(ctx context.Context, repo *git.Repo, p *stage.Place, st *stag
 // deliverablePath is the place-relative path of a file deliverable, and
 // false when the stage's deliverable is no file or names one outside the
 // place (a record is read as untrusted input).
-func deliverablePath(st *stage.StageRecord) (string, bool) {
+func deliverablePath(st *record.StageRecord) (string, bool) {
 	path, ok := strings.CutPrefix(st.Deliverable, stage.DeliverFile)
 	return path, ok && filepath.IsLocal(path)
 }
 
 // roundStage reports a question's round (K4): its conclusion need not be
 // committed, and it may stop short saying where the next round starts.
-func roundStage(p *stage.Place, st *stage.StageRecord) bool {
+func roundStage(p *record.Place, st *record.StageRecord) bool {
 	return p.PlaceKind == "question" || st.Name == "round"
 }
 
@@ -164,7 +165,7 @@ func contentID(data []byte) string {
 // preexisting is the content id of stage st's file deliverable as its run
 // finds it in the place, "" when it is not there (or st has no file
 // deliverable).
-func preexisting(p *stage.Place, st *stage.StageRecord) string {
+func preexisting(p *record.Place, st *record.StageRecord) string {
 	path, ok := deliverablePath(st)
 	if !ok {
 		return ""
@@ -180,8 +181,8 @@ func preexisting(p *stage.Place, st *stage.StageRecord) string {
 // a bullet ("-", "*", "+" or "1."), then a box of at most one character:
 // "[x]" or "[X]" (spaces aside) is done, "[ ]", "[~]", "[-]" and the like
 // are open; "[xx]" is not a task.
-func CountTasks(data []byte) stage.TaskCount {
-	var tc stage.TaskCount
+func CountTasks(data []byte) record.TaskCount {
+	var tc record.TaskCount
 	for line := range strings.SplitSeq(string(data), "\n") {
 		m := taskLine().FindStringSubmatch(line)
 		if m == nil {
@@ -215,7 +216,7 @@ type LandingJudgement struct {
 // has landed on the target: merged (head is an ancestor), rebased or
 // cherry-picked (git cherry finds every patch upstream), or squash-merged
 // (the whole branch diff's patch id equals one target commit's).
-func JudgeLanding(ctx context.Context, repo *git.Repo, p *stage.Place) (LandingJudgement, error) {
+func JudgeLanding(ctx context.Context, repo *git.Repo, p *record.Place) (LandingJudgement, error) {
 	var j LandingJudgement
 	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if errors.Is(err, git.ErrNotExist) {

@@ -10,29 +10,30 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // reminder is the one message after a turn that ended with neither the
 // stage's deliverable nor a need (A8).
-func reminder(st *stage.StageRecord) string {
+func reminder(st *record.StageRecord) string {
 	return "Your turn ended, but this stage's deliverable is not in git yet (" + DescribeDeliverable(st.Deliverable) +
 		"). Finish it and commit, or end your turn with a line starting with NEEDS: saying what you need."
 }
 
 // Watched reports a stage the engine watches (run.Life.Watched).
-func Watched(st *stage.StageRecord) bool { return st.Observed(st.Base) }
+func Watched(st *record.StageRecord) bool { return st.Observed(st.Base) }
 
 // Confirm advances a place whose stage just started until its prompt is
 // confirmed or the stage resolves otherwise (working, blocked,
 // never-started, …): at most a window and a half after the second send.
 // Slow is not failed: a stage still starting then is left to the watcher.
-func Confirm(ctx context.Context, env *stage.Env, repoDir, id string) (*stage.Place, error) {
+func Confirm(ctx context.Context, env *stage.Env, repoDir, id string) (*record.Place, error) {
 	for {
 		p, err := Advance(ctx, env, repoDir, id)
 		if err != nil {
@@ -59,18 +60,18 @@ func Confirm(ctx context.Context, env *stage.Env, repoDir, id string) (*stage.Pl
 // silence. Every move is a CAS write of the place record made from what was
 // just read, so any process may run it, and one killed midway loses nothing:
 // the next run reads where it stopped.
-func Advance(ctx context.Context, env *stage.Env, repoDir, id string) (*stage.Place, error) {
+func Advance(ctx context.Context, env *stage.Env, repoDir, id string) (*record.Place, error) {
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}
-	var p *stage.Place
+	var p *record.Place
 	for n := range maxMoves {
 		moved := false
 		// A move lost to another process is read and decided again, on
 		// the one retry policy.
 		err := refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-			rec, cur, err := stage.ReadPlace(ctx, store, id)
+			rec, cur, err := record.ReadPlace(ctx, store, id)
 			if err != nil {
 				return err
 			}
@@ -92,7 +93,7 @@ func Advance(ctx context.Context, env *stage.Env, repoDir, id string) (*stage.Pl
 			return p, err
 		}
 	}
-	_, p, err = stage.ReadPlace(ctx, store, id)
+	_, p, err = record.ReadPlace(ctx, store, id)
 	return p, err
 }
 
@@ -104,15 +105,15 @@ const maxMoves = 16
 // is started; an active one is observed (observe), decided (decide, pure)
 // and moved (run.Apply). A follow-up that cannot be typed now is decided
 // once more without typing, as if it had not been proposed.
-func step(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place) (bool, error) {
-	if p.Phase != stage.PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
+func step(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place) (bool, error) {
+	if p.Phase != record.PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false, nil
 	}
 	if moved, err := stage.ReconcileReady(ctx, env, store, rec, p); moved || err != nil {
 		return moved, err // a readying whose process died
 	}
 	st := &p.Stages[p.Current]
-	if st.State == stage.StagePending {
+	if st.State == record.StagePending {
 		if env.Engine.Pane == "none" || env.Engine.NoStart || startedByAnother(env, st) {
 			return false, nil
 		}
@@ -133,7 +134,7 @@ func step(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store
 	i, before, pol := p.Current, st.State, stagePolicy(env.Engine, p, st)
 	for {
 		q, mv := decide(p, seen, pol)
-		var written *stage.Place
+		var written *record.Place
 		effects := run.Effects{
 			Panes: env.Engine.RunPanes(st.Agent),
 			Fault: env.FaultAt,
@@ -166,7 +167,7 @@ func step(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store
 // startedByAnother reports a pending stage another live process on this
 // host set pending to start itself (StageRecord.Starter). One that died
 // before it started the stage left it to anyone.
-func startedByAnother(env *stage.Env, st *stage.StageRecord) bool {
+func startedByAnother(env *stage.Env, st *record.StageRecord) bool {
 	s := st.Starter
 	return s != nil && s.Host == env.Host && s.PID != env.PID && refs.ProcessAlive(s.Host, s.PID, env.Host)
 }
@@ -186,8 +187,8 @@ func fresh(ctx context.Context, repo *git.Repo, rec *refs.Record) error {
 
 // writeStep records one move of stage st and tells the pane host (herdr's
 // sidebar) about it.
-func writeStep(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place, st *stage.StageRecord, msg string) (bool, error) {
-	_, err := stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
+func writeStep(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *record.Place, st *record.StageRecord, msg string) (bool, error) {
+	_, err := record.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: %s", st.Name, p.ID, msg))
 	if err == nil {
 		report(ctx, env, p, st)
 	}
@@ -198,7 +199,7 @@ func writeStep(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs
 // lifecycle's one reading (run.Observe): the deliverable at one branch head
 // (K6), read before the transcript, and whether the place is still its own
 // worktree (A10). It also returns the stage's prompt.
-func Observe(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, st *stage.StageRecord) (StepSeen, string, error) {
+func Observe(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, st *record.StageRecord) (StepSeen, string, error) {
 	var seen StepSeen
 	a := st.Agent
 	src := run.Sources{
@@ -230,7 +231,7 @@ func Observe(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place
 // run in (A10): the folder is gone, or is not a worktree of this repository
 // on the place's branch, or the files that make it one were changed (A12);
 // "" while it is.
-func placeGone(ctx context.Context, repo *git.Repo, p *stage.Place) string {
+func placeGone(ctx context.Context, repo *git.Repo, p *record.Place) string {
 	if _, err := os.Stat(p.Path); errors.Is(err, os.ErrNotExist) {
 		return fmt.Sprintf("its place's worktree %s is gone", p.Path)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // GuardInput is what the guard reads of Claude Code's PreToolUse payload.
@@ -81,7 +82,7 @@ func Guard(ctx context.Context, env *stage.Env, repoDir, id string, in GuardInpu
 	if err != nil {
 		return err
 	}
-	_, p, err := stage.ReadPlace(ctx, store, id)
+	_, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}

@@ -10,13 +10,13 @@ import (
 	"strings"
 
 	agentrun "github.com/git-flume/git-flume/agents/run"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // NextStep is the command that moves p's current stage on when it waits
 // for someone, given its agent as status shows it; "" when the stage moves
 // on by itself or has ended.
-func NextStep(p *stage.Place, agent string) string {
+func NextStep(p *record.Place, agent string) string {
 	st := p.Stages[p.Current]
 	if p.Dropped != nil && p.Kept != "" {
 		// never the command that just refused, alone.
@@ -35,7 +35,7 @@ func NextStep(p *stage.Place, agent string) string {
 	if up {
 		retry = "git flume retry --force " + p.ID
 	}
-	if _, err := os.Stat(p.Path); errors.Is(err, os.ErrNotExist) && p.Phase == stage.PhaseMade {
+	if _, err := os.Stat(p.Path); errors.Is(err, os.ErrNotExist) && p.Phase == record.PhaseMade {
 		// A10: nothing starts anywhere but the place's own worktree.
 		return recoverPlace(p)
 	}
@@ -62,11 +62,11 @@ func NextStep(p *stage.Place, agent string) string {
 
 // delegatedNext is what moves a delegated place on, its commissioner's
 // verb; false for a place nobody but its own agent moves.
-func delegatedNext(p *stage.Place, st *stage.StageRecord, agent string) (string, bool) {
-	switch stage.DelegationState(p) {
-	case stage.DelegationFinished:
+func delegatedNext(p *record.Place, st *record.StageRecord, agent string) (string, bool) {
+	switch record.DelegationState(p) {
+	case record.DelegationFinished:
 		return fmt.Sprintf("git flume accept %s, or git flume reopen %s --why 'REASON'", p.ID, p.ID), true
-	case stage.DelegationBlocked:
+	case record.DelegationBlocked:
 		switch {
 		case st.BlockedBy() == agentrun.BlockDialog && agent == "up":
 			// A10: a dialog is answered in the pane, never told.
@@ -81,7 +81,7 @@ func delegatedNext(p *stage.Place, st *stage.StageRecord, agent string) (string,
 
 // blockedNext is what moves blocked stage st of p on, up saying whether its
 // agent is in its pane, retry the command that starts the stage again.
-func blockedNext(p *stage.Place, st *stage.StageRecord, up bool, retry string) string {
+func blockedNext(p *record.Place, st *record.StageRecord, up bool, retry string) string {
 	switch st.BlockedBy() {
 	case agentrun.BlockDialog:
 		// A10: a dialog is answered by a person in the pane, never

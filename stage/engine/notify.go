@@ -20,6 +20,7 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Event is what the notifier reads on standard input, schema 1.
@@ -46,7 +47,7 @@ type Event struct {
 	// prints it) when this event ends its last stage.
 	Costs string `json:"costs,omitempty"`
 	// Conflict is a new conflict of the place (event "conflict").
-	Conflict *stage.Conflict `json:"conflict,omitempty"`
+	Conflict *record.Conflict `json:"conflict,omitempty"`
 }
 
 // notifyTimeout bounds a notifier: the engine's step waits for it.
@@ -55,7 +56,7 @@ const notifyTimeout = 10 * time.Second
 // notifiable reports a state a person is told of.
 func notifiable(state string) bool {
 	switch state {
-	case agentrun.StateWaiting, agentrun.StateBlocked, agentrun.StateStuck, agentrun.StateDelivered, stage.StateLanded, agentrun.StateCut, agentrun.StateNeverStarted, agentrun.StateParked:
+	case agentrun.StateWaiting, agentrun.StateBlocked, agentrun.StateStuck, agentrun.StateDelivered, record.StateLanded, agentrun.StateCut, agentrun.StateNeverStarted, agentrun.StateParked:
 		return true
 	}
 	return false
@@ -64,13 +65,13 @@ func notifiable(state string) bool {
 // notify runs the declared notifier for stage i of p, which this process
 // just moved to its state. A notifier that fails is told to env.Out and
 // changes nothing: the record is the truth.
-func notify(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, i int) {
+func notify(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, i int) {
 	st := &p.Stages[i]
 	if !notifiable(st.State) || p.Parent != nil {
 		return // a delegated place answers to its commissioner, not a person
 	}
 	costs := ""
-	if i == len(p.Stages)-1 && (st.State == agentrun.StateDelivered || st.State == stage.StateLanded || st.State == agentrun.StateCut) {
+	if i == len(p.Stages)-1 && (st.State == agentrun.StateDelivered || st.State == record.StateLanded || st.State == agentrun.StateCut) {
 		costs = endSummary(ctx, env, repo, p)
 	}
 	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
@@ -104,7 +105,7 @@ func notify(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place,
 // SendEvent runs the declared notifier with ev on its standard input. A
 // notifier that fails is told to env.Out and changes nothing: the record
 // is the truth.
-func SendEvent(ctx context.Context, env *stage.Env, p *stage.Place, cfg *stage.Config, ev Event) {
+func SendEvent(ctx context.Context, env *stage.Env, p *record.Place, cfg *stage.Config, ev Event) {
 	// A notifier shows the message to a person: what a record or a
 	// transcript put in it is escaped (R5).
 	ev.Message = term.Clean(ev.Message)
@@ -128,7 +129,7 @@ func SendEvent(ctx context.Context, env *stage.Env, p *stage.Place, cfg *stage.C
 // log when its last stage ends (the unfolding notes print it when the
 // top-level work ends), and returned for the notification. A
 // table that cannot be read is said in the log and left out.
-func endSummary(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place) string {
+func endSummary(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place) string {
 	var b bytes.Buffer
 	costs, err := cost.Read(ctx, env, p.Repo, p.ID)
 	if err == nil {

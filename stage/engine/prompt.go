@@ -8,9 +8,10 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 //go:embed prompts/*.md
@@ -40,7 +41,7 @@ func DescribeDeliverable(d string) string {
 
 // renderPrompt renders the stage's prompt: a shipped one, or a declared one
 // read from the repository at rev.
-func renderPrompt(ctx context.Context, repo *git.Repo, rev string, p *stage.Place, st *stage.StageRecord, cfg *stage.Config) (string, error) {
+func renderPrompt(ctx context.Context, repo *git.Repo, rev string, p *record.Place, st *record.StageRecord, cfg *stage.Config) (string, error) {
 	var src []byte
 	if decl, ok := cfg.Stages[st.Name]; ok && decl.Prompt != "" {
 		data, err := repo.ReadFile(ctx, rev, decl.Prompt)
@@ -77,7 +78,7 @@ func renderPrompt(ctx context.Context, repo *git.Repo, rev string, p *stage.Plac
 // standing orders; how to delegate, when its role delegates; how a
 // delegated place ends its turn; and what the stage's last run, the last
 // round or its commissioner left for this run.
-func PromptNotes(p *stage.Place, st *stage.StageRecord, role *stage.Role) string {
+func PromptNotes(p *record.Place, st *record.StageRecord, role *stage.Role) string {
 	var b strings.Builder
 	b.WriteString("\n\n" + agent.StandingOrders)
 	if role != nil && len(role.DelegatesTo) > 0 {

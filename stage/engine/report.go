@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Report bounds: a field keeps at most this much text.
@@ -14,7 +14,7 @@ const maxReportField = 2000
 // line naming it (any case, markdown marks aside), then "done:", "files:",
 // "notes:" and "blockers:" lines, a field's further lines continuing it.
 // It returns nil when there is none.
-func ParseReport(text string) *stage.Report {
+func ParseReport(text string) *record.Report {
 	lines := strings.Split(text, "\n")
 	start := -1
 	for i, l := range lines {
@@ -25,7 +25,7 @@ func ParseReport(text string) *stage.Report {
 	if start < 0 {
 		return nil
 	}
-	r := &stage.Report{}
+	r := &record.Report{}
 	var cur *string
 	found := false
 	for _, l := range lines[start+1:] {

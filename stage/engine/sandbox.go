@@ -6,12 +6,13 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // What a stage's agent may write (A12): its place, and of git's
@@ -33,7 +34,7 @@ const branchWritten = "its branch was written outside git"
 // role that delegates gets its inbox too (agent/broker): its delegation
 // verbs run in the place's watcher, outside. An error is a place whose git folders are not as
 // flume made them: nothing is started there.
-func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Place, r *stageRun) (*sandbox.Sandbox, string, error) {
+func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Place, r *stageRun) (*sandbox.Sandbox, string, error) {
 	switch {
 	case env.Engine.Sandbox == "":
 		return nil, "flume runs agents without a sandbox here (FLUME_SANDBOX=off)", nil
@@ -96,7 +97,7 @@ func makeInbox(dir string) (string, error) {
 // worktreeAdmin is git's folder for place p's worktree, as git made it:
 // one whose files name another place, or were changed, is not given to an
 // agent to write.
-func worktreeAdmin(commonDir string, p *stage.Place) (string, error) {
+func worktreeAdmin(commonDir string, p *record.Place) (string, error) {
 	admin := ondisk.WorktreeAdmin(commonDir, p.Path)
 	if admin == "" {
 		return "", fmt.Errorf("place %s: git has no folder for its worktree %s", p.ID, p.Path)
@@ -110,7 +111,7 @@ func worktreeAdmin(commonDir string, p *stage.Place) (string, error) {
 // holdRun gives run r of stage st its sandbox and records it; where the
 // run's role cannot be held to (unenforced) it blocks st instead and
 // returns the record's message: then nothing starts.
-func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *stage.Place, st *stage.StageRecord, r *stageRun) (string, error) {
+func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Place, st *record.StageRecord, r *stageRun) (string, error) {
 	sb, unsandboxed, err := sandboxFor(env, repo, cfg, p, r)
 	if err != nil {
 		return "", err

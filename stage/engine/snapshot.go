@@ -12,11 +12,12 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // snapshotRef names a snapshot of a place's stage: one per stage, run and
 // reason, never overwritten (a second of the same gets a number).
-func snapshotRef(p *stage.Place, st *stage.StageRecord, why string, n int) string {
+func snapshotRef(p *record.Place, st *record.StageRecord, why string, n int) string {
 	name := fmt.Sprintf("%d-%s-%d-%s", p.Current+1, st.Name, st.Runs, why)
 	if n > 1 {
 		name += fmt.Sprintf("-%d", n)
@@ -29,7 +30,7 @@ func snapshotRef(p *stage.Place, st *stage.StageRecord, why string, n int) strin
 // index and the branch untouched), a commit on the branch head at a
 // create-only ref, and the patch from the stage's base into the place's
 // log folder. It returns nil when the work tree is clean.
-func TakeSnapshot(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, why string) (*stage.Snapshot, error) {
+func TakeSnapshot(ctx context.Context, repo *git.Repo, p *record.Place, st *record.StageRecord, why string) (*record.Snapshot, error) {
 	if _, err := os.Stat(p.Path); err != nil {
 		return nil, nil
 	}
@@ -76,11 +77,11 @@ func TakeSnapshot(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage
 	if err := os.WriteFile(diff, patch, 0o644); err != nil {
 		return nil, err
 	}
-	return &stage.Snapshot{Why: why, Ref: ref, Commit: commit, Tree: tree, Head: head, Diff: diff}, nil
+	return &record.Snapshot{Why: why, Ref: ref, Commit: commit, Tree: tree, Head: head, Diff: diff}, nil
 }
 
 // keepSnapshot snapshots a dirty work tree into the stage's record.
-func keepSnapshot(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, why string) error {
+func keepSnapshot(ctx context.Context, repo *git.Repo, p *record.Place, st *record.StageRecord, why string) error {
 	s, err := TakeSnapshot(ctx, repo, p, st, why)
 	if err != nil || s == nil {
 		return err
@@ -95,7 +96,7 @@ func keepSnapshot(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage
 // Nothing is lost: the state it replaces is kept first, in a snapshot (or,
 // clean, a ref at the branch head). Refused on another session's claim,
 // and, unless force, while the stage's agent runs.
-func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, *stage.Snapshot, error) {
+func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, *record.Snapshot, error) {
 	id, force, g := o.Place, o.Force, o.Gate
 	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
@@ -128,25 +129,25 @@ func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage
 	// The work tree is reset by now: what is left is to record it, over
 	// whatever another process wrote meanwhile (a watcher seeing the
 	// agent go, the radar taking a fingerprint), not failing on it.
-	record := func(cur *stage.Place) {
+	markRolledBack := func(cur *record.Place) {
 		st := &cur.Stages[p.Current]
 		if kept != nil && !slices.Contains(st.Snapshots, *kept) {
 			st.Snapshots = append(st.Snapshots, *kept)
 		}
 		st.Blocked(agentrun.BlockRollback, "rolled back to the stage's start; retry starts it again")
 	}
-	record(p)
+	markRolledBack(p)
 	msg := fmt.Sprintf("%s %s: rolled back to %.12s", st.Name, id, st.Base)
-	if _, err := stage.SavePlace(ctx, store, rec, p, msg); err != nil {
+	if _, err := record.SavePlace(ctx, store, rec, p, msg); err != nil {
 		var conflict *refs.ConflictError
 		if !errors.As(err, &conflict) {
 			return nil, nil, err
 		}
-		if _, err := stage.EditPlace(ctx, store, id, func(cur *stage.Place) (string, error) {
+		if _, err := record.EditPlace(ctx, store, id, func(cur *record.Place) (string, error) {
 			if cur.Current != p.Current {
 				return "", fmt.Errorf("%s: its stage moved on while it was rolled back", id)
 			}
-			record(cur)
+			markRolledBack(cur)
 			*p = *cur
 			return msg, nil
 		}); err != nil {
@@ -161,7 +162,7 @@ func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage
 // dirty work tree in a snapshot of stage st, else commits beyond to at a
 // ref of their own. It returns what it kept, nil when nothing needed
 // keeping (already there, clean).
-func ResetPlace(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, to, tree, reflog string) (*stage.Snapshot, error) {
+func ResetPlace(ctx context.Context, repo *git.Repo, p *record.Place, st *record.StageRecord, to, tree, reflog string) (*record.Snapshot, error) {
 	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if err != nil {
 		return nil, err
@@ -176,7 +177,7 @@ func ResetPlace(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.S
 			ref := snapshotRef(p, st, "rollback", n)
 			err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Create, Name: ref, New: head}})
 			if err == nil {
-				kept = &stage.Snapshot{Why: "rollback", Ref: ref, Commit: head, Head: head}
+				kept = &record.Snapshot{Why: "rollback", Ref: ref, Commit: head, Head: head}
 				break
 			}
 			if n == 20 {

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
-var taskFixtures = map[string]stage.TaskCount{
+var taskFixtures = map[string]record.TaskCount{
 	"mixed.md": {Done: 8, Total: 14},
 	"open.md":  {Done: 0, Total: 3},
 	"done.md":  {Done: 2, Total: 2},

@@ -11,10 +11,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // logTools appends to the place's live log (W4) every tool call its
@@ -24,7 +25,7 @@ import (
 // that advance a place never write a call twice; once an ended agent's
 // calls are all in, its transcript is not read again. An agent replaced
 // by a retry keeps the lines it had, so the log holds every run.
-func logTools(ctx context.Context, commonDir string, p *stage.Place) error {
+func logTools(ctx context.Context, commonDir string, p *record.Place) error {
 	var todo []int
 	for i := range p.Stages {
 		if a := p.Stages[i].Agent; a != nil && a.Transcript != "" && a.Session != "" {
@@ -128,7 +129,7 @@ func ReadLog(ctx context.Context, env *stage.Env, repoDir, id string, offset int
 	if err != nil {
 		return nil, offset, err
 	}
-	_, p, err := stage.ReadPlace(ctx, store, id)
+	_, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return nil, offset, err
 	}
@@ -156,7 +157,7 @@ const ChildTools = 3
 // LastTools are the last n tool calls of a stage's current agent, read
 // from its transcript, each as "Name: what it named"; none when there is
 // no transcript here.
-func LastTools(st *stage.StageRecord, n int) []string {
+func LastTools(st *record.StageRecord, n int) []string {
 	tools := []string{}
 	a := st.Agent
 	if a == nil || a.Transcript == "" {

@@ -5,18 +5,19 @@ import (
 
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // watchable reports whether a place has something for a watcher to do: an
 // active stage whose agent flume started and has not recorded ended. An
 // agent that went by itself is still watched until its end is recorded
 // (A10): that is the watcher's to see.
-func Watchable(ctx context.Context, env *stage.Env, p *stage.Place) bool {
-	if p.Phase != stage.PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
+func Watchable(ctx context.Context, env *stage.Env, p *record.Place) bool {
+	if p.Phase != record.PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false
 	}
 	st := p.Stages[p.Current]
-	if st.State == stage.StagePending && p.Current > 0 {
+	if st.State == record.StagePending && p.Current > 0 {
 		return true // the stage after a delivery waits for its agent
 	}
 	if !Watched(&st) || st.Agent == nil || st.Agent.Ended {
@@ -27,13 +28,13 @@ func Watchable(ctx context.Context, env *stage.Env, p *stage.Place) bool {
 
 // LandedWork reports a place of this host whose last stage has landed:
 // its work is over by T1, for tidy to judge.
-func LandedWork(p *stage.Place) bool {
-	return p.Phase == stage.PhaseMade && p.Current == len(p.Stages)-1 && p.Stages[p.Current].State == stage.StateLanded
+func LandedWork(p *record.Place) bool {
+	return p.Phase == record.PhaseMade && p.Current == len(p.Stages)-1 && p.Stages[p.Current].State == record.StateLanded
 }
 
 // NeedsWatcher reports whether a place has something to watch and no live
 // watcher: then any command may start one.
-func NeedsWatcher(ctx context.Context, env *stage.Env, p *stage.Place) bool {
+func NeedsWatcher(ctx context.Context, env *stage.Env, p *record.Place) bool {
 	if !Watchable(ctx, env, p) {
 		return false
 	}

@@ -17,13 +17,14 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // serveInbox serves the inbox of p's current run, if it has one, with s
 // (nil or another run's: a new server, the old one closed) and returns
 // the server now serving, nil for none.
-func serveInbox(ctx context.Context, env *stage.Env, p *stage.Place, s *broker.Server) *broker.Server {
-	a := stage.CurrentRun(p)
+func serveInbox(ctx context.Context, env *stage.Env, p *record.Place, s *broker.Server) *broker.Server {
+	a := record.CurrentRun(p)
 	inbox := ""
 	if a != nil && !a.Ended {
 		if info, err := os.Lstat(a.Inbox()); err == nil && info.IsDir() {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // ClaimOptions names a place and the session that claims or releases it.
@@ -28,7 +29,7 @@ func Use(ctx context.Context, env *stage.Env, o ClaimOptions) (refs.Claim, error
 	if err != nil {
 		return refs.Claim{}, err
 	}
-	if _, _, err := stage.ReadPlace(ctx, store, o.Place); err != nil {
+	if _, _, err := record.ReadPlace(ctx, store, o.Place); err != nil {
 		return refs.Claim{}, err
 	}
 	claim, err := store.Use(ctx, o.Place, o.Session, o.TakeOver)

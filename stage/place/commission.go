@@ -14,12 +14,13 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // commission is the place a launch is delegated from, as read.
 type commission struct {
 	rec *refs.Record
-	p   *stage.Place
+	p   *record.Place
 }
 
 // checkDelegation refuses a launch made from inside a place (the caller's
@@ -38,11 +39,11 @@ func checkDelegation(ctx context.Context, env *stage.Env, repo *git.Repo, store 
 	refuse := func(why string) error {
 		return &stage.RefusedError{Place: from, Reason: "a launch of a " + kind + " from inside this place is refused: " + why}
 	}
-	rec, p, err := stage.ReadPlace(ctx, store, from)
+	rec, p, err := record.ReadPlace(ctx, store, from)
 	if err != nil {
 		return nil, refuse("it is not a place of this repository")
 	}
-	if p.Current < len(p.Stages) && p.Stages[p.Current].State == stage.StagePending {
+	if p.Current < len(p.Stages) && p.Stages[p.Current].State == record.StagePending {
 		// the role is its stage's once it starts; saying it
 		// names none misled.
 		st := p.Stages[p.Current]
@@ -58,7 +59,7 @@ func checkDelegation(ctx context.Context, env *stage.Env, repo *git.Repo, store 
 	if !slices.Contains(role.DelegatesTo, kind) {
 		return nil, refuse(fmt.Sprintf("role %s delegates to %v, not %s", role.Name, role.DelegatesTo, kind))
 	}
-	if p.Phase != stage.PhaseMade {
+	if p.Phase != record.PhaseMade {
 		return nil, refuse("it is " + p.Phase)
 	}
 	if err := stage.CheckHome(ctx, env, repo, p); err != nil {
@@ -75,17 +76,17 @@ func checkDelegation(ctx context.Context, env *stage.Env, repo *git.Repo, store 
 // OpenChild is the direct child of p whose delegation is still open, ""
 // when there is none. A child named in p's record that has no record (a
 // launch cleaned up before it made anything) is not open.
-func OpenChild(ctx context.Context, store *refs.Store, p *stage.Place) (string, error) {
+func OpenChild(ctx context.Context, store *refs.Store, p *record.Place) (string, error) {
 	for _, id := range slices.Backward(p.Children) {
-		_, c, err := stage.ReadPlace(ctx, store, id)
-		var nf *stage.NotFoundError
+		_, c, err := record.ReadPlace(ctx, store, id)
+		var nf *record.NotFoundError
 		if errors.As(err, &nf) {
 			continue
 		}
 		if err != nil {
 			return "", err
 		}
-		if c.Parent != nil && c.Parent.Parent == p.ID && stage.DelegationOpen(c) {
+		if c.Parent != nil && c.Parent.Parent == p.ID && record.DelegationOpen(c) {
 			return id, nil
 		}
 	}
@@ -94,7 +95,7 @@ func OpenChild(ctx context.Context, store *refs.Store, p *stage.Place) (string, 
 
 // delegate readies a child about to be made as c's delegation: it starts
 // from the commissioner's branch head and lands on its branch.
-func delegate(ctx context.Context, env *stage.Env, repo *git.Repo, c *commission, opts LaunchOptions) (target, base string, d *stage.Delegation, err error) {
+func delegate(ctx context.Context, env *stage.Env, repo *git.Repo, c *commission, opts LaunchOptions) (target, base string, d *record.Delegation, err error) {
 	if opts.Target != "" && opts.Target != c.p.Branch {
 		return "", "", nil, fmt.Errorf("a delegated place lands on its commissioner's branch %s, not --target %s", c.p.Branch, opts.Target)
 	}
@@ -105,14 +106,14 @@ func delegate(ctx context.Context, env *stage.Env, repo *git.Repo, c *commission
 	if err != nil {
 		return "", "", nil, fmt.Errorf("commissioner %s: branch %s: %w", c.p.ID, c.p.Branch, err)
 	}
-	d = &stage.Delegation{Parent: c.p.ID, Stage: c.p.Current, Run: c.p.Stages[c.p.Current].Runs, At: env.NowUTC()}
+	d = &record.Delegation{Parent: c.p.ID, Stage: c.p.Current, Run: c.p.Stages[c.p.Current].Runs, At: env.NowUTC()}
 	return c.p.Branch, head, d, nil
 }
 
 // keepCommissioner keeps the commissioner's work tree, when dirty, as the
 // delegation's start (W3), right before the child is made: a launch
 // refused earlier leaves no snapshot behind.
-func keepCommissioner(ctx context.Context, repo *git.Repo, c *commission, d *stage.Delegation) error {
+func keepCommissioner(ctx context.Context, repo *git.Repo, c *commission, d *record.Delegation) error {
 	start, err := engine.TakeSnapshot(ctx, repo, c.p, &c.p.Stages[c.p.Current], "delegate")
 	d.Start = start
 	return err
@@ -121,8 +122,8 @@ func keepCommissioner(ctx context.Context, repo *git.Repo, c *commission, d *sta
 // commissionChange is the commissioner's side of a child's first
 // transaction: the child's id added to its record, from the record as
 // read now. A commissioner that meanwhile delegated elsewhere refuses.
-func commissionChange(ctx context.Context, store *refs.Store, child *stage.Place) (refs.Change, error) {
-	rec, p, err := stage.ReadPlace(ctx, store, child.Parent.Parent)
+func commissionChange(ctx context.Context, store *refs.Store, child *record.Place) (refs.Change, error) {
+	rec, p, err := record.ReadPlace(ctx, store, child.Parent.Parent)
 	if err != nil {
 		return refs.Change{}, err
 	}
@@ -134,5 +135,5 @@ func commissionChange(ctx context.Context, store *refs.Store, child *stage.Place
 	if !slices.Contains(p.Children, child.ID) {
 		p.Children = append(p.Children, child.ID)
 	}
-	return stage.PlaceChange(rec, p, fmt.Sprintf("delegate %s: to %s", p.ID, child.ID)), nil
+	return record.PlaceChange(rec, p, fmt.Sprintf("delegate %s: to %s", p.ID, child.ID)), nil
 }

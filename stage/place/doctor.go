@@ -14,9 +14,10 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
 
@@ -81,7 +82,7 @@ func Diagnose(ctx context.Context, env *stage.Env, repoDir string) (*Doctor, err
 	places := ""
 	if repo, _, err := env.Open(ctx, repoDir); err == nil && !repo.Bare {
 		if main, err := repo.MainCheckout(ctx); err == nil {
-			d.Repo, places = main, filepath.Join(main, stage.PlacesDir)
+			d.Repo, places = main, filepath.Join(main, record.PlacesDir)
 		}
 		// A probe's scratch files, removed at once, in the folder [run]
 		// deps templates live in.

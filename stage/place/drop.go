@@ -9,12 +9,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Drop marks a launch dropped (T1): its work is over without landing. The
@@ -22,7 +23,7 @@ import (
 // A delegated place is dropped under its commissioner's delegation lock,
 // and one whose delegation was closed meanwhile (accepted, rolled back)
 // is not: that verb won, and only one of them says it succeeded (X5).
-func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
+func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Pla
 // DropHeld drops a delegated place as Drop does, for a verb that holds its
 // commissioner's delegation lock and closed the delegation itself
 // (rollback).
-func DropHeld(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage.Place, error) {
+func DropHeld(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
 	_, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, err
@@ -48,11 +49,11 @@ func DropHeld(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*stage
 
 // drop marks place o.Place dropped; open says a delegation closed
 // meanwhile is another verb's win.
-func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, open bool) (*stage.Place, error) {
+func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, open bool) (*record.Place, error) {
 	id, gate := o.Place, o.Gate
-	var p stage.Place
+	var p record.Place
 	err := refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		rec, cur, err := stage.ReadPlace(ctx, store, id)
+		rec, cur, err := record.ReadPlace(ctx, store, id)
 		if err != nil {
 			return err
 		}
@@ -64,7 +65,7 @@ func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceO
 			// accept or rollback closed it first.
 			return &stage.LostError{Place: id, Verb: "drop", Outcome: d.Outcome}
 		}
-		if p.Phase == stage.PhaseTidied {
+		if p.Phase == record.PhaseTidied {
 			return fmt.Errorf("place %s was already tidied", id)
 		}
 		if p.Dropped != nil {
@@ -90,7 +91,7 @@ func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceO
 			engine.EndStage(&p.Stages[p.Current], agentrun.StateCut, DroppedReason, env.ClockNow())
 			msg += "; its agent ended and verified gone"
 		}
-		_, err = stage.SavePlace(ctx, store, rec, &p, msg, cs.Verify(id))
+		_, err = record.SavePlace(ctx, store, rec, &p, msg, cs.Verify(id))
 		return err
 	})
 	if err != nil {
@@ -104,7 +105,7 @@ func drop(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceO
 // commissioner's accept or rollback run one after the other, each deciding
 // from what the other left. A place not delegated has none.
 func lockCommissioner(ctx context.Context, store *refs.Store, id string) (func(), error) {
-	_, p, err := stage.ReadPlace(ctx, store, id)
+	_, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil || p.Parent == nil {
 		return func() {}, err
 	}
@@ -122,7 +123,7 @@ const DroppedReason = "the place was dropped; its agent was ended"
 // over and verifies it gone. It returns why the place must stay instead:
 // the agent could not be ended, its pane is still up, or it runs in the
 // operator's own terminal, which flume does not end.
-func endPlaceAgent(ctx context.Context, env *stage.Env, p *stage.Place) string {
+func endPlaceAgent(ctx context.Context, env *stage.Env, p *record.Place) string {
 	a := p.Stages[p.Current].Agent
 	if a == nil || a.Ended {
 		return ""
@@ -148,7 +149,7 @@ func endPlaceAgent(ctx context.Context, env *stage.Env, p *stage.Place) string {
 // markAgentEnded records that the current stage's agent ended (tidy ended
 // it and verified it gone), re-reading on a lost race.
 func markAgentEnded(ctx context.Context, env *stage.Env, store *refs.Store, id string) (*refs.Record, error) {
-	return stage.EditPlace(ctx, store, id, func(p *stage.Place) (string, error) {
+	return record.EditPlace(ctx, store, id, func(p *record.Place) (string, error) {
 		a := p.Stages[p.Current].Agent
 		if a == nil || a.Ended {
 			return "", refs.ErrNoChange
@@ -161,7 +162,7 @@ func markAgentEnded(ctx context.Context, env *stage.Env, store *refs.Store, id s
 
 // TreeDrop is what DropTree did to one place of the tree.
 type TreeDrop struct {
-	Place *stage.Place
+	Place *record.Place
 	// Gone says the place's agent is verified gone (or never ran);
 	// false for one the operator started (print), theirs to end.
 	Gone bool
@@ -201,12 +202,12 @@ func subtreeDeepestFirst(ctx context.Context, env *stage.Env, store *refs.Store,
 	seen := map[string]bool{}
 	var visit func(id, parent string, depth int) error
 	visit = func(id, parent string, depth int) error {
-		if seen[id] || depth > stage.MaxTreeDepth {
+		if seen[id] || depth > record.MaxTreeDepth {
 			return nil
 		}
 		seen[id] = true
-		_, p, err := stage.ReadPlace(ctx, store, id)
-		var nf *stage.NotFoundError
+		_, p, err := record.ReadPlace(ctx, store, id)
+		var nf *record.NotFoundError
 		switch {
 		case parent != "" && errors.As(err, &nf):
 			return nil // a child removed since its commissioner named it
@@ -220,7 +221,7 @@ func subtreeDeepestFirst(ctx context.Context, env *stage.Env, store *refs.Store,
 				return err
 			}
 		}
-		if p.Phase != stage.PhaseTidied {
+		if p.Phase != record.PhaseTidied {
 			order = append(order, id)
 		}
 		return nil

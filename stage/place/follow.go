@@ -12,13 +12,14 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Launch is launch's use case (L1): check that the first stage's agent can
 // start here (preflight), make the place, start its kind's first stage and
 // follow it. A place whose readying failed is returned with the
 // error, its stage not started: it is made, and the caller shows it.
-func Launch(ctx context.Context, env *stage.Env, opts LaunchOptions) (*stage.Place, error) {
+func Launch(ctx context.Context, env *stage.Env, opts LaunchOptions) (*record.Place, error) {
 	p, err := makeLaunch(ctx, env, opts, true)
 	if p == nil || err != nil {
 		return p, err
@@ -48,7 +49,7 @@ type AdvanceOptions struct {
 // Advanced is what advance did: each place as the engine left it, in
 // order, and what tidy then did.
 type Advanced struct {
-	Places []*stage.Place
+	Places []*record.Place
 	Tidied []TidyResult
 }
 
@@ -104,13 +105,13 @@ func openPlaceIDs(ctx context.Context, env *stage.Env, repoDir string) ([]string
 	if err != nil {
 		return nil, err
 	}
-	records, _, err := store.List(ctx, stage.PlacePrefix)
+	records, _, err := store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
-	for _, p := range stage.DecodePlaces(records) {
-		if p.Phase != stage.PhaseTidied && p.Host == env.Host {
+	for _, p := range record.DecodePlaces(records) {
+		if p.Phase != record.PhaseTidied && p.Host == env.Host {
 			ids = append(ids, p.ID)
 		}
 	}

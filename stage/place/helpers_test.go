@@ -15,6 +15,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
@@ -55,7 +56,7 @@ func (f *fixture) git(args ...string) string {
 
 // testKinds are the record kinds of a place's workflows, wired as
 // git-flume wires them.
-var testKinds = refs.Kinds{refs.ClaimKind, stage.PlaceKind, runenv.LeaseKind}
+var testKinds = refs.Kinds{refs.ClaimKind, record.PlaceKind, runenv.LeaseKind}
 
 func (f *fixture) stageEnv(runnerEnv []string) *stage.Env {
 	return &stage.Env{
@@ -144,10 +145,10 @@ func fixtureStore(t *testing.T, f *fixture) *refs.Store {
 
 // editPlaceRecord changes place id's record as edit says, by
 // compare-and-swap, as a process other than the one under test would.
-func editPlaceRecord(t *testing.T, f *fixture, id, msg string, edit func(p *stage.Place)) {
+func editPlaceRecord(t *testing.T, f *fixture, id, msg string, edit func(p *record.Place)) {
 	t.Helper()
-	_, err := fixtureStore(t, f).Edit(context.Background(), stage.PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
-		var p stage.Place
+	_, err := fixtureStore(t, f).Edit(context.Background(), record.PlaceRef(id), func(cur *refs.Record) (refs.Change, error) {
+		var p record.Place
 		if err := cur.Decode(&p); err != nil {
 			return refs.Change{}, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // hookMarker identifies hooks git-flume wrote.
@@ -144,11 +145,11 @@ func installHook(env *stage.Env, dir, name, body string) (string, error) {
 // OfDir returns the place id of a place's top directory
 // (<repo>/places/<kind>--<name>), or "" — without running git.
 func OfDir(dir string) string {
-	if filepath.Base(filepath.Dir(dir)) != stage.PlacesDir {
+	if filepath.Base(filepath.Dir(dir)) != record.PlacesDir {
 		return ""
 	}
 	id := filepath.Base(dir)
-	if _, err := stage.PlaceID(id); err != nil || !strings.Contains(id, "--") {
+	if _, err := record.PlaceID(id); err != nil || !strings.Contains(id, "--") {
 		return ""
 	}
 	return id

@@ -13,6 +13,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -21,8 +22,8 @@ import (
 // launcher a process that is gone.
 func interrupt(t *testing.T, f *fixture, id string) {
 	t.Helper()
-	editPlaceRecord(t, f, id, "interrupted", func(p *stage.Place) {
-		p.Phase, p.Launcher = stage.PhaseMaking, &stage.Proc{PID: 999999, Host: "testhost"}
+	editPlaceRecord(t, f, id, "interrupted", func(p *record.Place) {
+		p.Phase, p.Launcher = record.PhaseMaking, &record.Proc{PID: 999999, Host: "testhost"}
 	})
 }
 
@@ -70,7 +71,7 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 	}
 	for _, name := range []string{"committed", "untracked", "changed"} {
 		ps := placeOf(t, st, "fix--"+name)
-		if ps.Phase != stage.PhaseMade || ps.Worktree != "present" {
+		if ps.Phase != record.PhaseMade || ps.Worktree != "present" {
 			t.Errorf("%s: phase %s, worktree %s; want made, present", name, ps.Phase, ps.Worktree)
 		}
 		if _, err := os.Stat(place(name)); err != nil {
@@ -80,7 +81,7 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(place("untracked"), "notes")); err != nil || string(b) != "mine\n" {
 		t.Errorf("untracked file lost: %q, %v", b, err)
 	}
-	if ps := placeOf(t, st, "fix--empty"); ps.Phase != stage.PhaseTidied {
+	if ps := placeOf(t, st, "fix--empty"); ps.Phase != record.PhaseTidied {
 		t.Errorf("empty: phase %s, want tidied", ps.Phase)
 	}
 	if _, err := os.Lstat(place("empty")); err == nil {
@@ -95,7 +96,7 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 // tidy repairs exactly that folder and cleans the launch up.
 func TestLaunchKilledInsideWorktreeAdd_L1(t *testing.T) {
 	f, env, path := cutInsideWorktreeAdd(t)
-	if phase := settledPhase(t, f, env, "fix--cut"); phase != stage.PhaseTidied {
+	if phase := settledPhase(t, f, env, "fix--cut"); phase != record.PhaseTidied {
 		t.Errorf("phase %s, want tidied", phase)
 	}
 	if _, err := os.Lstat(path); err == nil {
@@ -240,8 +241,8 @@ func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
 		write string
 		want  string
 	}{
-		{"a torn write", "const a = 1\n", stage.PhaseTidied},
-		{"someone's edit", "const a = 2 // mine\n", stage.PhaseMade},
+		{"a torn write", "const a = 1\n", record.PhaseTidied},
+		{"someone's edit", "const a = 2 // mine\n", record.PhaseMade},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -278,7 +279,7 @@ func TestLaunchCutBeforeWorktreeAdd_L1(t *testing.T) {
 		t.Fatalf("the branch is at %s, want its base %s", got, want)
 	}
 
-	if phase := settledPhase(t, f, env, "fix--cut"); phase != stage.PhaseTidied {
+	if phase := settledPhase(t, f, env, "fix--cut"); phase != record.PhaseTidied {
 		t.Errorf("phase %s, want tidied", phase)
 	}
 	if out, err := gitFails(f, "-C", f.dir, "rev-parse", "--verify", "-q", "refs/heads/fix/cut"); err == nil {
@@ -338,7 +339,7 @@ exec %q "$@"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ps := placeOf(t, st, "fix--no"); ps.Phase != stage.PhaseTidied {
+	if ps := placeOf(t, st, "fix--no"); ps.Phase != record.PhaseTidied {
 		t.Errorf("phase %s, want tidied", ps.Phase)
 	}
 	if _, err := place.MakePlace(ctx, f.stageEnv(f.env), opts); err != nil {

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // startCounting is a pane host whose every pane runs, counting the agents
@@ -39,7 +40,7 @@ func TestNoStageStartsOverARunningAgent_K1(t *testing.T) {
 	}
 	head := strings.TrimSpace(f.git("-C", f.dir, "rev-parse", "main"))
 	now := time.Now()
-	editPlaceRecord(t, f, "fix--one", "code delivered, its agent not yet ended", func(p *stage.Place) {
+	editPlaceRecord(t, f, "fix--one", "code delivered, its agent not yet ended", func(p *record.Place) {
 		st := &p.Stages[0]
 		st.State, st.Started, st.Ended, st.Base, st.Runs = run.StateDelivered, &now, &now, head, 1
 		st.Agent = &run.Agent{Program: "claude", Format: "claude", Session: "s1", Pane: "p1", PaneHost: "tmux", Host: "testhost",

@@ -17,6 +17,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -141,7 +142,7 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 		_, branchErr := exec.Command("git", "-C", f.dir, "rev-parse", "--verify", "-q", "refs/heads/fix/"+name).Output()
 		hasBranch := branchErr == nil
 		switch {
-		case ps == nil || ps.Phase == stage.PhaseTidied:
+		case ps == nil || ps.Phase == record.PhaseTidied:
 			if hasWorktree || hasBranch {
 				t.Fatalf("trial %d: place %s cleaned up but worktree=%v branch=%v", trial, id, hasWorktree, hasBranch)
 			}
@@ -151,7 +152,7 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 				t.Fatalf("trial %d: cleaned-up place left its folder holding %v (record %+v; git's worktrees/: %v)", trial, left, ps, admin)
 			}
 			outcomes["cleaned"]++
-		case ps.Phase == stage.PhaseMade:
+		case ps.Phase == record.PhaseMade:
 			if !hasWorktree || !hasBranch || ps.Worktree != "present" {
 				t.Fatalf("trial %d: place %s made but worktree=%v branch=%v", trial, id, hasWorktree, hasBranch)
 			}

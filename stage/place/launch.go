@@ -17,11 +17,12 @@ import (
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
 
@@ -52,7 +53,7 @@ func (e *ExistsError) Error() string {
 // phase "making" that the next command cleans up. It starts no agent
 // (Start does); with starting, what the first stage's agent needs is
 // checked too, before anything is made (preflight).
-func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, starting bool) (*stage.Place, error) {
+func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, starting bool) (*record.Place, error) {
 	if err := checkLaunch(opts); err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, startin
 	p.Parent = o.parent
 	if cfg.Run.Declared() {
 		// until its setup is recorded, the place says it lacks it.
-		p.Run = &stage.RunSetup{Unfinished: true}
+		p.Run = &record.RunSetup{Unfinished: true}
 	}
 	rec, err := makePlace(ctx, env, repo, steps, store, p)
 	if err != nil {
@@ -113,7 +114,7 @@ func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, startin
 // place its link to the commissioner.
 type origin struct {
 	main, target, base string
-	parent             *stage.Delegation
+	parent             *record.Delegation
 }
 
 // placeOrigin finds where a launch's place starts: from its commissioner's
@@ -143,7 +144,7 @@ func placeOrigin(ctx context.Context, env *stage.Env, repo *git.Repo, c *commiss
 // prepare makes a made place ready to work in: what [run] declares (issue
 // 29), then the readying steps (L2). A fix whose readying failed still goes
 // on, its agent told of the failure, which stays recorded with the place.
-func prepare(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, cfg *stage.Config) error {
+func prepare(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, cfg *stage.Config) error {
 	if run, err := runenv.SetUpRun(ctx, env, repo, store, p, cfg.Run); err != nil {
 		return fmt.Errorf("launch %s: its place is made, but [run] could not be set up: %w", p.ID, err)
 	} else if run != nil {
@@ -236,21 +237,21 @@ func launchBase(ctx context.Context, repo *git.Repo, mainPath string, opts Launc
 
 // newPlace is the record a launch writes first (L1): phase making, its
 // launcher this process, every stage of its kind pending.
-func newPlace(env *stage.Env, opts LaunchOptions, kind stage.Kind, mainPath, target, base string) *stage.Place {
+func newPlace(env *stage.Env, opts LaunchOptions, kind stage.Kind, mainPath, target, base string) *record.Place {
 	id := opts.Kind + "--" + opts.Name
-	p := &stage.Place{
+	p := &record.Place{
 		Schema: 1, Kind: "place",
 		ID: id, PlaceKind: kind.Name, Name: opts.Name,
 		Repo:   mainPath,
-		Path:   filepath.Join(mainPath, stage.PlacesDir, id),
+		Path:   filepath.Join(mainPath, record.PlacesDir, id),
 		Branch: kind.Name + "/" + opts.Name,
 		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane),
 		Host: env.Host, Created: env.NowUTC(),
-		Phase:    stage.PhaseMaking,
-		Launcher: &stage.Proc{PID: env.PID, Host: env.Host},
+		Phase:    record.PhaseMaking,
+		Launcher: &record.Proc{PID: env.PID, Host: env.Host},
 	}
 	for _, st := range kind.Stages {
-		p.Stages = append(p.Stages, stage.StageRecord{Name: st.Name, Prompt: st.Prompt, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), Life: run.Life{State: stage.StagePending}})
+		p.Stages = append(p.Stages, record.StageRecord{Name: st.Name, Prompt: st.Prompt, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), Life: run.Life{State: record.StagePending}})
 	}
 	return p
 }
@@ -259,7 +260,7 @@ func newPlace(env *stage.Env, opts LaunchOptions, kind stage.Kind, mainPath, tar
 // checkout (a committed symlink, say): a worktree made through it would be
 // outside the repository, where tidying cannot see it (T2).
 func realPlacesDir(main string) error {
-	if why := stage.NotRealDir(filepath.Join(main, stage.PlacesDir)); why != "" {
+	if why := stage.NotRealDir(filepath.Join(main, record.PlacesDir)); why != "" {
 		return fmt.Errorf("%s; places are made only in a real folder of the repository (remove it, or launch from another repository)", why)
 	}
 	return nil
@@ -296,7 +297,7 @@ func openRecordSteps(repo *git.Repo, store *refs.Store, message string) (recordS
 
 // makePlace creates the record, the branch and the worktree under the
 // repository's launch lock (L2b) and returns the record in phase "made".
-func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps recordSteps, store *refs.Store, p *stage.Place) (*refs.Record, error) {
+func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps recordSteps, store *refs.Store, p *record.Place) (*refs.Record, error) {
 	lock, err := stage.LockRepo(ctx, repo.CommonDir)
 	if err != nil {
 		return nil, err
@@ -345,16 +346,16 @@ func makePlace(ctx context.Context, env *stage.Env, repo *git.Repo, steps record
 // while the worktree is made; its ref moves only once the worktree is
 // there. A refused worktree leaves them unreachable, for gc, and nothing
 // else of the place behind.
-func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps recordSteps, store *refs.Store, rec *refs.Record, p *stage.Place) (*refs.Record, error) {
+func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps recordSteps, store *refs.Store, rec *refs.Record, p *record.Place) (*refs.Record, error) {
 	made := *p
-	made.Phase, made.Launcher = stage.PhaseMade, nil
+	made.Phase, made.Launcher = record.PhaseMade, nil
 	type prepared struct {
 		p   *refs.Prepared
 		err error
 	}
 	ready := make(chan prepared, 1)
 	go func() {
-		pr, err := steps.Prepare(ctx, stage.PlaceChange(rec, &made, "launch "+p.ID+": made "+p.Path))
+		pr, err := steps.Prepare(ctx, record.PlaceChange(rec, &made, "launch "+p.ID+": made "+p.Path))
 		ready <- prepared{pr, err}
 	}()
 	var err error
@@ -397,7 +398,7 @@ func repairedOthers(ctx context.Context, env *stage.Env, repo *git.Repo, store *
 	if _, err := repo.Worktrees(ctx); err == nil {
 		return false
 	}
-	records, _, err := store.List(ctx, stage.PlacePrefix)
+	records, _, err := store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return false
 	}
@@ -412,10 +413,10 @@ func repairedOthers(ctx context.Context, env *stage.Env, repo *git.Repo, store *
 // commissioner's record moving meanwhile is read again. With steps.branch
 // the place's branch is created in it too, create-only as well: a branch
 // made meanwhile by anyone else is never taken over (L1).
-func createPlace(ctx context.Context, steps recordSteps, old *refs.Record, p *stage.Place) (*refs.Record, error) {
+func createPlace(ctx context.Context, steps recordSteps, old *refs.Record, p *record.Place) (*refs.Record, error) {
 	var made *refs.Record
 	err := refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		changes := []refs.Change{stage.PlaceChange(old, p, "launch "+p.ID+": making")}
+		changes := []refs.Change{record.PlaceChange(old, p, "launch "+p.ID+": making")}
 		if p.Parent != nil {
 			ch, err := commissionChange(ctx, steps.Store, p)
 			if err != nil {
@@ -432,7 +433,7 @@ func createPlace(ctx context.Context, steps recordSteps, old *refs.Record, p *st
 		if errors.As(err, &conflict) {
 			for _, c := range conflict.Conflicts {
 				switch c.Name { // not a race to run again
-				case stage.PlaceRef(p.ID):
+				case record.PlaceRef(p.ID):
 					return &ExistsError{What: "place", Value: p.ID}
 				case p.BranchRef():
 					return &ExistsError{What: "branch", Value: p.Branch}
@@ -453,18 +454,18 @@ func createPlace(ctx context.Context, steps recordSteps, old *refs.Record, p *st
 // is none, a tidied one, or an ExistsError. A launch that died while making
 // the place is cleaned up first.
 func freePlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, id string) (*refs.Record, error) {
-	old, err := store.Read(ctx, stage.PlaceRef(id))
+	old, err := store.Read(ctx, record.PlaceRef(id))
 	if errors.Is(err, refs.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	prev, err := stage.DecodePlace(old)
+	prev, err := record.DecodePlace(old)
 	if err != nil {
 		return nil, err
 	}
-	if prev.Phase == stage.PhaseMaking {
+	if prev.Phase == record.PhaseMaking {
 		cleaned, err := ReconcileMaking(ctx, env, repo, store, old, prev, true)
 		if err != nil {
 			return nil, err
@@ -473,7 +474,7 @@ func freePlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 			return freePlace(ctx, env, repo, store, id)
 		}
 	}
-	if prev.Phase != stage.PhaseTidied {
+	if prev.Phase != record.PhaseTidied {
 		return nil, &ExistsError{What: "place", Value: id}
 	}
 	return old, nil
@@ -482,7 +483,7 @@ func freePlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 // excludePlaces adds places/ to the repository's info/exclude (L2a), once.
 func excludePlaces(commonDir string) error {
 	path := filepath.Join(commonDir, "info", "exclude")
-	const line = "/" + stage.PlacesDir + "/"
+	const line = "/" + record.PlacesDir + "/"
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/git-flume/git-flume/refs"
-	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/radar"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -145,7 +145,7 @@ func TestRefreshMergesOnlyThePlacesPairs(t *testing.T) {
 func readPlaceRecord(t *testing.T, f *fixture, id string) (*refs.Store, *refs.Record) {
 	t.Helper()
 	store := fixtureStore(t, f)
-	rec, err := store.Read(context.Background(), stage.PlaceRef(id))
+	rec, err := store.Read(context.Background(), record.PlaceRef(id))
 	if err != nil {
 		t.Fatal(err)
 	}

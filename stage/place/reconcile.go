@@ -14,6 +14,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // ReconcileMaking finishes off a place whose launch stopped while making it
@@ -25,8 +26,8 @@ import (
 // from the base, and the record marked tidied, so the place may be launched
 // again. A launch still running (its process alive on this host) is left
 // alone unless force (the caller is that launch).
-func ReconcileMaking(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, checkAlive bool) (bool, error) {
-	if p.Phase != stage.PhaseMaking || p.Host != env.Host {
+func ReconcileMaking(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, checkAlive bool) (bool, error) {
+	if p.Phase != record.PhaseMaking || p.Host != env.Host {
 		return false, nil // only its own host can tell, and only it acts
 	}
 	if err := stage.CheckHome(ctx, env, repo, p); err != nil {
@@ -52,7 +53,7 @@ func ReconcileMaking(ctx context.Context, env *stage.Env, repo *git.Repo, store 
 // removeHalfMade removes what an interrupted launch of p made of its
 // worktree, unless it holds work: then it removes nothing and says what
 // work (the place is made after all).
-func removeHalfMade(ctx context.Context, repo *git.Repo, p *stage.Place) (work string, err error) {
+func removeHalfMade(ctx context.Context, repo *git.Repo, p *record.Place) (work string, err error) {
 	wts, err := repo.Worktrees(ctx)
 	if err != nil {
 		return "", err
@@ -101,7 +102,7 @@ func removeHalfMade(ctx context.Context, repo *git.Repo, p *stage.Place) (work s
 // is deleted if it never moved from the base (which the record then holds,
 // X2), and the record says tidied. A record moved meanwhile was settled by
 // another.
-func undoLaunch(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place) (bool, error) {
+func undoLaunch(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place) (bool, error) {
 	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	var hold []string
 	switch {
@@ -115,9 +116,9 @@ func undoLaunch(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	case err != nil && !errors.Is(err, git.ErrNotExist):
 		return false, err
 	}
-	p.Phase, p.Launcher = stage.PhaseTidied, nil
-	p.Tidied = &stage.TidyRecord{At: env.NowUTC(), Reason: "launch interrupted"}
-	ch := stage.PlaceChange(rec, p, fmt.Sprintf("launch %s: interrupted, cleaned up", p.ID))
+	p.Phase, p.Launcher = record.PhaseTidied, nil
+	p.Tidied = &record.TidyRecord{At: env.NowUTC(), Reason: "launch interrupted"}
+	ch := record.PlaceChange(rec, p, fmt.Sprintf("launch %s: interrupted, cleaned up", p.ID))
 	ch.Hold = hold
 	_, err = store.Write(ctx, []refs.Change{ch})
 	var conflict *refs.ConflictError
@@ -131,7 +132,7 @@ func undoLaunch(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 // commits on the place's branch beyond its base, or files that are not
 // the base's (untracked or changed, read through a throwaway index). ""
 // means none: removing it loses nothing.
-func holdsWork(ctx context.Context, repo *git.Repo, p *stage.Place, wt git.Worktree) (string, error) {
+func holdsWork(ctx context.Context, repo *git.Repo, p *record.Place, wt git.Worktree) (string, error) {
 	head, err := repo.ResolveRef(ctx, p.BranchRef())
 	if err == nil && head != p.Base {
 		return fmt.Sprintf("its branch %s moved to %.12s", p.Branch, head), nil
@@ -160,9 +161,9 @@ func holdsWork(ctx context.Context, repo *git.Repo, p *stage.Place, wt git.Workt
 // finishMade takes an interrupted launch's worktree that holds work as the
 // place it was meant to be: its record moves to "made", and its first
 // stage starts as any pending stage does.
-func finishMade(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place, why string) (bool, error) {
-	p.Phase, p.Launcher = stage.PhaseMade, nil
-	_, err := stage.SavePlace(ctx, store, rec, p, fmt.Sprintf("launch %s: interrupted after its worktree was made; %s, so it is kept as made", p.ID, why))
+func finishMade(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *record.Place, why string) (bool, error) {
+	p.Phase, p.Launcher = record.PhaseMade, nil
+	_, err := record.SavePlace(ctx, store, rec, p, fmt.Sprintf("launch %s: interrupted after its worktree was made; %s, so it is kept as made", p.ID, why))
 	var conflict *refs.ConflictError
 	if errors.As(err, &conflict) {
 		return false, nil // someone else reconciled it
@@ -181,7 +182,7 @@ func finishMade(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 // own folder holding only its lock, which git neither lists nor prunes and which
 // would make the next launch's worktree take another id: that goes too
 // (forgetLockedOnly).
-func repairHalfMadeAdmin(repo *git.Repo, p *stage.Place) {
+func repairHalfMadeAdmin(repo *git.Repo, p *record.Place) {
 	forgetLockedOnly(filepath.Join(repo.CommonDir, "worktrees", filepath.Base(p.Path)))
 	dirs, _ := filepath.Glob(filepath.Join(repo.CommonDir, "worktrees", "*"))
 	for _, dir := range dirs {
@@ -238,11 +239,11 @@ func ListWorktrees(ctx context.Context, env *stage.Env, repo *git.Repo, records 
 // make git fail every worktree command (L1).
 func RepairDeadLaunches(ctx context.Context, env *stage.Env, repo *git.Repo, records []*refs.Record) {
 	for _, rec := range records {
-		if !strings.HasPrefix(rec.Ref, stage.PlacePrefix) {
+		if !strings.HasPrefix(rec.Ref, record.PlacePrefix) {
 			continue
 		}
-		p, err := stage.DecodePlace(rec)
-		if err != nil || p.Phase != stage.PhaseMaking || p.Host != env.Host {
+		p, err := record.DecodePlace(rec)
+		if err != nil || p.Phase != record.PhaseMaking || p.Host != env.Host {
 			continue
 		}
 		if p.Launcher != nil && refs.ProcessAlive(p.Launcher.Host, p.Launcher.PID, env.Host) {

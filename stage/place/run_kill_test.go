@@ -17,6 +17,7 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
@@ -116,10 +117,10 @@ func checkLeases(t *testing.T, f *fixture, env *stage.Env, trial int) map[string
 	}
 	named := map[string]string{}
 	for _, ps := range st.Places {
-		if ps.Phase == stage.PhaseMade && ps.Run != nil && ps.Run.Lease != "" {
+		if ps.Phase == record.PhaseMade && ps.Run != nil && ps.Run.Lease != "" {
 			named[ps.Run.Lease] = ps.Place
 		}
-		if ps.Phase == stage.PhaseMade && ps.Worktree == "present" {
+		if ps.Phase == record.PhaseMade && ps.Worktree == "present" {
 			// A made place is whole: nothing a kill cut short shows in it,
 			// neither git's checkout nor what [run] copies.
 			if out := f.git("-C", ps.Path, "status", "--porcelain"); out != "" {
@@ -223,7 +224,7 @@ func TestLeasesOfOneProcessNeverShare(t *testing.T) {
 	f.git("-C", f.dir, "commit", "-q", "-m", "run")
 	env := f.stageEnv(f.env)
 	type result struct {
-		p   *stage.Place
+		p   *record.Place
 		err error
 	}
 	results := make(chan result, 8)
@@ -261,7 +262,7 @@ func finishCut(t *testing.T, f *fixture, env *stage.Env, point string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, cut, err := stage.ReadPlace(ctx, store, "fix--cut")
+	rec, cut, err := record.ReadPlace(ctx, store, "fix--cut")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func finishCut(t *testing.T, f *fixture, env *stage.Env, point string) {
 	if _, err := runenv.Finish(ctx, env, repo, store, rec, cut, cfg.Run); err != nil {
 		t.Fatal(err)
 	}
-	_, cut, err = stage.ReadPlace(ctx, store, "fix--cut")
+	_, cut, err = record.ReadPlace(ctx, store, "fix--cut")
 	if err != nil {
 		t.Fatal(err)
 	}

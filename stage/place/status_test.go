@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/git-flume/git-flume/agents/run"
-	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -76,7 +76,7 @@ func withTranscript(t *testing.T, f *fixture, id string) {
 	if err := os.WriteFile(tr, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	editPlaceRecord(t, f, id, "agent with a transcript", func(p *stage.Place) {
+	editPlaceRecord(t, f, id, "agent with a transcript", func(p *record.Place) {
 		p.Stages[0].State = run.StateWorking
 		p.Stages[0].Agent = &run.Agent{Program: "claude", Format: "claude", Session: id, Pane: "print", Host: "testhost", Transcript: tr, Ended: true}
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
 
@@ -57,7 +58,7 @@ func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, 
 		return nil, err
 	}
 	defer lock.Unlock()
-	records, _, err := store.List(ctx, stage.PlacePrefix)
+	records, _, err := store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, 
 // owns it (R7): a launch cut short is finished or undone, a made place
 // judged and cleared. It returns nil for a place it leaves alone.
 func tidyRecord(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
-	decoded, err := stage.DecodePlace(rec)
+	decoded, err := record.DecodePlace(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -98,12 +99,12 @@ func tidyRecord(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		return nil, err
 	}
 	switch p.Phase {
-	case stage.PhaseMaking:
+	case record.PhaseMaking:
 		if _, err := ReconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.ID, err)
 		}
 		return nil, nil
-	case stage.PhaseMade:
+	case record.PhaseMade:
 		res, err := tidyPlace(ctx, env, repo, store, rec, &p, wts, opts)
 		if err != nil {
 			err = fmt.Errorf("%s: %w", p.ID, err)
@@ -113,7 +114,7 @@ func tidyRecord(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	return nil, nil
 }
 
-func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
 	j, err := engine.JudgeLanding(ctx, repo, p)
 	if err != nil {
 		return nil, err
@@ -174,9 +175,9 @@ func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 // "" when it may not: its work goes on, flume cannot tell whether it
 // landed (then it removes nothing), or a rollback under way restores it
 // (the rollback tidies it once both work trees are back).
-func tidyReason(p *stage.Place, j engine.LandingJudgement) string {
+func tidyReason(p *record.Place, j engine.LandingJudgement) string {
 	switch {
-	case p.Parent != nil && p.Parent.Outcome == stage.OutcomeRolledBack && !p.Parent.Restored:
+	case p.Parent != nil && p.Parent.Outcome == record.OutcomeRolledBack && !p.Parent.Restored:
 		return ""
 	case j.Landed:
 		return "landed"
@@ -192,7 +193,7 @@ func tidyReason(p *stage.Place, j engine.LandingJudgement) string {
 // once, since the place's watcher may record it too), and what the place
 // started. A landing the engine has not seen yet is recorded
 // first. A dry run only reads. It returns the record as it then stands.
-func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place, j engine.LandingJudgement, dryRun bool) (*refs.Record, string, error) {
+func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *record.Place, j engine.LandingJudgement, dryRun bool) (*refs.Record, string, error) {
 	if open, err := OpenChild(ctx, store, p); err != nil {
 		return rec, "", err
 	} else if open != "" {
@@ -214,7 +215,7 @@ func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 		if rec, err = markAgentEnded(ctx, env, store, p.ID); err != nil {
 			return rec, "", err
 		}
-		decoded, err := stage.DecodePlace(rec)
+		decoded, err := record.DecodePlace(rec)
 		if err != nil {
 			return rec, "", err
 		}
@@ -229,7 +230,7 @@ func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 // as for any delivery, with no report grace (tidy would end it anyway). It
 // starts no agent. It returns the record as it then stands, p decoded
 // from it.
-func recordLanding(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place) (*refs.Record, error) {
+func recordLanding(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *record.Place) (*refs.Record, error) {
 	e := *env
 	e.Engine.NoStart, e.Engine.NoGrace = true, true
 	if _, err := engine.Advance(ctx, &e, p.Repo, p.ID); err != nil {
@@ -239,7 +240,7 @@ func recordLanding(ctx context.Context, env *stage.Env, store *refs.Store, rec *
 	if err != nil {
 		return nil, err
 	}
-	decoded, err := stage.DecodePlace(rec)
+	decoded, err := record.DecodePlace(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +252,7 @@ func recordLanding(ctx context.Context, env *stage.Env, store *refs.Store, rec *
 // a linked worktree directly under places/, on the place's branch,
 // unlocked and clean, after the repository's remove steps (T3). It sets
 // res.Worktree, or returns why the worktree is kept.
-func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, wts []git.Worktree, dryRun bool, res *TidyResult) (string, error) {
+func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, wts []git.Worktree, dryRun bool, res *TidyResult) (string, error) {
 	var wt *git.Worktree
 	for i := range wts {
 		if wts[i].Path == p.Path {
@@ -262,7 +263,7 @@ func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.
 	case wt == nil:
 		res.Worktree = "absent"
 		return "", nil
-	case wt.Main || filepath.Dir(wt.Path) != filepath.Join(p.Repo, stage.PlacesDir):
+	case wt.Main || filepath.Dir(wt.Path) != filepath.Join(p.Repo, record.PlacesDir):
 		return "worktree " + wt.Path + " is not a place flume made", nil
 	case wt.Branch != p.BranchRef():
 		return fmt.Sprintf("worktree is on %s, not on %s", orDetached(wt.Branch), p.BranchRef()), nil
@@ -311,7 +312,7 @@ func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.
 // tidyBranch deletes the place's branch (T4) only if its work landed (or
 // it holds none), with a compare-and-swap on the head that was judged. It
 // sets res.Branch, or returns why the branch is kept.
-func tidyBranch(ctx context.Context, repo *git.Repo, p *stage.Place, j engine.LandingJudgement, dryRun bool, res *TidyResult) (string, error) {
+func tidyBranch(ctx context.Context, repo *git.Repo, p *record.Place, j engine.LandingJudgement, dryRun bool, res *TidyResult) (string, error) {
 	deleteBranch := j.Head != "" && (j.Landed || j.Head == p.Base)
 	switch {
 	case j.Head == "":
@@ -338,7 +339,7 @@ func tidyBranch(ctx context.Context, repo *git.Repo, p *stage.Place, j engine.La
 
 // recordTidy records the place tidied and drops its claim in one
 // transaction; a deleted branch's head is held by the record (X2).
-func recordTidy(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *stage.Place, j engine.LandingJudgement, cs refs.ClaimState, res *TidyResult) error {
+func recordTidy(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *record.Place, j engine.LandingJudgement, cs refs.ClaimState, res *TidyResult) error {
 	res.Tidied = true
 	first := true
 	// The worktree and branch are gone by now: what is left is to record
@@ -348,10 +349,10 @@ func recordTidy(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		if !first {
 			var err error
-			if rec, p, err = stage.ReadPlace(ctx, store, p.ID); err != nil {
+			if rec, p, err = record.ReadPlace(ctx, store, p.ID); err != nil {
 				return err
 			}
-			if p.Phase == stage.PhaseTidied {
+			if p.Phase == record.PhaseTidied {
 				return nil // recorded by another tidy
 			}
 			now, err := store.ReadClaim(ctx, p.ID, env.Host)
@@ -366,12 +367,12 @@ func recordTidy(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 			cs = now
 		}
 		first = false
-		p.Phase, p.Kept = stage.PhaseTidied, ""
-		p.Tidied = &stage.TidyRecord{At: env.NowUTC(), Reason: res.Reason, BranchHead: j.Head}
+		p.Phase, p.Kept = record.PhaseTidied, ""
+		p.Tidied = &record.TidyRecord{At: env.NowUTC(), Reason: res.Reason, BranchHead: j.Head}
 		// A stage still under way ends with its place: status never shows
 		// a tidied place starting, its clock ticking.
 		engine.EndStage(&p.Stages[p.Current], agentrun.StateCut, "the place was tidied ("+res.Reason+") while the stage was under way", env.ClockNow())
-		changes := []refs.Change{stage.PlaceChange(rec, p, fmt.Sprintf("tidy %s: %s", p.ID, res.Reason))}
+		changes := []refs.Change{record.PlaceChange(rec, p, fmt.Sprintf("tidy %s: %s", p.ID, res.Reason))}
 		if res.Branch == "deleted" {
 			// X2: the deleted branch's commits stay reachable from the
 			// record, its base too: a base nothing else holds (a record's
@@ -401,7 +402,7 @@ func claimCommit(cs refs.ClaimState) string {
 // removeWorktree runs the repository's remove steps (T3), then
 // `git worktree remove` without force. It returns why it kept the worktree,
 // or "". A failed removal is never followed by a recursive delete.
-func removeWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place) (string, error) {
+func removeWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place) (string, error) {
 	rev := "refs/heads/" + p.Target
 	if _, err := repo.ResolveCommit(ctx, rev); err != nil {
 		rev = p.Base
@@ -428,12 +429,12 @@ func removeWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *stag
 }
 
 // keepPlace records why tidying kept a place, so status shows it.
-func keepPlace(ctx context.Context, store *refs.Store, rec *refs.Record, p *stage.Place, kept string, cs refs.ClaimState, dryRun bool) error {
+func keepPlace(ctx context.Context, store *refs.Store, rec *refs.Record, p *record.Place, kept string, cs refs.ClaimState, dryRun bool) error {
 	if dryRun || p.Kept == kept {
 		return nil
 	}
 	p.Kept = kept
-	_, err := stage.SavePlace(ctx, store, rec, p, "tidy "+p.ID+": kept: "+kept, cs.Verify(p.ID))
+	_, err := record.SavePlace(ctx, store, rec, p, "tidy "+p.ID+": kept: "+kept, cs.Verify(p.ID))
 	var conflict *refs.ConflictError
 	if errors.As(err, &conflict) {
 		return nil // moved meanwhile; the next tidy judges again

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // livePanes is a pane host whose every pane runs, busy in a turn: what an
@@ -56,7 +57,7 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 		`{"type":"assistant","message":{"role":"assistant","stop_reason":"tool_use","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"sleep 1000"}}]}}`+"\n"), 0o644)
 	head := strings.TrimSpace(f.git("-C", f.dir, "rev-parse", "main"))
 	now := time.Now()
-	editPlaceRecord(t, f, "fix--one", "an agent at work", func(p *stage.Place) {
+	editPlaceRecord(t, f, "fix--one", "an agent at work", func(p *record.Place) {
 		st := &p.Stages[0]
 		st.State, st.Started, st.Base, st.Runs, st.BudgetMs = run.StateWorking, &now, head, 1, time.Hour.Milliseconds()
 		st.Agent = &run.Agent{Program: "claude", Format: "claude", Session: "s1", Pane: "p1", PaneHost: "tmux", Host: "testhost",

@@ -16,6 +16,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // watchErrors is how many steps in a row may fail before a watcher gives
@@ -31,7 +32,7 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 	if err != nil {
 		return err
 	}
-	me := &stage.Proc{PID: env.PID, Host: env.Host}
+	me := &record.Proc{PID: env.PID, Host: env.Host}
 	if held, err := takeWatch(ctx, env, store, id, me); held || err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 		// The agent's own hooks (A11), and its branch's reflog: a
 		// sandboxed agent's commit starts no advance of its own (A12).
 		var files []string
-		if a := stage.CurrentRun(p); a != nil && a.EventsFile() != "" {
+		if a := record.CurrentRun(p); a != nil && a.EventsFile() != "" {
 			files = append(files, a.EventsFile(), ondisk.ReflogPath(repo.CommonDir, p.BranchRef()))
 		}
 		if inbox != nil {
@@ -128,9 +129,9 @@ func waitOrEvent(ctx context.Context, interval time.Duration, files []string) er
 
 // takeWatch takes place id's watcher lease for me; held: a live watcher
 // holds it (then there is nothing for me to do).
-func takeWatch(ctx context.Context, env *stage.Env, store *refs.Store, id string, me *stage.Proc) (held bool, err error) {
+func takeWatch(ctx context.Context, env *stage.Env, store *refs.Store, id string, me *record.Proc) (held bool, err error) {
 	errHeld := errors.New("held")
-	_, err = stage.EditPlace(ctx, store, id, func(p *stage.Place) (string, error) {
+	_, err = record.EditPlace(ctx, store, id, func(p *record.Place) (string, error) {
 		if err := stage.OwnedHere(env, p); err != nil {
 			return "", err // R7: another host's record is never written here
 		}

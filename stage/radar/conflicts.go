@@ -12,13 +12,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // The conflict radar: which open places would conflict with
@@ -34,7 +35,7 @@ import (
 
 // openPlace is an open place as the radar reads it.
 type openPlace struct {
-	p *stage.Place
+	p *record.Place
 	// local: this host's, its branch and target here; head and target
 	// are their commits, tip what the radar merges.
 	local             bool
@@ -44,7 +45,7 @@ type openPlace struct {
 	// committed head was fetched (its branch pushed and fetched).
 	here bool
 	// fp is the place's fingerprint, when it validates.
-	fp       *stage.Fingerprint
+	fp       *record.Fingerprint
 	toLand   int  // commits on its branch the target lacks (local only)
 	finished bool // its last stage delivered
 }
@@ -61,7 +62,7 @@ func (o openPlace) landing() bool {
 // this host's open places up to date (their uncommitted work included),
 // then computes every place's conflicts. It writes those records, the
 // radar's cache and the objects git writes (merged trees, snapshots).
-func ReadConflicts(ctx context.Context, env *stage.Env, repoDir string) ([]stage.Conflict, error) {
+func ReadConflicts(ctx context.Context, env *stage.Env, repoDir string) ([]record.Conflict, error) {
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -79,11 +80,11 @@ func ReadConflicts(ctx context.Context, env *stage.Env, repoDir string) ([]stage
 // openPlaces are the open places among the repository's records, with
 // what each of this host's has to land.
 func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store) ([]openPlace, error) {
-	recs, _, err := store.List(ctx, stage.PlacePrefix)
+	recs, _, err := store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return nil, err
 	}
-	out := radarPlaces(ctx, env, repo, stage.DecodePlaces(recs))
+	out := radarPlaces(ctx, env, repo, record.DecodePlaces(recs))
 	for i := range out {
 		o := &out[i]
 		if o.local {
@@ -92,7 +93,7 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 			}
 		}
 		last := o.p.Stages[len(o.p.Stages)-1].State
-		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == agentrun.StateDelivered || last == stage.StateLanded)
+		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == agentrun.StateDelivered || last == record.StateLanded)
 	}
 	return out, nil
 }
@@ -101,7 +102,7 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 // whose branch and target exist, with their heads, targets' tips and tips
 // (refs read in process, no git process), and other hosts' that carry a
 // fingerprint that validates. By id.
-func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*stage.Place) []openPlace {
+func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*record.Place) []openPlace {
 	var names []string
 	for _, p := range places {
 		if p.Host == env.Host {
@@ -114,7 +115,7 @@ func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*
 	}
 	var out []openPlace
 	for _, p := range places {
-		if p.Phase != stage.PhaseMade || p.Dropped != nil {
+		if p.Phase != record.PhaseMade || p.Dropped != nil {
 			continue
 		}
 		o := openPlace{p: p, local: p.Host == env.Host}
@@ -151,8 +152,8 @@ func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*
 // involve, only the pairs place involve is in. exact answers a pair of
 // commits that are here (known false: not known, nothing shown); a pair
 // with another host's place not here is answered by the fingerprints.
-func pairConflicts(places []openPlace, involve string, exact func(a, b string) (files []string, known bool, err error)) ([]stage.Conflict, error) {
-	var out []stage.Conflict
+func pairConflicts(places []openPlace, involve string, exact func(a, b string) (files []string, known bool, err error)) ([]record.Conflict, error) {
+	var out []record.Conflict
 	for i, a := range places {
 		if !a.landing() {
 			continue
@@ -163,7 +164,7 @@ func pairConflicts(places []openPlace, involve string, exact func(a, b string) (
 				return nil, err
 			}
 			if len(files) > 0 {
-				out = append(out, stage.Conflict{Place: a.p.ID, With: "target " + a.p.Target, Files: files, Exact: true})
+				out = append(out, record.Conflict{Place: a.p.ID, With: "target " + a.p.Target, Files: files, Exact: true})
 			}
 		}
 		for _, b := range places[i+1:] {
@@ -181,8 +182,8 @@ func pairConflicts(places []openPlace, involve string, exact func(a, b string) (
 				files = Overlap(a.fp, b.fp)
 			}
 			if len(files) > 0 {
-				out = append(out, stage.Conflict{Place: a.p.ID, With: b.p.ID, Files: files, Exact: isExact},
-					stage.Conflict{Place: b.p.ID, With: a.p.ID, Files: files, Exact: isExact})
+				out = append(out, record.Conflict{Place: a.p.ID, With: b.p.ID, Files: files, Exact: isExact},
+					record.Conflict{Place: b.p.ID, With: a.p.ID, Files: files, Exact: isExact})
 			}
 		}
 	}
@@ -193,7 +194,7 @@ func pairConflicts(places []openPlace, involve string, exact func(a, b string) (
 // involve's), merging in memory through the cache. A run over every pair
 // leaves the cache holding only the pairs of tips it was asked for; a run
 // for one place adds its pairs to it.
-func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace, involve string) ([]stage.Conflict, error) {
+func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace, involve string) ([]record.Conflict, error) {
 	cache := readMergeCache(repo)
 	used := map[string][]string{}
 	out, err := pairConflicts(places, involve, func(a, b string) ([]string, bool, error) {
@@ -367,7 +368,7 @@ func LandOrder(ctx context.Context, env *stage.Env, repoDir string) ([]LandStep,
 }
 
 // landOrder is LandOrder's decision, pure.
-func landOrder(places []openPlace, conflicts []stage.Conflict) []LandStep {
+func landOrder(places []openPlace, conflicts []record.Conflict) []LandStep {
 	with := map[string]map[string][]string{}
 	for _, c := range conflicts {
 		if with[c.Place] == nil {
@@ -450,7 +451,7 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 // another host's place. places are every place read, so a place shown
 // alone is still paired with the others. Each place's list names its
 // target first, then the others by name.
-func KnownConflicts(env *stage.Env, repo *git.Repo, places []*stage.Place) map[string][]stage.Conflict {
+func KnownConflicts(env *stage.Env, repo *git.Repo, places []*record.Place) map[string][]record.Conflict {
 	open := radarPlaces(context.Background(), env, repo, places)
 	for i := range open {
 		if open[i].local {
@@ -465,13 +466,13 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*stage.Place) map[s
 				continue // both here: the cache answers, exactly
 			}
 			if files := Overlap(a.fp, b.fp); len(files) > 0 {
-				byPlace[a.p.ID] = append(byPlace[a.p.ID], stage.Conflict{Place: a.p.ID, With: b.p.ID, Files: files})
-				byPlace[b.p.ID] = append(byPlace[b.p.ID], stage.Conflict{Place: b.p.ID, With: a.p.ID, Files: files})
+				byPlace[a.p.ID] = append(byPlace[a.p.ID], record.Conflict{Place: a.p.ID, With: b.p.ID, Files: files})
+				byPlace[b.p.ID] = append(byPlace[b.p.ID], record.Conflict{Place: b.p.ID, With: a.p.ID, Files: files})
 			}
 		}
 	}
 	for _, cs := range byPlace {
-		slices.SortStableFunc(cs, func(x, y stage.Conflict) int {
+		slices.SortStableFunc(cs, func(x, y record.Conflict) int {
 			xt, yt := strings.HasPrefix(x.With, "target "), strings.HasPrefix(y.With, "target ")
 			if xt != yt {
 				if xt {
@@ -490,23 +491,23 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*stage.Place) map[s
 // matched to the places at those tips (and a place's tip and its target's
 // to its conflict with its target), so the work grows with the conflicts
 // known, not with the square of the places.
-func cachedConflicts(open []openPlace, known map[string][]string) map[string][]stage.Conflict {
+func cachedConflicts(open []openPlace, known map[string][]string) map[string][]record.Conflict {
 	byTip := map[string][]int{}
 	for i, o := range open {
 		if o.here {
 			byTip[o.tip] = append(byTip[o.tip], i)
 		}
 	}
-	out := map[string][]stage.Conflict{}
+	out := map[string][]record.Conflict{}
 	add := func(a, b string, files []string) {
 		for _, i := range byTip[a] {
 			x := open[i]
 			if x.local && x.target == b {
-				out[x.p.ID] = append(out[x.p.ID], stage.Conflict{Place: x.p.ID, With: "target " + x.p.Target, Files: files, Exact: true})
+				out[x.p.ID] = append(out[x.p.ID], record.Conflict{Place: x.p.ID, With: "target " + x.p.Target, Files: files, Exact: true})
 			}
 			for _, j := range byTip[b] {
 				if y := open[j]; j != i {
-					out[x.p.ID] = append(out[x.p.ID], stage.Conflict{Place: x.p.ID, With: y.p.ID, Files: files, Exact: true})
+					out[x.p.ID] = append(out[x.p.ID], record.Conflict{Place: x.p.ID, With: y.p.ID, Files: files, Exact: true})
 				}
 			}
 		}
@@ -524,7 +525,7 @@ func cachedConflicts(open []openPlace, known map[string][]string) map[string][]s
 
 // CatchUpStep is the next step of a place that conflicts with its target
 // and has no agent to tell; "" when it does not conflict.
-func CatchUpStep(branch, path string, conflicts []stage.Conflict) string {
+func CatchUpStep(branch, path string, conflicts []record.Conflict) string {
 	for _, c := range conflicts {
 		if target, ok := strings.CutPrefix(c.With, "target "); ok {
 			return fmt.Sprintf("bring %s up to date with %s (git -C %s merge %s) and resolve %s",
@@ -539,7 +540,7 @@ func CatchUpStep(branch, path string, conflicts []stage.Conflict) string {
 // its target's tip and with the other open places into the radar's cache,
 // and tells the notifier of each conflict that is new: one not told of
 // since the pair last merged cleanly. It returns the place's conflicts.
-func RefreshConflicts(ctx context.Context, env *stage.Env, repoDir, id string) ([]stage.Conflict, error) {
+func RefreshConflicts(ctx context.Context, env *stage.Env, repoDir, id string) ([]record.Conflict, error) {
 	repo, store, err := env.Open(ctx, repoDir)
 	if err != nil {
 		return nil, err
@@ -559,15 +560,15 @@ func RefreshConflicts(ctx context.Context, env *stage.Env, repoDir, id string) (
 	if err != nil {
 		return nil, err
 	}
-	now := map[string]stage.Conflict{}
-	var mine []stage.Conflict
+	now := map[string]record.Conflict{}
+	var mine []record.Conflict
 	for _, c := range all {
 		if c.Place == id {
 			now[c.Place+"|"+c.With] = c
 			mine = append(mine, c)
 		}
 	}
-	var tell []stage.Conflict
+	var tell []record.Conflict
 	editMergeCache(ctx, repo, func(cache *mergeCache) bool {
 		changed := false
 		for _, told := range []map[string]bool{cache.Told, cache.Agents} {
@@ -602,11 +603,11 @@ func RefreshFingerprints(ctx context.Context, env *stage.Env, repoDir string, al
 	if err != nil {
 		return err
 	}
-	recs, _, err := store.List(ctx, stage.PlacePrefix)
+	recs, _, err := store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return err
 	}
-	for _, o := range radarPlaces(ctx, env, repo, stage.DecodePlaces(recs)) {
+	for _, o := range radarPlaces(ctx, env, repo, record.DecodePlaces(recs)) {
 		if o.local {
 			if err := refreshFingerprint(ctx, env, repo, store, o.p, o.head, o.target, !all); err != nil {
 				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)
@@ -619,7 +620,7 @@ func RefreshFingerprints(ctx context.Context, env *stage.Env, repoDir string, al
 // refreshPlaceFingerprint takes place id's fingerprint at its branch's
 // head and its target's tip as they are now.
 func refreshPlaceFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, id string) error {
-	_, p, err := stage.ReadPlace(ctx, store, id)
+	_, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}
@@ -637,8 +638,8 @@ func refreshPlaceFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo
 // since launch): a sync with nothing moved reads nothing more than the
 // records it was given. Another host's place, one not open, or one whose
 // branch or target is gone ("" head or target) is left alone.
-func refreshFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, head, target string, staleOnly bool) error {
-	if p.Host != env.Host || p.Phase != stage.PhaseMade || p.Dropped != nil || head == "" || target == "" {
+func refreshFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place, head, target string, staleOnly bool) error {
+	if p.Host != env.Host || p.Phase != record.PhaseMade || p.Dropped != nil || head == "" || target == "" {
 		return nil
 	}
 	id := p.ID
@@ -662,7 +663,7 @@ func refreshFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, sto
 	if Same(p.Fingerprint, fp) || (p.Fingerprint == nil && len(fp.Files) == 0 && fp.Snapshot == "") {
 		return nil // nothing new, or nothing yet to tell of
 	}
-	_, err = stage.EditPlace(ctx, store, id, func(p *stage.Place) (string, error) {
+	_, err = record.EditPlace(ctx, store, id, func(p *record.Place) (string, error) {
 		if err := stage.OwnedHere(env, p); err != nil {
 			return "", err // R7
 		}
@@ -680,7 +681,7 @@ func refreshFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, sto
 
 // notifyConflict tells the notifier of a new conflict of place p (issue
 // 30): event "conflict", with what it conflicts with and in which files.
-func notifyConflict(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, c stage.Conflict) {
+func notifyConflict(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, c record.Conflict) {
 	if p.Parent != nil {
 		return // a delegated place answers to its commissioner, not a person
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // TestLandOrderLandsTheIndependentFirst: a place that conflicts with its
@@ -13,10 +13,10 @@ import (
 // overlaps before more; places with nothing to land are left out.
 func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
 	place := func(id string, toLand int, finished bool) openPlace {
-		return openPlace{p: &stage.Place{ID: id}, toLand: toLand, finished: finished}
+		return openPlace{p: &record.Place{ID: id}, toLand: toLand, finished: finished}
 	}
 	places := []openPlace{place("a", 1, false), place("b", 1, true), place("c", 2, false), place("d", 1, true), place("e", 0, true)}
-	conflicts := []stage.Conflict{
+	conflicts := []record.Conflict{
 		{Place: "a", With: "c", Files: []string{"x"}}, {Place: "c", With: "a", Files: []string{"x"}},
 		{Place: "c", With: "d", Files: []string{"y", "z"}}, {Place: "d", With: "c", Files: []string{"y", "z"}},
 		{Place: "b", With: "target main", Files: []string{"w"}},
@@ -44,7 +44,7 @@ func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
 // target included.
 func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 	place := func(id, tip, target string) openPlace {
-		return openPlace{p: &stage.Place{ID: id, Target: "main"}, local: true, here: true, head: tip, tip: tip, target: target, toLand: 1}
+		return openPlace{p: &record.Place{ID: id, Target: "main"}, local: true, here: true, head: tip, tip: tip, target: target, toLand: 1}
 	}
 	open := []openPlace{
 		place("a", "t1", "m"), place("b", "t2", "m"), place("c", "t2", "m"), place("d", "t3", "m"),
@@ -53,7 +53,7 @@ func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 	known := map[string][]string{
 		"t1:t2": {"x"}, "m:t3": {"y"}, "t1:t4": {"z"}, "t2:t3": nil, "t3:t4": {"w"},
 	}
-	want := map[string][]stage.Conflict{}
+	want := map[string][]record.Conflict{}
 	all, err := pairConflicts(open, "", func(a, b string) ([]string, bool, error) {
 		files, ok := known[min(a, b)+":"+max(a, b)]
 		return files, ok, nil
@@ -65,7 +65,7 @@ func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 		want[c.Place] = append(want[c.Place], c)
 	}
 	got := cachedConflicts(open, known)
-	norm := func(m map[string][]stage.Conflict) string {
+	norm := func(m map[string][]record.Conflict) string {
 		var lines []string
 		for _, cs := range m {
 			for _, c := range cs {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // corpusBundle is real history to draw pairs of changes from: the first
@@ -74,7 +74,7 @@ func TestCorpusAgreesWithGitMerge(t *testing.T) {
 	var missed []string
 	for i := 0; i+2 < len(commits) && pairs < corpusPairs; i++ {
 		b, x := commits[i], commits[i+1]
-		var fx *stage.Fingerprint
+		var fx *record.Fingerprint
 		taken := 0
 		for j := i + 2; j < min(i+14, len(commits)) && taken < 3 && pairs < corpusPairs; j++ {
 			y := commits[j]

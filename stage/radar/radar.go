@@ -6,15 +6,15 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/patch"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Same reports whether two fingerprints describe the same work.
-func Same(a, b *stage.Fingerprint) bool {
+func Same(a, b *record.Fingerprint) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Base == b.Base && a.Head == b.Head && a.Snapshot == b.Snapshot && a.Cut == b.Cut && slices.EqualFunc(a.Files, b.Files, func(x, y stage.File) bool {
+	return a.Base == b.Base && a.Head == b.Head && a.Snapshot == b.Snapshot && a.Cut == b.Cut && slices.EqualFunc(a.Files, b.Files, func(x, y record.File) bool {
 		return x.Path == y.Path && slices.Equal(x.Spans, y.Spans)
 	})
 }
@@ -24,12 +24,12 @@ func Same(a, b *stage.Fingerprint) bool {
 // through a throwaway index: HEAD, the branch and the real index are not
 // touched; the snapshot's commit is written, no ref names it, and the same
 // work makes the same commit again).
-func Take(ctx context.Context, repo *git.Repo, dir, head, target string) (*stage.Fingerprint, error) {
+func Take(ctx context.Context, repo *git.Repo, dir, head, target string) (*record.Fingerprint, error) {
 	base, err := repo.MergeBase(ctx, head, target)
 	if err != nil {
 		return nil, err
 	}
-	fp := &stage.Fingerprint{Base: base, Head: head}
+	fp := &record.Fingerprint{Base: base, Head: head}
 	if dir != "" {
 		tree, err := repo.SnapshotTree(ctx, dir)
 		if err != nil {
@@ -54,15 +54,15 @@ func Take(ctx context.Context, repo *git.Repo, dir, head, target string) (*stage
 }
 
 // fromChanges makes a fingerprint's files of a diff's, within the limits.
-func fromChanges(changed []patch.File) ([]stage.File, bool) {
-	cut := len(changed) > stage.MaxFiles
+func fromChanges(changed []patch.File) ([]record.File, bool) {
+	cut := len(changed) > record.MaxFiles
 	if cut {
-		changed = changed[:stage.MaxFiles]
+		changed = changed[:record.MaxFiles]
 	}
-	files := make([]stage.File, 0, len(changed))
+	files := make([]record.File, 0, len(changed))
 	for _, c := range changed {
-		f := stage.File{Path: c.Path, Spans: c.Spans}
-		if len(f.Spans) > stage.MaxSpans {
+		f := record.File{Path: c.Path, Spans: c.Spans}
+		if len(f.Spans) > record.MaxSpans {
 			f.Spans = [][2]int{{c.Spans[0][0], c.Spans[len(c.Spans)-1][1]}}
 		}
 		files = append(files, f)
@@ -75,7 +75,7 @@ func fromChanges(changed []patch.File) ([]stage.File, bool) {
 // (git's merge conflicts there too), or which either changes as a whole;
 // of different bases, the files both touch. Sorted; none when no file is
 // shared.
-func Overlap(a, b *stage.Fingerprint) []string {
+func Overlap(a, b *record.Fingerprint) []string {
 	if a == nil || b == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // radarWatch is what a place's watcher keeps for the conflict radar
@@ -23,7 +24,7 @@ type Watch struct {
 	last   time.Time
 }
 
-func (w *Watch) Tick(ctx context.Context, env *stage.Env, repo *git.Repo, repoDir string, p *stage.Place) {
+func (w *Watch) Tick(ctx context.Context, env *stage.Env, repo *git.Repo, repoDir string, p *record.Place) {
 	target, err := repo.RefValue(ctx, "refs/heads/"+p.Target)
 	if err != nil || target == "" {
 		return
@@ -68,7 +69,7 @@ func (w *Watch) Tick(ctx context.Context, env *stage.Env, repo *git.Repo, repoDi
 // the pair merges cleanly again; an agent that is not up, or a tell that
 // is refused, is tried again at the next run of the radar, and status's
 // next step says what to do meanwhile.
-func tellTargetConflict(ctx context.Context, env *stage.Env, repo *git.Repo, repoDir string, p *stage.Place, c stage.Conflict) {
+func tellTargetConflict(ctx context.Context, env *stage.Env, repo *git.Repo, repoDir string, p *record.Place, c record.Conflict) {
 	key := c.Place + "|" + c.With
 	if readMergeCache(repo).Agents[key] {
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // ChildProgress is what a commissioner sees of its open delegated place:
@@ -34,7 +35,7 @@ type ChildProgress struct {
 // openChildProgress is the progress of p's open delegated place, nil when
 // it has none. Only this host's child is read (R5), and only its record
 // and its agent's transcript: nothing is written.
-func openChildProgress(ctx context.Context, env *stage.Env, store *refs.Store, p *stage.Place) *ChildProgress {
+func openChildProgress(ctx context.Context, env *stage.Env, store *refs.Store, p *record.Place) *ChildProgress {
 	if len(p.Children) == 0 {
 		return nil
 	}
@@ -42,7 +43,7 @@ func openChildProgress(ctx context.Context, env *stage.Env, store *refs.Store, p
 	if err != nil || id == "" {
 		return nil
 	}
-	_, c, err := stage.ReadPlace(ctx, store, id)
+	_, c, err := record.ReadPlace(ctx, store, id)
 	if err != nil || c.Host != env.Host || c.Current >= len(c.Stages) {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/term"
@@ -21,6 +21,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Explanation is the `explain --json` document, schema 1.
@@ -57,7 +58,7 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	if err != nil {
 		return nil, err
 	}
-	rec, p, err := stage.ReadPlace(ctx, store, o.Place)
+	rec, p, err := record.ReadPlace(ctx, store, o.Place)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	x.Stage, x.Index, x.Count, x.Run, x.State = st.Name, p.Current+1, len(p.Stages), st.Runs, st.State
 	local := p.Host == env.Host && stage.CheckHome(ctx, env, repo, p) == nil
 	var seen engine.StepSeen
-	if local && st.State != stage.StagePending {
+	if local && st.State != record.StagePending {
 		// What the engine's own step would read; nothing is written.
 		if seen, _, err = engine.Observe(ctx, env, repo, p, st); err != nil {
 			return nil, err
@@ -99,7 +100,7 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 		x.Evidence = append(x.Evidence, Evidence{Source: "conflicts", Text: "with " + c.With + " in " + strings.Join(c.Files, ", ") + " (" + c.How() + ")"})
 	}
 	a := agentStatus(ctx, env, p)
-	if local && p.Phase == stage.PhaseMade {
+	if local && p.Phase == record.PhaseMade {
 		x.Next = engine.NextStep(p, agentStateOf(a))
 		if x.Next == "" && (a == nil || a.State != "up") {
 			x.Next = radar.CatchUpStep(p.Branch, p.Path, conflicts)
@@ -109,9 +110,9 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 }
 
 // why is the sentence for the stage's state.
-func why(p *stage.Place, st *stage.StageRecord, seen engine.StepSeen) string {
+func why(p *record.Place, st *record.StageRecord, seen engine.StepSeen) string {
 	switch st.State {
-	case stage.StagePending:
+	case record.StagePending:
 		if p.Current > 0 {
 			return "the previous stage was delivered; this one starts when flume next starts agents (the place's watcher, or any git flume command)"
 		}
@@ -134,7 +135,7 @@ func why(p *stage.Place, st *stage.StageRecord, seen engine.StepSeen) string {
 			reason = fmt.Sprintf("quiet for %s", seen.Quiet.Round(time.Second))
 		}
 		return fmt.Sprintf("the agent's transcript has been quiet past the stuck limit, with no deliverable and no need (%s); flume ends nothing on its own", reason)
-	case agentrun.StateDelivered, stage.StateLanded:
+	case agentrun.StateDelivered, record.StateLanded:
 		return "delivered: " + st.Delivered
 	}
 	return st.Reason // blocked, never-started, cut: the reason recorded
@@ -142,7 +143,7 @@ func why(p *stage.Place, st *stage.StageRecord, seen engine.StepSeen) string {
 
 // evidence lists what flume read: the record's last move, the agent, its
 // transcript and screen, the branch, the timers, the readying.
-func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, st *stage.StageRecord, seen engine.StepSeen, local bool) []Evidence {
+func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, st *record.StageRecord, seen engine.StepSeen, local bool) []Evidence {
 	var ev []Evidence
 	add := func(source, text string) {
 		if text != "" {
@@ -156,7 +157,7 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Plac
 		add("readying", fmt.Sprintf("step %q exited %d", r.Step, r.Exit))
 	}
 	if r := p.Run; r != nil {
-		add("run", strings.TrimPrefix(runNote(r), "run: ")+"; compose project "+stage.ComposeName(p))
+		add("run", strings.TrimPrefix(runNote(r), "run: ")+"; compose project "+record.ComposeName(p))
 	}
 	now := seen.Now
 	if now.IsZero() {
@@ -258,7 +259,7 @@ func screenEvidence(s *agent.Screen) string {
 
 // branchEvidence is where the place's branch stands against the stage's
 // deliverable.
-func branchEvidence(ctx context.Context, repo *git.Repo, p *stage.Place, st *stage.StageRecord, seen engine.StepSeen) string {
+func branchEvidence(ctx context.Context, repo *git.Repo, p *record.Place, st *record.StageRecord, seen engine.StepSeen) string {
 	text := fmt.Sprintf("%s at %.12s", p.Branch, seen.Head)
 	if st.Base != "" {
 		if n, err := repo.CountBetween(ctx, st.Base, seen.Head); err == nil {
@@ -279,7 +280,7 @@ func branchEvidence(ctx context.Context, repo *git.Repo, p *stage.Place, st *sta
 
 // timerEvidence is the stage's clock: since it started, its budget, when
 // it counts as stuck, and the nudges it had.
-func timerEvidence(st *stage.StageRecord, now time.Time) string {
+func timerEvidence(st *record.StageRecord, now time.Time) string {
 	text := fmt.Sprintf("started %s ago", since(now, *st.Started))
 	if st.BudgetMs > 0 {
 		text += fmt.Sprintf(", budget %s", time.Duration(st.BudgetMs)*time.Millisecond)
@@ -306,10 +307,10 @@ func yesNo(b bool) string {
 }
 
 // placeConflicts are the conflicts known for place p as status shows them.
-func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place) []stage.Conflict {
-	records, _, err := store.List(ctx, stage.PlacePrefix)
+func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place) []record.Conflict {
+	records, _, err := store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return nil
 	}
-	return radar.KnownConflicts(env, repo, stage.DecodePlaces(records))[p.ID]
+	return radar.KnownConflicts(env, repo, record.DecodePlaces(records))[p.ID]
 }

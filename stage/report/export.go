@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 //go:embed export.html.tmpl
@@ -33,7 +34,7 @@ type Entry struct {
 // ExportStage is one stage as the export shows it, with each of its
 // agent runs.
 type ExportStage struct {
-	stage.StageRecord
+	record.StageRecord
 	Index int
 	Runs  []ExportRun
 }
@@ -48,7 +49,7 @@ type ExportRun struct {
 
 // Export is the data of a place's page.
 type Export struct {
-	Place  *stage.Place
+	Place  *record.Place
 	Stages []ExportStage
 	Total  cost.Row
 	// TotalCost is the grand total as the cost table prints it.
@@ -64,7 +65,7 @@ func WriteExport(ctx context.Context, env *stage.Env, repoDir, id string, w io.W
 	if err != nil {
 		return err
 	}
-	_, p, err := stage.ReadPlace(ctx, store, id)
+	_, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func WriteExport(ctx context.Context, env *stage.Env, repoDir, id string, w io.W
 	rows := costs.Rows // one per run, in stage and run order
 	for i, st := range p.Stages {
 		es := ExportStage{StageRecord: st, Index: i + 1}
-		for _, a := range stage.StageRuns(&st) {
+		for _, a := range record.StageRuns(&st) {
 			var r ExportRun
 			if len(rows) > 0 {
 				r.Cost, rows = rows[0], rows[1:]

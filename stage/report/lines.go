@@ -12,8 +12,9 @@ import (
 
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // WriteDoctor writes what doctor found, a line a check.
@@ -80,18 +81,18 @@ func WriteSync(w io.Writer, rep *refs.SyncReport) {
 }
 
 // WriteKept says what the tidy that closed a delegation kept, if it did.
-func WriteKept(w io.Writer, p *stage.Place) {
-	if p.Phase != stage.PhaseTidied && p.Kept != "" {
+func WriteKept(w io.Writer, p *record.Place) {
+	if p.Phase != record.PhaseTidied && p.Kept != "" {
 		fmt.Fprintf(w, "%s: kept: %s\n", p.ID, term.Clean(p.Kept))
 	}
 }
 
 // WriteLaunched says what a launch made and, when its first stage already
 // moved, where that stage stands and, given next, what moves it on.
-func WriteLaunched(w io.Writer, p *stage.Place, next string) {
+func WriteLaunched(w io.Writer, p *record.Place, next string) {
 	fmt.Fprintf(w, "launched %s: %s on branch %s (from %.12s, target %s)\n", p.ID, p.Path, p.Branch, p.Base, p.Target)
 	st := p.Stages[p.Current]
-	if st.State == stage.StagePending {
+	if st.State == record.StagePending {
 		return
 	}
 	fmt.Fprintf(w, "stage %s: %s", st.Name, st.State)
@@ -105,5 +106,37 @@ func WriteLaunched(w io.Writer, p *stage.Place, next string) {
 	}
 	if next != "" {
 		fmt.Fprintf(w, "next: %s\n", term.Clean(next))
+	}
+}
+
+// WriteWaited writes how a stage that wait followed ended, or why it
+// needs someone, with its agent's last tool calls and its report.
+func WriteWaited(w io.Writer, o *engine.Outcome) {
+	line := fmt.Sprintf("%s: stage %s %s", o.Place, o.Stage, o.State)
+	switch {
+	case o.Delivered != "":
+		line += ": " + o.Delivered
+	case o.Need != "" && o.Role != "":
+		line += ": its " + o.Role + " needs " + o.Need
+	case o.Need != "":
+		line += ": needs " + o.Need
+	case o.Reason != "":
+		line += ": " + o.Reason
+	}
+	if o.Next != "" {
+		line += "; stage " + o.Next + " started"
+	}
+	if o.ReportMissing {
+		line += " (report-missing)"
+	}
+	if o.Delegation != "" {
+		line += "; delegation " + o.Delegation
+	}
+	fmt.Fprintln(w, line)
+	if len(o.LastTools) > 0 {
+		fmt.Fprintf(w, "last tool calls: %s\n", strings.Join(o.LastTools, " | "))
+	}
+	if r := o.Report; r != nil {
+		fmt.Fprintf(w, "report:\n  done: %s\n  files: %s\n  notes: %s\n  blockers: %s\n", r.Done, r.Files, r.Notes, r.Blockers)
 	}
 }

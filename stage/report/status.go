@@ -9,13 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // StatusOptions select what status shows.
@@ -52,11 +53,11 @@ type PlaceStatus struct {
 	Worktree string    `json:"worktree"` // present, missing, removed, elsewhere
 	// Run is what the place was given to run: its ports, its env files;
 	// null when its repository declares no [run].
-	Run *stage.RunSetup `json:"run"`
+	Run *record.RunSetup `json:"run"`
 	// Conflicts are the conflicts the radar knows for its head as it is:
 	// with its target's tip or another open place, exact.
-	Conflicts []stage.Conflict `json:"conflicts,omitempty"`
-	Stage     StageStatus      `json:"stage"`
+	Conflicts []record.Conflict `json:"conflicts,omitempty"`
+	Stage     StageStatus       `json:"stage"`
 	// Previous is the stage before the current one, once it ended: what
 	// it delivered and its STAGE REPORT, or report-missing (W2).
 	Previous *StageStatus `json:"previous"`
@@ -65,7 +66,7 @@ type PlaceStatus struct {
 	Dropped  bool         `json:"dropped"`
 	Kept     *string      `json:"kept"`
 	Agent    *AgentStatus `json:"agent"`
-	Watcher  *stage.Proc  `json:"watcher"`
+	Watcher  *record.Proc `json:"watcher"`
 	// NeedsWatcher is set when the place has timers to keep and no live
 	// watcher: the command layer starts one.
 	NeedsWatcher bool `json:"-"`
@@ -110,22 +111,22 @@ type StageStatus struct {
 	Name  string `json:"name"`
 	// Run is the stage's current run, from 1 (retry and go-on start
 	// another); 0 before its first agent.
-	Run       int              `json:"run"`
-	State     string           `json:"state"`
-	Need      string           `json:"need"`
-	Reason    string           `json:"reason"`
-	Delivered string           `json:"delivered"`
-	Tasks     *stage.TaskCount `json:"tasks"`
-	Started   *time.Time       `json:"started"`
+	Run       int               `json:"run"`
+	State     string            `json:"state"`
+	Need      string            `json:"need"`
+	Reason    string            `json:"reason"`
+	Delivered string            `json:"delivered"`
+	Tasks     *record.TaskCount `json:"tasks"`
+	Started   *time.Time        `json:"started"`
 	// ElapsedMs is the stage's time so far (or until it ended), BudgetMs
 	// its budget (W1); Snapshots the work tree states kept (W3).
-	ElapsedMs int64            `json:"elapsedMs"`
-	BudgetMs  int64            `json:"budgetMs"`
-	Snapshots []stage.Snapshot `json:"snapshots"`
+	ElapsedMs int64             `json:"elapsedMs"`
+	BudgetMs  int64             `json:"budgetMs"`
+	Snapshots []record.Snapshot `json:"snapshots"`
 	// Report is the agent's STAGE REPORT (W2); ReportMissing flags a stage
 	// that ended without one.
-	Report        *stage.Report `json:"report"`
-	ReportMissing bool          `json:"reportMissing"`
+	Report        *record.Report `json:"report"`
+	ReportMissing bool           `json:"reportMissing"`
 	// Tokens and Cost are what the stage's agent spent, from its
 	// transcript on this host (W6); Cost is null when unknown, as in cost.
 	Tokens int      `json:"tokens"`
@@ -188,7 +189,7 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	}
 	r := &statusReader{env: env, repo: repo, store: store, book: cost.NewPriceBook(env, repo), present: present, all: opts.All}
 	for _, rec := range records {
-		id, ok := strings.CutPrefix(rec.Ref, stage.PlacePrefix)
+		id, ok := strings.CutPrefix(rec.Ref, record.PlacePrefix)
 		if !ok || opts.Place != "" && id != opts.Place {
 			continue
 		}
@@ -204,12 +205,12 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 		}
 	}
 	if opts.Place != "" && len(st.Places) == 0 {
-		return nil, &stage.NotFoundError{Place: opts.Place}
+		return nil, &record.NotFoundError{Place: opts.Place}
 	}
 	if opts.Place != "" && st.Places[0].Parent != "" {
 		// One place read alone: its commissioner is read too, since a
 		// parent of another host's makes no child here.
-		if _, parent, err := stage.ReadPlace(ctx, store, st.Places[0].Parent); err == nil && parent.Host != st.Places[0].Host {
+		if _, parent, err := record.ReadPlace(ctx, store, st.Places[0].Parent); err == nil && parent.Host != st.Places[0].Host {
 			st.Places[0].Parent, st.Places[0].Delegation = "", ""
 		}
 	}
@@ -218,8 +219,8 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	places := r.decoded
 	if opts.Place != "" && len(st.Places) > 0 {
 		// One place shown: the radar pairs it with the others too.
-		if all, _, err := store.List(ctx, stage.PlacePrefix); err == nil {
-			places = stage.DecodePlaces(all)
+		if all, _, err := store.List(ctx, record.PlacePrefix); err == nil {
+			places = record.DecodePlaces(all)
 		}
 	}
 	if len(st.Places) > 0 {
@@ -231,7 +232,7 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 // attachConflicts gives each place shown its known conflicts; a place of
 // this host that conflicts and has no agent running is told, as its next
 // step, to bring its branch up to date.
-func attachConflicts(st *Status, byPlace map[string][]stage.Conflict) {
+func attachConflicts(st *Status, byPlace map[string][]record.Conflict) {
 	for i := range st.Places {
 		ps := &st.Places[i]
 		ps.Conflicts = append(ps.Conflicts, byPlace[ps.Place]...)
@@ -256,7 +257,7 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 	// host's record is never a child here), and within the tree's depth.
 	linked := func(i, j, depth int) bool {
 		return places[j].Parent == places[i].Place && places[j].Host == places[i].Host &&
-			slices.Contains(places[i].Children, places[j].Place) && depth < stage.MaxTreeDepth
+			slices.Contains(places[i].Children, places[j].Place) && depth < record.MaxTreeDepth
 	}
 	var visit func(i, depth int)
 	visit = func(i, depth int) {
@@ -298,13 +299,13 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 // folder of this repository, whose HEAD reads), for every place alike: a
 // stat or two in process instead of a `git worktree list`, which would
 // also call a deleted folder that git has not pruned yet present.
-func statusRecords(ctx context.Context, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*stage.Place) bool, error) {
-	present := func(p *stage.Place) bool {
+func statusRecords(ctx context.Context, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*record.Place) bool, error) {
+	present := func(p *record.Place) bool {
 		_, err := repo.WorktreeBranch(p.Path)
 		return err == nil
 	}
 	if opts.Place != "" {
-		records, problems, err := readOne(ctx, store, stage.PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
+		records, problems, err := readOne(ctx, store, record.PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
 		return records, problems, present, err
 	}
 	records, problems, err := store.List(ctx, refs.Prefix)
@@ -320,11 +321,11 @@ type statusReader struct {
 	repo    *git.Repo
 	store   *refs.Store
 	book    *cost.PriceBook
-	present func(*stage.Place) bool
+	present func(*record.Place) bool
 	all     bool // tidied places too
 	// decoded are the place records read, as decoded: the radar pairs
 	// them without decoding them again.
-	decoded []*stage.Place
+	decoded []*record.Place
 }
 
 // place is the status of the place record rec (with its claim record, if
@@ -334,7 +335,7 @@ type statusReader struct {
 // as it stands, with what settles it.
 func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*PlaceStatus, string, error) {
 	env := r.env
-	decoded, err := stage.DecodePlace(rec)
+	decoded, err := record.DecodePlace(rec)
 	if err != nil {
 		return nil, err.Error(), nil
 	}
@@ -348,7 +349,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 		}
 	}
 	p, problem := r.interrupted(p)
-	if p.Phase == stage.PhaseTidied && !r.all {
+	if p.Phase == record.PhaseTidied && !r.all {
 		return nil, problem, nil
 	}
 	ps := placeStatus(&p, env.ClockNow())
@@ -359,12 +360,12 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 		}
 	}
 	ps.Watcher = p.Watcher
-	if p.Host == env.Host && p.Phase == stage.PhaseMade {
+	if p.Host == env.Host && p.Phase == record.PhaseMade {
 		ps.Child = openChildProgress(ctx, env, r.store, &p)
 	}
 	ps.NeedsWatcher = engine.NeedsWatcher(ctx, env, &p)
 	ps.Agent = agentStatus(ctx, env, &p)
-	if p.Host == env.Host && p.Phase == stage.PhaseMade {
+	if p.Host == env.Host && p.Phase == record.PhaseMade {
 		ps.Stage.Next = engine.NextStep(&p, agentStateOf(ps.Agent))
 	}
 	ps.Worktree, ps.Foreign = r.worktree(&p)
@@ -386,11 +387,11 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 // a launch of the same place, finishes it or removes what it made) and a
 // readying cut short, shown as the interruption the engine's next step
 // records.
-func (r *statusReader) interrupted(p stage.Place) (stage.Place, string) {
+func (r *statusReader) interrupted(p record.Place) (record.Place, string) {
 	if p.Host != r.env.Host {
 		return p, ""
 	}
-	if l := p.Launcher; p.Phase == stage.PhaseMaking && (l == nil || !refs.ProcessAlive(l.Host, l.PID, r.env.Host)) {
+	if l := p.Launcher; p.Phase == record.PhaseMaking && (l == nil || !refs.ProcessAlive(l.Host, l.PID, r.env.Host)) {
 		return p, fmt.Sprintf("the launch of %s was interrupted: git flume tidy finishes the place or removes what it made", p.ID)
 	}
 	if ready, ok := stage.InterruptedReady(r.env, &p); ok {
@@ -401,13 +402,13 @@ func (r *statusReader) interrupted(p stage.Place) (stage.Place, string) {
 
 // worktree says where place p's worktree stands, and whether the place is
 // another host's.
-func (r *statusReader) worktree(p *stage.Place) (state string, foreign bool) {
+func (r *statusReader) worktree(p *record.Place) (state string, foreign bool) {
 	switch {
 	case p.Host != r.env.Host:
 		return "elsewhere", true
 	case r.present(p):
 		return "present", false
-	case p.Phase == stage.PhaseTidied:
+	case p.Phase == record.PhaseTidied:
 		return "removed", false
 	}
 	return "missing", false
@@ -422,12 +423,12 @@ func agentStateOf(a *AgentStatus) string {
 }
 
 // agentStatus is the current stage's agent as status shows it.
-func agentStatus(ctx context.Context, env *stage.Env, p *stage.Place) *AgentStatus {
-	a := stage.CurrentRun(p)
+func agentStatus(ctx context.Context, env *stage.Env, p *record.Place) *AgentStatus {
+	a := record.CurrentRun(p)
 	if a == nil {
 		return nil
 	}
-	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: stage.AgentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, Sandbox: a.Sandbox,
+	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: record.AgentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, Sandbox: a.Sandbox,
 		State: engine.AgentState(ctx, env, p)}
 }
 
@@ -453,12 +454,12 @@ func readOne(ctx context.Context, store *refs.Store, names ...string) ([]*refs.R
 	return records, problems, nil
 }
 
-func placeStatus(p *stage.Place, now time.Time) PlaceStatus {
+func placeStatus(p *record.Place, now time.Time) PlaceStatus {
 	ps := PlaceStatus{
 		Place: p.ID, Repo: p.Repo, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch,
 		Path: p.Path, Target: p.Target, Base: p.Base, Brief: p.Brief, Host: p.Host,
 		Created: p.Created, Phase: p.Phase, Dropped: p.Dropped != nil,
-		Ready: ReadyStatus{OK: true}, Children: append([]string{}, p.Children...), Delegation: stage.DelegationState(p),
+		Ready: ReadyStatus{OK: true}, Children: append([]string{}, p.Children...), Delegation: record.DelegationState(p),
 	}
 	if p.Parent != nil {
 		ps.Parent = p.Parent.Parent
@@ -468,7 +469,7 @@ func placeStatus(p *stage.Place, now time.Time) PlaceStatus {
 		s := p.Stages[p.Current]
 		ps.Stage = StageStatus{Index: p.Current + 1, Count: n, Name: s.Name, Run: s.Runs, State: s.State,
 			Need: s.Need, Reason: s.Reason, Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started,
-			BudgetMs: s.BudgetMs, Snapshots: append([]stage.Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
+			BudgetMs: s.BudgetMs, Snapshots: append([]record.Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
 		if s.Started != nil {
 			end := now // the timers' clock (Env.Clock), as the engine reads it
 			if s.Ended != nil {
@@ -481,7 +482,7 @@ func placeStatus(p *stage.Place, now time.Time) PlaceStatus {
 		s := p.Stages[c-1]
 		ps.Previous = &StageStatus{Index: c, Count: len(p.Stages), Name: s.Name, Run: s.Runs, State: s.State, Need: s.Need, Reason: s.Reason,
 			Delivered: s.Delivered, Tasks: s.Tasks, Started: s.Started, BudgetMs: s.BudgetMs,
-			Snapshots: append([]stage.Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
+			Snapshots: append([]record.Snapshot{}, s.Snapshots...), Report: s.Report, ReportMissing: s.ReportMissing}
 		if s.Started != nil && s.Ended != nil {
 			ps.Previous.ElapsedMs = s.Ended.Sub(*s.Started).Milliseconds()
 		}

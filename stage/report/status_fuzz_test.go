@@ -8,26 +8,26 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/refs"
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // FuzzStatusShowsAnyCheckedRecord_R5: a record the store's check accepts,
 // whatever its bytes, is shown by status (its view and its table) without a
 // panic (`current: -5` panicked status).
 func FuzzStatusShowsAnyCheckedRecord_R5(f *testing.F) {
-	seed, err := os.ReadFile("../testdata/place-record.json")
+	seed, err := os.ReadFile("../record/testdata/place-record.json")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(seed)
 	f.Add([]byte(`{"schema":1,"kind":"place","current":-5,"stages":[]}`))
 	f.Add([]byte(`{"schema":1,"kind":"place","current":99}`))
-	store := refs.New(nil, refs.Kinds{stage.PlaceKind, refs.ClaimKind})
+	store := refs.New(nil, refs.Kinds{record.PlaceKind, refs.ClaimKind})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if err := store.Check("refs/flume/places/fix--one", data); err != nil {
 			return
 		}
-		var p stage.Place
+		var p record.Place
 		if err := json.Unmarshal(data, &p); err != nil {
 			t.Fatalf("the check accepted a record that does not decode: %v", err)
 		}

@@ -21,8 +21,9 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/record"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 )
 
 // WriteStatusTable prints status for people.
@@ -177,7 +178,7 @@ func agentHostNote(a *AgentStatus) string {
 // spent fills in the tokens and cost of stage i of p from its agent's
 // transcript, when there is one to read here. A configuration whose
 // prices do not read leaves the cost unknown (cost names the error).
-func spent(ctx context.Context, book *cost.PriceBook, commonDir string, p *stage.Place, i int, ss *StageStatus) {
+func spent(ctx context.Context, book *cost.PriceBook, commonDir string, p *record.Place, i int, ss *StageStatus) {
 	if i < 0 || i >= len(p.Stages) {
 		return
 	}
@@ -199,7 +200,7 @@ func spent(ctx context.Context, book *cost.PriceBook, commonDir string, p *stage
 // every refresh and a transcript grows to megabytes, so the figures are
 // kept beside the place's log with the transcript's size and time, and the
 // transcript is read again only when it changed.
-func usageOf(commonDir string, p *stage.Place, a *agentrun.Agent) (agent.Usage, bool) {
+func usageOf(commonDir string, p *record.Place, a *agentrun.Agent) (agent.Usage, bool) {
 	info, err := os.Stat(a.Transcript)
 	if err != nil {
 		return agent.Usage{}, false
@@ -223,7 +224,7 @@ func usageOf(commonDir string, p *stage.Place, a *agentrun.Agent) (agent.Usage, 
 
 // runNote says what a place was given to run: its ports and its env
 // files, those skipped with why.
-func runNote(r *stage.RunSetup) string {
+func runNote(r *record.RunSetup) string {
 	var parts []string
 	names := make([]string, 0, len(r.Ports))
 	for name := range r.Ports {

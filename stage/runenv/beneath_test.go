@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // TestCopyBeneathWritesNothingOutside: a link where the copy goes is
@@ -69,14 +69,14 @@ func TestEnvFilesIntoALinkedPlaceRootAreSkipped(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(repoDir, "places"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := &stage.Place{ID: "fix--one", Repo: repoDir, Path: filepath.Join(repoDir, "places", "fix--one")}
+	p := &record.Place{ID: "fix--one", Repo: repoDir, Path: filepath.Join(repoDir, "places", "fix--one")}
 	if err := os.Symlink(outside, p.Path); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := placeRoot(p); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("placeRoot of a linked place: %v, want refused", err)
 	}
-	other := &stage.Place{ID: "fix--two", Repo: t.TempDir()}
+	other := &record.Place{ID: "fix--two", Repo: t.TempDir()}
 	if err := os.Symlink(outside, filepath.Join(other.Repo, "places")); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestEnvFilesIntoALinkedPlaceRootAreSkipped(t *testing.T) {
 	if _, err := placeRoot(other); err == nil || !strings.Contains(err.Error(), "places is a symbolic link") {
 		t.Errorf("placeRoot below a linked places folder: %v, want refused", err)
 	}
-	files := skipAll([]stage.EnvFile{{Path: ".env"}, {Path: "a.env", Skipped: "its own"}}, "why")
+	files := skipAll([]record.EnvFile{{Path: ".env"}, {Path: "a.env", Skipped: "its own"}}, "why")
 	if files[0].Skipped != "why" || files[1].Skipped != "its own" {
 		t.Errorf("skipAll = %+v", files)
 	}

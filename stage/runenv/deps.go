@@ -19,6 +19,7 @@ import (
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Dependencies without a full install: the ignored folders a repository names ([run] deps, e.g.
@@ -53,7 +54,7 @@ func depsKey(ctx context.Context, repo *git.Repo, base string, d stage.RunDecl) 
 // is made in the repository's flume/tmp and renamed in whole: one cut
 // short never shows, and what it left is removed by the next setup once
 // its process is gone.
-func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl) (*stage.DepsSetup, error) {
+func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, d stage.RunDecl) (*record.DepsSetup, error) {
 	if len(d.Deps) == 0 {
 		return nil, nil
 	}
@@ -72,7 +73,7 @@ func setUpDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Pla
 		}
 	}
 	removeDeadPartials(tmp)
-	setup := &stage.DepsSetup{Key: key}
+	setup := &record.DepsSetup{Key: key}
 	setup.Folders, setup.Kept = depsWanted(p, d)
 	if len(setup.Folders) == 0 {
 		return setup, nil
@@ -143,7 +144,7 @@ func pruneTemplates(root, key string) {
 // depsWanted are the dependency folders place p is to get, and those it
 // keeps as it has them, with why: one it has already (its branch tracks
 // it, an earlier setup made it), one below a link in it.
-func depsWanted(p *stage.Place, d stage.RunDecl) (want, kept []string) {
+func depsWanted(p *record.Place, d stage.RunDecl) (want, kept []string) {
 	for _, f := range d.Deps {
 		if link := linkIn(p.Path, f); link != "" {
 			kept = append(kept, f+": "+throughLink(link))
@@ -160,7 +161,7 @@ func depsWanted(p *stage.Place, d stage.RunDecl) (want, kept []string) {
 // base's tree written into a folder of tmp, the install run there, its
 // folders moved into the template in whole. refused says why they were
 // not kept (a link leaving its folder); then no template is made.
-func buildTemplate(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl, template, tmp string) (string, error) {
+func buildTemplate(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, d stage.RunDecl, template, tmp string) (string, error) {
 	part, err := os.MkdirTemp(tmp, partialName())
 	if err != nil {
 		return "", err
@@ -230,13 +231,13 @@ func leavesFolder(dir string) string {
 
 // installDeps runs the install command in the place itself: for a place
 // whose key's template was refused.
-func installDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl) error {
+func installDeps(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, d stage.RunDecl) error {
 	return runInstall(ctx, env, repo, p, d, p.Path)
 }
 
 // runInstall runs the install command in dir, as a repository step of
 // place p (its output to the place's log), through /bin/sh -c.
-func runInstall(ctx context.Context, env *stage.Env, repo *git.Repo, p *stage.Place, d stage.RunDecl, dir string) error {
+func runInstall(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, d stage.RunDecl, dir string) error {
 	log, err := stage.OpenLog(repo.CommonDir, p.ID)
 	if err != nil {
 		return err

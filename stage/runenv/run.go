@@ -23,6 +23,7 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Places that can be run: a repository's [run] section names
@@ -40,14 +41,14 @@ import (
 // It does nothing for a repository that declares none. A setup that
 // fails is recorded failed, with why, and the place keeps
 // saying it lacks it until a later one finishes.
-func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, d stage.RunDecl) (*refs.Record, error) {
+func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place, d stage.RunDecl) (*refs.Record, error) {
 	if !d.Declared() {
 		return nil, nil
 	}
 	rec, err := setUpRun(ctx, env, repo, store, p, d)
 	if err != nil {
-		_, _ = stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
-			run := stage.RunSetup{}
+		_, _ = record.EditPlace(ctx, store, p.ID, func(cur *record.Place) (string, error) {
+			run := record.RunSetup{}
 			if cur.Run != nil {
 				run = *cur.Run
 			}
@@ -60,7 +61,7 @@ func SetUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.S
 	return rec, err
 }
 
-func setUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, d stage.RunDecl) (*refs.Record, error) {
+func setUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place, d stage.RunDecl) (*refs.Record, error) {
 	files, err := copyEnvFiles(ctx, repo, p, d.Env)
 	if err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func setUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.S
 		return nil, err
 	}
 	env.FaultAt("run:deps")
-	setup := &stage.RunSetup{Compose: d.Compose, Env: files, Deps: deps}
+	setup := &record.RunSetup{Compose: d.Compose, Env: files, Deps: deps}
 	fresh := false
 	if len(d.Ports) > 0 {
 		if p.Run != nil && p.Run.Lease != "" {
@@ -83,7 +84,7 @@ func setUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.S
 		}
 		env.FaultAt("run:leased")
 	}
-	rec, err := stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
+	rec, err := record.EditPlace(ctx, store, p.ID, func(cur *record.Place) (string, error) {
 		cur.Run = setup
 		*p = *cur
 		return fmt.Sprintf("launch %s: run set up (%d ports, %d env files)", p.ID, len(setup.Ports), len(setup.Env)), nil
@@ -103,7 +104,7 @@ func setUpRun(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.S
 // nothing: a setup unfinished or failed, or, set up, an env file it
 // copied or a dependency folder it got that is gone (a worktree made
 // again by hand).
-func Lacking(p *stage.Place) string {
+func Lacking(p *record.Place) string {
 	r := p.Run
 	switch {
 	case r == nil:
@@ -133,7 +134,7 @@ func Lacking(p *stage.Place) string {
 // agent starts, and for env --refresh. A place of another host is left to
 // its host. It returns the record as it then stands (rec when nothing
 // was done).
-func Finish(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *stage.Place, d stage.RunDecl) (*refs.Record, error) {
+func Finish(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, d stage.RunDecl) (*refs.Record, error) {
 	if Lacking(p) == "" || p.Host != env.Host {
 		return rec, nil
 	}
@@ -195,7 +196,7 @@ func leaseRef(host string, first int) string { return LeasePrefix + host + "/" +
 // repository on this host holds and whose every port a bind probe finds
 // free is taken by a create-only ref (or over this repository's stale
 // lease of it, by compare-and-swap).
-func leasePorts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *stage.Place, d stage.RunDecl) (string, map[string]int, error) {
+func leasePorts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place, d stage.RunDecl) (string, map[string]int, error) {
 	dir := stateDir(env.CallerEnv)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
@@ -284,8 +285,8 @@ func hostLeases(ctx context.Context, env *stage.Env, store *refs.Store) (taken m
 // runs (its place may not name it yet; that process may be this one,
 // making several places at once, as the MCP server does).
 func leaseLive(ctx context.Context, env *stage.Env, store *refs.Store, l *Lease) bool {
-	_, p, err := stage.ReadPlace(ctx, store, l.Place)
-	if err == nil && p.Phase != stage.PhaseTidied && p.Run != nil && p.Run.Lease == leaseRef(l.Host, l.First) {
+	_, p, err := record.ReadPlace(ctx, store, l.Place)
+	if err == nil && p.Phase != record.PhaseTidied && p.Run != nil && p.Run.Lease == leaseRef(l.Host, l.First) {
 		return true
 	}
 	return refs.ProcessAlive(l.Host, l.PID, env.Host)
@@ -316,7 +317,7 @@ func portsFree(first, n int) bool {
 }
 
 // ReleaseLease gives up a place's port lease, if it still holds it.
-func ReleaseLease(ctx context.Context, store *refs.Store, p *stage.Place) error {
+func ReleaseLease(ctx context.Context, store *refs.Store, p *record.Place) error {
 	if p.Run == nil || p.Run.Lease == "" {
 		return nil
 	}
@@ -359,10 +360,10 @@ func stateDir(environ []string) string {
 // symbolic link (its branch chose its folders): each is
 // recorded with why it was skipped, and nothing is written outside the
 // place.
-func copyEnvFiles(ctx context.Context, repo *git.Repo, p *stage.Place, globs []string) ([]stage.EnvFile, error) {
-	var files []stage.EnvFile
+func copyEnvFiles(ctx context.Context, repo *git.Repo, p *record.Place, globs []string) ([]record.EnvFile, error) {
+	var files []record.EnvFile
 	for _, rel := range envPaths(p.Repo, globs) {
-		f := stage.EnvFile{Path: rel}
+		f := record.EnvFile{Path: rel}
 		if strings.HasPrefix(rel, "..") {
 			f.Skipped = "outside the main checkout"
 		} else if link := linkIn(p.Path, rel); link != "" {
@@ -417,7 +418,7 @@ func envPaths(repoDir string, globs []string) []string {
 		matches, _ := filepath.Glob(filepath.Join(repoDir, g))
 		for _, m := range matches {
 			rel, err := filepath.Rel(repoDir, m)
-			if err == nil && rel != stage.PlacesDir && !strings.HasPrefix(rel, stage.PlacesDir+string(filepath.Separator)) && !slices.Contains(paths, rel) {
+			if err == nil && rel != record.PlacesDir && !strings.HasPrefix(rel, record.PlacesDir+string(filepath.Separator)) && !slices.Contains(paths, rel) {
 				paths = append(paths, rel)
 			}
 		}
@@ -450,15 +451,15 @@ func linkIn(dir, rel string) string {
 
 // placeRoot opens the place's folder, where git made it: neither it nor
 // the places folder may be a symbolic link.
-func placeRoot(p *stage.Place) (*os.File, error) {
-	if info, err := os.Lstat(filepath.Join(p.Repo, stage.PlacesDir)); err != nil || !info.IsDir() {
-		return nil, fmt.Errorf("%s is a symbolic link or not a folder: nothing is written through it", stage.PlacesDir)
+func placeRoot(p *record.Place) (*os.File, error) {
+	if info, err := os.Lstat(filepath.Join(p.Repo, record.PlacesDir)); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("%s is a symbolic link or not a folder: nothing is written through it", record.PlacesDir)
 	}
 	return openDir(p.Path)
 }
 
 // skipAll marks every file not yet skipped as skipped for why.
-func skipAll(files []stage.EnvFile, why string) []stage.EnvFile {
+func skipAll(files []record.EnvFile, why string) []record.EnvFile {
 	for i := range files {
 		if files[i].Skipped == "" {
 			files[i].Skipped = why
@@ -472,7 +473,7 @@ func skipAll(files []stage.EnvFile, why string) []stage.EnvFile {
 // checkout, or git's own words when it cannot say. One git call each for
 // all of them; the files one at a time when that call fails, so one bad
 // path skips that file only.
-func envSkips(ctx context.Context, repo *git.Repo, p *stage.Place, rels []string) map[string]string {
+func envSkips(ctx context.Context, repo *git.Repo, p *record.Place, rels []string) map[string]string {
 	why := map[string]string{}
 	if len(rels) == 0 {
 		return why
@@ -512,12 +513,12 @@ type EnvOptions struct {
 // PlaceEnv is a place's run variables (RunVars) and its env files; with
 // Refresh, its env files are first copied again from the main checkout
 // (an original that changed reaches the place) and the record says so.
-func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []stage.EnvFile, error) {
+func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []record.EnvFile, error) {
 	repo, store, err := env.Open(ctx, o.Repo)
 	if err != nil {
 		return nil, nil, err
 	}
-	_, p, err := stage.ReadPlace(ctx, store, o.Place)
+	_, p, err := record.ReadPlace(ctx, store, o.Place)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -529,7 +530,7 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 		if p.Run.Unfinished {
 			return nil, nil, &stage.RefusedError{Place: p.ID, Reason: lacking + ": git flume env --refresh " + p.ID + " sets it up"}
 		}
-		return stage.RunVars(p), p.Run.Env, nil
+		return record.RunVars(p), p.Run.Env, nil
 	}
 	if p.Host != env.Host {
 		return nil, nil, &stage.RefusedError{Place: p.ID, Reason: "a place of host " + p.Host + ": only its own host copies its env files"}
@@ -542,7 +543,7 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 		if _, err := Finish(ctx, env, repo, store, nil, p, cfg.Run); err != nil {
 			return nil, nil, err
 		}
-		return stage.RunVars(p), p.Run.Env, nil
+		return record.RunVars(p), p.Run.Env, nil
 	}
 	var globs []string
 	for _, f := range p.Run.Env {
@@ -552,7 +553,7 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := stage.EditPlace(ctx, store, p.ID, func(cur *stage.Place) (string, error) {
+	if _, err := record.EditPlace(ctx, store, p.ID, func(cur *record.Place) (string, error) {
 		if cur.Run == nil {
 			return "", refs.ErrNoChange
 		}
@@ -564,7 +565,7 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 	}); err != nil {
 		return nil, nil, err
 	}
-	return stage.RunVars(p), files, nil
+	return record.RunVars(p), files, nil
 }
 
 // StopPlaceProcesses ends what a place started before tidy removes it:
@@ -580,7 +581,7 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []st
 // port it holds. The calling process, its ancestors, and flume's and
 // git's own processes are never touched. It returns why the place is
 // kept, "" when nothing runs in it any more.
-func StopPlaceProcesses(p *stage.Place) string {
+func StopPlaceProcesses(p *record.Place) string {
 	spare := map[int]bool{os.Getpid(): true}
 	for _, pid := range proc.Ancestors(os.Getpid()) {
 		spare[pid] = true

@@ -3,18 +3,12 @@
 // child. Its commissioner has one open direct child at a time and resolves
 // it with accept, reopen, unblock or rollback.
 
-package stage
+package record
 
 import (
-	"context"
-	"path/filepath"
-	"strings"
 	"time"
 
 	agentrun "github.com/git-flume/git-flume/agents/run"
-
-	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/refs"
 )
 
 // Delegation is a delegated place's link to its commissioner.
@@ -93,35 +87,6 @@ func DelegationOpen(p *Place) bool {
 		return true
 	}
 	return false
-}
-
-// CallerPlace is the place whose agent runs this command ($FLUME_PLACE,
-// set for every agent flume starts), "" for a person's shell.
-func CallerPlace(env *Env) string {
-	from := ""
-	for _, kv := range env.CallerEnv {
-		if v, ok := strings.CutPrefix(kv, "FLUME_PLACE="); ok {
-			from = v
-		}
-	}
-	return from
-}
-
-// PlaceAt is the place whose worktree repo was opened in (a launch run
-// from inside a place's folder, with or without $FLUME_PLACE: A9), "" when
-// it is not a place's.
-func PlaceAt(ctx context.Context, store *refs.Store, repo *git.Repo) string {
-	if repo.Bare || repo.GitDir == repo.CommonDir || filepath.Base(filepath.Dir(repo.Dir)) != PlacesDir {
-		return ""
-	}
-	id := filepath.Base(repo.Dir)
-	if _, err := PlaceID(id); err != nil {
-		return ""
-	}
-	if _, p, err := ReadPlace(ctx, store, id); err == nil && p.Path == repo.Dir {
-		return id
-	}
-	return ""
 }
 
 // MaxTreeDepth bounds how deep status draws a tree of delegated places;

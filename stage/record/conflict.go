@@ -1,4 +1,4 @@
-package stage
+package record
 
 // Conflict is a predicted conflict of a place: with another open place,
 // or with its target's tip ("target <branch>").

@@ -1,4 +1,4 @@
-package stage
+package record
 
 // Report is an agent's closing STAGE REPORT (W2).
 type Report struct {

@@ -1,11 +1,8 @@
-package stage
+package record
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -234,68 +231,3 @@ func validateStage(p *Place, st *StageRecord) error {
 
 // isContentID reports a hex SHA-256 (contentID).
 func isContentID(s string) bool { return len(s) == 64 && git.IsObjectID(s) }
-
-// HomeError refuses to act on a place whose record does not live here: it
-// names another repository's checkout, or its places/ folder or worktree
-// path is not a real folder inside this repository. Such a record is
-// reported, never acted on.
-type HomeError struct {
-	Place  string
-	Reason string
-}
-
-func (e *HomeError) Error() string {
-	return fmt.Sprintf("place %s is not acted on: %s", e.Place, e.Reason)
-}
-
-// CheckHome is what ValidatePlace cannot check from the record alone,
-// checked before flume acts on a place: the record is this host's, its
-// repo is this repository's main checkout, and neither places/ nor the
-// place's own folder is a symlink (or anything but a folder), so that
-// every path flume acts on resolves inside <repo>/places/ (T2).
-func CheckHome(ctx context.Context, env *Env, repo *git.Repo, p *Place) error {
-	if err := OwnedHere(env, p); err != nil {
-		return err
-	}
-	main, err := repo.MainCheckout(ctx)
-	if err != nil {
-		return err
-	}
-	if !samePath(main, p.Repo) {
-		return &HomeError{Place: p.ID, Reason: fmt.Sprintf("its record names the checkout %s, but this repository's is %s", p.Repo, main)}
-	}
-	for _, dir := range []string{filepath.Join(p.Repo, PlacesDir), p.Path} {
-		if why := NotRealDir(dir); why != "" {
-			return &HomeError{Place: p.ID, Reason: why + "; flume acts only inside the repository's own places/ folder"}
-		}
-	}
-	return nil
-}
-
-// samePath compares two absolute paths, resolving symlinks above them (a
-// temp folder behind /tmp, say) only when they differ as written.
-func samePath(a, b string) bool {
-	if a == b {
-		return true
-	}
-	ra, errA := filepath.EvalSymlinks(a)
-	rb, errB := filepath.EvalSymlinks(b)
-	return errA == nil && errB == nil && ra == rb
-}
-
-// NotRealDir says why path is neither absent nor a real folder (a symlink,
-// a file), or "".
-func NotRealDir(path string) string {
-	info, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return ""
-	case err != nil:
-		return err.Error()
-	case info.Mode()&os.ModeSymlink != 0:
-		return path + " is a symlink"
-	case !info.IsDir():
-		return path + " is not a folder"
-	}
-	return ""
-}

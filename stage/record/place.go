@@ -1,4 +1,4 @@
-package stage
+package record
 
 import (
 	"context"
@@ -34,6 +34,12 @@ const (
 // Stage states shown by status (S1). A stage no agent has started yet is
 // "pending".
 const StagePending = run.StatePending
+
+// StateLanded is a submit stage's delivery (S1): its branch landed on its
+// target. Every other state, what blocks a stage and the messages its
+// agent may be told are the run lifecycle's own (agents/run): one
+// spelling each.
+const StateLanded = "landed"
 
 // Place is the record at refs/flume/places/<kind>--<name> (schema 1).
 type Place struct {
@@ -298,24 +304,6 @@ func EditPlace(ctx context.Context, s *refs.Store, id string, decide func(p *Pla
 }
 
 func (p *Place) BranchRef() string { return "refs/heads/" + p.Branch }
-
-// ReadPlaceNames lists the repository's place ids from their ref names
-// alone (one git process): for shell completion.
-func ReadPlaceNames(ctx context.Context, env *Env, repoDir string) ([]string, error) {
-	repo, _, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	list, err := repo.ListRefs(ctx, PlacePrefix)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, 0, len(list))
-	for _, r := range list {
-		ids = append(ids, strings.TrimPrefix(r.Name, PlacePrefix))
-	}
-	return ids, nil
-}
 
 // StageRuns are every agent run of st, oldest first.
 func StageRuns(st *StageRecord) []*run.Agent {

@@ -1,11 +1,11 @@
-package stage
+package record
 
 import (
 	"encoding/json"
 	"os"
 	"testing"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/refs"
 )
 
