@@ -209,16 +209,12 @@ type Repo struct {
 	// ObjectFormat is "sha1" or "sha256".
 	ObjectFormat string
 
-	objects objectStore
+	// store is the storer its objects and refs are read and written
+	// through, chosen once (storer.go).
+	store storers
 	// localConfig is the repository's own config as read in process when
 	// it was found so (openInProcess); nil when git found it.
 	localConfig []gitconfig.Entry
-	// shared: objects are written by git, not in process
-	// (writesInProcess), found once.
-	shared struct {
-		once sync.Once
-		yes  bool
-	}
 	// main is MainCheckout's answer, found once.
 	main struct {
 		once sync.Once

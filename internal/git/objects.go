@@ -7,15 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/git-flume/git-flume/internal/git/gitconfig"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
 )
 
@@ -23,66 +19,11 @@ import (
 // regular files at the top level.
 type TreeEntry = ondisk.TreeFile
 
-// objectStore holds what a repository's in-process object reading and
-// writing keep between calls. Objects are written as loose files (temp
-// file, then rename: safe against concurrent git) and never touch refs.
-// Only SHA-1 repositories are read and written here; others use git.
-type objectStore struct {
-	reftableOnce sync.Once
-	isReftable   bool
-	packedRefs   ondisk.PackedRefsCache
-
-	ondisk.Store
-}
-
-// inProcess reports whether objects are read and written here.
-func (repo *Repo) inProcess() bool { return repo.ObjectFormat == "sha1" }
-
-// writesInProcess reports whether objects are written in process: in a
-// SHA-1 repository whose configuration sets no core.sharedRepository,
-// where git would give the files and folders it makes the same modes as
-// the writer here. Where it is set, or the configuration cannot
-// be read in process, git writes them.
-func (repo *Repo) writesInProcess() bool {
-	if !repo.inProcess() {
-		return false
-	}
-	repo.shared.once.Do(func() {
-		entries, ok := repo.r.configInProcess(repo)
-		if !ok {
-			files := append(gitconfig.GlobalFiles(repo.r.envLookup), filepath.Join(repo.CommonDir, "config"))
-			entries, ok = gitconfig.ReadFiles(files)
-		}
-		repo.shared.yes = !ok || sharedRepository(entries)
-	})
-	return !repo.shared.yes
-}
-
-// sharedRepository reports a core.sharedRepository that makes git give
-// what it writes modes other than the user's umask.
-func sharedRepository(entries []gitconfig.Entry) bool {
-	shared := false
-	for _, e := range entries {
-		if strings.EqualFold(e.Key, "core.sharedrepository") {
-			switch strings.ToLower(e.Value) {
-			case "false", "umask", "0", "no", "off":
-				shared = false
-			default:
-				shared = true
-			}
-		}
-	}
-	return shared
-}
-
 // WriteBlob stores data as a blob and returns its id.
 func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
-	if repo.writesInProcess() {
-		obj, err := encodeBlob(data)
-		if err == nil {
-			err = repo.objects.Write(repo.CommonDir, obj)
-		}
-		if err != nil {
+	if w := repo.writes(); inProcess(w) {
+		obj := ondisk.Encode("blob", data)
+		if err := w.SetEncodedObjects(obj); err != nil {
 			return "", fmt.Errorf("write blob: %w", err)
 		}
 		return obj.ID, nil
@@ -94,14 +35,12 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func encodeBlob(data []byte) (*ondisk.Encoded, error) { return ondisk.Encode("blob", data), nil }
-
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
-	if repo.writesInProcess() {
+	if w := repo.writes(); inProcess(w) {
 		obj, err := ondisk.EncodeTree(entries)
 		if err == nil {
-			err = repo.objects.Write(repo.CommonDir, obj)
+			err = w.SetEncodedObjects(obj)
 		}
 		if err != nil {
 			return "", fmt.Errorf("write tree: %w", err)
@@ -131,10 +70,10 @@ type CommitSpec struct {
 // WriteCommit stores a commit and returns its id. It moves no ref.
 func (repo *Repo) WriteCommit(ctx context.Context, c CommitSpec) (string, error) {
 	c = c.normal()
-	if repo.writesInProcess() {
+	if w := repo.writes(); inProcess(w) {
 		obj, err := ondisk.EncodeCommit(c.Tree, c.Parents, c.Author.Name, c.Author.Email, c.When, c.Message)
 		if err == nil {
-			err = repo.objects.Write(repo.CommonDir, obj)
+			err = w.SetEncodedObjects(obj)
 		}
 		if err != nil {
 			return "", fmt.Errorf("write commit: %w", err)
@@ -181,7 +120,8 @@ func IsObjectID(s string) bool { return ondisk.IsObjectID(s) }
 // a record's three were most of a promotion's step. Objects of
 // a write that fails part-way are unreachable, for gc.
 func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c CommitSpec) (string, error) {
-	if !repo.writesInProcess() {
+	w := repo.writes()
+	if !inProcess(w) {
 		blob, err := repo.WriteBlob(ctx, data)
 		if err != nil {
 			return "", err
@@ -191,10 +131,7 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 		}
 		return repo.WriteCommit(ctx, c)
 	}
-	blob, err := encodeBlob(data)
-	if err != nil {
-		return "", fmt.Errorf("write blob: %w", err)
-	}
+	blob := ondisk.Encode("blob", data)
 	tree, err := ondisk.EncodeTree([]TreeEntry{{Name: file, ID: blob.ID}})
 	if err != nil {
 		return "", fmt.Errorf("write tree: %w", err)
@@ -205,18 +142,14 @@ func (repo *Repo) WriteState(ctx context.Context, file string, data []byte, c Co
 	if err != nil {
 		return "", fmt.Errorf("write commit: %w", err)
 	}
-	if err := repo.objects.WriteAll(repo.CommonDir, blob, tree, commit); err != nil {
+	if err := w.SetEncodedObjects(blob, tree, commit); err != nil {
 		return "", fmt.Errorf("write state: %w", err)
 	}
 	return commit.ID, nil
 }
 
-// Object is one object read through a Batch.
-type Object struct {
-	ID   string
-	Type string
-	Data []byte
-}
+// Object is one object read: its id, type and content.
+type Object = ondisk.Object
 
 // Batch reads objects through one long-lived `git cat-file --batch`, so that
 // any number of reads costs one process (SPEC R4). It is not safe for
@@ -376,7 +309,7 @@ func (b *Batch) ReadMany(specs []string) ([]Object, error) {
 // "<commit>:<file>": in process where that is safe, else in one pipelined
 // `git cat-file --batch`.
 func (repo *Repo) FilesAt(ctx context.Context, commits []string, file string) ([]Object, error) {
-	if objs, ok := repo.filesAtInProcess(commits, file); ok {
+	if objs, ok := repo.reads().FilesAt(commits, file); ok {
 		return objs, nil
 	}
 	b, err := repo.OpenBatch(ctx)
@@ -414,7 +347,7 @@ func (b *Batch) ReadFileAt(rev, file string) (RefFile, error) {
 }
 
 func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) {
-	id, ok := repo.refInProcess(ref)
+	id, ok := repo.refValue(ref)
 	switch {
 	case !ok:
 		return RefFile{}, false, nil
@@ -422,7 +355,7 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) 
 		// Neither a loose ref nor a packed one: no git needed to say so.
 		return RefFile{}, true, fmt.Errorf("%s: %w", ref, ErrNotExist)
 	}
-	typ, _, err := repo.readObject(id, true)
+	typ, _, err := repo.reads().EncodedObject(id, true)
 	if err != nil {
 		return RefFile{}, false, nil
 	}
@@ -431,7 +364,7 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) 
 		return rf, true, nil
 	}
 	var obj Object
-	if !repo.fileAt(id, file, &obj) {
+	if !repo.reads().FileAt(id, file, &obj) {
 		return RefFile{}, false, nil
 	}
 	rf.Found, rf.IsFile, rf.Data = obj.Type != "", obj.Type == "blob", obj.Data
@@ -439,9 +372,9 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) 
 }
 
 // RefValue returns the object a ref points at, or "" when it does not
-// exist: in process where that is safe (see refInProcess), else with git.
+// exist: through its storer where it can (see storer), else with git.
 func (repo *Repo) RefValue(ctx context.Context, name string) (string, error) {
-	if id, ok := repo.refInProcess(name); ok {
+	if id, ok := repo.refValue(name); ok {
 		return id, nil
 	}
 	id, err := repo.ResolveRef(ctx, name)
@@ -451,20 +384,10 @@ func (repo *Repo) RefValue(ctx context.Context, name string) (string, error) {
 	return id, err
 }
 
-// reftable reports whether refs are kept in a reftable, which go-git cannot
-// read: then every ref read goes through git.
-func (repo *Repo) reftable() bool {
-	repo.objects.reftableOnce.Do(func() {
-		_, err := os.Stat(filepath.Join(repo.CommonDir, "reftable"))
-		repo.objects.isReftable = err == nil
-	})
-	return repo.objects.isReftable
-}
-
 // TreeOf returns the tree of a commit: in process where that is safe,
 // else with git.
 func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
-	if tree, ok := repo.commitTree(commit); ok {
+	if tree, ok := repo.reads().CommitTree(commit); ok {
 		return tree, nil
 	}
 	return repo.ResolveRef(ctx, commit+"^{tree}")
@@ -473,7 +396,7 @@ func (repo *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
 // BlobAt returns the id of the file at path in commit's tree, "" when the
 // tree has no file there: in process where that is safe, else with git.
 func (repo *Repo) BlobAt(ctx context.Context, commit, path string) (string, error) {
-	if id, ok := repo.blobAtInProcess(commit, path); ok {
+	if id, ok := repo.reads().BlobAt(commit, path); ok {
 		return id, nil
 	}
 	id, err := repo.ResolveRef(ctx, commit+":"+path)
@@ -494,7 +417,7 @@ func (repo *Repo) BranchCommit(ctx context.Context, ref string) (string, error) 
 	case id == "":
 		return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
 	}
-	if typ, _, err := repo.readObject(id, true); err == nil && typ == "commit" {
+	if typ, _, err := repo.reads().EncodedObject(id, true); err == nil && typ == "commit" {
 		return id, nil
 	}
 	return repo.ResolveCommit(ctx, ref)

@@ -17,11 +17,7 @@ import (
 )
 
 // Ref is a ref name, the object id it points at and that object's type.
-type Ref struct {
-	Name string
-	ID   string
-	Type string
-}
+type Ref = ondisk.Ref
 
 // Types of a listed ref whose object cannot be read.
 const (
@@ -29,17 +25,17 @@ const (
 	// (a `git gc --prune=now` beside a writer, a copy made by hand).
 	TypeMissing = "missing"
 	// TypeBroken: the ref's file holds no object id; its ID is "".
-	TypeBroken = "broken"
+	TypeBroken = ondisk.TypeBroken
 )
 
 // ListRefs returns every ref under the prefixes (such as "refs/flume/"; a
 // full ref name matches that ref), sorted by name: read in process where
-// that is safe (see listRefsInProcess), else with git. A ref whose object
+// that is safe (the repository's storer), else with git. A ref whose object
 // is missing is listed with Type TypeMissing, and a loose ref holding no
 // object id with TypeBroken, so that one such ref is named by its reader
 // and never stops the reading of the others (R5).
 func (repo *Repo) ListRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
-	if refs, ok := repo.listRefsInProcess(prefixes); ok {
+	if refs, ok := repo.reads().IterReferences(prefixes); ok {
 		return refs, nil
 	}
 	prefix := strings.Join(prefixes, " ")
@@ -145,7 +141,7 @@ func (repo *Repo) ResolveRef(ctx context.Context, ref string) (string, error) {
 	// its place's branch every step and must spawn nothing for it while
 	// nothing changes. A ref git must judge goes to git.
 	if strings.HasPrefix(ref, "refs/") && CheckRefName(ref) == nil {
-		if id, ok := repo.refInProcess(ref); ok {
+		if id, ok := repo.refValue(ref); ok {
 			if id == "" {
 				return "", fmt.Errorf("resolve %q: %w", ref, ErrNotExist)
 			}

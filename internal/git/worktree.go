@@ -23,8 +23,8 @@ type Worktree = ondisk.Worktree
 // git's files where they are plain (ondisk.Worktrees), else in one git
 // call.
 func (repo *Repo) Worktrees(ctx context.Context) ([]Worktree, error) {
-	if repo.inProcess() && !repo.Bare {
-		if wts, ok := ondisk.Worktrees(repo.CommonDir, repo.refsInProcess); ok {
+	if !repo.Bare {
+		if wts, ok := repo.reads().Worktrees(); ok {
 			return wts, nil
 		}
 	}
@@ -456,7 +456,7 @@ func (repo *Repo) ConfigAt(ctx context.Context, rev, path string) ([]gitconfig.E
 	case blob == "":
 		return nil, nil
 	}
-	if typ, data, err := repo.readObject(blob, false); err == nil && typ == "blob" {
+	if typ, data, err := repo.reads().EncodedObject(blob, false); err == nil && typ == "blob" {
 		if entries, ok := gitconfig.Parse(data); ok {
 			return entries, nil
 		}

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
-	"crypto/sha1"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/adler32"
@@ -18,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Encoded is an object encoded in memory: its type, content and id.
@@ -28,12 +28,10 @@ type Encoded struct {
 }
 
 // Encode is the object of type typ holding data, its id hashed as git
-// hashes it (SHA-1).
+// hashes it (SHA-1, by go-git).
 func Encode(typ string, data []byte) *Encoded {
-	h := sha1.New()
-	fmt.Fprintf(h, "%s %d\x00", typ, len(data))
-	h.Write(data)
-	return &Encoded{Type: typ, Data: data, ID: hex.EncodeToString(h.Sum(nil))}
+	t, _ := plumbing.ParseObjectType(typ) // the callers' types are git's
+	return &Encoded{Type: typ, Data: data, ID: plumbing.ComputeHash(t, data).String()}
 }
 
 // Write stores obj as git writes a loose object: "<type> <size>\x00<content>",

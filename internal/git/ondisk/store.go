@@ -1,7 +1,6 @@
 package ondisk
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -79,11 +78,8 @@ func (s *Store) CommitTree(commonDir, id string) (string, bool) {
 	if err != nil || typ != "commit" {
 		return "", false
 	}
-	tree, found := strings.CutPrefix(string(data[:min(len(data), 46)]), "tree ")
-	if !found || len(tree) < 41 || tree[40] != '\n' || !isAnyHash(tree[:40]) {
-		return "", false
-	}
-	return tree[:40], true
+	tree, err := TreeOfCommit(data)
+	return tree, err == nil
 }
 
 // BlobAt returns the blob at path (which may name a file in a folder) in
@@ -99,41 +95,24 @@ func (s *Store) BlobAt(commonDir, commit, path string) (string, bool) {
 		if err != nil || typ != "tree" {
 			return "", false
 		}
-		mode, id, err := FindInTree(data, part)
+		kind, id, err := FindInTree(data, part)
 		switch {
 		case err != nil:
 			return "", false
 		case id == "":
 			return "", true
 		case i < len(parts)-1:
-			if mode != "40000" {
+			if kind != EntryDir {
 				return "", true
 			}
 			tree = id
-		case mode == "40000" || mode == "160000":
+		case kind != EntryFile:
 			return "", true // a folder or a submodule, not a file
 		default:
 			return id, true
 		}
 	}
 	return "", true
-}
-
-// FindInTree finds name among a tree's entries ("<mode> <name>\x00<20
-// bytes>" each) and returns its mode and id; "" when it is not there.
-func FindInTree(tree []byte, name string) (mode, id string, err error) {
-	for len(tree) > 0 {
-		sp := bytes.IndexByte(tree, ' ')
-		nul := bytes.IndexByte(tree, 0)
-		if sp < 0 || nul < sp || len(tree) < nul+21 {
-			return "", "", errors.New("malformed tree")
-		}
-		if string(tree[sp+1:nul]) == name {
-			return string(tree[:sp]), hex.EncodeToString(tree[nul+1 : nul+21]), nil
-		}
-		tree = tree[nul+21:]
-	}
-	return "", "", nil
 }
 
 // isAnyHash reports a 40-digit hex id, in either case (a loose ref written
