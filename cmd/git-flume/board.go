@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage/report"
 )
@@ -31,70 +30,9 @@ func boardCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			return a.runBoard(c.Context, c.Duration("interval"))
+			return report.RunBoard(c.Context, a.stageEnv(), report.BoardTerminal{In: a.io.In, Out: a.io.Out, Raw: a.io.RawOut,
+				TTY: isTerminal(a.io.RawOut)}, c.Duration("interval"), a.boardDo)
 		},
-	}
-}
-
-// runBoard draws the board until q, the end of its input, or a signal.
-// Lines are read only when asked for, so a command that takes over the
-// terminal (open) has it to itself.
-func (a *app) runBoard(ctx context.Context, interval time.Duration) error {
-	want, lines := make(chan struct{}), make(chan string)
-	go func() {
-		in := bufio.NewReader(a.io.In)
-		for range want {
-			line, err := in.ReadString('\n')
-			if err != nil && line == "" {
-				close(lines)
-				return
-			}
-			lines <- line
-		}
-	}()
-	defer close(want)
-	tty := isTerminal(a.io.RawOut)
-	var prev []report.BoardRow
-	said := ""
-	asked := false
-	for {
-		hs, err := report.ReadHostStatus(ctx, a.stageEnv(), false)
-		if err != nil {
-			return err
-		}
-		rows := report.BoardRows(hs)
-		if tty {
-			fmt.Fprint(a.io.RawOut, "\x1b[H\x1b[2J")
-		}
-		if len(report.Sounding(prev, rows)) > 0 {
-			fmt.Fprint(a.io.RawOut, "\a") // a row starts to need a person
-		}
-		report.WriteBoard(a.io.Out, rows, said)
-		prev = rows
-		if !asked {
-			want <- struct{}{}
-			asked = true
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(interval):
-			continue
-		case line, ok := <-lines:
-			asked = false
-			if !ok {
-				return nil
-			}
-			cmd, err := report.ParseBoardCommand(line, rows)
-			switch {
-			case err != nil:
-				said = err.Error()
-			case cmd.Quit:
-				return nil
-			default:
-				said = a.boardDo(ctx, cmd)
-			}
-		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/delegation"
 	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
@@ -32,7 +31,11 @@ func acceptCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			p, err := delegation.Accept(c.Context, a.stageEnv(), po)
+			v, err := a.delegationVerbs(c.Context, po.Repo)
+			if err != nil {
+				return err
+			}
+			p, err := v.Accept(c.Context, po)
 			if err != nil {
 				return err
 			}
@@ -45,16 +48,16 @@ func acceptCommand(a *app) *cli.Command {
 
 func reopenCommand(a *app) *cli.Command {
 	return delegateTextCommand(a, "reopen", "why", "send a finished delegated place back: a fresh agent on its current stage, told why",
-		true, delegation.Reopen)
+		true, (*delegation.Verbs).Reopen)
 }
 
 func unblockCommand(a *app) *cli.Command {
 	return delegateTextCommand(a, "unblock", "with", "move a blocked delegated place on: its waiting agent told TEXT, or a fresh agent told it",
-		false, delegation.Unblock)
+		false, (*delegation.Verbs).Unblock)
 }
 
 func delegateTextCommand(a *app, name, flag, usage string, required bool,
-	run func(context.Context, *stage.Env, delegation.Options) (*record.Place, error)) *cli.Command {
+	run func(*delegation.Verbs, context.Context, delegation.Options) (*record.Place, error)) *cli.Command {
 	text := "TEXT"
 	if required {
 		text = "REASON"
@@ -77,7 +80,11 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 			if err != nil {
 				return err
 			}
-			p, err := run(c.Context, a.stageEnv(), delegation.Options{PlaceOptions: po, Text: c.String(flag)})
+			v, err := a.delegationVerbs(c.Context, po.Repo)
+			if err != nil {
+				return err
+			}
+			p, err := run(v, c.Context, delegation.Options{PlaceOptions: po, Text: c.String(flag)})
 			if err != nil {
 				return err
 			}
@@ -90,6 +97,16 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 			return nil
 		},
 	}
+}
+
+// delegationVerbs are the commissioner's verbs in the repository
+// containing repoDir, opened once for the command.
+func (a *app) delegationVerbs(ctx context.Context, repoDir string) (*delegation.Verbs, error) {
+	r, err := a.stageEnv().OpenRepository(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	return delegation.New(r, repoDir), nil
 }
 
 // usageOf is how a usage line shows flag: bracketed when it may be left out.

@@ -16,7 +16,6 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
-	"github.com/git-flume/git-flume/stage/delegation"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/record"
@@ -150,6 +149,16 @@ func tellCommand(a *app) *cli.Command {
 	}
 }
 
+// operator is the operator's verbs in the repository containing
+// repoDir, opened once for the command.
+func (a *app) operator(ctx context.Context, repoDir string) (*engine.Operator, error) {
+	r, err := a.stageEnv().OpenRepository(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewOperator(r), nil
+}
+
 // tell sends o.Text to o.Place's agent (stage.Tell, A4) and says so on
 // out, for `tell` and the MCP tell tool. The place may be named as a
 // path.
@@ -159,7 +168,11 @@ func (a *app) tell(ctx context.Context, o engine.TellOptions, out io.Writer) err
 		return err
 	}
 	o.Place = id
-	if err := engine.Tell(ctx, a.stageEnv(), o); err != nil {
+	op, err := a.operator(ctx, o.Repo)
+	if err != nil {
+		return err
+	}
+	if err := op.Tell(ctx, o); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s: message confirmed in the agent's transcript\n", id)
@@ -181,7 +194,11 @@ func stopCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := engine.Stop(c.Context, a.stageEnv(), po); err != nil {
+			op, err := a.operator(c.Context, po.Repo)
+			if err != nil {
+				return err
+			}
+			if err := op.Stop(c.Context, po); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s: agent stopped\n", id)
@@ -208,12 +225,16 @@ func attachCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			return engine.Attach(c.Context, a.stageEnv(), po, term)
+			op, err := a.operator(c.Context, po.Repo)
+			if err != nil {
+				return err
+			}
+			return op.Attach(c.Context, po, term)
 		},
 	}
 }
 
-func restartCommand(a *app, name, usage string, run func(context.Context, *stage.Env, stage.PlaceOptions) (*record.Place, error)) *cli.Command {
+func restartCommand(a *app, name, usage string, run func(*engine.Operator, context.Context, stage.PlaceOptions) (*record.Place, error)) *cli.Command {
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
@@ -228,7 +249,11 @@ func restartCommand(a *app, name, usage string, run func(context.Context, *stage
 			if err != nil {
 				return err
 			}
-			p, err := run(c.Context, a.stageEnv(), po)
+			op, err := a.operator(c.Context, po.Repo)
+			if err != nil {
+				return err
+			}
+			p, err := run(op, c.Context, po)
 			if err != nil {
 				return err
 			}
@@ -253,11 +278,11 @@ func (a *app) placeOptions(c *cli.Context, id string) (stage.PlaceOptions, error
 }
 
 func retryCommand(a *app) *cli.Command {
-	return restartCommand(a, "retry", "start the current stage again with a fresh agent and its prompt", engine.Retry)
+	return restartCommand(a, "retry", "start the current stage again with a fresh agent and its prompt", (*engine.Operator).Retry)
 }
 
 func goOnCommand(a *app) *cli.Command {
-	return restartCommand(a, "go-on", "run a question's round again with a fresh agent", engine.GoOn)
+	return restartCommand(a, "go-on", "run a question's round again with a fresh agent", (*engine.Operator).GoOn)
 }
 
 func installCommand(a *app) *cli.Command {
@@ -379,7 +404,11 @@ func rollbackCommand(a *app) *cli.Command {
 				if err != nil {
 					return err
 				}
-				p, err := delegation.Rollback(c.Context, a.stageEnv(), po)
+				v, err := a.delegationVerbs(c.Context, po.Repo)
+				if err != nil {
+					return err
+				}
+				p, err := v.Rollback(c.Context, po)
 				if err != nil {
 					return err
 				}
@@ -391,7 +420,11 @@ func rollbackCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			p, kept, err := engine.Rollback(c.Context, a.stageEnv(), po)
+			op, err := a.operator(c.Context, po.Repo)
+			if err != nil {
+				return err
+			}
+			p, kept, err := op.Rollback(c.Context, po)
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/promote/request"

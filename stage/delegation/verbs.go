@@ -26,35 +26,35 @@ type Options struct {
 // then takes its commissioner's delegation lock and reads it again: the
 // caller decides from what the verb that ran before it left. It returns
 // the unlock.
-func lockedDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*record.Place, func(), error) {
-	p, err := readDelegated(ctx, env, store, o, verb)
+func (v *Verbs) lockedDelegated(ctx context.Context, o stage.PlaceOptions, verb string) (*record.Place, func(), error) {
+	p, err := v.readDelegated(ctx, o, verb)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := stage.LockDelegations(ctx, store.Repo().CommonDir, p.Parent.Parent)
+	unlock, err := v.git.LockDelegations(ctx, p.Parent.Parent)
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, p, err = engine.ReadGated(ctx, env, store, o.Place, o.Gate); err != nil {
-		l.Unlock()
+	if p, err = v.flow.ReadGated(ctx, o.Place, o.Gate); err != nil {
+		unlock()
 		return nil, nil, err
 	}
-	return p, l.Unlock, nil
+	return p, unlock, nil
 }
 
 // readDelegated records what happened to delegated place id first (a
 // blocked stage whose deliverable arrived is delivered), then reads it
 // through the session gate (R8) and refuses a caller who is neither its
 // commissioner nor a person.
-func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, verb string) (*record.Place, error) {
+func (v *Verbs) readDelegated(ctx context.Context, o stage.PlaceOptions, verb string) (*record.Place, error) {
 	// Bring the record up to what its agent did; the gate reads it as it
-	// is either way, and a step that fails is taken again by the next.
-	_, _ = engine.Advance(ctx, env, o.Repo, o.Place)
-	_, p, err := engine.ReadGated(ctx, env, store, o.Place, o.Gate)
+	// is either way.
+	v.flow.Advance(ctx, o.Place)
+	p, err := v.flow.ReadGated(ctx, o.Place, o.Gate)
 	if err != nil {
 		return nil, err
 	}
-	return p, checkCommissioner(env, p, verb)
+	return p, checkCommissioner(v.env, p, verb)
 }
 
 // Accept makes a finished delegated place's work part of its
@@ -64,12 +64,9 @@ func readDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o sta
 // as landed. A place with an open delegation of its own is refused; so is
 // a merge git refuses (a conflict, or local changes it would overwrite),
 // with git's words and nothing changed.
-func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
-	repo, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return nil, err
-	}
-	p, unlock, err := lockedDelegated(ctx, env, store, o, "accept")
+func (v *Verbs) Accept(ctx context.Context, o stage.PlaceOptions) (*record.Place, error) {
+	env, store := v.env, v.store
+	p, unlock, err := v.lockedDelegated(ctx, o, "accept")
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +88,7 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "its own delegated place " + open + " is still open: resolve it first"}
 	}
 	if p.Phase == record.PhaseMade {
-		if err := mergeIntoCommissioner(ctx, env, repo, store, p); err != nil {
+		if err := v.mergeIntoCommissioner(ctx, p); err != nil {
 			return nil, err
 		}
 	}
@@ -114,7 +111,7 @@ func Accept(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.
 		return nil, err
 	}
 	env.FaultAt("accept:recorded")
-	return tidyDelegated(ctx, env, store, o)
+	return v.tidyDelegated(ctx, o)
 }
 
 // closedBefore reports whether the verb that closed p's delegation ran to
@@ -139,12 +136,13 @@ func keptNote(p *record.Place) string {
 
 // mergeIntoCommissioner merges p's branch head into its commissioner's
 // branch, in the commissioner's work tree, unless it is there already.
-func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place) error {
+func (v *Verbs) mergeIntoCommissioner(ctx context.Context, p *record.Place) error {
+	store, repo := v.store, v.git
 	_, parent, err := record.ReadPlace(ctx, store, p.Parent.Parent)
 	if err != nil {
 		return err
 	}
-	if err := stage.CheckHome(ctx, env, repo, parent); err != nil {
+	if err := repo.CheckHome(ctx, parent); err != nil {
 		return err
 	}
 	head, err := repo.ResolveRef(ctx, p.BranchRef())
@@ -182,8 +180,9 @@ func mergeIntoCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, 
 // tidy keeps it names (a dirty work tree, say), and the delegation is
 // recorded settled: the verb ran to its end, and one run after it says the
 // delegation was already closed instead of doing it again.
-func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions) (*record.Place, error) {
-	if _, err := place.Tidy(ctx, env, place.TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate}); err != nil {
+func (v *Verbs) tidyDelegated(ctx context.Context, o stage.PlaceOptions) (*record.Place, error) {
+	store := v.store
+	if err := v.flow.Tidy(ctx, o); err != nil {
 		return nil, err
 	}
 	_, p, err := record.ReadPlace(ctx, store, o.Place)
@@ -206,20 +205,17 @@ func tidyDelegated(ctx context.Context, env *stage.Env, store *refs.Store, o sta
 // Reopen sends a finished delegated place back: a fresh agent
 // on its current stage, told why after the stage's prompt; the stage must
 // deliver again from where the branch is now.
-func Reopen(ctx context.Context, env *stage.Env, o Options) (*record.Place, error) {
+func (v *Verbs) Reopen(ctx context.Context, o Options) (*record.Place, error) {
 	if o.Text == "" {
 		return nil, fmt.Errorf("reopen needs the reason (--why)")
 	}
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return nil, err
-	}
-	_, unlock, err := lockedDelegated(ctx, env, store, o.PlaceOptions, "reopen")
+	env := v.env
+	_, unlock, err := v.lockedDelegated(ctx, o.PlaceOptions, "reopen")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	return engine.RestartStage(ctx, env, o.PlaceOptions, engine.RestartRules{Verb: "reopen", Delivered: true, Resume: true,
+	return v.flow.Restart(ctx, o.PlaceOptions, engine.RestartRules{Verb: "reopen", Delivered: true, Resume: true,
 		Followup: "Your commissioner reopened this stage: " + o.Text,
 		Check:    delegatedIn(env, "reopen", record.DelegationFinished, "only a finished delegation is reopened (a blocked one is unblocked)")})
 }
@@ -243,12 +239,9 @@ func delegatedIn(env *stage.Env, verb, state, why string) func(*record.Place) er
 // agent that is up and waiting or quiet is told it, confirmed in its
 // transcript (A4); otherwise the stage starts again with a fresh agent,
 // told the text after the stage's prompt.
-func Unblock(ctx context.Context, env *stage.Env, o Options) (*record.Place, error) {
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return nil, err
-	}
-	p, unlock, err := lockedDelegated(ctx, env, store, o.PlaceOptions, "unblock")
+func (v *Verbs) Unblock(ctx context.Context, o Options) (*record.Place, error) {
+	env, store := v.env, v.store
+	p, unlock, err := v.lockedDelegated(ctx, o.PlaceOptions, "unblock")
 	if err != nil {
 		return nil, err
 	}
@@ -258,11 +251,11 @@ func Unblock(ctx context.Context, env *stage.Env, o Options) (*record.Place, err
 		return nil, err
 	}
 	st := p.Stages[p.Current]
-	if a := st.Agent; (st.State == agentrun.StateWaiting || st.State == agentrun.StateStuck) && a != nil && !a.Ended && env.Engine.Up(ctx, a) {
+	if a := st.Agent; (st.State == agentrun.StateWaiting || st.State == agentrun.StateStuck) && a != nil && !a.Ended && v.flow.Up(ctx, a) {
 		if o.Text == "" {
 			return nil, &stage.RefusedError{Place: p.ID, Reason: "its agent waits for an answer: give it with --with"}
 		}
-		if err := engine.Tell(ctx, env, engine.TellOptions(o)); err != nil { // unblock tells its answer
+		if err := v.flow.Tell(ctx, engine.TellOptions(o)); err != nil { // unblock tells its answer
 			return nil, err
 		}
 		_, p, err := record.ReadPlace(ctx, store, o.Place)
@@ -273,7 +266,7 @@ func Unblock(ctx context.Context, env *stage.Env, o Options) (*record.Place, err
 		how.Followup = "Your commissioner unblocked this stage: " + o.Text
 	}
 	o.Force = true // a blocked stage's agent gives way to the fresh one
-	return engine.RestartStage(ctx, env, o.PlaceOptions, how)
+	return v.flow.Restart(ctx, o.PlaceOptions, how)
 }
 
 // Rollback undoes a delegation that is still open:
@@ -283,12 +276,8 @@ func Unblock(ctx context.Context, env *stage.Env, o Options) (*record.Place, err
 // their state as it delegated. Nothing is lost: every state replaced is
 // kept first in a snapshot under refs/flume/snapshots/. The place is then
 // tidied.
-func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return nil, err
-	}
-	p, unlock, err := lockedDelegated(ctx, env, store, o, "roll back")
+func (v *Verbs) Rollback(ctx context.Context, o stage.PlaceOptions) (*record.Place, error) {
+	p, unlock, err := v.lockedDelegated(ctx, o, "roll back")
 	if err != nil {
 		return nil, err
 	}
@@ -305,10 +294,10 @@ func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*recor
 	case !record.DelegationOpen(p):
 		return nil, &stage.RefusedError{Place: p.ID, Reason: "its delegation is " + state + "; only an open one is rolled back"}
 	}
-	if err := rollbackSubtree(ctx, env, store, o, p.ID); err != nil {
+	if err := v.rollbackSubtree(ctx, o, p.ID); err != nil {
 		return nil, err
 	}
-	return tidyDelegated(ctx, env, store, o)
+	return v.tidyDelegated(ctx, o)
 }
 
 // rollbackSubtree rolls delegated place id back, its open descendants
@@ -317,7 +306,8 @@ func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*recor
 // after a crash to go on; every step after it is done once and skipped
 // when done (drop, the child's work kept and undone, the commissioner
 // restored).
-func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o stage.PlaceOptions, id string) error {
+func (v *Verbs) rollbackSubtree(ctx context.Context, o stage.PlaceOptions, id string) error {
+	env, store := v.env, v.store
 	_, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return err
@@ -327,14 +317,13 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	} else if open != "" {
 		sub := o
 		sub.Place = open
-		if err := rollbackSubtree(ctx, env, store, sub, open); err != nil {
+		if err := v.rollbackSubtree(ctx, sub, open); err != nil {
 			return err
 		}
-		if _, err := tidyDelegated(ctx, env, store, sub); err != nil {
+		if _, err := v.tidyDelegated(ctx, sub); err != nil {
 			return err
 		}
 	}
-	repo := store.Repo()
 	if _, err := record.EditPlace(ctx, store, id, func(cur *record.Place) (string, error) {
 		switch cur.Parent.Outcome {
 		case record.OutcomeRolledBack:
@@ -351,7 +340,7 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	}
 	env.FaultAt("rollback:recorded")
 	if p.Phase == record.PhaseMade && p.Dropped == nil {
-		if _, err = place.DropHeld(ctx, env, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
+		if err = v.flow.Drop(ctx, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate}); err != nil {
 			return err
 		}
 	}
@@ -359,9 +348,9 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	if _, p, err = record.ReadPlace(ctx, store, id); err != nil {
 		return err
 	}
-	if _, err := repo.ResolveRef(ctx, p.BranchRef()); p.Phase == record.PhaseMade && err == nil {
+	if _, err := v.git.ResolveRef(ctx, p.BranchRef()); p.Phase == record.PhaseMade && err == nil {
 		// (A rerun after tidy took the branch has nothing left to undo.)
-		if err := undoChildWork(ctx, repo, store, p); err != nil {
+		if err := v.undoChildWork(ctx, p); err != nil {
 			return err
 		}
 	} else if err != nil && !errors.Is(err, git.ErrNotExist) {
@@ -369,7 +358,7 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 	}
 	env.FaultAt("rollback:undone")
 	if !p.Parent.Restored {
-		if err := restoreCommissioner(ctx, env, repo, store, p); err != nil {
+		if err := v.restoreCommissioner(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -380,13 +369,13 @@ func rollbackSubtree(ctx context.Context, env *stage.Env, store *refs.Store, o s
 // undoChildWork moves a rolled-back place's branch and work tree back to
 // its base, keeping what they held in a snapshot of its current stage, so
 // tidy removes both and loses nothing.
-func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *record.Place) error {
+func (v *Verbs) undoChildWork(ctx context.Context, p *record.Place) error {
 	st := &p.Stages[p.Current]
-	kept, err := engine.ResetPlace(ctx, repo, p, st, p.Base, "", "rollback "+p.ID)
+	kept, err := v.git.Reset(ctx, p, st, p.Base, "", "rollback "+p.ID)
 	if err != nil || kept == nil {
 		return err
 	}
-	_, err = record.EditPlace(ctx, store, p.ID, func(cur *record.Place) (string, error) {
+	_, err = record.EditPlace(ctx, v.store, p.ID, func(cur *record.Place) (string, error) {
 		s := &cur.Stages[cur.Current]
 		s.Snapshots = append(s.Snapshots, *kept)
 		return "roll back " + cur.ID + ": its work kept in " + kept.Ref, nil
@@ -398,20 +387,21 @@ func undoChildWork(ctx context.Context, repo *git.Repo, store *refs.Store, p *re
 // it was when it delegated: its branch at the head it delegated from and
 // its work tree as it was then, dirty files too; what it replaces is kept
 // in a snapshot of the commissioner's current stage.
-func restoreCommissioner(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place) error {
+func (v *Verbs) restoreCommissioner(ctx context.Context, p *record.Place) error {
+	store := v.store
 	d := p.Parent
 	_, parent, err := record.ReadPlace(ctx, store, d.Parent)
 	if err != nil {
 		return err
 	}
-	if err := stage.CheckHome(ctx, env, repo, parent); err != nil {
+	if err := v.git.CheckHome(ctx, parent); err != nil {
 		return err
 	}
 	tree := ""
 	if d.Start != nil {
 		tree = d.Start.Tree
 	}
-	kept, err := engine.ResetPlace(ctx, repo, parent, &parent.Stages[parent.Current], p.Base, tree, "flume rollback --delegation "+p.ID)
+	kept, err := v.git.Reset(ctx, parent, &parent.Stages[parent.Current], p.Base, tree, "flume rollback --delegation "+p.ID)
 	if err != nil {
 		return err
 	}

@@ -26,13 +26,15 @@ type WaitOptions struct {
 	Timeout     time.Duration
 }
 
-// ReadGated reads a place and its claim and refuses another live session's.
-func ReadGated(ctx context.Context, env *stage.Env, store *refs.Store, id string, g stage.GateOptions) (*refs.Record, *record.Place, error) {
+// ReadGated reads a place and its claim and refuses another live
+// session's, and a place whose record does not live here.
+func (op *Operator) ReadGated(ctx context.Context, id string, g stage.GateOptions) (*refs.Record, *record.Place, error) {
+	env, store := op.env, op.store
 	rec, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := stage.CheckHome(ctx, env, store.Repo(), p); err != nil {
+	if err := op.home.CheckHome(ctx, p); err != nil {
 		return nil, nil, err
 	}
 	cs, err := store.ReadClaim(ctx, id, env.Host)
@@ -66,13 +68,10 @@ func currentAgent(ctx context.Context, env *stage.Env, p *record.Place) (*record
 // transcript (A4). It is refused, with nothing typed, when the agent is
 // not up, when it waits on a question (the transcript's unanswered
 // question or a dialog on screen).
-func Tell(ctx context.Context, env *stage.Env, o TellOptions) error {
+func (op *Operator) Tell(ctx context.Context, o TellOptions) error {
+	env := op.env
 	repoDir, id, text, g := o.Repo, o.Place, o.Text, o.Gate
-	_, store, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return err
-	}
-	_, p, err := ReadGated(ctx, env, store, id, g)
+	_, p, err := op.ReadGated(ctx, id, g)
 	if err != nil {
 		return err
 	}
@@ -147,19 +146,16 @@ func refuseTell(id string, a *run.Agent, screen *agent.Screen) error {
 
 // Stop ends a place's agent and fails unless it really exited (A5, X5). An
 // agent in the middle of a turn is ended only with force.
-func Stop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) error {
+func (op *Operator) Stop(ctx context.Context, o stage.PlaceOptions) error {
+	env, store := op.env, op.store
 	id, force, g := o.Place, o.Force, o.Gate
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return err
-	}
 	// The place's watcher may record the agent's end first, as it sees
 	// the pane go: the record is then read again. The agent is ended (and
 	// verified gone) once; a later pass only records that, unless the
 	// record already says so.
 	ended := false
 	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		rec, p, err := ReadGated(ctx, env, store, id, g)
+		rec, p, err := op.ReadGated(ctx, id, g)
 		if err != nil {
 			return err
 		}
@@ -203,13 +199,13 @@ func Stop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) error {
 // Retry starts the current stage again with a fresh agent and its prompt
 // (A5), and follows it as launch does. A running agent is ended first only
 // with force.
-func Retry(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
-	return RestartStage(ctx, env, o, RestartRules{Verb: "retry", Check: func(p *record.Place) error { return nil }})
+func (op *Operator) Retry(ctx context.Context, o stage.PlaceOptions) (*record.Place, error) {
+	return op.RestartStage(ctx, o, RestartRules{Verb: "retry", Check: func(p *record.Place) error { return nil }})
 }
 
 // GoOn runs a question's round again with a fresh agent (K4).
-func GoOn(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
-	return RestartStage(ctx, env, o, RestartRules{Verb: "go on", Check: func(p *record.Place) error {
+func (op *Operator) GoOn(ctx context.Context, o stage.PlaceOptions) (*record.Place, error) {
+	return op.RestartStage(ctx, o, RestartRules{Verb: "go on", Check: func(p *record.Place) error {
 		if p.PlaceKind != "question" {
 			return &stage.RefusedError{Place: o.Place, Reason: "go-on runs a question's round again; this is a " + p.PlaceKind}
 		}
@@ -232,12 +228,9 @@ type RestartRules struct {
 	Resume bool
 }
 
-func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how RestartRules) (*record.Place, error) {
+func (op *Operator) RestartStage(ctx context.Context, o stage.PlaceOptions, how RestartRules) (*record.Place, error) {
+	env, repo, store := op.env, op.git, op.store
 	repoDir, id, force, g := o.Repo, o.Place, o.Force, o.Gate
-	repo, store, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
 	// What happened since the last step is recorded first: a blocked
 	// stage whose deliverable arrived is delivered, never started anew
 	// over its own work. Nothing is started by that look (a pending stage
@@ -250,8 +243,8 @@ func RestartStage(ctx context.Context, env *stage.Env, o stage.PlaceOptions, how
 	// agent it watches is being ended): a lost race is read again and
 	// decided again, never reported as the caller's failure. Ending an
 	// agent that is already gone does nothing, so a second pass is safe.
-	err = refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		rec, p, err := ReadGated(ctx, env, store, id, g)
+	err := refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		rec, p, err := op.ReadGated(ctx, id, g)
 		if err != nil {
 			return err
 		}
@@ -406,16 +399,13 @@ func Wait(ctx context.Context, env *stage.Env, o WaitOptions) (*Outcome, error) 
 // agent, to see it and answer it there (a dialog flume never types into,
 // X3). Refused when no agent of the place runs, when it runs in the
 // operator's own terminal, or when its pane host has no terminal to give.
-func Attach(ctx context.Context, env *stage.Env, o stage.PlaceOptions, term agent.Terminal) error {
-	_, store, err := env.Open(ctx, o.Repo)
+func (op *Operator) Attach(ctx context.Context, o stage.PlaceOptions, term agent.Terminal) error {
+	env := op.env
+	_, p, err := record.ReadPlace(ctx, op.store, o.Place)
 	if err != nil {
 		return err
 	}
-	_, p, err := record.ReadPlace(ctx, store, o.Place)
-	if err != nil {
-		return err
-	}
-	if err := stage.CheckHome(ctx, env, store.Repo(), p); err != nil {
+	if err := op.home.CheckHome(ctx, p); err != nil {
 		return err
 	}
 	_, a, err := currentAgent(ctx, env, p)

@@ -96,13 +96,10 @@ func keepSnapshot(ctx context.Context, repo *git.Repo, p *record.Place, st *reco
 // Nothing is lost: the state it replaces is kept first, in a snapshot (or,
 // clean, a ref at the branch head). Refused on another session's claim,
 // and, unless force, while the stage's agent runs.
-func Rollback(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, *record.Snapshot, error) {
+func (op *Operator) Rollback(ctx context.Context, o stage.PlaceOptions) (*record.Place, *record.Snapshot, error) {
+	env, repo, store := op.env, op.git, op.store
 	id, force, g := o.Place, o.Force, o.Gate
-	repo, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return nil, nil, err
-	}
-	rec, p, err := ReadGated(ctx, env, store, id, g)
+	rec, p, err := op.ReadGated(ctx, id, g)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -78,7 +78,11 @@ func tellTargetConflict(ctx context.Context, env *stage.Env, repo *git.Repo, rep
 	text := fmt.Sprintf("flume: %s moved (other work landed) and your branch %s now conflicts with it in %s. "+
 		"Bring your branch up to date (git merge %s), resolve the conflicts, and commit; then go on.",
 		target, p.Branch, strings.Join(c.Files, ", "), target)
-	if err := engine.Tell(ctx, env, engine.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: repoDir, Place: p.ID}, Text: text}); err != nil {
+	r, err := env.OpenRepository(ctx, repoDir)
+	if err == nil {
+		err = engine.NewOperator(r).Tell(ctx, engine.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: repoDir, Place: p.ID}, Text: text})
+	}
+	if err != nil {
 		fmt.Fprintf(env.Out, "tell %s of its conflict with %s: %v\n", p.ID, target, err)
 		return
 	}

@@ -1,14 +1,18 @@
 package report
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/git-flume/git-flume/internal/words"
+	"github.com/git-flume/git-flume/stage"
 )
 
 // The board is the host-wide status as one numbered list a person acts on
@@ -187,4 +191,76 @@ func ParseBoardCommand(line string, rows []BoardRow) (BoardCommand, error) {
 		return BoardCommand{}, fmt.Errorf("%q is not a key: %s", f[0], BoardKeys)
 	}
 	return c, nil
+}
+
+// BoardTerminal is where the board reads what is typed and draws: Out
+// escapes what a record holds, Raw takes the board's own control
+// sequences (clear, bell); TTY redraws in place.
+type BoardTerminal struct {
+	In       io.Reader
+	Out, Raw io.Writer
+	TTY      bool
+}
+
+// RunBoard draws the host's board every interval until q, the end of its
+// input, or the end of ctx; a command typed is parsed against the rows
+// shown and done by do, which says what came of it.
+// Lines are read only when asked for, so a command that takes over the
+// terminal (open) has it to itself.
+func RunBoard(ctx context.Context, env *stage.Env, term BoardTerminal, interval time.Duration, do func(context.Context, BoardCommand) string) error {
+	want, lines := make(chan struct{}), make(chan string)
+	go func() {
+		in := bufio.NewReader(term.In)
+		for range want {
+			line, err := in.ReadString('\n')
+			if err != nil && line == "" {
+				close(lines)
+				return
+			}
+			lines <- line
+		}
+	}()
+	defer close(want)
+	var prev []BoardRow
+	said := ""
+	asked := false
+	for {
+		hs, err := ReadHostStatus(ctx, env, false)
+		if err != nil {
+			return err
+		}
+		rows := BoardRows(hs)
+		if term.TTY {
+			fmt.Fprint(term.Raw, "\x1b[H\x1b[2J")
+		}
+		if len(Sounding(prev, rows)) > 0 {
+			fmt.Fprint(term.Raw, "\a") // a row starts to need a person
+		}
+		WriteBoard(term.Out, rows, said)
+		prev = rows
+		if !asked {
+			want <- struct{}{}
+			asked = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+			continue
+		case line, ok := <-lines:
+			asked = false
+			if !ok {
+				return nil
+			}
+			cmd, err := ParseBoardCommand(line, rows)
+			switch {
+			case err != nil:
+				said = err.Error()
+			case cmd.Quit:
+				return nil
+			default:
+				said = do(ctx, cmd)
+			}
+		}
+	}
 }
