@@ -122,3 +122,28 @@ func (o EngineOptions) Up(ctx context.Context, a *run.Agent) bool {
 	h := o.HostOf(a)
 	return h != nil && h.Alive(ctx, a.Pane)
 }
+
+// EngineOptionsFrom are the engine's options as environment variables
+// vars set them: FLUME_AGENT, FLUME_SANDBOX, and durations in Go's
+// syntax: FLUME_CONFIRM_WINDOW, FLUME_REPORT_GRACE, FLUME_REMIND_AFTER,
+// FLUME_BUDGET, FLUME_STUCK_AFTER, FLUME_RADAR_INTERVAL, FLUME_HOST_READ.
+// The pane (FLUME_PANE, FLUME_TMUX_SOCKET) and its hosts are the
+// caller's to set.
+func EngineOptionsFrom(vars map[string]string) EngineOptions {
+	o := EngineOptions{Agent: vars["FLUME_AGENT"]}
+	for name, d := range map[string]*time.Duration{"FLUME_CONFIRM_WINDOW": &o.ConfirmWindow, "FLUME_REPORT_GRACE": &o.ReportGrace,
+		"FLUME_REMIND_AFTER": &o.RemindAfter, "FLUME_BUDGET": &o.Budget, "FLUME_STUCK_AFTER": &o.StuckAfter, "FLUME_RADAR_INTERVAL": &o.RadarEvery, "FLUME_HOST_READ": &o.HostRead} {
+		if v, err := time.ParseDuration(vars[name]); err == nil {
+			*d = v
+		}
+	}
+	// The agent's hook and sandbox find git-flume on its PATH, as `git
+	// flume` does (os.Executable would name a test binary under
+	// testscript). A12: agents write only their place, unless
+	// FLUME_SANDBOX=off.
+	o.Guard = "git-flume guard"
+	if vars["FLUME_SANDBOX"] != "off" {
+		o.Sandbox = "git-flume"
+	}
+	return o
+}

@@ -13,6 +13,9 @@ import (
 // uses, rather than opening the repository from a path again.
 type Repository struct {
 	*Env
+	// Dir is the directory the command named it by (its --repo, "" for
+	// the working directory), as the processes it starts are told.
+	Dir   string
 	Git   *git.Repo
 	Store *refs.Store
 }
@@ -23,5 +26,14 @@ func (e *Env) OpenRepository(ctx context.Context, dir string) (*Repository, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Repository{Env: e, Git: repo, Store: store}, nil
+	return &Repository{Env: e, Dir: dir, Git: repo, Store: store}, nil
+}
+
+// With is r with an Env changed by edit, r's own left as it is.
+func (r *Repository) With(edit func(*Env)) *Repository {
+	env := *r.Env
+	edit(&env)
+	out := *r
+	out.Env = &env
+	return &out
 }

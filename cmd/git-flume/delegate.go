@@ -23,14 +23,11 @@ func acceptCommand(a *app) *cli.Command {
 		UsageText: "git flume accept [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
 		Flags:     gateFlags(),
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
+			po, err := a.placeArg(c)
 			if err != nil {
 				return err
 			}
-			po, err := a.placeOptions(c, id)
-			if err != nil {
-				return err
-			}
+			id := po.Place
 			v, err := a.delegationVerbs(c.Context, po.Repo)
 			if err != nil {
 				return err
@@ -69,16 +66,13 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 		Flags: append(gateFlags(), &cli.StringFlag{Name: flag,
 			Usage: "what the delegated place's agent is told (stored byte for byte, never through a shell)"}),
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
+			po, err := a.placeArg(c)
 			if err != nil {
 				return err
 			}
+			id := po.Place
 			if required && c.String(flag) == "" {
 				return usageError{fmt.Errorf("%s needs --%s %s; see 'git flume %s -h'", name, flag, text, name)}
-			}
-			po, err := a.placeOptions(c, id)
-			if err != nil {
-				return err
 			}
 			v, err := a.delegationVerbs(c.Context, po.Repo)
 			if err != nil {
@@ -97,16 +91,6 @@ func delegateTextCommand(a *app, name, flag, usage string, required bool,
 			return nil
 		},
 	}
-}
-
-// delegationVerbs are the commissioner's verbs in the repository
-// containing repoDir, opened once for the command.
-func (a *app) delegationVerbs(ctx context.Context, repoDir string) (*delegation.Verbs, error) {
-	r, err := a.stageEnv().OpenRepository(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	return delegation.New(r, repoDir), nil
 }
 
 // usageOf is how a usage line shows flag: bracketed when it may be left out.

@@ -164,8 +164,12 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 		// The printed command must not mix with the document.
 		env.Engine.Print = errOut
 	}
-	p, err := place.Launch(ctx, env, place.LaunchOptions{
-		Repo: in.Repo, Kind: in.Kind, Name: name, Brief: in.Brief,
+	r, err := env.OpenRepository(ctx, in.Repo)
+	if err != nil {
+		return err
+	}
+	p, err := place.New(r).Launch(ctx, place.LaunchOptions{
+		Kind: in.Kind, Name: name, Brief: in.Brief,
 		From: in.From, Target: in.Target, Agent: in.Agent,
 	})
 	if p == nil {
@@ -337,7 +341,11 @@ func useCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			claim, err := place.Use(c.Context, a.stageEnv(), o)
+			ps, err := a.places(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			claim, err := ps.Use(c.Context, o)
 			if err != nil {
 				return err
 			}
@@ -358,7 +366,7 @@ func (a *app) claimOptions(c *cli.Context, id string) (place.ClaimOptions, error
 	if err != nil {
 		return place.ClaimOptions{}, err
 	}
-	o := place.ClaimOptions{Repo: c.String("repo"), Place: id, Session: sess, TakeOver: c.Bool("take-over")}
+	o := place.ClaimOptions{Place: id, Session: sess, TakeOver: c.Bool("take-over")}
 	if c.Bool("shared") {
 		remote, err := a.remote(c.Context, c.String("remote"))
 		if err != nil {
@@ -384,7 +392,11 @@ func releaseCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := place.Release(c.Context, a.stageEnv(), o); err != nil {
+			ps, err := a.places(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			if err := ps.Release(c.Context, o); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "%s released\n", id)
@@ -403,27 +415,24 @@ func dropCommand(a *app) *cli.Command {
 			"--tree drops the place and every place delegated from it, deepest first, each agent verified gone before its commissioner's.",
 		Flags: append(gateFlags(), &cli.BoolFlag{Name: "tree", Usage: "drop every place delegated from it too, deepest first"}),
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
+			po, err := a.placeArg(c)
+			if err != nil {
+				return err
+			}
+			id := po.Place
+			ps, err := a.places(c.Context, po.Repo)
 			if err != nil {
 				return err
 			}
 			if !c.Bool("tree") {
-				po, err := a.placeOptions(c, id)
-				if err != nil {
-					return err
-				}
-				p, err := place.Drop(c.Context, a.stageEnv(), po)
+				p, err := ps.Drop(c.Context, po)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(a.io.Out, "%s dropped%s; `git flume tidy` removes it\n", id, dropNote(p))
 				return nil
 			}
-			po, err := a.placeOptions(c, id)
-			if err != nil {
-				return err
-			}
-			done, err := place.DropTree(c.Context, a.stageEnv(), po)
+			done, err := ps.DropTree(c.Context, po)
 			for _, d := range done {
 				fmt.Fprintf(a.io.Out, "%s dropped%s\n", d.Place.ID, dropNote(d.Place))
 			}
@@ -469,10 +478,11 @@ func tidyCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			results, err := place.Tidy(c.Context, a.stageEnv(), place.TidyOptions{
-				Repo: c.String("repo"), DryRun: dry,
-				Gate: gate,
-			})
+			ps, err := a.places(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			results, err := ps.Tidy(c.Context, place.TidyOptions{DryRun: dry, Gate: gate})
 			if results == nil {
 				results = []place.TidyResult{}
 			}

@@ -22,34 +22,12 @@ import (
 	"github.com/git-flume/git-flume/stage/report"
 )
 
-// engineOptions reads the engine's settings from the environment:
-// FLUME_PANE (tmux|herdr|print|none; herdr by default inside herdr),
-// FLUME_TMUX_SOCKET, FLUME_AGENT, FLUME_SANDBOX, and durations in Go's
-// syntax: FLUME_CONFIRM_WINDOW, FLUME_REPORT_GRACE, FLUME_REMIND_AFTER,
-// FLUME_BUDGET, FLUME_STUCK_AFTER, FLUME_RADAR_INTERVAL, FLUME_HOST_READ.
+// engineOptions are the engine's options as this process's environment
+// sets them (stage.EngineOptionsFrom), with its pane hosts and output.
 func (a *app) engineOptions() stage.EngineOptions {
-	pane := a.defaultPane()
-	o := stage.EngineOptions{
-		Pane:  pane,
-		Panes: a.paneHost(pane),
-		Hosts: a.paneHost,
-		Agent: a.env.vars["FLUME_AGENT"],
-		Print: a.io.Out,
-	}
-	for name, d := range map[string]*time.Duration{"FLUME_CONFIRM_WINDOW": &o.ConfirmWindow, "FLUME_REPORT_GRACE": &o.ReportGrace,
-		"FLUME_REMIND_AFTER": &o.RemindAfter, "FLUME_BUDGET": &o.Budget, "FLUME_STUCK_AFTER": &o.StuckAfter, "FLUME_RADAR_INTERVAL": &o.RadarEvery, "FLUME_HOST_READ": &o.HostRead} {
-		if v, err := time.ParseDuration(a.env.vars[name]); err == nil {
-			*d = v
-		}
-	}
-	// The agent's hook and sandbox find git-flume on its PATH, as `git
-	// flume` does (os.Executable would name a test binary under
-	// testscript). A12: agents write only their place, unless
-	// FLUME_SANDBOX=off.
-	o.Guard = "git-flume guard"
-	if a.env.vars["FLUME_SANDBOX"] != "off" {
-		o.Sandbox = "git-flume"
-	}
+	o := stage.EngineOptionsFrom(a.env.vars)
+	o.Pane = a.defaultPane()
+	o.Panes, o.Hosts, o.Print = a.paneHost(o.Pane), a.paneHost, a.io.Out
 	return o
 }
 
@@ -77,7 +55,7 @@ func advanceCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := place.AdvanceOptions{Repo: c.String("repo"), FromHook: c.Bool("from-hook"), Tidy: c.Bool("tidy"), Gate: gate}
+			o := place.AdvanceOptions{FromHook: c.Bool("from-hook"), Tidy: c.Bool("tidy"), Gate: gate}
 			if c.NArg() > 0 {
 				id, err := onePlace(c)
 				if err != nil {
@@ -85,7 +63,11 @@ func advanceCommand(a *app) *cli.Command {
 				}
 				o.Place = id
 			}
-			done, err := place.AdvanceAll(c.Context, a.stageEnv(), o)
+			ps, err := a.places(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			done, err := ps.Advance(c.Context, o)
 			if done == nil {
 				return err
 			}
@@ -113,7 +95,11 @@ func waitCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := engine.Wait(c.Context, a.stageEnv(), engine.WaitOptions{Repo: c.String("repo"), Place: id, Timeout: c.Duration("timeout")})
+			r, err := a.stageEnv().OpenRepository(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			o, err := engine.Wait(c.Context, r, engine.WaitOptions{Place: id, Timeout: c.Duration("timeout")})
 			if o != nil {
 				if c.Bool("json") {
 					if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "outcome": o}); err != nil {
@@ -149,16 +135,6 @@ func tellCommand(a *app) *cli.Command {
 	}
 }
 
-// operator is the operator's verbs in the repository containing
-// repoDir, opened once for the command.
-func (a *app) operator(ctx context.Context, repoDir string) (*engine.Operator, error) {
-	r, err := a.stageEnv().OpenRepository(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	return engine.NewOperator(r), nil
-}
-
 // tell sends o.Text to o.Place's agent (stage.Tell, A4) and says so on
 // out, for `tell` and the MCP tell tool. The place may be named as a
 // path.
@@ -186,18 +162,11 @@ func stopCommand(a *app) *cli.Command {
 		UsageText: "git flume stop [--force] [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
 		Flags:     append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end an agent in the middle of a turn"}),
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
+			op, po, err := a.operatorArg(c)
 			if err != nil {
 				return err
 			}
-			po, err := a.placeOptions(c, id)
-			if err != nil {
-				return err
-			}
-			op, err := a.operator(c.Context, po.Repo)
-			if err != nil {
-				return err
-			}
+			id := po.Place
 			if err := op.Stop(c.Context, po); err != nil {
 				return err
 			}
@@ -216,20 +185,11 @@ func attachCommand(a *app) *cli.Command {
 			"the stage goes on by itself once the prompt shows in the agent's transcript.",
 		Flags: []cli.Flag{repoFlag()},
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
+			op, po, err := a.operatorArg(c)
 			if err != nil {
 				return err
 			}
-			term := agent.Terminal{In: a.io.In, Out: a.io.RawOut, Err: a.io.RawErr, Env: a.env.list}
-			po, err := a.placeOptions(c, id)
-			if err != nil {
-				return err
-			}
-			op, err := a.operator(c.Context, po.Repo)
-			if err != nil {
-				return err
-			}
-			return op.Attach(c.Context, po, term)
+			return op.Attach(c.Context, po, agent.Terminal{In: a.io.In, Out: a.io.RawOut, Err: a.io.RawErr, Env: a.env.list})
 		},
 	}
 }
@@ -241,18 +201,11 @@ func restartCommand(a *app, name, usage string, run func(*engine.Operator, conte
 		UsageText: "git flume " + name + " [--force] [--session ID] [--pid N] [--take-over] [--repo DIR] PLACE",
 		Flags:     append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"}),
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
+			op, po, err := a.operatorArg(c)
 			if err != nil {
 				return err
 			}
-			po, err := a.placeOptions(c, id)
-			if err != nil {
-				return err
-			}
-			op, err := a.operator(c.Context, po.Repo)
-			if err != nil {
-				return err
-			}
+			id := po.Place
 			p, err := run(op, c.Context, po)
 			if err != nil {
 				return err
@@ -272,6 +225,16 @@ func restartCommand(a *app, name, usage string, run func(*engine.Operator, conte
 
 // placeOptions are an operator verb's: the place, --repo, the session's
 // gate (--session, --take-over) and --force where the verb has it.
+// placeArg is a verb's one PLACE argument with the options every verb on
+// a place takes.
+func (a *app) placeArg(c *cli.Context) (stage.PlaceOptions, error) {
+	id, err := onePlace(c)
+	if err != nil {
+		return stage.PlaceOptions{}, err
+	}
+	return a.placeOptions(c, id)
+}
+
 func (a *app) placeOptions(c *cli.Context, id string) (stage.PlaceOptions, error) {
 	gate, err := a.gate(c)
 	return stage.PlaceOptions{Repo: c.String("repo"), Place: id, Gate: gate, Force: c.Bool("force")}, err
@@ -297,7 +260,11 @@ func installCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			paths, err := place.InstallHooks(c.Context, a.stageEnv(), c.String("repo"))
+			ps, err := a.places(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			paths, err := ps.InstallHooks(c.Context)
 			for _, p := range paths {
 				fmt.Fprintf(a.io.Out, "installed %s\n", p)
 			}
@@ -354,7 +321,11 @@ func watchCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			return place.Watch(c.Context, a.stageEnv(), c.String("repo"), id, a.watchInterval(), 12*time.Hour)
+			ps, err := a.places(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			return ps.Watch(c.Context, id, a.watchInterval(), 12*time.Hour)
 		},
 	}
 }
@@ -395,15 +366,12 @@ func rollbackCommand(a *app) *cli.Command {
 		Flags: append(gateFlags(), &cli.BoolFlag{Name: "force", Usage: "end the running agent first"},
 			&cli.BoolFlag{Name: "delegation", Usage: "undo a delegated place whole: its work, and its commissioner's branch and work tree as they were when it delegated"}),
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
+			po, err := a.placeArg(c)
 			if err != nil {
 				return err
 			}
+			id := po.Place
 			if c.Bool("delegation") {
-				po, err := a.placeOptions(c, id)
-				if err != nil {
-					return err
-				}
 				v, err := a.delegationVerbs(c.Context, po.Repo)
 				if err != nil {
 					return err
@@ -415,10 +383,6 @@ func rollbackCommand(a *app) *cli.Command {
 				fmt.Fprintf(a.io.Out, "%s: delegation rolled back; %s restored to %.12s\n", id, p.Parent.Parent, p.Base)
 				report.WriteKept(a.io.Out, p)
 				return nil
-			}
-			po, err := a.placeOptions(c, id)
-			if err != nil {
-				return err
 			}
 			op, err := a.operator(c.Context, po.Repo)
 			if err != nil {
@@ -628,11 +592,7 @@ func explainCommand(a *app) *cli.Command {
 			"branch against the stage's base, the timers. It reads; it moves nothing.",
 		Flags: []cli.Flag{repoFlag(), jsonFlag()},
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
-			if err != nil {
-				return err
-			}
-			po, err := a.placeOptions(c, id)
+			po, err := a.placeArg(c)
 			if err != nil {
 				return err
 			}

@@ -40,7 +40,11 @@ func syncCommand(a *app) *cli.Command {
 				fmt.Fprintf(a.io.Err, "git-flume: first sync with %s: sharing this host's records under refs/flume/ "+
 					"(briefs, place paths, branch and host names, claims, workspace requests); branches are never pushed\n", remote)
 			}
-			rep, err := place.Share(c.Context, a.stageEnv(), c.String("repo"), remote)
+			ps, err := a.places(c.Context, c.String("repo"))
+			if err != nil {
+				return err
+			}
+			rep, err := ps.Share(c.Context, remote)
 			if err != nil {
 				return err
 			}
@@ -89,8 +93,12 @@ func (a *app) autoSync(ctx context.Context, errOut io.Writer) {
 		return // not in a repository
 	}
 	remote, err := a.remote(ctx, "")
+	var ps *place.Places
 	if err == nil {
-		_, err = place.Share(ctx, a.stageEnv(), a.repoDir, remote)
+		ps, err = a.places(ctx, a.repoDir)
+	}
+	if err == nil {
+		_, err = ps.Share(ctx, remote)
 	}
 	if err != nil {
 		fmt.Fprintf(errOut, "git-flume: auto-sync with %s failed (the local change stands; run git flume sync): %v\n", remote, err)

@@ -17,13 +17,10 @@ import (
 // records, each declared below as narrowly as they use it. A test gives
 // them a store in memory (refs.NewMemory) and fakes, and spawns no git.
 type Verbs struct {
-	env *stage.Env
-	// repoDir is the --repo the command named, passed on to the
-	// workflows it leans on.
-	repoDir string
-	store   *refs.Store
-	flow    workflows
-	git     branches
+	env   *stage.Env
+	store *refs.Store
+	flow  workflows
+	git   branches
 }
 
 // workflows are the stage engine's and the places' own verbs on one
@@ -61,25 +58,23 @@ type branches interface {
 	LockDelegations(ctx context.Context, commissioner string) (unlock func(), err error)
 }
 
-// New are the verbs of one command in repository r, opened once;
-// repoDir is the --repo it named, passed on to the workflows.
-func New(r *stage.Repository, repoDir string) *Verbs {
-	return &Verbs{env: r.Env, repoDir: repoDir, store: r.Store,
-		flow: engineFlows{env: r.Env, repoDir: repoDir, op: engine.NewOperator(r)},
+// New are the verbs of one command in repository r, opened once.
+func New(r *stage.Repository) *Verbs {
+	return &Verbs{env: r.Env, store: r.Store,
+		flow: engineFlows{r: r, op: engine.NewOperator(r)},
 		git:  repoBranches{env: r.Env, repo: r.Git}}
 }
 
 // engineFlows are the workflows as stage/engine and stage/place run them.
 type engineFlows struct {
-	env     *stage.Env
-	repoDir string
-	op      *engine.Operator
+	r  *stage.Repository
+	op *engine.Operator
 }
 
 func (f engineFlows) Advance(ctx context.Context, id string) {
 	// A step that fails is taken again by the next; the verb reads the
 	// record as it is either way.
-	_, _ = engine.Advance(ctx, f.env, f.repoDir, id)
+	_, _ = engine.Advance(ctx, f.r, id)
 }
 
 func (f engineFlows) ReadGated(ctx context.Context, id string, g stage.GateOptions) (*record.Place, error) {
@@ -95,15 +90,15 @@ func (f engineFlows) Tell(ctx context.Context, o engine.TellOptions) error {
 	return f.op.Tell(ctx, o)
 }
 
-func (f engineFlows) Up(ctx context.Context, a *agentrun.Agent) bool { return f.env.Engine.Up(ctx, a) }
+func (f engineFlows) Up(ctx context.Context, a *agentrun.Agent) bool { return f.r.Engine.Up(ctx, a) }
 
 func (f engineFlows) Tidy(ctx context.Context, o stage.PlaceOptions) error {
-	_, err := place.Tidy(ctx, f.env, place.TidyOptions{Repo: o.Repo, Place: o.Place, Gate: o.Gate})
+	_, err := place.New(f.r).Tidy(ctx, place.TidyOptions{Place: o.Place, Gate: o.Gate})
 	return err
 }
 
 func (f engineFlows) Drop(ctx context.Context, o stage.PlaceOptions) error {
-	_, err := place.DropHeld(ctx, f.env, o)
+	_, err := place.New(f.r).DropHeld(ctx, o)
 	return err
 }
 

@@ -45,7 +45,7 @@ func newWorld(t *testing.T, childState string) *world {
 	w.env = &stage.Env{Host: "h", Now: func() time.Time { return at }}
 	w.flow = &fakeFlow{w: w}
 	w.git = &fakeGit{w: w, heads: map[string]string{"refs/heads/change/lead": leadBase, "refs/heads/fix/child": childHead}}
-	w.verbs = &Verbs{env: w.env, repoDir: "/r", store: w.store, flow: w.flow, git: w.git}
+	w.verbs = &Verbs{env: w.env, store: w.store, flow: w.flow, git: w.git}
 	lead := newPlace("change", "lead", "main", agentrun.StateWorking)
 	lead.Children = []string{"fix--child"}
 	child := newPlace("fix", "child", "change/lead", childState)

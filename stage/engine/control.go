@@ -22,14 +22,14 @@ type TellOptions struct {
 
 // WaitOptions are the place wait follows and how long it may.
 type WaitOptions struct {
-	Repo, Place string
-	Timeout     time.Duration
+	Place   string
+	Timeout time.Duration
 }
 
 // ReadGated reads a place and its claim and refuses another live
 // session's, and a place whose record does not live here.
 func (op *Operator) ReadGated(ctx context.Context, id string, g stage.GateOptions) (*refs.Record, *record.Place, error) {
-	env, store := op.env, op.store
+	env, store := op.r.Env, op.r.Store
 	rec, p, err := record.ReadPlace(ctx, store, id)
 	if err != nil {
 		return nil, nil, err
@@ -69,8 +69,8 @@ func currentAgent(ctx context.Context, env *stage.Env, p *record.Place) (*record
 // not up, when it waits on a question (the transcript's unanswered
 // question or a dialog on screen).
 func (op *Operator) Tell(ctx context.Context, o TellOptions) error {
-	env := op.env
-	repoDir, id, text, g := o.Repo, o.Place, o.Text, o.Gate
+	env := op.r.Env
+	id, text, g := o.Place, o.Text, o.Gate
 	_, p, err := op.ReadGated(ctx, id, g)
 	if err != nil {
 		return err
@@ -98,13 +98,13 @@ func (op *Operator) Tell(ctx context.Context, o TellOptions) error {
 	}
 	deadline := time.Now().Add(env.Engine.Window())
 	for time.Now().Before(deadline) {
-		if p2, err := Advance(ctx, env, repoDir, id); err == nil {
+		if p2, err := Advance(ctx, op.r, id); err == nil {
 			if a2 := p2.Stages[p.Current].Agent; a2 != nil && a2.Transcript != "" {
 				if tr, err := agent.ReadTranscriptFile(a2.Transcript, a2.Format); err == nil && tr.Received(text) {
 					// The tell was received; moving the record on is the
 					// watcher's too, and a step that fails here is taken
 					// again by the next.
-					_, _ = Advance(ctx, env, repoDir, id)
+					_, _ = Advance(ctx, op.r, id)
 					return nil
 				}
 			}
@@ -147,7 +147,7 @@ func refuseTell(id string, a *run.Agent, screen *agent.Screen) error {
 // Stop ends a place's agent and fails unless it really exited (A5, X5). An
 // agent in the middle of a turn is ended only with force.
 func (op *Operator) Stop(ctx context.Context, o stage.PlaceOptions) error {
-	env, store := op.env, op.store
+	env, store := op.r.Env, op.r.Store
 	id, force, g := o.Place, o.Force, o.Gate
 	// The place's watcher may record the agent's end first, as it sees
 	// the pane go: the record is then read again. The agent is ended (and
@@ -229,16 +229,14 @@ type RestartRules struct {
 }
 
 func (op *Operator) RestartStage(ctx context.Context, o stage.PlaceOptions, how RestartRules) (*record.Place, error) {
-	env, repo, store := op.env, op.git, op.store
-	repoDir, id, force, g := o.Repo, o.Place, o.Force, o.Gate
+	env, repo, store := op.r.Env, op.r.Git, op.r.Store
+	id, force, g := o.Place, o.Force, o.Gate
 	// What happened since the last step is recorded first: a blocked
 	// stage whose deliverable arrived is delivered, never started anew
 	// over its own work. Nothing is started by that look (a pending stage
 	// is this verb's to start, after its checks), and a place the engine
 	// may not move is refused by the gate below.
-	look := *env
-	look.Engine.NoStart = true
-	_, _ = Advance(ctx, &look, repoDir, id) // a look first; the gate below reads the record as it is
+	_, _ = Advance(ctx, op.r.With(func(e *stage.Env) { e.Engine.NoStart = true }), id) // a look first; the gate below reads the record as it is
 	// The place's watcher moves the record too (most of all while the
 	// agent it watches is being ended): a lost race is read again and
 	// decided again, never reported as the caller's failure. Ending an
@@ -283,7 +281,7 @@ func (op *Operator) RestartStage(ctx context.Context, o stage.PlaceOptions, how 
 	if err != nil {
 		return nil, err
 	}
-	return Follow(ctx, env, repoDir, id)
+	return Follow(ctx, op.r, id)
 }
 
 // rearm readies stage st of p to start again as how says: a delivered
@@ -347,12 +345,12 @@ var ErrTimeout = errors.New("timed out")
 // delivered, landed, waiting, stuck, blocked, never-started or cut. A
 // delegated place is followed through its stages until it is finished or
 // blocked, as its commissioner needs.
-func Wait(ctx context.Context, env *stage.Env, o WaitOptions) (*Outcome, error) {
-	repoDir, id, timeout := o.Repo, o.Place, o.Timeout
+func Wait(ctx context.Context, r *stage.Repository, o WaitOptions) (*Outcome, error) {
+	env, id, timeout := r.Env, o.Place, o.Timeout
 	deadline := time.Now().Add(timeout)
 	start := -1
 	for {
-		p, err := Advance(ctx, env, repoDir, id)
+		p, err := Advance(ctx, r, id)
 		if err != nil {
 			return nil, err
 		}
@@ -400,8 +398,8 @@ func Wait(ctx context.Context, env *stage.Env, o WaitOptions) (*Outcome, error) 
 // X3). Refused when no agent of the place runs, when it runs in the
 // operator's own terminal, or when its pane host has no terminal to give.
 func (op *Operator) Attach(ctx context.Context, o stage.PlaceOptions, term agent.Terminal) error {
-	env := op.env
-	_, p, err := record.ReadPlace(ctx, op.store, o.Place)
+	env := op.r.Env
+	_, p, err := record.ReadPlace(ctx, op.r.Store, o.Place)
 	if err != nil {
 		return err
 	}
@@ -431,33 +429,31 @@ func recoverPlace(p *record.Place) string {
 // Follow follows place id's stage that just started until its prompt is
 // confirmed or it resolves otherwise (Confirm), then makes sure a watcher
 // keeps its timers, even when following failed: the stage may still run.
-func Follow(ctx context.Context, env *stage.Env, repoDir, id string) (*record.Place, error) {
-	p, err := Confirm(ctx, env, repoDir, id)
+func Follow(ctx context.Context, r *stage.Repository, id string) (*record.Place, error) {
+	p, err := Confirm(ctx, r, id)
 	known := p
 	if err != nil {
 		known = nil // it may have moved since: read it
 	}
-	ensureWatcher(ctx, env, repoDir, id, known)
+	ensureWatcher(ctx, r, id, known)
 	return p, err
 }
 
 // ensureWatcher starts place id's watcher if it needs one: its record
 // alone says so (a launch used to read every place's status here). p is
 // the place as just read and decided, or nil to read it.
-func ensureWatcher(ctx context.Context, env *stage.Env, repoDir, id string, p *record.Place) {
+func ensureWatcher(ctx context.Context, r *stage.Repository, id string, p *record.Place) {
+	env := r.Env
 	if env.StartWatcher == nil {
 		return
 	}
 	if p == nil {
-		_, store, err := env.Open(ctx, repoDir)
-		if err != nil {
-			return
-		}
-		if _, p, err = record.ReadPlace(ctx, store, id); err != nil {
+		var err error
+		if _, p, err = record.ReadPlace(ctx, r.Store, id); err != nil {
 			return
 		}
 	}
 	if NeedsWatcher(ctx, env, p) {
-		env.StartWatcher(repoDir, id)
+		env.StartWatcher(r.Dir, id)
 	}
 }

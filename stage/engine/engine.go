@@ -33,9 +33,10 @@ func Watched(st *record.StageRecord) bool { return st.Observed(st.Base) }
 // confirmed or the stage resolves otherwise (working, blocked,
 // never-started, …): at most a window and a half after the second send.
 // Slow is not failed: a stage still starting then is left to the watcher.
-func Confirm(ctx context.Context, env *stage.Env, repoDir, id string) (*record.Place, error) {
+func Confirm(ctx context.Context, r *stage.Repository, id string) (*record.Place, error) {
+	env := r.Env
 	for {
-		p, err := Advance(ctx, env, repoDir, id)
+		p, err := Advance(ctx, r, id)
 		if err != nil {
 			return p, err
 		}
@@ -60,11 +61,8 @@ func Confirm(ctx context.Context, env *stage.Env, repoDir, id string) (*record.P
 // silence. Every move is a CAS write of the place record made from what was
 // just read, so any process may run it, and one killed midway loses nothing:
 // the next run reads where it stopped.
-func Advance(ctx context.Context, env *stage.Env, repoDir, id string) (*record.Place, error) {
-	repo, store, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
+func Advance(ctx context.Context, r *stage.Repository, id string) (*record.Place, error) {
+	env, repo, store := r.Env, r.Git, r.Store
 	var p *record.Place
 	for n := range maxMoves {
 		moved := false
@@ -93,7 +91,7 @@ func Advance(ctx context.Context, env *stage.Env, repoDir, id string) (*record.P
 			return p, err
 		}
 	}
-	_, p, err = record.ReadPlace(ctx, store, id)
+	_, p, err := record.ReadPlace(ctx, store, id)
 	return p, err
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/git-flume/git-flume/internal/git"
-	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/record"
 )
@@ -17,11 +16,7 @@ import (
 // agrees, and starts no git for a verb refused before anything is typed
 // or ended.
 type Operator struct {
-	env   *stage.Env
-	store *refs.Store
-	// git is the repository the verbs that move a branch or a work tree
-	// act on (retry keeps a snapshot, rollback resets).
-	git  *git.Repo
+	r    *stage.Repository
 	home home
 }
 
@@ -32,7 +27,7 @@ type home interface {
 
 // NewOperator is the operator's verbs in repository r.
 func NewOperator(r *stage.Repository) *Operator {
-	return &Operator{env: r.Env, store: r.Store, git: r.Git, home: repoHome{env: r.Env, repo: r.Git}}
+	return &Operator{r: r, home: repoHome{env: r.Env, repo: r.Git}}
 }
 
 // repoHome is the home check as the repository answers it.

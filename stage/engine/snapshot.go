@@ -97,7 +97,7 @@ func keepSnapshot(ctx context.Context, repo *git.Repo, p *record.Place, st *reco
 // clean, a ref at the branch head). Refused on another session's claim,
 // and, unless force, while the stage's agent runs.
 func (op *Operator) Rollback(ctx context.Context, o stage.PlaceOptions) (*record.Place, *record.Snapshot, error) {
-	env, repo, store := op.env, op.git, op.store
+	env, repo, store := op.r.Env, op.r.Git, op.r.Store
 	id, force, g := o.Place, o.Force, o.Gate
 	rec, p, err := op.ReadGated(ctx, id, g)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -113,7 +112,7 @@ func rawStatus(b *testing.B, f *fixture) int {
 // Target ratio ≤ 1.25.
 func BenchmarkCommitWithHook(b *testing.B) {
 	with, without, empty := newFixture(b), newFixture(b), newFixture(b)
-	if _, err := place.InstallHooks(context.Background(), with.stageEnv(with.env), with.dir); err != nil {
+	if _, err := installHooksIn(context.Background(), with.stageEnv(with.env), with.dir); err != nil {
 		b.Fatal(err)
 	}
 	// The floor: git starting any hook at all, one that only exits.
@@ -164,7 +163,7 @@ func BenchmarkCommitInPlace(b *testing.B) {
 		f.env = append(f.env, "FLUME_PANE=none", "FLUME_HOST=testhost")
 		f.launch(1)
 	}
-	if _, err := place.InstallHooks(context.Background(), with.stageEnv(with.env), with.dir); err != nil {
+	if _, err := installHooksIn(context.Background(), with.stageEnv(with.env), with.dir); err != nil {
 		b.Fatal(err)
 	}
 	commit := func(f *fixture) time.Duration {

@@ -7,13 +7,11 @@ import (
 	"context"
 
 	"github.com/git-flume/git-flume/refs"
-	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/record"
 )
 
 // ClaimOptions names a place and the session that claims or releases it.
 type ClaimOptions struct {
-	Repo     string
 	Place    string
 	Session  refs.Session
 	TakeOver bool // act even though another live session claims it
@@ -24,11 +22,8 @@ type ClaimOptions struct {
 
 // Use binds o.Session to the place (R8). With a Remote the claim is pushed
 // create-only and rolled back here when the remote refused it.
-func Use(ctx context.Context, env *stage.Env, o ClaimOptions) (refs.Claim, error) {
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return refs.Claim{}, err
-	}
+func (ps *Places) Use(ctx context.Context, o ClaimOptions) (refs.Claim, error) {
+	store := ps.r.Store
 	if _, _, err := record.ReadPlace(ctx, store, o.Place); err != nil {
 		return refs.Claim{}, err
 	}
@@ -45,11 +40,8 @@ func Use(ctx context.Context, env *stage.Env, o ClaimOptions) (refs.Claim, error
 
 // Release lets o.Session's claim on the place go (R8), on the Remote too
 // when one is named.
-func Release(ctx context.Context, env *stage.Env, o ClaimOptions) error {
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return err
-	}
+func (ps *Places) Release(ctx context.Context, o ClaimOptions) error {
+	store := ps.r.Store
 	if err := store.Release(ctx, o.Place, o.Session, o.TakeOver); err != nil {
 		return err
 	}

@@ -23,11 +23,8 @@ import (
 // A delegated place is dropped under its commissioner's delegation lock,
 // and one whose delegation was closed meanwhile (accepted, rolled back)
 // is not: that verb won, and only one of them says it succeeded (X5).
-func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return nil, err
-	}
+func (ps *Places) Drop(ctx context.Context, o stage.PlaceOptions) (*record.Place, error) {
+	env, store := ps.r.Env, ps.r.Store
 	unlock, err := lockCommissioner(ctx, store, o.Place)
 	if err != nil {
 		return nil, err
@@ -39,11 +36,8 @@ func Drop(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Pl
 // DropHeld drops a delegated place as Drop does, for a verb that holds its
 // commissioner's delegation lock and closed the delegation itself
 // (rollback).
-func DropHeld(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*record.Place, error) {
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return nil, err
-	}
+func (ps *Places) DropHeld(ctx context.Context, o stage.PlaceOptions) (*record.Place, error) {
+	env, store := ps.r.Env, ps.r.Store
 	return drop(ctx, env, store, o, false)
 }
 
@@ -174,18 +168,15 @@ type TreeDrop struct {
 // kept for tidy to judge. Only this host's places whose records name
 // their commissioner are followed (R5): a child link is never taken on
 // the parent's word alone.
-func DropTree(ctx context.Context, env *stage.Env, o stage.PlaceOptions) ([]TreeDrop, error) {
-	_, store, err := env.Open(ctx, o.Repo)
-	if err != nil {
-		return nil, err
-	}
+func (ps *Places) DropTree(ctx context.Context, o stage.PlaceOptions) ([]TreeDrop, error) {
+	env, store := ps.r.Env, ps.r.Store
 	order, err := subtreeDeepestFirst(ctx, env, store, o.Place)
 	if err != nil {
 		return nil, err
 	}
 	var done []TreeDrop
 	for _, id := range order {
-		p, err := Drop(ctx, env, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate})
+		p, err := ps.Drop(ctx, stage.PlaceOptions{Repo: o.Repo, Place: id, Gate: o.Gate})
 		if err != nil {
 			return done, fmt.Errorf("%s: %w (the places before it in the list are dropped)", id, err)
 		}

@@ -10,6 +10,20 @@ import (
 // MakePlace makes a place without starting its first stage's agent, for
 // tests that need places but no agents; the product launches with
 // Launch.
-func MakePlace(ctx context.Context, env *stage.Env, opts LaunchOptions) (*record.Place, error) {
-	return makeLaunch(ctx, env, opts, false)
+func MakePlace(ctx context.Context, env *stage.Env, repoDir string, opts LaunchOptions) (*record.Place, error) {
+	r, err := env.OpenRepository(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	return makeLaunch(ctx, r, opts, false)
+}
+
+// In are the places' use cases in the repository containing repoDir, for
+// tests that run one.
+func In(ctx context.Context, env *stage.Env, repoDir string) (*Places, error) {
+	r, err := env.OpenRepository(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	return New(r), nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
@@ -19,12 +20,13 @@ import (
 // start here (preflight), make the place, start its kind's first stage and
 // follow it. A place whose readying failed is returned with the
 // error, its stage not started: it is made, and the caller shows it.
-func Launch(ctx context.Context, env *stage.Env, opts LaunchOptions) (*record.Place, error) {
-	p, err := makeLaunch(ctx, env, opts, true)
+func (ps *Places) Launch(ctx context.Context, opts LaunchOptions) (*record.Place, error) {
+	r := ps.r
+	p, err := makeLaunch(ctx, r, opts, true)
 	if p == nil || err != nil {
 		return p, err
 	}
-	started, err := engine.Follow(ctx, env, opts.Repo, p.ID)
+	started, err := engine.Follow(ctx, r, p.ID)
 	if started != nil {
 		p = started
 	}
@@ -33,7 +35,6 @@ func Launch(ctx context.Context, env *stage.Env, opts LaunchOptions) (*record.Pl
 
 // AdvanceOptions select what advance runs the engine of.
 type AdvanceOptions struct {
-	Repo string
 	// Place is one place's id; "" is every place of the repository.
 	Place string
 	// FromHook is a run from a git hook, which runs inside an agent's
@@ -53,27 +54,26 @@ type Advanced struct {
 	Tidied []TidyResult
 }
 
-// AdvanceAll is advance's use case: the engine of one place or of
+// Advance is advance's use case: the engine of one place or of
 // every place, each stage that starts followed until its prompt is
 // confirmed (or it resolves otherwise), then, if asked, a tidy. What was
 // done before an error is returned with it.
-func AdvanceAll(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advanced, error) {
+func (ps *Places) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, error) {
+	r, env := ps.r, ps.r.Env
 	ids := []string{o.Place}
 	if o.Place == "" {
 		var err error
-		if ids, err = openPlaceIDs(ctx, env, o.Repo); err != nil {
+		if ids, err = openPlaceIDs(ctx, env, r.Store); err != nil {
 			return nil, err
 		}
 	}
-	follow, fenv := engine.Follow, env
+	follow, fr := engine.Follow, r
 	if o.FromHook {
-		e := *env
-		e.Engine.NoStart = true
-		follow, fenv = engine.Confirm, &e
+		follow, fr = engine.Confirm, r.With(func(e *stage.Env) { e.Engine.NoStart = true })
 	}
 	done := &Advanced{}
 	for _, id := range ids {
-		p, err := follow(ctx, fenv, o.Repo, id)
+		p, err := follow(ctx, fr, id)
 		if err != nil {
 			return done, fmt.Errorf("%s: %w", id, err)
 		}
@@ -83,7 +83,7 @@ func AdvanceAll(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advance
 		// a commit in a place is when its conflicts may change;
 		// the radar's answers for its new head are computed now, in this
 		// background run, and a new conflict is told to the notifier.
-		if _, err := radar.RefreshConflicts(ctx, env, o.Repo, o.Place); err != nil {
+		if _, err := radar.RefreshConflicts(ctx, env, r.Dir, o.Place); err != nil {
 			fmt.Fprintf(env.Out, "conflicts of %s: %v\n", o.Place, err)
 		}
 	}
@@ -91,7 +91,7 @@ func AdvanceAll(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advance
 		// T1: flume tidies after a landing it observes; tidy itself
 		// judges what landed and keeps everything else.
 		var err error
-		done.Tidied, err = Tidy(ctx, env, TidyOptions{Repo: o.Repo, Gate: o.Gate})
+		done.Tidied, err = ps.Tidy(ctx, TidyOptions{Gate: o.Gate})
 		return done, err
 	}
 	return done, nil
@@ -100,11 +100,7 @@ func AdvanceAll(ctx context.Context, env *stage.Env, o AdvanceOptions) (*Advance
 // openPlaceIDs are this host's places not tidied, in id order: those the
 // engine may move (another host's it never moves, R7). A record that
 // cannot be read is status's to show.
-func openPlaceIDs(ctx context.Context, env *stage.Env, repoDir string) ([]string, error) {
-	_, store, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
+func openPlaceIDs(ctx context.Context, env *stage.Env, store *refs.Store) ([]string, error) {
 	records, _, err := store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return nil, err

@@ -74,7 +74,7 @@ func (f *fixture) launch(n int) {
 	f.t.Helper()
 	env := f.stageEnv(f.env)
 	for i := range n {
-		_, err := place.MakePlace(context.Background(), env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: fmt.Sprintf("p%03d", i), Brief: "b"})
+		_, err := place.MakePlace(context.Background(), env, f.dir, place.LaunchOptions{Kind: "fix", Name: fmt.Sprintf("p%03d", i), Brief: "b"})
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func settle(t *testing.T, f *fixture, env *stage.Env) {
 	if after := listPlaces(f); after != filesBefore {
 		t.Fatalf("status changed places/: %s, was %s", after, filesBefore)
 	}
-	if _, err := place.Tidy(ctx, env, place.TidyOptions{Repo: f.dir}); err != nil {
+	if _, err := tidyIn(ctx, env, f.dir); err != nil {
 		t.Fatalf("tidy: %v", err)
 	}
 }
@@ -158,4 +158,32 @@ func editPlaceRecord(t *testing.T, f *fixture, id, msg string, edit func(p *reco
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tidyIn tidies the repository containing dir, as `git flume tidy` does.
+func tidyIn(ctx context.Context, env *stage.Env, dir string) ([]place.TidyResult, error) {
+	ps, err := place.In(ctx, env, dir)
+	if err != nil {
+		return nil, err
+	}
+	return ps.Tidy(ctx, place.TidyOptions{})
+}
+
+// dropIn drops a place of the repository containing dir.
+func dropIn(ctx context.Context, env *stage.Env, dir string, o stage.PlaceOptions) (*record.Place, error) {
+	ps, err := place.In(ctx, env, dir)
+	if err != nil {
+		return nil, err
+	}
+	o.Repo = dir
+	return ps.Drop(ctx, o)
+}
+
+// installHooksIn installs flume's hooks in the repository containing dir.
+func installHooksIn(ctx context.Context, env *stage.Env, dir string) ([]string, error) {
+	ps, err := place.In(ctx, env, dir)
+	if err != nil {
+		return nil, err
+	}
+	return ps.InstallHooks(ctx)
 }

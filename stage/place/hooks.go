@@ -85,11 +85,8 @@ exit 0
 // looks for hooks (honouring core.hooksPath), chaining a hook already there
 // rather than replacing it, and upgrading its own earlier versions. It
 // returns the paths it wrote.
-func InstallHooks(ctx context.Context, env *stage.Env, repoDir string) ([]string, error) {
-	repo, _, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
+func (ps *Places) InstallHooks(ctx context.Context) ([]string, error) {
+	env, repo := ps.r.Env, ps.r.Git
 	if repo.Bare {
 		// Its hooks would fire for nothing flume acts on: places are
 		// worktrees of a repository with a work tree.

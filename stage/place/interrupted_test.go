@@ -49,7 +49,7 @@ func TestInterruptedLaunchKeepsWork_L1_X2(t *testing.T) {
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
 	for _, name := range []string{"committed", "untracked", "changed", "empty"} {
-		if _, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
+		if _, err := place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: name, Brief: "b"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,7 +138,7 @@ func cutInsideWorktreeAdd(t *testing.T) (*fixture, *stage.Env, string) {
 // and the cut one's folder is gone.
 func TestLaunchBesideAWorktreeCutShort_L1(t *testing.T) {
 	f, env, path := cutInsideWorktreeAdd(t)
-	if _, err := place.MakePlace(context.Background(), env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "next", Brief: "b"}); err != nil {
+	if _, err := place.MakePlace(context.Background(), env, f.dir, place.LaunchOptions{Kind: "fix", Name: "next", Brief: "b"}); err != nil {
 		t.Fatalf("a launch beside the cut one: %v", err)
 	}
 	out := f.git("-C", f.dir, "worktree", "list", "--porcelain")
@@ -169,7 +169,7 @@ func cutBeforeWorktree(t *testing.T) (*fixture, *stage.Env, string) {
 	t.Helper()
 	f := newFixture(t)
 	env := f.stageEnv(f.env)
-	if _, err := place.MakePlace(context.Background(), env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
+	if _, err := place.MakePlace(context.Background(), env, f.dir, place.LaunchOptions{Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	interrupt(t, f, "fix--cut")
@@ -194,10 +194,10 @@ func TestParallelTidiesAllSucceed_T1_L2b(t *testing.T) {
 	env := f.stageEnv(f.env)
 	for i := range 6 {
 		name := fmt.Sprintf("p%d", i)
-		if _, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: name, Brief: "b"}); err != nil {
+		if _, err := place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: name, Brief: "b"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := place.Drop(ctx, env, stage.PlaceOptions{Repo: f.dir, Place: "fix--" + name}); err != nil {
+		if _, err := dropIn(ctx, env, f.dir, stage.PlaceOptions{Place: "fix--" + name}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +208,7 @@ func TestParallelTidiesAllSucceed_T1_L2b(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = place.Tidy(ctx, env, place.TidyOptions{Repo: f.dir})
+			results[i], errs[i] = tidyIn(ctx, env, f.dir)
 		}()
 	}
 	wg.Wait()
@@ -251,7 +251,7 @@ func TestLaunchKilledInsideCheckout_L1(t *testing.T) {
 			f.git("-C", f.dir, "commit", "-q", "-m", "code")
 			ctx := context.Background()
 			env := f.stageEnv(f.env)
-			if _, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
+			if _, err := place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: "cut", Brief: "b"}); err != nil {
 				t.Fatal(err)
 			}
 			interrupt(t, f, "fix--cut")
@@ -315,9 +315,9 @@ exec %q "$@"
 	}
 	env := f.stageEnv(f.env)
 	env.Runner.Path = filepath.Join(bin, "git")
-	opts := place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "no", Brief: "b"}
+	opts := place.LaunchOptions{Kind: "fix", Name: "no", Brief: "b"}
 
-	_, err = place.MakePlace(ctx, env, opts)
+	_, err = place.MakePlace(ctx, env, f.dir, opts)
 	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
 		t.Fatalf("launch: %v; want git's refusal", err)
 	}
@@ -342,7 +342,7 @@ exec %q "$@"
 	if ps := placeOf(t, st, "fix--no"); ps.Phase != record.PhaseTidied {
 		t.Errorf("phase %s, want tidied", ps.Phase)
 	}
-	if _, err := place.MakePlace(ctx, f.stageEnv(f.env), opts); err != nil {
+	if _, err := place.MakePlace(ctx, f.stageEnv(f.env), f.dir, opts); err != nil {
 		t.Fatalf("the same launch after: %v", err)
 	}
 }

@@ -35,7 +35,7 @@ func TestNoStageStartsOverARunningAgent_K1(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
-	if _, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "one", Brief: "b"}); err != nil {
+	if _, err := place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: "one", Brief: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	head := strings.TrimSpace(f.git("-C", f.dir, "rev-parse", "main"))
@@ -50,7 +50,11 @@ func TestNoStageStartsOverARunningAgent_K1(t *testing.T) {
 	panes := &startCounting{}
 	env.Engine = stage.EngineOptions{Pane: "tmux", Panes: panes, Hosts: func(string) agent.PaneHost { return panes }}
 	env.Out = io.Discard
-	p, err := engine.Advance(ctx, env, f.dir, "fix--one")
+	r, err := env.OpenRepository(ctx, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.Advance(ctx, r, "fix--one")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		// context.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
-		_, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: os.Getenv("FLUME_REPO"), Kind: "fix", Name: os.Getenv("FLUME_NAME"), Brief: "b"})
+		_, err := place.MakePlace(ctx, env, os.Getenv("FLUME_REPO"), place.LaunchOptions{Kind: "fix", Name: os.Getenv("FLUME_NAME"), Brief: "b"})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			stop()
@@ -106,7 +106,7 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 		if after := f.git("-C", f.dir, "for-each-ref", "--format=%(refname) %(objectname)"); after != refsBefore {
 			t.Fatalf("trial %d: status moved refs:\n%s\nwere\n%s", trial, after, refsBefore)
 		}
-		if _, err := place.Tidy(ctx, env, place.TidyOptions{Repo: f.dir}); err != nil {
+		if _, err := tidyIn(ctx, env, f.dir); err != nil {
 			if !strings.Contains(err.Error(), ".lock") {
 				t.Fatalf("trial %d: tidy: %v", trial, err)
 			}
@@ -119,7 +119,7 @@ func interruptLaunches(t *testing.T, sig syscall.Signal, n int) {
 				os.Remove(l)
 			}
 			outcomes["stale ref lock removed"] += len(locks)
-			if _, err := place.Tidy(ctx, env, place.TidyOptions{Repo: f.dir}); err != nil {
+			if _, err := tidyIn(ctx, env, f.dir); err != nil {
 				t.Fatalf("trial %d: tidy after the locks went: %v", trial, err)
 			}
 		}

@@ -28,7 +28,6 @@ import (
 
 // LaunchOptions are the inputs of `git flume launch` (L1).
 type LaunchOptions struct {
-	Repo   string // any directory inside the repository
 	Kind   string
 	Name   string
 	Brief  string
@@ -53,16 +52,13 @@ func (e *ExistsError) Error() string {
 // phase "making" that the next command cleans up. It starts no agent
 // (Start does); with starting, what the first stage's agent needs is
 // checked too, before anything is made (preflight).
-func makeLaunch(ctx context.Context, env *stage.Env, opts LaunchOptions, starting bool) (*record.Place, error) {
+func makeLaunch(ctx context.Context, r *stage.Repository, opts LaunchOptions, starting bool) (*record.Place, error) {
 	if err := checkLaunch(opts); err != nil {
 		return nil, err
 	}
-	repo, store, err := env.Open(ctx, opts.Repo)
-	if err != nil {
-		return nil, err
-	}
+	env, repo, store := r.Env, r.Git, r.Store
 	if repo.Bare {
-		return nil, &stage.NotARepoError{Dir: opts.Repo, Reason: "a bare repository has no work tree to make places from"}
+		return nil, &stage.NotARepoError{Dir: r.Dir, Reason: "a bare repository has no work tree to make places from"}
 	}
 	// The record's two steps, making and made, go through one git process,
 	// started now so that its start-up overlaps the checks below.

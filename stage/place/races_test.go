@@ -12,7 +12,6 @@ import (
 
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/engine"
-	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/radar"
 	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
@@ -41,7 +40,7 @@ func TestTidyRecordsOverARecordMovedMeanwhile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := place.Tidy(ctx, env, place.TidyOptions{Repo: f.dir})
+	res, err := tidyIn(ctx, env, f.dir)
 	if err != nil {
 		t.Fatalf("tidy failed over a record moved meanwhile: %v", err)
 	}
@@ -89,7 +88,11 @@ func TestStatusShowsAnInterruptedReadyingTheEngineRecords_L2(t *testing.T) {
 	}
 	os.Remove(lock)
 	env.Engine.NoStart = true // the engine's step that records it, and no agent
-	if _, err := engine.Advance(ctx, env, f.dir, "fix--p000"); err != nil {
+	r, err := env.OpenRepository(ctx, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Advance(ctx, r, "fix--p000"); err != nil {
 		t.Fatal(err)
 	}
 	_, after := readPlaceRecord(t, f, "fix--p000")

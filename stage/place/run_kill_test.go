@@ -65,7 +65,7 @@ func TestKilledLaunchLeavesNoLease_L1(t *testing.T) {
 	// not a fault; a takeable stale block that stays stale is one.
 	takeable := takeableStale(t, f, stale)
 	env.PID = os.Getpid()
-	p, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "after", Brief: "b"})
+	p, err := place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: "after", Brief: "b"})
 	if err != nil {
 		t.Fatalf("a launch after the kills: %v", err)
 	}
@@ -186,7 +186,7 @@ func TestLaunchCrashedAtEveryRunStep_L1(t *testing.T) {
 						}
 					}
 				}()
-				place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "cut", Brief: "b"})
+				place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: "cut", Brief: "b"})
 				t.Fatalf("the launch was not stopped at %s", point)
 			}()
 			want := 0
@@ -197,7 +197,7 @@ func TestLaunchCrashedAtEveryRunStep_L1(t *testing.T) {
 				t.Fatalf("stopped at %s: %d stale leases, want %d", point, len(stale), want)
 			}
 			env.Fault, env.PID = nil, os.Getpid()
-			p, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "next", Brief: "b"})
+			p, err := place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: "next", Brief: "b"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestLeasesOfOneProcessNeverShare(t *testing.T) {
 	results := make(chan result, 8)
 	for i := range 8 {
 		go func() {
-			p, err := place.MakePlace(context.Background(), env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: fmt.Sprintf("c%d", i), Brief: "b"})
+			p, err := place.MakePlace(context.Background(), env, f.dir, place.LaunchOptions{Kind: "fix", Name: fmt.Sprintf("c%d", i), Brief: "b"})
 			results <- result{p, err}
 		}()
 	}

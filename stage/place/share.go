@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/git-flume/git-flume/refs"
-	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/radar"
 )
 
@@ -14,12 +13,9 @@ import (
 // moved: what another host's conflict radar reads is what sync
 // carries. A fingerprint that cannot be taken is told to env.Out; the
 // records are shared as they are.
-func Share(ctx context.Context, env *stage.Env, repoDir, remote string) (*refs.SyncReport, error) {
-	_, store, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := radar.RefreshFingerprints(ctx, env, repoDir, false); err != nil {
+func (ps *Places) Share(ctx context.Context, remote string) (*refs.SyncReport, error) {
+	env, store := ps.r.Env, ps.r.Store
+	if err := radar.RefreshFingerprints(ctx, env, ps.r.Dir, false); err != nil {
 		fmt.Fprintf(env.Out, "git-flume: %v (the records are shared as they are)\n", err)
 	}
 	return store.Sync(ctx, remote, env.Host)

@@ -30,7 +30,7 @@ func TestStatusGitCallsDoNotGrow_R4(t *testing.T) {
 		for i := range n {
 			f.git("-C", f.dir, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("base %d", i))
 			id := fmt.Sprintf("fix--p%03d", i)
-			if _, err := place.MakePlace(context.Background(), env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: id[5:], Brief: "b"}); err != nil {
+			if _, err := place.MakePlace(context.Background(), env, f.dir, place.LaunchOptions{Kind: "fix", Name: id[5:], Brief: "b"}); err != nil {
 				t.Fatal(err)
 			}
 			withTranscript(t, f, id)

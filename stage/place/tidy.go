@@ -22,7 +22,6 @@ import (
 
 // TidyOptions select what tidy does.
 type TidyOptions struct {
-	Repo string
 	// Place, when set, is the one place tidied (accept, rollback).
 	Place  string
 	DryRun bool
@@ -44,11 +43,8 @@ type TidyResult struct {
 // T1–T4, and never anything else. What it keeps it names, with the reason,
 // in the result and in the place's record. Errors for single places (a
 // claimed place, a failing git) are collected; the others are still tidied.
-func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, error) {
-	repo, store, err := env.Open(ctx, opts.Repo)
-	if err != nil {
-		return nil, err
-	}
+func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, error) {
+	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
 	// One tidy at a time per repository, and never beside a launch making
 	// a worktree (L2b): two passes judging the same place would race each
 	// other's removals and report each other's work as failures. The
@@ -69,7 +65,7 @@ func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, 
 	var results []TidyResult
 	var errs *multierror.Error
 	for _, rec := range records {
-		res, err := tidyRecord(ctx, env, repo, store, rec, wts, opts)
+		res, err := ps.tidyRecord(ctx, rec, wts, opts)
 		if err != nil {
 			errs = multierror.Append(errs, err)
 		}
@@ -86,7 +82,8 @@ func Tidy(ctx context.Context, env *stage.Env, opts TidyOptions) ([]TidyResult, 
 // tidyRecord tidies the place of record rec if opts select it and this host
 // owns it (R7): a launch cut short is finished or undone, a made place
 // judged and cleared. It returns nil for a place it leaves alone.
-func tidyRecord(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
 	decoded, err := record.DecodePlace(rec)
 	if err != nil {
 		return nil, err
@@ -105,7 +102,7 @@ func tidyRecord(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		}
 		return nil, nil
 	case record.PhaseMade:
-		res, err := tidyPlace(ctx, env, repo, store, rec, &p, wts, opts)
+		res, err := ps.tidyPlace(ctx, rec, &p, wts, opts)
 		if err != nil {
 			err = fmt.Errorf("%s: %w", p.ID, err)
 		}
@@ -114,7 +111,8 @@ func tidyRecord(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	return nil, nil
 }
 
-func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
 	j, err := engine.JudgeLanding(ctx, repo, p)
 	if err != nil {
 		return nil, err
@@ -131,7 +129,7 @@ func tidyPlace(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", "claimed by "+cs.Claim.Key
 		return res, err
 	}
-	rec, kept, err := clearPlace(ctx, env, store, rec, p, j, opts.DryRun)
+	rec, kept, err := ps.clearPlace(ctx, rec, p, j, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +191,8 @@ func tidyReason(p *record.Place, j engine.LandingJudgement) string {
 // once, since the place's watcher may record it too), and what the place
 // started. A landing the engine has not seen yet is recorded
 // first. A dry run only reads. It returns the record as it then stands.
-func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *record.Place, j engine.LandingJudgement, dryRun bool) (*refs.Record, string, error) {
+func (ps *Places) clearPlace(ctx context.Context, rec *refs.Record, p *record.Place, j engine.LandingJudgement, dryRun bool) (*refs.Record, string, error) {
+	env, store := ps.r.Env, ps.r.Store
 	if open, err := OpenChild(ctx, store, p); err != nil {
 		return rec, "", err
 	} else if open != "" {
@@ -204,7 +203,7 @@ func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 	}
 	var err error
 	if st := &p.Stages[p.Current]; j.Landed && engine.Watched(st) {
-		if rec, err = recordLanding(ctx, env, store, rec, p); err != nil {
+		if rec, err = ps.recordLanding(ctx, rec, p); err != nil {
 			return rec, "", err
 		}
 	}
@@ -230,13 +229,12 @@ func clearPlace(ctx context.Context, env *stage.Env, store *refs.Store, rec *ref
 // as for any delivery, with no report grace (tidy would end it anyway). It
 // starts no agent. It returns the record as it then stands, p decoded
 // from it.
-func recordLanding(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs.Record, p *record.Place) (*refs.Record, error) {
-	e := *env
-	e.Engine.NoStart, e.Engine.NoGrace = true, true
-	if _, err := engine.Advance(ctx, &e, p.Repo, p.ID); err != nil {
+func (ps *Places) recordLanding(ctx context.Context, rec *refs.Record, p *record.Place) (*refs.Record, error) {
+	look := ps.r.With(func(e *stage.Env) { e.Engine.NoStart, e.Engine.NoGrace = true, true })
+	if _, err := engine.Advance(ctx, look, p.ID); err != nil {
 		return rec, nil // tidy judges the place as it was read
 	}
-	rec, err := store.Read(ctx, rec.Ref)
+	rec, err := ps.r.Store.Read(ctx, rec.Ref)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	env := f.stageEnv(f.env)
-	if _, err := place.MakePlace(ctx, env, place.LaunchOptions{Repo: f.dir, Kind: "fix", Name: "one", Brief: "b"}); err != nil {
+	if _, err := place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: "one", Brief: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	logDir := t.TempDir()
@@ -67,13 +67,17 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 	panes := &livePanes{}
 	env.Engine = stage.EngineOptions{Pane: "tmux", Panes: panes, Hosts: func(string) agent.PaneHost { return panes }}
 	env.Out = io.Discard
-	if _, err := engine.Advance(ctx, env, f.dir, "fix--one"); err != nil { // opens the repository once
+	r, err := env.OpenRepository(ctx, f.dir) // as the watcher opens it, once
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Advance(ctx, r, "fix--one"); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(log)
 	panes.calls = 0
 	for range 5 {
-		p, err := engine.Advance(ctx, env, f.dir, "fix--one")
+		p, err := engine.Advance(ctx, r, "fix--one")
 		if err != nil {
 			t.Fatal(err)
 		}

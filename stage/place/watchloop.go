@@ -27,11 +27,9 @@ const watchErrors = 10
 // returns at once if a live watcher holds it), then advances the place
 // every interval while it has something to watch. It never ends an agent
 // on its own account (A7); it only runs the engine's steps.
-func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, lifetime time.Duration) error {
-	repo, store, err := env.Open(ctx, repoDir)
-	if err != nil {
-		return err
-	}
+func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.Duration) error {
+	r := ps.r
+	env, repo, store := r.Env, r.Git, r.Store
 	me := &record.Proc{PID: env.PID, Host: env.Host}
 	if held, err := takeWatch(ctx, env, store, id, me); held || err != nil {
 		return err
@@ -42,7 +40,7 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 	var inbox *broker.Server // the agent's inbox served (A12)
 	defer func() { inbox.Close() }()
 	for time.Now().Before(deadline) {
-		p, err := engine.Advance(ctx, env, repoDir, id)
+		p, err := engine.Advance(ctx, r, id)
 		if err != nil {
 			// A step that failed (a git or pane host call under load)
 			// is tried again at the next tick: a watcher that left at
@@ -63,13 +61,13 @@ func Watch(ctx context.Context, env *stage.Env, repoDir, id string, interval, li
 			// T1: a landing the watcher saw (merged on the
 			// forge and fetched, say) is tidied as the post-merge hook
 			// tidies one, by T1–T4, keeping whatever they keep.
-			_, err := Tidy(ctx, env, TidyOptions{Repo: repoDir, Place: id})
+			_, err := ps.Tidy(ctx, TidyOptions{Place: id})
 			return err
 		}
 		if !engine.Watchable(ctx, env, p) || p.Watcher == nil || *p.Watcher != *me {
 			return nil
 		}
-		rw.Tick(ctx, env, repo, repoDir, p)
+		rw.Tick(ctx, env, repo, r.Dir, p)
 		inbox = serveInbox(ctx, env, p, inbox)
 		// The agent's own hooks (A11), and its branch's reflog: a
 		// sandboxed agent's commit starts no advance of its own (A12).
