@@ -104,7 +104,8 @@ func trustCodexHook(ctx context.Context, env *stage.Env, dir, override string) e
 // the place still runs (K1). The record is written before the agent
 // starts, so a crash between the two is seen as a stage whose agent never
 // started, never as an agent no record knows.
-func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place) (bool, error) {
+func startStage(ctx context.Context, r *stage.Repository, rec *refs.Record, p *record.Place) (bool, error) {
+	env, repo, store := r.Env, r.Git, r.Store
 	if agentRunning(ctx, env, p) {
 		return false, nil // K1: never start an agent over one still running
 	}
@@ -116,11 +117,8 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		_, err := record.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: blocked: %s", st.Name, p.ID, gone))
 		return err == nil, err
 	}
-	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	rec, cfg, err := readyToStart(ctx, r, rec, p)
 	if err != nil {
-		return false, err
-	}
-	if rec, err = prepareAgain(ctx, env, repo, store, rec, p, cfg); err != nil {
 		return false, err
 	}
 	st := &p.Stages[p.Current] // after readying, which may read the record again into p
@@ -163,6 +161,18 @@ func startStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		env.FaultAt("start:started")
 	}
 	return true, nil
+}
+
+// readyToStart reads the configuration at the place's base and makes the
+// place ready again (prepareAgain); it returns the record as it then
+// stands.
+func readyToStart(ctx context.Context, r *stage.Repository, rec *refs.Record, p *record.Place) (*refs.Record, *stage.Config, error) {
+	cfg, err := r.Config(ctx, p.Base)
+	if err != nil {
+		return rec, nil, err
+	}
+	rec, err = prepareAgain(ctx, r.Env, r.Git, r.Store, rec, p, cfg)
+	return rec, cfg, err
 }
 
 // prepareAgain makes the place ready again as a stage starts: a place

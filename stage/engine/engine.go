@@ -84,7 +84,7 @@ func Advance(ctx context.Context, r *stage.Repository, id string) (*record.Place
 				// that cannot be written stops nothing.
 				_ = logTools(ctx, repo.CommonDir, p)
 			}
-			moved, err = step(ctx, env, repo, store, rec, p)
+			moved, err = step(ctx, r, rec, p)
 			return err
 		})
 		if err != nil || !moved {
@@ -103,7 +103,8 @@ const maxMoves = 16
 // is started; an active one is observed (observe), decided (decide, pure)
 // and moved (run.Apply). A follow-up that cannot be typed now is decided
 // once more without typing, as if it had not been proposed.
-func step(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place) (bool, error) {
+func step(ctx context.Context, r *stage.Repository, rec *refs.Record, p *record.Place) (bool, error) {
+	env, repo, store := r.Env, r.Git, r.Store
 	if p.Phase != record.PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
 		return false, nil
 	}
@@ -116,9 +117,9 @@ func step(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store
 			return false, nil
 		}
 		i := p.Current
-		moved, err := startStage(ctx, env, repo, store, rec, p)
+		moved, err := startStage(ctx, r, rec, p)
 		if moved && p.Stages[i].State == run.StateBlocked {
-			notify(ctx, env, repo, p, i) // not ready (L2)
+			notify(ctx, r, p, i) // not ready (L2)
 		}
 		return moved, err
 	}
@@ -154,7 +155,7 @@ func step(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store
 		moved, untyped, err := run.Apply(ctx, st.Run(), q.Stages[i].Run(), mv, prompt, seen.Observation, pol, effects)
 		if !untyped || seen.Busy {
 			if written != nil && written.Stages[i].State != before {
-				notify(ctx, env, repo, written, i) // this process made the move: it tells, once
+				notify(ctx, r, written, i) // this process made the move: it tells, once
 			}
 			return moved, err
 		}

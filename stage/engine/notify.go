@@ -65,7 +65,8 @@ func notifiable(state string) bool {
 // notify runs the declared notifier for stage i of p, which this process
 // just moved to its state. A notifier that fails is told to env.Out and
 // changes nothing: the record is the truth.
-func notify(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, i int) {
+func notify(ctx context.Context, r *stage.Repository, p *record.Place, i int) {
+	env, repo := r.Env, r.Git
 	st := &p.Stages[i]
 	if !notifiable(st.State) || p.Parent != nil {
 		return // a delegated place answers to its commissioner, not a person
@@ -74,7 +75,7 @@ func notify(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place
 	if i == len(p.Stages)-1 && (st.State == agentrun.StateDelivered || st.State == record.StateLanded || st.State == agentrun.StateCut) {
 		costs = endSummary(ctx, env, repo, p)
 	}
-	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	cfg, err := r.Config(ctx, p.Base)
 	if err != nil || cfg.Notify.Command == "" {
 		return
 	}

@@ -74,7 +74,7 @@ func makeLaunch(ctx context.Context, r *stage.Repository, opts LaunchOptions, st
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, o.base, env.UserConfig)
+	cfg, err := r.Config(ctx, o.base)
 	if err != nil {
 		return nil, err
 	}

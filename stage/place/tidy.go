@@ -44,21 +44,21 @@ type TidyResult struct {
 // in the result and in the place's record. Errors for single places (a
 // claimed place, a failing git) are collected; the others are still tidied.
 func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, error) {
-	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
+	store := ps.r.Store
 	// One tidy at a time per repository, and never beside a launch making
 	// a worktree (L2b): two passes judging the same place would race each
 	// other's removals and report each other's work as failures. The
 	// records are read under the lock.
-	lock, err := stage.LockRepo(ctx, repo.CommonDir)
+	unlock, err := ps.wt.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Unlock()
+	defer unlock()
 	records, _, err := store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return nil, err
 	}
-	wts, err := ListWorktrees(ctx, env, repo, records)
+	wts, err := ps.wt.List(ctx, records)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Wo
 	if opts.Place != "" && p.ID != opts.Place || p.Host != env.Host {
 		return nil, nil // not asked for, or another host's place: its owner tidies it (R7)
 	}
-	if err := stage.CheckHome(ctx, env, repo, &p); err != nil {
+	if err := ps.wt.CheckHome(ctx, &p); err != nil {
 		return nil, err
 	}
 	switch p.Phase {
@@ -112,8 +112,8 @@ func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Wo
 }
 
 func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
-	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
-	j, err := engine.JudgeLanding(ctx, repo, p)
+	env, store := ps.r.Env, ps.r.Store
+	j, err := ps.wt.JudgeLanding(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Pla
 		return nil, err
 	}
 	if kept == "" {
-		kept, err = tidyWorktree(ctx, env, repo, p, wts, opts.DryRun, res)
+		kept, err = ps.tidyWorktree(ctx, p, wts, opts.DryRun, res)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +143,7 @@ func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Pla
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
 		return res, keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
 	}
-	if kept, err = tidyBranch(ctx, repo, p, j, opts.DryRun, res); err != nil {
+	if kept, err = ps.tidyBranch(ctx, p, j, opts.DryRun, res); err != nil {
 		return nil, err
 	}
 	if kept != "" {
@@ -250,7 +250,7 @@ func (ps *Places) recordLanding(ctx context.Context, rec *refs.Record, p *record
 // a linked worktree directly under places/, on the place's branch,
 // unlocked and clean, after the repository's remove steps (T3). It sets
 // res.Worktree, or returns why the worktree is kept.
-func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, wts []git.Worktree, dryRun bool, res *TidyResult) (string, error) {
+func (ps *Places) tidyWorktree(ctx context.Context, p *record.Place, wts []git.Worktree, dryRun bool, res *TidyResult) (string, error) {
 	var wt *git.Worktree
 	for i := range wts {
 		if wts[i].Path == p.Path {
@@ -279,17 +279,17 @@ func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *record
 			res.Worktree = "would-remove"
 			return "", nil
 		}
-		if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
+		if err := ps.wt.Remove(ctx, p.Path); err != nil {
 			return "git worktree remove failed: " + words.FirstLine(err.Error()), nil
 		}
 		res.Worktree = "removed"
 		return "", nil
 	}
-	if changed := repo.WorktreeChanged(wt.Path); changed != "" {
+	if changed := ps.wt.Changed(wt.Path); changed != "" {
 		// A12: git worktree remove reads them; so would any git run there.
 		return "the worktree's git files were changed: " + changed, nil
 	}
-	dirty, err := repo.Dirty(ctx, wt.Path)
+	dirty, err := ps.wt.Dirty(ctx, wt.Path)
 	if err != nil {
 		return "", err
 	}
@@ -300,7 +300,7 @@ func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *record
 		res.Worktree = "would-remove"
 		return "", nil
 	}
-	kept, err := removeWorktree(ctx, env, repo, p)
+	kept, err := ps.wt.RemoveWithSteps(ctx, p)
 	if err == nil && kept == "" {
 		res.Worktree = "removed"
 	}
@@ -310,7 +310,7 @@ func tidyWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *record
 // tidyBranch deletes the place's branch (T4) only if its work landed (or
 // it holds none), with a compare-and-swap on the head that was judged. It
 // sets res.Branch, or returns why the branch is kept.
-func tidyBranch(ctx context.Context, repo *git.Repo, p *record.Place, j engine.LandingJudgement, dryRun bool, res *TidyResult) (string, error) {
+func (ps *Places) tidyBranch(ctx context.Context, p *record.Place, j engine.LandingJudgement, dryRun bool, res *TidyResult) (string, error) {
 	deleteBranch := j.Head != "" && (j.Landed || j.Head == p.Base)
 	switch {
 	case j.Head == "":
@@ -322,7 +322,7 @@ func tidyBranch(ctx context.Context, repo *git.Repo, p *record.Place, j engine.L
 	case dryRun:
 		res.Branch = "would-delete"
 	default:
-		err := repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: p.BranchRef(), Old: j.Head}})
+		err := ps.wt.DeleteBranch(ctx, p.BranchRef(), j.Head)
 		var conflict *git.ConflictError
 		if errors.As(err, &conflict) {
 			return fmt.Sprintf("branch %s moved while it was judged", p.Branch), nil
@@ -397,10 +397,11 @@ func claimCommit(cs refs.ClaimState) string {
 	return cs.Record.Commit
 }
 
-// removeWorktree runs the repository's remove steps (T3), then
-// `git worktree remove` without force. It returns why it kept the worktree,
-// or "". A failed removal is never followed by a recursive delete.
-func removeWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place) (string, error) {
+// RemoveWithSteps runs the repository's remove steps (T3), then `git
+// worktree remove` without force. It returns why it kept the worktree, or
+// "". A failed removal is never followed by a recursive delete.
+func (w repoWorktrees) RemoveWithSteps(ctx context.Context, p *record.Place) (string, error) {
+	env, repo := w.env, w.repo
 	rev := "refs/heads/" + p.Target
 	if _, err := repo.ResolveCommit(ctx, rev); err != nil {
 		rev = p.Base
