@@ -38,6 +38,9 @@ func (s Step) Argv() ([]string, error) {
 type Config struct {
 	Ready  []Step
 	Remove []Step
+	// Land are the checks a candidate passes before the lander moves the
+	// target to it ([land] check, repository file only: Q2).
+	Land []Step
 	// Kinds are the declared kinds, by name, each a list of stage names.
 	Kinds map[string][]string
 	// Stages are the declared stages, by name.
@@ -157,21 +160,14 @@ func LoadFiles(ctx context.Context, runner *git.Runner, paths ...string) (*Confi
 // apply adds one file's entries. Only the repository's file declares
 // readying and remove steps: they run in its worktrees.
 func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
-	readyShell, removeShell := false, false
+	steps := stepSections{"ready": {key: "step", into: &c.Ready}, "remove": {key: "step", into: &c.Remove}, "land": {key: "check", into: &c.Land}}
 	kindsHere := map[string]bool{}
-	var ready, remove []string
 	for _, e := range entries {
 		section, sub, name := splitKey(e.Key)
 		var err error
 		switch {
-		case section == "ready" && name == "step" && repoFile:
-			ready = append(ready, e.Value)
-		case section == "ready" && name == "shell" && repoFile:
-			readyShell = isTrue(e.Value)
-		case section == "remove" && name == "step" && repoFile:
-			remove = append(remove, e.Value)
-		case section == "remove" && name == "shell" && repoFile:
-			removeShell = isTrue(e.Value)
+		case steps[section] != nil && repoFile:
+			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:
 			err = c.Run.apply(name, e.Value)
 		case section == "submit" && name == "command" && repoFile:
@@ -207,17 +203,39 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 	if !repoFile && c.Notify.Command != "" {
 		c.notifyFromUser = true
 	}
-	for _, s := range ready {
-		c.Ready = append(c.Ready, Step{Command: s, Shell: readyShell})
-	}
-	for _, s := range remove {
-		c.Remove = append(c.Remove, Step{Command: s, Shell: removeShell})
+	for _, sec := range steps {
+		sec.done()
 	}
 	return nil
 }
 
-// applyFlume takes one key of the [flume] section: the stage budget and
-// the stuck limit (A7); the others are settings, read elsewhere.
+// stepSections are the sections that list repository steps ([ready] step,
+// [remove] step, [land] check), each with a shell key for all its steps.
+type stepSections map[string]*stepSection
+
+type stepSection struct {
+	key      string
+	commands []string
+	shell    bool
+	into     *[]Step
+}
+
+func (s *stepSection) take(name, value string) {
+	switch name {
+	case s.key:
+		s.commands = append(s.commands, value)
+	case "shell":
+		s.shell = isTrue(value)
+	}
+}
+
+// done appends the section's steps, each with the section's last shell.
+func (s *stepSection) done() {
+	for _, cmd := range s.commands {
+		*s.into = append(*s.into, Step{Command: cmd, Shell: s.shell})
+	}
+}
+
 func (c *Config) applyFlume(name, value string) error {
 	var err error
 	switch name {

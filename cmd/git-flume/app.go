@@ -21,6 +21,7 @@ import (
 	"github.com/git-flume/git-flume/internal/cliargs"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/land"
 	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
@@ -130,7 +131,7 @@ func (a *app) now() time.Time {
 
 // recordKinds are every record kind git-flume reads and writes, wired
 // here once from the packages that own them.
-var recordKinds = refs.Kinds{refs.ClaimKind, record.PlaceKind, runenv.LeaseKind, request.WorkspaceKind, request.ReservationKind}
+var recordKinds = refs.Kinds{refs.ClaimKind, record.PlaceKind, runenv.LeaseKind, request.WorkspaceKind, request.ReservationKind, land.EntryKind}
 
 // store opens the state store of the repository containing dir.
 func (a *app) store(ctx context.Context, dir string) (*refs.Store, error) {
@@ -211,6 +212,8 @@ func (a *app) commands() []*cli.Command {
 		a.withAutoSync(unblockCommand(a)),
 		a.withAutoSync(dropCommand(a)),
 		a.withAutoSync(tidyCommand(a)),
+		a.withAutoSync(submitCommand(a)),
+		a.withAutoSync(landCommand(a)),
 		installCommand(a),
 		hookCommand(a),
 		watchCommand(a),

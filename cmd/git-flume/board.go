@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	agent "github.com/git-flume/git-flume/agents"
-	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -31,54 +27,10 @@ func boardCommand(a *app) *cli.Command {
 				return err
 			}
 			return report.RunBoard(c.Context, a.stageEnv(), report.BoardTerminal{In: a.io.In, Out: a.io.Out, Raw: a.io.RawOut,
-				TTY: isTerminal(a.io.RawOut)}, c.Duration("interval"), a.boardDo)
+				TTY: isTerminal(a.io.RawOut)}, c.Duration("interval"), report.BoardRunner{In: a.io.In, RawOut: a.io.RawOut, RawErr: a.io.RawErr,
+				Env: a.env.list, Herdr: a.env.vars["HERDR_BIN_PATH"]}.Do)
 		},
 	}
-}
-
-// boardDo runs a board command through git flume itself and says how it
-// went: its output's last line, or its error.
-func (a *app) boardDo(ctx context.Context, cmd report.BoardCommand) string {
-	exe, err := os.Executable()
-	if err != nil {
-		return err.Error()
-	}
-	if cmd.Attach && cmd.Row.PaneHost == "herdr" {
-		return fmt.Sprintf("%s runs in herdr pane %s: open it in herdr's sidebar", cmd.Row.Place, cmd.Row.Pane)
-	}
-	if bin := a.env.vars["HERDR_BIN_PATH"]; cmd.Attach && bin != "" {
-		// Inside herdr: the agent's tmux pane opens in a pane of its own
-		// beside the board (the plugin's attach pane).
-		c := proc.Cmd{Path: bin, Args: []string{"plugin", "pane", "open", "--plugin", agent.HerdrPluginID, "--entrypoint", "attach",
-			"--placement", "split", "--focus", "--env", "FLUME_BOARD_REPO=" + cmd.Row.Repo, "--env", "FLUME_BOARD_PLACE=" + cmd.Row.Place},
-			Env: a.env.list}
-		if _, err := proc.Output(ctx, c); err != nil {
-			return fmt.Sprintf("open %s: %v", cmd.Row.Place, err)
-		}
-		return "opened " + cmd.Row.Place + " beside the board"
-	}
-	c := proc.Cmd{Path: exe, Args: cmd.Args, Dir: cmd.Row.Repo, Env: a.env.list}
-	if cmd.Attach {
-		c.Stdin, c.Stdout, c.Stderr = a.io.In, a.io.RawOut, a.io.RawErr
-		if err := proc.Run(ctx, c); err != nil {
-			return fmt.Sprintf("open %s: %v", cmd.Row.Place, err)
-		}
-		return "back from " + cmd.Row.Place
-	}
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	err = proc.Run(ctx, c)
-	// What a launch made is its first line; any other command's outcome
-	// its last.
-	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
-	what, line := cmd.Args[0]+" "+cmd.Row.Place, lines[len(lines)-1]
-	if cmd.Args[0] == "launch" {
-		what, line = "launch in "+filepath.Base(cmd.Row.Repo), lines[0]
-	}
-	if err != nil && line == "" {
-		line = err.Error()
-	}
-	return what + ": " + line
 }
 
 // isTerminal reports whether w is a terminal (the board then redraws in

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"reflect"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -41,37 +36,6 @@ type mcpTellIn struct {
 	Text  string `json:"text"`
 }
 
-// mcpTool is a tool whose arguments decode into In (checked against its
-// parameters first) and whose work prints to out: the result's text is
-// what it printed, and on failure what the command line prints for it.
-func mcpTool[In any](name, description string, params []mcpserver.Param, work func(ctx context.Context, in In, out, errOut io.Writer) error) mcpserver.Tool {
-	fields := map[string]bool{}
-	for f := range reflect.TypeFor[In]().Fields() {
-		fields[strings.Split(f.Tag.Get("json"), ",")[0]] = true
-	}
-	for _, p := range params {
-		if !fields[p.Name] {
-			// A parameter the decoding would drop: a programming error,
-			// met by every test that starts the server.
-			panic(fmt.Sprintf("mcp tool %s: parameter %q is no field of %T", name, p.Name, *new(In)))
-		}
-	}
-	return mcpserver.Tool{Name: name, Description: description, Params: params,
-		Call: func(ctx context.Context, args json.RawMessage) (string, bool) {
-			var in In
-			var out, errOut bytes.Buffer
-			err := json.Unmarshal(args, &in)
-			if err == nil {
-				err = work(ctx, in, &out, &errOut)
-			}
-			if err != nil {
-				exitCode(&errOut, err)
-				return out.String() + errOut.String(), true
-			}
-			return out.String(), false
-		}}
-}
-
 func mcpCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
@@ -90,10 +54,14 @@ func mcpCommand(a *app) *cli.Command {
 	}
 }
 
+// failed prints err as the command line prints it, for an MCP tool's
+// result.
+func (a *app) failed(w io.Writer, err error) { exitCode(w, err) }
+
 // mcpTools are the server's tools, acting in repository repo.
 func (a *app) mcpTools(repo string) []mcpserver.Tool {
 	return []mcpserver.Tool{
-		mcpTool("status", "git flume status --json: every place's stage, state, agent, claim and what tidying kept",
+		mcpserver.Typed("status", "git flume status --json: every place's stage, state, agent, claim and what tidying kept",
 			[]mcpserver.Param{
 				{Name: "place", Type: "string", Description: "one place, <kind>--<name>; all places when empty"},
 				{Name: "all", Type: "boolean", Description: "include tidied places"},
@@ -112,8 +80,8 @@ func (a *app) mcpTools(repo string) []mcpserver.Tool {
 					return err
 				}
 				return writeJSON(out, st)
-			}),
-		mcpTool("launch", "git flume launch: make a place for a piece of work and start its kind's first stage",
+			}, a.failed),
+		mcpserver.Typed("launch", "git flume launch: make a place for a piece of work and start its kind's first stage",
 			[]mcpserver.Param{
 				{Name: "kind", Type: "string", Required: true, Description: "the kind: fix, change, question or one declared in .flume/config"},
 				{Name: "name", Type: "string", Description: "the place's name; default: made from the brief's first words"},
@@ -127,8 +95,8 @@ func (a *app) mcpTools(repo string) []mcpserver.Tool {
 					a.autoSync(ctx, errOut)
 				}
 				return err
-			}),
-		mcpTool("tell", "git flume tell: send a place's agent a message, confirmed in its transcript",
+			}, a.failed),
+		mcpserver.Typed("tell", "git flume tell: send a place's agent a message, confirmed in its transcript",
 			[]mcpserver.Param{
 				{Name: "place", Type: "string", Required: true, Description: "the place, <kind>--<name>"},
 				{Name: "text", Type: "string", Required: true, Description: "the message, confirmed in the agent's transcript"},
@@ -140,6 +108,6 @@ func (a *app) mcpTools(repo string) []mcpserver.Tool {
 				}
 				a.autoSync(ctx, errOut)
 				return nil
-			}),
+			}, a.failed),
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/git-flume/git-flume/land"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/delegation"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -51,4 +52,13 @@ func (a *app) delegationVerbs(ctx context.Context, repoDir string) (*delegation.
 		return nil, err
 	}
 	return delegation.New(r), nil
+}
+
+// lander is the lander in the repository of the verb's --repo.
+func (a *app) lander(c *cli.Context) (*land.Lander, error) {
+	r, err := a.stageEnv().OpenRepository(c.Context, c.String("repo"))
+	if err != nil {
+		return nil, err
+	}
+	return land.New(r), nil
 }

@@ -627,6 +627,33 @@ func (repo *Repo) MergeConflicts(ctx context.Context, a, b string) ([]string, er
 	return files, nil
 }
 
+// MergedTree is the tree a merge of commits a and b makes, as `git
+// merge-tree --write-tree` computes it in memory, or the files it would
+// leave conflicted (then tree is "").
+func (repo *Repo) MergedTree(ctx context.Context, a, b string) (tree string, conflicts []string, err error) {
+	out, err := repo.read(ctx, nil, "merge-tree", "--write-tree", "--name-only", "--no-messages", "--end-of-options", a, b)
+	switch {
+	case err == nil:
+		return strings.TrimSpace(string(out)), nil, nil
+	case exitCode(err) != 1:
+		return "", nil, fmt.Errorf("merge-tree %.12s %.12s: %w", a, b, err)
+	}
+	files := lines(out)
+	if len(files) > 0 {
+		files = files[1:] // the first line is the tree
+	}
+	return "", files, nil
+}
+
+// AddDetachedWorktree makes a linked worktree at path with commit checked
+// out and no branch: a throwaway checkout (the lander's checks).
+func (repo *Repo) AddDetachedWorktree(ctx context.Context, path, commit string) error {
+	if _, err := repo.write(ctx, nil, nil, "worktree", "add", "--quiet", "--detach", path, commit); err != nil {
+		return fmt.Errorf("add worktree %s at %.12s: %w", path, commit, err)
+	}
+	return nil
+}
+
 // CheckoutCutShort reports whether the work tree at dir is what a checkout
 // of base cut short leaves, and nothing else: its index lacks some of
 // base's files, and every file that differs from base (untracked, or

@@ -2,15 +2,20 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	agent "github.com/git-flume/git-flume/agents"
+
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -263,4 +268,60 @@ func RunBoard(ctx context.Context, env *stage.Env, term BoardTerminal, interval 
 			}
 		}
 	}
+}
+
+// BoardRunner runs what a key typed on the board asks, as git flume itself
+// in the row's repository: the terminal a command that takes it over
+// (open) gets, the environment the commands run with, and herdr's binary
+// where the board runs in herdr.
+type BoardRunner struct {
+	In             io.Reader
+	RawOut, RawErr io.Writer
+	Env            []string
+	Herdr          string
+}
+
+// Do runs a board command through git flume itself and says how it
+// went: its output's last line, or its error.
+func (k BoardRunner) Do(ctx context.Context, cmd BoardCommand) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return err.Error()
+	}
+	if cmd.Attach && cmd.Row.PaneHost == "herdr" {
+		return fmt.Sprintf("%s runs in herdr pane %s: open it in herdr's sidebar", cmd.Row.Place, cmd.Row.Pane)
+	}
+	if bin := k.Herdr; cmd.Attach && bin != "" {
+		// Inside herdr: the agent's tmux pane opens in a pane of its own
+		// beside the board (the plugin's attach pane).
+		c := proc.Cmd{Path: bin, Args: []string{"plugin", "pane", "open", "--plugin", agent.HerdrPluginID, "--entrypoint", "attach",
+			"--placement", "split", "--focus", "--env", "FLUME_BOARD_REPO=" + cmd.Row.Repo, "--env", "FLUME_BOARD_PLACE=" + cmd.Row.Place},
+			Env: k.Env}
+		if _, err := proc.Output(ctx, c); err != nil {
+			return fmt.Sprintf("open %s: %v", cmd.Row.Place, err)
+		}
+		return "opened " + cmd.Row.Place + " beside the board"
+	}
+	c := proc.Cmd{Path: exe, Args: cmd.Args, Dir: cmd.Row.Repo, Env: k.Env}
+	if cmd.Attach {
+		c.Stdin, c.Stdout, c.Stderr = k.In, k.RawOut, k.RawErr
+		if err := proc.Run(ctx, c); err != nil {
+			return fmt.Sprintf("open %s: %v", cmd.Row.Place, err)
+		}
+		return "back from " + cmd.Row.Place
+	}
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	err = proc.Run(ctx, c)
+	// What a launch made is its first line; any other command's outcome
+	// its last.
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	what, line := cmd.Args[0]+" "+cmd.Row.Place, lines[len(lines)-1]
+	if cmd.Args[0] == "launch" {
+		what, line = "launch in "+filepath.Base(cmd.Row.Repo), lines[0]
+	}
+	if err != nil && line == "" {
+		line = err.Error()
+	}
+	return what + ": " + line
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/land"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
@@ -139,4 +140,29 @@ func WriteWaited(w io.Writer, o *engine.Outcome) {
 	if r := o.Report; r != nil {
 		fmt.Fprintf(w, "report:\n  done: %s\n  files: %s\n  notes: %s\n  blockers: %s\n", r.Done, r.Files, r.Notes, r.Blockers)
 	}
+}
+
+// WriteLanding writes what a run of the lander did with each entry, and
+// what a person does next for one it returned; it reports whether one was.
+func WriteLanding(w io.Writer, done []land.Outcome) (returned bool) {
+	for _, o := range done {
+		e := o.Entry
+		switch {
+		case o.Voided:
+			fmt.Fprintf(w, "%s: proof void, %s moved while it was checked; proven again on its new tip\n", e.Place, e.Target)
+		case e.State == land.Landed:
+			fmt.Fprintf(w, "%s: landed on %s at %.12s (from %.12s; %d checks passed)\n", e.Place, e.Target, e.Proof.Candidate, e.Proof.Base, len(e.Proof.Checks))
+		default:
+			returned = true
+			fmt.Fprintf(w, "%s: returned: %s\n", e.Place, e.Reason)
+			if len(e.Conflicts) > 0 {
+				fmt.Fprintf(w, "  conflicts: %s\n", strings.Join(e.Conflicts, ", "))
+			}
+			if p := e.Proof; p != nil && len(p.Checks) > 0 {
+				fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimRight(p.Checks[len(p.Checks)-1].Tail, "\n"), "\n", "\n  "))
+			}
+			fmt.Fprintf(w, "next: fix %s's branch, then git flume submit %s\n", e.Place, e.Place)
+		}
+	}
+	return returned
 }
