@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/radar"
 	"github.com/git-flume/git-flume/stage/record"
 )
 
@@ -79,8 +80,12 @@ const maxVoided = 3
 func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	var done []Outcome
 	voided := map[string]int{}
+	order, err := l.landOrder(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for {
-		e, err := l.next(ctx, voided)
+		e, err := l.next(ctx, voided, order)
 		if err != nil || e == nil {
 			return done, err
 		}
@@ -95,9 +100,25 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	}
 }
 
-// next is the oldest queued entry of this host not yet voided maxVoided
-// times in this run; of entries submitted at one time, the first by name.
-func (l *Lander) next(ctx context.Context, voided map[string]int) (*Entry, error) {
+// landOrder is the radar's land order of this host's places, by place:
+// the independent first (Q4).
+func (l *Lander) landOrder(ctx context.Context) (map[string]int, error) {
+	steps, err := radar.LandOrder(ctx, l.r.Env, l.r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	order := make(map[string]int, len(steps))
+	for i, st := range steps {
+		order[st.Place] = i + 1
+	}
+	return order, nil
+}
+
+// next is the queued entry of this host to take first, not yet voided
+// maxVoided times in this run: in the radar's land order, then the
+// oldest, then by name. A place the order does not name (its work all on
+// the target since it was read) comes after those it does.
+func (l *Lander) next(ctx context.Context, voided map[string]int, order map[string]int) (*Entry, error) {
 	records, _, err := l.r.Store.List(ctx, Prefix)
 	if err != nil {
 		return nil, err
@@ -113,8 +134,14 @@ func (l *Lander) next(ctx context.Context, voided map[string]int) (*Entry, error
 	if len(queued) == 0 {
 		return nil, nil
 	}
+	rank := func(e *Entry) int {
+		if i, ok := order[e.Place]; ok {
+			return i
+		}
+		return len(order) + 1
+	}
 	slices.SortFunc(queued, func(a, b *Entry) int {
-		return cmp.Or(a.Submitted.Compare(b.Submitted), strings.Compare(a.Place, b.Place))
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), a.Submitted.Compare(b.Submitted), strings.Compare(a.Place, b.Place))
 	})
 	return queued[0], nil
 }

@@ -229,3 +229,43 @@ func TestAnAnswerAtItsBoundsIsRead_A12(t *testing.T) {
 		t.Errorf("Forward = %d with %d bytes out (%q…), want the cut output", code, out.Len(), errb.String()[:min(80, errb.Len())])
 	}
 }
+
+// TestAnAnswerIsNeverReplaced_A12: a watcher's pass that read the inbox
+// while one of its own runs answered (its taken file gone by the time it
+// is read, the answer there) leaves that answer as it is: the agent reads
+// what its verb did, never "the watcher ended".
+func TestAnAnswerIsNeverReplaced_A12(t *testing.T) {
+	inbox := t.TempDir()
+	answered, unread := newID(), newID()
+	// a run of a watcher gone, whose answer is there nonetheless
+	dead := deadPID(t)
+	if err := os.WriteFile(filepath.Join(inbox, answered+takenSuffix), []byte(strconv.Itoa(dead)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inbox, answered+resSuffix), []byte(`{"code":0,"stdout":"done\n"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// a taken file that cannot be read as a watcher's pid
+	if err := os.Mkdir(filepath.Join(inbox, unread+takenSuffix), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(context.Background(), inbox, func(context.Context, Request) Result { return Result{} })
+	s.Serve()
+	s.Close()
+	if data, err := os.ReadFile(filepath.Join(inbox, answered+resSuffix)); err != nil || !strings.Contains(string(data), "done") {
+		t.Errorf("the answer was replaced: %q (%v)", data, err)
+	}
+	if _, err := os.Lstat(filepath.Join(inbox, unread+resSuffix)); err == nil {
+		t.Error("a request whose watcher is unknown was answered as ended")
+	}
+}
+
+// deadPID is the pid of a process that has ended.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}

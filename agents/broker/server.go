@@ -60,7 +60,11 @@ func (s *Server) Serve() {
 	for _, e := range entries {
 		name := e.Name()
 		if id, ok := strings.CutSuffix(name, takenSuffix); ok && validID(id) && !s.running(id) {
-			if pid := takenBy(filepath.Join(s.inbox, name)); pid != os.Getpid() && !proc.Alive(pid) {
+			// A run of this process that answered since the folder was
+			// read removed its taken file (pid 0: unread) and left its
+			// answer, which is never replaced.
+			_, answered := os.Lstat(filepath.Join(s.inbox, id+resSuffix))
+			if pid := takenBy(filepath.Join(s.inbox, name)); pid > 0 && pid != os.Getpid() && !proc.Alive(pid) && answered != nil {
 				s.answer(id, Result{Code: 1, Stderr: fmt.Sprintf("git-flume: the watcher that ran this (pid %d) ended before it answered: what it did is unknown; see git flume status before running it again\n", pid)})
 			}
 			continue

@@ -11,6 +11,7 @@ import (
 
 	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/land"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
@@ -82,6 +83,20 @@ type PlaceStatus struct {
 	// Child is the progress of its open delegated place, this host's;
 	// null when it has none.
 	Child *ChildProgress `json:"child"`
+	// Land is where its submission to the lander stands (Q); omitted when
+	// it was never submitted.
+	Land *LandStatus `json:"land,omitempty"`
+}
+
+// LandStatus is a place's entry with the lander: queued, returned (with
+// why: a check's words and the files of a conflict) or landed, and the
+// proof of its last candidate.
+type LandStatus struct {
+	State     string      `json:"state"`
+	Tip       string      `json:"tip"`
+	Reason    string      `json:"reason,omitempty"`
+	Conflicts []string    `json:"conflicts,omitempty"`
+	Proof     *land.Proof `json:"proof,omitempty"`
 }
 
 // AgentStatus is the current stage's agent.
@@ -181,12 +196,7 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	for _, p := range problems {
 		st.Problems = append(st.Problems, StatusProblem{Ref: p.Ref, Error: p.Err.Error()})
 	}
-	claims := map[string]*refs.Record{}
-	for _, rec := range records {
-		if strings.HasPrefix(rec.Ref, refs.ClaimPrefix) {
-			claims[strings.TrimPrefix(rec.Ref, refs.ClaimPrefix)] = rec
-		}
-	}
+	claims, lands := byPlace(records, refs.ClaimPrefix), byPlace(records, land.Prefix)
 	r := &statusReader{env: env, repo: repo, store: store, book: cost.NewPriceBook(env, repo), present: present, all: opts.All}
 	for _, rec := range records {
 		id, ok := strings.CutPrefix(rec.Ref, record.PlacePrefix)
@@ -226,7 +236,39 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if len(st.Places) > 0 {
 		attachConflicts(st, radar.KnownConflicts(env, repo, places))
 	}
+	attachLanding(st, lands)
 	return st, nil
+}
+
+// byPlace are the records under prefix by the place their ref ends in.
+func byPlace(records []*refs.Record, prefix string) map[string]*refs.Record {
+	out := map[string]*refs.Record{}
+	for _, rec := range records {
+		if id, ok := strings.CutPrefix(rec.Ref, prefix); ok {
+			out[id] = rec
+		}
+	}
+	return out
+}
+
+// attachLanding gives each place shown its entry with the lander, and, as
+// its next step when it has none, what moves that entry on.
+func attachLanding(st *Status, lands map[string]*refs.Record) {
+	for i := range st.Places {
+		ps := &st.Places[i]
+		var e land.Entry
+		if rec := lands[ps.Place]; rec == nil || rec.Decode(&e) != nil {
+			continue
+		}
+		ps.Land = &LandStatus{State: e.State, Tip: e.Tip, Reason: e.Reason, Conflicts: e.Conflicts, Proof: e.Proof}
+		switch {
+		case ps.Foreign || ps.Stage.Next != "":
+		case e.State == land.Queued:
+			ps.Stage.Next = "git flume land"
+		case e.State == land.Returned:
+			ps.Stage.Next = "fix its branch, then git flume submit " + ps.Place
+		}
+	}
 }
 
 // attachConflicts gives each place shown its known conflicts; a place of
@@ -305,7 +347,7 @@ func statusRecords(ctx context.Context, repo *git.Repo, store *refs.Store, opts 
 		return err == nil
 	}
 	if opts.Place != "" {
-		records, problems, err := readOne(ctx, store, record.PlaceRef(opts.Place), refs.ClaimRef(opts.Place))
+		records, problems, err := readOne(ctx, store, record.PlaceRef(opts.Place), refs.ClaimRef(opts.Place), land.Ref(opts.Place))
 		return records, problems, present, err
 	}
 	records, problems, err := store.List(ctx, refs.Prefix)

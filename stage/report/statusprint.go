@@ -162,6 +162,13 @@ func agentNotes(p *PlaceStatus) []string {
 		// question, labelled with the role it asks in.
 		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), words.OneLine(c.Need)))
 	}
+	if l := p.Land; l != nil {
+		note := "land: " + l.State
+		if l.Reason != "" {
+			note += ": " + words.OneLine(l.Reason)
+		}
+		notes = append(notes, note)
+	}
 	if p.Stage.Next != "" {
 		notes = append(notes, "next: "+p.Stage.Next)
 	}
