@@ -42,6 +42,9 @@ func (l *Lander) Submit(ctx context.Context, id string) (*Entry, error) {
 	if err := stage.OwnedHere(env, p); err != nil {
 		return nil, err
 	}
+	if from := stage.CallerPlace(env); from != "" && from != id {
+		return nil, &stage.RefusedError{Place: id, Reason: "only its own agent (or a person) submits a place, not " + from + "'s"}
+	}
 	if p.Phase != record.PhaseMade {
 		return nil, &stage.RefusedError{Place: id, Reason: "it is " + p.Phase + ", not made: only a place's branch is submitted"}
 	}

@@ -20,10 +20,11 @@ import (
 )
 
 // Verbs are what a sandboxed agent's git-flume hands to its watcher: the
-// delegation verbs its prompt names. Any other runs where it was started,
-// inside the sandbox, and writes nothing the sandbox holds.
+// delegation verbs its prompt names, and submit (its branch to the
+// lander, Q1). Any other runs where it was started, inside the sandbox,
+// and writes nothing the sandbox holds.
 var Verbs = map[string]bool{
-	"launch": true, "wait": true, "accept": true, "reopen": true, "unblock": true, "rollback": true,
+	"launch": true, "wait": true, "accept": true, "reopen": true, "unblock": true, "rollback": true, "submit": true,
 }
 
 // InboxVar names the agent's inbox in its environment.

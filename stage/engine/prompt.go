@@ -64,6 +64,11 @@ func renderPrompt(ctx context.Context, repo *git.Repo, rev string, p *record.Pla
 		Place: p.ID, Kind: p.PlaceKind, Name: p.Name, Branch: p.Branch, Path: p.Path, Target: p.Target,
 		Brief: p.Brief, Stage: st.Name, DeliverableText: DescribeDeliverable(st.Deliverable), Submit: cfg.Submit,
 	}
+	if d.Submit == "" && len(cfg.Land) > 0 {
+		// The repository lands through the lander (Q): its checks prove
+		// the branch on the target's tip, and it moves the target.
+		d.Submit = "git flume submit " + p.ID
+	}
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil {
 		d.ReadyFailure = fmt.Sprintf("step %q exited %d", r.Step, r.Exit)
 	}

@@ -31,8 +31,9 @@ const branchWritten = "its branch was written outside git"
 
 // sandboxFor is the sandbox of run r in place p, or nil and why there is
 // none: the configuration turned it off, or the kernel cannot hold one. A
-// role that delegates gets its inbox too (agent/broker): its delegation
-// verbs run in the place's watcher, outside. An error is a place whose git folders are not as
+// role that delegates, and a stage that submits to the lander, get their
+// inbox too (agents/broker): those verbs run in the place's watcher,
+// outside. An error is a place whose git folders are not as
 // flume made them: nothing is started there.
 func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Place, r *stageRun) (*sandbox.Sandbox, string, error) {
 	switch {
@@ -70,13 +71,20 @@ func sandboxFor(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Pla
 		}
 		sb.Files = append(sb.Files, f)
 	}
-	if r.role != nil && len(r.role.DelegatesTo) > 0 {
+	if r.role != nil && len(r.role.DelegatesTo) > 0 || submits(cfg, p) {
 		if r.inbox, err = makeInbox(r.agent.Inbox()); err != nil {
 			return nil, "", fmt.Errorf("sandbox of %s: %w", p.ID, err)
 		}
 		sb.Dirs = append(sb.Dirs, r.inbox)
 	}
 	return sb, "", nil
+}
+
+// submits reports a stage whose agent submits its place to the lander
+// (Q1): a stage that ends when the branch lands, in a repository that
+// declares the lander's checks.
+func submits(cfg *stage.Config, p *record.Place) bool {
+	return p.Stages[p.Current].Deliverable == stage.DeliverLanded && len(cfg.Land) > 0
 }
 
 // makeInbox makes a run's inbox folder, private to its user: a folder,
