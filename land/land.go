@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
 	"github.com/git-flume/git-flume/stage/record"
 )
@@ -70,16 +71,21 @@ type Outcome struct {
 	Entry *Entry
 	// Voided: the target moved while the entry was proven; it stays queued.
 	Voided bool
+	// Told: a returned entry's place's agent, up in its submit stage, was
+	// told why (confirmed in its transcript); NotTold says why it was not,
+	// when there was an agent to tell.
+	Told    bool
+	NotTold string
 }
 
 // maxVoided bounds the proofs a moving target may void for one entry in
 // one run of the lander; the entry stays queued for the next.
 const maxVoided = 3
 
-// Run takes this host's queued entries in the order they were submitted,
-// one at a time, until none is left that it can decide (Q4): each is
-// landed, returned, or left queued after its proofs were voided
-// maxVoided times.
+// Run takes this host's queued entries in the radar's land order, one at
+// a time, until none is left that it can decide (Q4): each is landed,
+// returned, or left queued after its proofs were voided maxVoided times.
+// A place returned in this run is not taken again in it.
 func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	var done []Outcome
 	voided := map[string]int{}
@@ -95,6 +101,13 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 		o, err := l.step(ctx, e)
 		if err != nil {
 			return done, fmt.Errorf("%s: %w", e.Place, err)
+		}
+		if o.Entry != nil && o.Entry.State == Returned {
+			// Not taken again in this run, even submitted again at once
+			// by its agent: an agent that resubmits without a fix must
+			// not hold the lander in a loop.
+			voided[e.Place] = maxVoided
+			l.tellReturned(ctx, &o)
 		}
 		if o.Voided {
 			voided[e.Place]++
@@ -305,4 +318,40 @@ func (l *Lander) edit(ctx context.Context, id string, change func(*Entry) (strin
 		return nil, err
 	}
 	return cur, nil
+}
+
+// tellReturned tells a returned entry's place's agent, when it is up in
+// a stage that ends with the landing, why its submission came back and
+// what to do: the agent fixes its branch and submits again (Q4). A tell
+// refused (the agent busy with a question, a dialog) is said, and the
+// person's next step stands.
+func (l *Lander) tellReturned(ctx context.Context, o *Outcome) {
+	e := o.Entry
+	_, p, err := record.ReadPlace(ctx, l.r.Store, e.Place)
+	if err != nil || p.Host != l.r.Host || p.Phase != record.PhaseMade {
+		return
+	}
+	st := p.Stages[p.Current]
+	if st.Deliverable != stage.DeliverLanded || st.Agent == nil || st.Agent.Ended || !l.r.Engine.Up(ctx, st.Agent) {
+		return
+	}
+	text := "flume: the lander returned your submission of " + e.Branch + ": " + e.Reason + "."
+	if len(e.Conflicts) > 0 {
+		text += " Conflicting files: " + strings.Join(e.Conflicts, ", ") + "."
+	}
+	if p := e.Proof; p != nil && !p.Passed && len(p.Checks) > 0 {
+		text += " The check's output ends: " + lastLines(p.Checks[len(p.Checks)-1].Tail, 5)
+	}
+	text += " Fix the branch, commit, and run git flume submit " + e.Place + " again."
+	if err := engine.NewOperator(l.r).Tell(ctx, engine.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: l.r.Dir, Place: e.Place}, Text: text}); err != nil {
+		o.NotTold = err.Error()
+		return
+	}
+	o.Told = true
+}
+
+// lastLines are the last n lines of s, joined by " / " into one line.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " / ")
 }

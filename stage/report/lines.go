@@ -161,7 +161,15 @@ func WriteLanding(w io.Writer, done []land.Outcome) (returned bool) {
 			if p := e.Proof; p != nil && len(p.Checks) > 0 {
 				fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimRight(p.Checks[len(p.Checks)-1].Tail, "\n"), "\n", "\n  "))
 			}
-			fmt.Fprintf(w, "next: fix %s's branch, then git flume submit %s\n", e.Place, e.Place)
+			switch {
+			case o.Told:
+				fmt.Fprintf(w, "its agent was told, and submits again once its branch is fixed\n")
+			case o.NotTold != "":
+				fmt.Fprintf(w, "its agent could not be told: %s\n", o.NotTold)
+				fallthrough
+			default:
+				fmt.Fprintf(w, "next: fix %s's branch, then git flume submit %s\n", e.Place, e.Place)
+			}
 		}
 	}
 	return returned
