@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -343,6 +344,9 @@ func (l *Lander) tellReturned(ctx context.Context, o *Outcome) {
 		text += " The check's output ends: " + lastLines(p.Checks[len(p.Checks)-1].Tail, 5)
 	}
 	text += " Fix the branch, commit, and run git flume submit " + e.Place + " again."
+	// A check's output is the repository's: nothing in it reaches the
+	// agent's pane as a control character.
+	text = term.Clean(text)
 	if err := engine.NewOperator(l.r).Tell(ctx, engine.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: l.r.Dir, Place: e.Place}, Text: text}); err != nil {
 		o.NotTold = err.Error()
 		return
