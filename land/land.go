@@ -17,6 +17,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -90,12 +91,9 @@ const maxVoided = 3
 func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	var done []Outcome
 	voided := map[string]int{}
-	order, err := l.landOrder(ctx)
-	if err != nil {
-		return nil, err
-	}
+	var order map[string]int // read when two entries wait, once a run
 	for {
-		e, err := l.next(ctx, voided, order)
+		e, err := l.next(ctx, voided, &order)
 		if err != nil || e == nil {
 			return done, err
 		}
@@ -135,7 +133,7 @@ func (l *Lander) landOrder(ctx context.Context) (map[string]int, error) {
 // maxVoided times in this run: in the radar's land order, then the
 // oldest, then by name. A place the order does not name (its work all on
 // the target since it was read) comes after those it does.
-func (l *Lander) next(ctx context.Context, voided map[string]int, order map[string]int) (*Entry, error) {
+func (l *Lander) next(ctx context.Context, voided map[string]int, order *map[string]int) (*Entry, error) {
 	records, _, err := l.r.Store.List(ctx, Prefix)
 	if err != nil {
 		return nil, err
@@ -148,14 +146,21 @@ func (l *Lander) next(ctx context.Context, voided map[string]int, order map[stri
 		}
 		queued = append(queued, &e)
 	}
-	if len(queued) == 0 {
+	switch {
+	case len(queued) == 0:
 		return nil, nil
+	case len(queued) == 1:
+		return queued[0], nil // no order to read: the radar merges every pair of places
+	case *order == nil:
+		if *order, err = l.landOrder(ctx); err != nil {
+			return nil, err
+		}
 	}
 	rank := func(e *Entry) int {
-		if i, ok := order[e.Place]; ok {
+		if i, ok := (*order)[e.Place]; ok {
 			return i
 		}
-		return len(order) + 1
+		return len(*order) + 1
 	}
 	slices.SortFunc(queued, func(a, b *Entry) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), a.Submitted.Compare(b.Submitted), strings.Compare(a.Place, b.Place))
@@ -270,8 +275,11 @@ func (l *Lander) prove(ctx context.Context, e *Entry, base, candidate, tree stri
 	return proof, nil
 }
 
-// tail is the end of a check's output, at most maxTail bytes, whole lines.
+// tail is the end of a check's output as a step's record keeps it (its
+// last proc.TailLines lines), and at most maxTail bytes of those, whole
+// lines.
 func tail(s string) string {
+	s = words.LastLines(s, proc.TailLines)
 	if len(s) <= maxTail {
 		return s
 	}
@@ -341,7 +349,7 @@ func (l *Lander) tellReturned(ctx context.Context, o *Outcome) {
 		text += " Conflicting files: " + strings.Join(e.Conflicts, ", ") + "."
 	}
 	if p := e.Proof; p != nil && !p.Passed && len(p.Checks) > 0 {
-		text += " The check's output ends: " + lastLines(p.Checks[len(p.Checks)-1].Tail, 5)
+		text += " The check's output ends: " + strings.ReplaceAll(words.LastLines(p.Checks[len(p.Checks)-1].Tail, 5), "\n", " / ")
 	}
 	text += " Fix the branch, commit, and run git flume submit " + e.Place + " again."
 	// A check's output is the repository's: nothing in it reaches the
@@ -352,10 +360,4 @@ func (l *Lander) tellReturned(ctx context.Context, o *Outcome) {
 		return
 	}
 	o.Told = true
-}
-
-// lastLines are the last n lines of s, joined by " / " into one line.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], " / ")
 }

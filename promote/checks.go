@@ -13,10 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/promote/request"
 )
 
@@ -183,7 +183,7 @@ func (ws *Workspace) runChecks(ctx context.Context, env *Env, kind string, check
 		if err := os.WriteFile(r.Log, out, 0o600); err != nil {
 			return results, fmt.Errorf("check log: %w", err)
 		}
-		r.Exit, r.Tail = exit, lastLines(out, proc.TailLines)
+		r.Exit, r.Tail = exit, words.LastLines(string(out), proc.TailLines)
 		env.progress("%s check %d/%d in %s: %s: exit %d", kind, i+1, len(checks), c.Repository, c.Line(), exit)
 		inspected = ws.inspect(ctx, tree, want)
 		if err := inspected; err != nil {
@@ -213,14 +213,6 @@ func runCheck(ctx context.Context, env *Env, dir string, c request.Check, repos,
 		return out.Bytes(), code, fmt.Errorf("check %s in %s: %w", c.Line(), dir, err)
 	}
 	return out.Bytes(), code, nil
-}
-
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // writable makes every folder under dir writable again, so that the

@@ -613,18 +613,8 @@ func nulSet(out []byte) map[string]bool {
 // (nothing in any work tree or index is touched; the merged tree's
 // objects are written); none for a clean merge.
 func (repo *Repo) MergeConflicts(ctx context.Context, a, b string) ([]string, error) {
-	out, err := repo.read(ctx, nil, "merge-tree", "--write-tree", "--name-only", "--no-messages", "--end-of-options", a, b)
-	switch {
-	case err == nil:
-		return nil, nil
-	case exitCode(err) != 1:
-		return nil, fmt.Errorf("merge-tree %.12s %.12s: %w", a, b, err)
-	}
-	files := lines(out)
-	if len(files) > 0 {
-		files = files[1:] // the first line is the tree
-	}
-	return files, nil
+	_, files, err := repo.MergedTree(ctx, a, b)
+	return files, err
 }
 
 // MergedTree is the tree a merge of commits a and b makes, as `git

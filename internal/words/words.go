@@ -40,3 +40,9 @@ func TreeName(id string, depth int) string {
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// LastLines are the last n lines of s, without its final newline.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

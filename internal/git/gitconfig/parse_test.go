@@ -87,25 +87,32 @@ func FuzzParseConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) { checkConfigAgainstGit(t, dir, env, text) })
 }
 
-// checkConfigAgainstGit fails when text is read in process other than as
-// git reads it, and says whether it was read in process and by git.
-func checkConfigAgainstGit(t *testing.T, dir string, env []string, text string) (inProcess, gitReads bool) {
+// readByGit is text as `git config --file --list` reads it, or git's
+// refusal.
+func readByGit(t *testing.T, dir string, env []string, text string) ([]Entry, error) {
 	t.Helper()
 	path := filepath.Join(dir, "config")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := Parse([]byte(text))
 	cmd := exec.Command("git", "config", "--file", path, "--list", "-z")
 	cmd.Env = env
 	out, err := cmd.Output()
+	return ParseList(out), err
+}
+
+// checkConfigAgainstGit fails when text is read in process other than as
+// git reads it, and says whether it was read in process and by git.
+func checkConfigAgainstGit(t *testing.T, dir string, env []string, text string) (inProcess, gitReads bool) {
+	t.Helper()
+	got, ok := Parse([]byte(text))
+	want, err := readByGit(t, dir, env, text)
 	if !ok {
 		return false, err == nil // git's to read, or to refuse
 	}
 	if err != nil {
 		t.Fatalf("%q: read in process as %q, git refuses it: %v", text, got, err)
 	}
-	want := ParseList(out)
 	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
 		t.Fatalf("%q:\n in process %q\n git        %q", text, got, want)
 	}
