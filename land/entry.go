@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/record"
 )
 
@@ -51,13 +53,16 @@ type Entry struct {
 // exit status, duration and output's end, and a digest of what they ran
 // with.
 type Proof struct {
-	Base      string    `json:"base"`
-	Candidate string    `json:"candidate"`
-	Tree      string    `json:"tree"`
-	Checks    []Check   `json:"checks"`
-	Passed    bool      `json:"passed"`
-	Digest    string    `json:"digest"`
-	At        time.Time `json:"at"`
+	Base      string `json:"base"`
+	Candidate string `json:"candidate"`
+	Tree      string `json:"tree"`
+	// Places are the entries whose merges the candidate carries onto
+	// Base, in the order they were merged: more than one for a batch (Q5).
+	Places []string  `json:"places,omitempty"`
+	Checks []Check   `json:"checks"`
+	Passed bool      `json:"passed"`
+	Digest string    `json:"digest"`
+	At     time.Time `json:"at"`
 }
 
 // Check is one check of a proof.
@@ -73,6 +78,7 @@ const (
 	maxChecks = 32
 	maxTail   = 4 << 10
 	maxFiles  = 256
+	maxBatch  = stage.MaxLandBatch
 )
 
 // EntryKind is the lander's record kind.
@@ -124,6 +130,14 @@ func checkEntry(id string, e *Entry) error {
 				return fmt.Errorf("proof names %q, not a full object id", id)
 			}
 		}
+		if len(p.Places) > maxBatch {
+			return fmt.Errorf("a proof of %d places, want at most %d", len(p.Places), maxBatch)
+		}
+		for _, place := range p.Places {
+			if pid, err := record.PlaceID(place); err != nil || pid != place {
+				return fmt.Errorf("proof names place %q", place)
+			}
+		}
 		if len(p.Checks) > maxChecks {
 			return fmt.Errorf("%d checks, want at most %d", len(p.Checks), maxChecks)
 		}
@@ -133,8 +147,8 @@ func checkEntry(id string, e *Entry) error {
 			}
 		}
 	}
-	if e.State == Landed && (e.Proof == nil || !e.Proof.Passed) {
-		return fmt.Errorf("landed without a passed proof")
+	if e.State == Landed && (e.Proof == nil || !e.Proof.Passed || len(e.Proof.Places) > 0 && !slices.Contains(e.Proof.Places, e.Place)) {
+		return fmt.Errorf("landed without a passed proof of its merge")
 	}
 	if strings.ContainsFunc(e.Target+e.Branch, unicode.IsControl) {
 		return fmt.Errorf("a name holds a control character")

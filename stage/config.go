@@ -41,6 +41,9 @@ type Config struct {
 	// Land are the checks a candidate passes before the lander moves the
 	// target to it ([land] check, repository file only: Q2).
 	Land []Step
+	// LandBatch is how many entries the lander tests together, at most
+	// ([land] batch; DefaultLandBatch when unset, 1 for one at a time).
+	LandBatch int
 	// Kinds are the declared kinds, by name, each a list of stage names.
 	Kinds map[string][]string
 	// Stages are the declared stages, by name.
@@ -133,7 +136,7 @@ func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, us
 }
 
 func newConfig() *Config {
-	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agent.Program{}, Prices: map[string]Price{}}
+	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agent.Program{}, Prices: map[string]Price{}, LandBatch: DefaultLandBatch}
 }
 
 // LoadFiles reads config files on disk, later files winning: the
@@ -166,6 +169,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 		section, sub, name := splitKey(e.Key)
 		var err error
 		switch {
+		case section == "land" && name == "batch" && repoFile:
+			err = c.applyLandBatch(e.Value)
 		case steps[section] != nil && repoFile:
 			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:
@@ -234,6 +239,23 @@ func (s *stepSection) done() {
 	for _, cmd := range s.commands {
 		*s.into = append(*s.into, Step{Command: cmd, Shell: s.shell})
 	}
+}
+
+// DefaultLandBatch is how many entries the lander tests together when
+// the repository does not say ([land] batch).
+const DefaultLandBatch = 8
+
+// MaxLandBatch bounds [land] batch: a batch's places are named in each
+// of its entries' proofs.
+const MaxLandBatch = 32
+
+func (c *Config) applyLandBatch(value string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil || n < 1 || n > MaxLandBatch {
+		return fmt.Errorf("[land] batch = %q: want a whole number from 1 to %d", value, MaxLandBatch)
+	}
+	c.LandBatch = n
+	return nil
 }
 
 func (c *Config) applyFlume(name, value string) error {

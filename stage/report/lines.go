@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/land"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -151,7 +152,11 @@ func WriteLanding(w io.Writer, done []land.Outcome) (returned bool) {
 		case o.Voided:
 			fmt.Fprintf(w, "%s: proof void, %s moved while it was checked; proven again on its new tip\n", e.Place, e.Target)
 		case e.State == land.Landed:
-			fmt.Fprintf(w, "%s: landed on %s at %.12s (from %.12s; %d checks passed)\n", e.Place, e.Target, e.Proof.Candidate, e.Proof.Base, len(e.Proof.Checks))
+			batch := ""
+			if n := len(e.Proof.Places); n > 1 {
+				batch = fmt.Sprintf(" with %d other%s", n-1, words.Plural(n-1))
+			}
+			fmt.Fprintf(w, "%s: landed on %s at %.12s (from %.12s%s; %d check%s passed)\n", e.Place, e.Target, e.Proof.Candidate, e.Proof.Base, batch, len(e.Proof.Checks), words.Plural(len(e.Proof.Checks)))
 		default:
 			returned = true
 			fmt.Fprintf(w, "%s: returned: %s\n", e.Place, e.Reason)

@@ -1,0 +1,411 @@
+package land
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/radar"
+)
+
+// Outcome is what a run of the lander did with one entry.
+type Outcome struct {
+	Entry *Entry
+	// Voided: the target moved while the entry was proven; it stays queued.
+	Voided bool
+	// Batch is how many entries were tested together with it, itself
+	// included; Runs how many check runs its batch had made when it was
+	// decided.
+	Batch, Runs int
+	// Told: a returned entry's place's agent, up in its submit stage, was
+	// told why (confirmed in its transcript); NotTold says why it was not,
+	// when there was an agent to tell.
+	Told    bool
+	NotTold string
+}
+
+// maxVoided bounds the proofs a moving target may void for one entry in
+// one run of the lander; the entry stays queued for the next.
+const maxVoided = 3
+
+// Run takes this host's queued entries in the radar's land order, a batch
+// at a time, until none is left that it can decide (Q4, Q5): each is
+// landed, returned, or left queued after its proofs were voided
+// maxVoided times. A place returned in this run is not taken again in it.
+// One lander runs in a repository at a time.
+func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
+	dir := filepath.Join(l.r.Git.CommonDir, "flume")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockfile.TryTake(filepath.Join(dir, "land.lock"))
+	if errors.Is(err, lockfile.ErrBusy) {
+		return nil, errors.New("another git flume land runs in this repository: it lands what is queued")
+	} else if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	var done []Outcome
+	held := map[string]int{}
+	var order map[string]int // read when two entries wait, once a run
+	for {
+		queued, err := l.queued(ctx, held, &order)
+		if err != nil || len(queued) == 0 {
+			return done, err
+		}
+		outs, err := l.batch(ctx, queued)
+		for i := range outs {
+			switch o := &outs[i]; {
+			case o.Voided:
+				held[o.Entry.Place]++
+			case o.Entry.State == Returned:
+				// Not taken again in this run, even submitted again at
+				// once by its agent: an agent that resubmits without a
+				// fix must not hold the lander in a loop.
+				held[o.Entry.Place] = maxVoided
+				l.tellReturned(ctx, o)
+			}
+		}
+		done = append(done, outs...)
+		if err != nil {
+			return done, err
+		}
+	}
+}
+
+// landOrder is the radar's land order of this host's places, by place:
+// the independent first (Q4).
+func (l *Lander) landOrder(ctx context.Context) (map[string]int, error) {
+	steps, err := radar.LandOrder(ctx, l.r.Env, l.r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	order := make(map[string]int, len(steps))
+	for i, st := range steps {
+		order[st.Place] = i + 1
+	}
+	return order, nil
+}
+
+// queued are this host's queued entries, not yet held back maxVoided
+// times in this run, in the order the lander takes them: the radar's
+// land order, then the oldest, then by name. A place the order does not
+// name (its work all on the target since it was read) comes after those
+// it does.
+func (l *Lander) queued(ctx context.Context, held map[string]int, order *map[string]int) ([]*Entry, error) {
+	records, _, err := l.r.Store.List(ctx, Prefix)
+	if err != nil {
+		return nil, err
+	}
+	var queued []*Entry
+	for _, rec := range records {
+		var e Entry
+		if err := rec.Decode(&e); err != nil || e.State != Queued || e.Host != l.r.Host || held[e.Place] >= maxVoided {
+			continue
+		}
+		queued = append(queued, &e)
+	}
+	if len(queued) < 2 {
+		return queued, nil // no order to read: the radar merges every pair of places
+	}
+	if *order == nil {
+		if *order, err = l.landOrder(ctx); err != nil {
+			return nil, err
+		}
+	}
+	rank := func(e *Entry) int {
+		if i, ok := (*order)[e.Place]; ok {
+			return i
+		}
+		return len(*order) + 1
+	}
+	slices.SortStableFunc(queued, func(a, b *Entry) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), a.Submitted.Compare(b.Submitted), strings.Compare(a.Place, b.Place))
+	})
+	return queued, nil
+}
+
+// A batch is the entries the lander tests together on one target's tip
+// (Q5): a chain of candidates, each the next entry's tip merged onto the
+// candidate before it, the first onto the target's tip.
+type batch struct {
+	target string // the target branch
+	// tip is the target's tip as the batch read it, then as each landing
+	// of a proven prefix moved it.
+	tip    string
+	links  []link
+	checks []stage.Step
+	runs   int
+}
+
+// link is one entry's merge in a batch's chain.
+type link struct {
+	e                    *Entry
+	parent, commit, tree string
+}
+
+// batch makes a batch of the first queued entry's target, up to
+// [land] batch of its entries in order, and proves and lands it.
+func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) {
+	first := queued[0]
+	tip, err := l.r.Git.ResolveCommit(ctx, "refs/heads/"+first.Target)
+	if err != nil {
+		return nil, fmt.Errorf("%s: target %s: %w", first.Place, first.Target, err)
+	}
+	cfg, err := l.r.Config(ctx, tip)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Land) == 0 {
+		return nil, &stage.RefusedError{Place: first.Place, Reason: "no check is declared ([land] check in " + stage.ConfigPath + " on " + first.Target +
+			"): the lander lands only what a check passed on the target's tip"}
+	}
+	b := &batch{target: first.Target, tip: tip, checks: cfg.Land}
+	var outs []Outcome
+	for _, e := range queued {
+		if e.Target != b.target || len(b.links) == cfg.LandBatch {
+			continue
+		}
+		o, err := l.chain(ctx, b, e)
+		if err != nil {
+			return outs, fmt.Errorf("%s: %w", e.Place, err)
+		}
+		if o != nil {
+			outs = append(outs, *o)
+		}
+	}
+	if len(b.links) == 0 {
+		return outs, nil
+	}
+	l.r.FaultAt("land:candidate")
+	more, err := l.bisect(ctx, b)
+	return append(outs, more...), err
+}
+
+// chain adds entry e to batch b, its tip merged onto the batch's last
+// candidate. An entry whose tip is on the target already, or whose merge
+// onto the target's tip conflicts, is returned (Q4); one that conflicts
+// only with an entry before it in the batch waits for a later batch.
+func (l *Lander) chain(ctx context.Context, b *batch, e *Entry) (*Outcome, error) {
+	repo := l.r.Git
+	if in, err := repo.IsAncestor(ctx, e.Tip, b.tip); err != nil {
+		return nil, err
+	} else if in {
+		return l.settleOne(ctx, e, Returned, fmt.Sprintf("its tip %.12s is on %s already: nothing to land", e.Tip, e.Target), nil, nil)
+	}
+	parent := b.tip
+	if n := len(b.links); n > 0 {
+		parent = b.links[n-1].commit
+	}
+	tree, conflicts, err := repo.MergedTree(ctx, parent, e.Tip)
+	if err != nil {
+		return nil, err
+	}
+	if len(conflicts) > 0 && parent != b.tip {
+		if _, conflicts, err = repo.MergedTree(ctx, b.tip, e.Tip); err != nil || len(conflicts) == 0 {
+			return nil, err // it waits: it conflicts only with an entry before it
+		}
+	}
+	if len(conflicts) > 0 {
+		return l.settleOne(ctx, e, Returned, fmt.Sprintf("its merge onto %s at %.12s conflicts", e.Target, b.tip), conflicts, nil)
+	}
+	commit, err := repo.CommitTreeWith(ctx, tree, fmt.Sprintf("Land %s onto %s\n\ngit flume land: %.12s merged onto %.12s", e.Place, e.Target, e.Tip, parent), parent, e.Tip)
+	if err != nil {
+		return nil, err
+	}
+	b.links = append(b.links, link{e: e, parent: parent, commit: commit, tree: tree})
+	return nil, nil
+}
+
+// bisect proves batch b's whole chain and lands it when green (Q3, Q5).
+// A red chain is bisected by its prefixes: a prefix proven green lands
+// at once, from the tip the batch last moved the target to, and the
+// first entry whose prefix is red goes back with that proof: its merge
+// onto the tip the target now has is red. Of n entries, it is named in at
+// most ⌈log2 n⌉ + 1 check runs; those after it wait for the next batch,
+// proven on the new tip without it.
+func (l *Lander) bisect(ctx context.Context, b *batch) ([]Outcome, error) {
+	red, err := l.prove(ctx, b, 0, len(b.links)-1)
+	if err != nil {
+		return nil, err
+	}
+	if red.Passed {
+		return l.landPrefix(ctx, b, 0, len(b.links), red)
+	}
+	var outs []Outcome
+	lo, hi := 0, len(b.links)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		p, err := l.prove(ctx, b, lo, mid-1)
+		if err != nil {
+			return outs, err
+		}
+		if !p.Passed {
+			hi, red = mid, p
+			continue
+		}
+		landed, err := l.landPrefix(ctx, b, lo, mid, p)
+		outs = append(outs, landed...)
+		if err != nil || landed[0].Voided {
+			return outs, err
+		}
+		lo = mid
+	}
+	culprit := b.links[lo]
+	last := red.Checks[len(red.Checks)-1]
+	reason := fmt.Sprintf("check %q exited %d on its merge onto %s at %.12s", strings.Join(last.Argv, " "), last.Exit, b.target, culprit.parent)
+	if len(b.links) > 1 {
+		reason += fmt.Sprintf(", found by bisecting a batch of %d in %d check runs", len(b.links), b.runs)
+	}
+	o, err := l.settleOne(ctx, culprit.e, Returned, reason, nil, red)
+	if o != nil {
+		o.Batch, o.Runs = len(b.links), b.runs
+		outs = append(outs, *o)
+	}
+	return outs, err
+}
+
+// landPrefix lands the entries of links [lo, hi) of batch b, whose last
+// candidate proof p passed: the target moves from the batch's tip to that
+// candidate in the transaction that records each entry landed with the
+// proof (Q3). A target that moved voids the proof, and the entries stay
+// queued.
+func (l *Lander) landPrefix(ctx context.Context, b *batch, lo, hi int, p *Proof) ([]Outcome, error) {
+	l.r.FaultAt("land:proven")
+	entries := make([]*Entry, 0, hi-lo)
+	for _, k := range b.links[lo:hi] {
+		entries = append(entries, k.e)
+	}
+	target := "refs/heads/" + b.target
+	landed, err := l.settle(ctx, entries, Landed, "", nil, p, git.RefUpdate{Op: git.Update, Name: target, New: p.Candidate, Old: b.tip})
+	var moved *git.ConflictError
+	var lost *refs.ConflictError
+	if errors.As(err, &moved) || errors.As(err, &lost) {
+		// The target moved since the batch read it: this proof is of
+		// another tip, and void (Q3). The entries stay queued.
+		outs := make([]Outcome, 0, len(entries))
+		for _, e := range entries {
+			_, verr := l.edit(ctx, e.Place, func(cur *Entry) (string, error) {
+				cur.Voided++
+				return fmt.Sprintf("land %s: proof on %.12s void, %s moved", cur.Place, b.tip, cur.Target), nil
+			})
+			if verr != nil {
+				return outs, verr
+			}
+			outs = append(outs, Outcome{Entry: e, Voided: true})
+		}
+		return outs, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.tip = p.Candidate
+	outs := make([]Outcome, len(landed))
+	for i, e := range landed {
+		outs[i] = Outcome{Entry: e, Batch: len(b.links), Runs: b.runs}
+	}
+	return outs, nil
+}
+
+// prove checks the candidate of batch b's link i, which carries the
+// entries of links [from, i] onto the batch's tip, in a throwaway
+// worktree: the checks one after another until one fails, each with the
+// clean environment of a repository step (X4) and the lander's variables.
+func (l *Lander) prove(ctx context.Context, b *batch, from, i int) (*Proof, error) {
+	repo, env := l.r.Git, l.r.Env
+	k := b.links[i]
+	b.runs++
+	dir := filepath.Join(repo.CommonDir, "flume", "land", k.e.Place)
+	// A worktree a lander killed mid-check left is removed first.
+	_ = repo.RemoveWorktree(ctx, dir, true)
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, err
+	}
+	if err := repo.AddDetachedWorktree(ctx, dir, k.commit); err != nil {
+		return nil, err
+	}
+	defer func() { _ = repo.RemoveWorktree(context.WithoutCancel(ctx), dir, true) }()
+	proof := &Proof{Base: b.tip, Candidate: k.commit, Tree: k.tree, Passed: true, At: env.NowUTC()}
+	for _, in := range b.links[from : i+1] {
+		proof.Places = append(proof.Places, in.e.Place)
+	}
+	vars := proc.StepEnv(env.CallerEnv, "FLUME_PLACE="+k.e.Place, "FLUME_BRANCH="+k.e.Branch, "FLUME_TARGET="+b.target,
+		"FLUME_BASE="+b.tip, "FLUME_CANDIDATE="+k.commit, "FLUME_PLACES="+strings.Join(proof.Places, " "))
+	digest := sha256.New()
+	fmt.Fprintf(digest, "tree %s\n", k.tree)
+	for _, v := range vars {
+		fmt.Fprintf(digest, "env %s\n", v)
+	}
+	for _, st := range b.checks {
+		argv, err := st.Argv()
+		if err != nil {
+			return nil, fmt.Errorf("check %q: %w", st.Command, err)
+		}
+		fmt.Fprintf(digest, "check %q\n", argv)
+		var out bytes.Buffer
+		start := time.Now()
+		code, err := proc.RunStep(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: dir, Env: vars, Stdout: &out, Stderr: &out})
+		if err != nil {
+			fmt.Fprintf(&out, "%v\n", err)
+		}
+		proof.Checks = append(proof.Checks, Check{Argv: argv, Exit: code, DurationMs: time.Since(start).Milliseconds(), Tail: tail(out.String())})
+		if code != 0 {
+			proof.Passed = false
+			break
+		}
+	}
+	proof.Digest = hex.EncodeToString(digest.Sum(nil))
+	return proof, nil
+}
+
+// settleOne records entry e's outcome.
+func (l *Lander) settleOne(ctx context.Context, e *Entry, state, reason string, conflicts []string, proof *Proof) (*Outcome, error) {
+	done, err := l.settle(ctx, []*Entry{e}, state, reason, conflicts, proof)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Entry: done[0], Batch: 1}, nil
+}
+
+// settle records entries' outcome in one transaction, with extra refs
+// moved in it (the target, for a landing): each entry must still be
+// queued at the tip the lander took it at.
+func (l *Lander) settle(ctx context.Context, entries []*Entry, state, reason string, conflicts []string, proof *Proof, extra ...git.RefUpdate) ([]*Entry, error) {
+	changes := make([]refs.Change, 0, len(entries))
+	done := make([]*Entry, 0, len(entries))
+	for _, e := range entries {
+		rec, cur, err := read(ctx, l.r.Store, e.Place)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil || cur.State != Queued || cur.Tip != e.Tip {
+			return nil, fmt.Errorf("%s: its entry moved while it was proven: run land again", e.Place)
+		}
+		cur.State, cur.Reason, cur.Conflicts, cur.Proof = state, reason, conflicts, proof
+		msg := fmt.Sprintf("land %s: returned: %s", cur.Place, reason)
+		if state == Landed {
+			msg = fmt.Sprintf("land %s: %s moved from %.12s to %.12s", cur.Place, cur.Target, proof.Base, proof.Candidate)
+		}
+		changes = append(changes, refs.Change{Ref: Ref(e.Place), Old: rec, State: cur, Message: msg})
+		done = append(done, cur)
+	}
+	if _, err := l.r.Store.Write(ctx, changes, extra...); err != nil {
+		return nil, err
+	}
+	return done, nil
+}
