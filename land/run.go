@@ -59,6 +59,13 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	all, err := l.entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.follow(ctx, all); err != nil {
+		return nil, err
+	}
 	var done []Outcome
 	held := map[string]int{}
 	var order map[string]int // read when two entries wait, once a run
@@ -107,17 +114,15 @@ func (l *Lander) landOrder(ctx context.Context) (map[string]int, error) {
 // name (its work all on the target since it was read) comes after those
 // it does.
 func (l *Lander) queued(ctx context.Context, held map[string]int, order *map[string]int) ([]*Entry, error) {
-	records, _, err := l.r.Store.List(ctx, Prefix)
+	all, err := l.entries(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var queued []*Entry
-	for _, rec := range records {
-		var e Entry
-		if err := rec.Decode(&e); err != nil || e.State != Queued || e.Host != l.r.Host || held[e.Place] >= maxVoided {
-			continue
+	for _, e := range all {
+		if e.State == Queued && e.Host == l.r.Host && held[e.Place] < maxVoided {
+			queued = append(queued, e)
 		}
-		queued = append(queued, &e)
 	}
 	if len(queued) < 2 {
 		return queued, nil // no order to read: the radar merges every pair of places
@@ -139,6 +144,22 @@ func (l *Lander) queued(ctx context.Context, held map[string]int, order *map[str
 	return queued, nil
 }
 
+// entries are the lander's entries, each read as its kind validates it.
+func (l *Lander) entries(ctx context.Context) ([]*Entry, error) {
+	records, _, err := l.r.Store.List(ctx, Prefix)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]*Entry, 0, len(records))
+	for _, rec := range records {
+		var e Entry
+		if rec.Decode(&e) == nil {
+			all = append(all, &e)
+		}
+	}
+	return all, nil
+}
+
 // A batch is the entries the lander tests together on one target's tip
 // (Q5): a chain of candidates, each the next entry's tip merged onto the
 // candidate before it, the first onto the target's tip.
@@ -150,6 +171,9 @@ type batch struct {
 	links  []link
 	checks []stage.Step
 	runs   int
+	// checkout is the worktree the target is checked out in, if any: it
+	// follows each move (Q6).
+	checkout *git.Worktree
 }
 
 // link is one entry's merge in a batch's chain.
@@ -174,7 +198,11 @@ func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) 
 		return nil, &stage.RefusedError{Place: first.Place, Reason: "no check is declared ([land] check in " + stage.ConfigPath + " on " + first.Target +
 			"): the lander lands only what a check passed on the target's tip"}
 	}
-	b := &batch{target: first.Target, tip: tip, checks: cfg.Land}
+	checkout, err := l.checkout(ctx, first)
+	if err != nil {
+		return nil, err
+	}
+	b := &batch{target: first.Target, tip: tip, checks: cfg.Land, checkout: checkout}
 	var outs []Outcome
 	for _, e := range queued {
 		if e.Target != b.target || len(b.links) == cfg.LandBatch {
@@ -313,7 +341,14 @@ func (l *Lander) landPrefix(ctx context.Context, b *batch, lo, hi int, p *Proof)
 	if err != nil {
 		return nil, err
 	}
+	from := b.tip
 	b.tip = p.Candidate
+	if b.checkout != nil {
+		l.r.FaultAt("land:moved")
+		if err := l.r.Git.SwitchTree(ctx, b.checkout.Path, from, p.Candidate); err != nil {
+			return nil, fmt.Errorf("%s moved to %.12s, but its checkout did not follow: %w", b.target, p.Candidate, err)
+		}
+	}
 	outs := make([]Outcome, len(landed))
 	for i, e := range landed {
 		outs[i] = Outcome{Entry: e, Batch: len(b.links), Runs: b.runs}
@@ -408,4 +443,65 @@ func (l *Lander) settle(ctx context.Context, entries []*Entry, state, reason str
 		return nil, err
 	}
 	return done, nil
+}
+
+// checkout is the worktree target is checked out in, if any. The lander
+// brings it along to each tip it lands, as git brings a pushed-to checkout
+// with receive.denyCurrentBranch=updateInstead (Q6): a person's checkout
+// never shows a landing as changes to undo. One with changes of its own
+// refuses the run: they are kept, and nothing lands under them.
+func (l *Lander) checkout(ctx context.Context, first *Entry) (*git.Worktree, error) {
+	repo := l.r.Git
+	wt, err := repo.CheckedOut(ctx, "refs/heads/"+first.Target)
+	if err != nil || wt == nil {
+		return nil, err
+	}
+	dirty, err := repo.Dirty(ctx, wt.Path)
+	if err != nil {
+		return nil, err
+	}
+	if len(dirty) > 0 {
+		return nil, &stage.RefusedError{Place: first.Place, Reason: fmt.Sprintf("%s is checked out at %s with changes (%s): they are kept, and nothing lands under them until they are committed or stashed",
+			first.Target, wt.Path, dirty[0])}
+	}
+	return wt, nil
+}
+
+// follow brings along each checkout a lander killed between a move and
+// its work tree left behind (Q6): a worktree on a target at a candidate
+// this host landed, whose index is still the tree of the tip that
+// landing replaced. git refuses where a file of the work tree holds a
+// change of its own.
+func (l *Lander) follow(ctx context.Context, entries []*Entry) error {
+	landed := map[string]*Entry{}
+	for _, e := range entries {
+		if e.State == Landed && e.Host == l.r.Host {
+			landed["refs/heads/"+e.Target+" "+e.Proof.Candidate] = e
+		}
+	}
+	if len(landed) == 0 {
+		return nil
+	}
+	repo := l.r.Git
+	wts, err := repo.Worktrees(ctx)
+	if err != nil {
+		return err
+	}
+	for _, wt := range wts {
+		e := landed[wt.Branch+" "+wt.Head]
+		if e == nil {
+			continue
+		}
+		idx, err := repo.IndexTree(ctx, wt.Path)
+		if err != nil {
+			continue // an index mid-merge: the checkout is dirty, and said so
+		}
+		if base, err := repo.ResolveRef(ctx, e.Proof.Base+"^{tree}"); err != nil || base != idx || base == e.Proof.Tree {
+			continue
+		}
+		if err := repo.SwitchTree(ctx, wt.Path, e.Proof.Base, wt.Head); err != nil {
+			return fmt.Errorf("%s's checkout at %s, left behind at %.12s by a killed lander: %w", e.Target, wt.Path, e.Proof.Base, err)
+		}
+	}
+	return nil
 }

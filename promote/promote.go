@@ -195,25 +195,9 @@ func (m *member) at(ctx context.Context) (string, error) {
 	return m.repo.RefValue(ctx, m.branchRef())
 }
 
-// checkout finds the worktree that has the member's branch checked out.
+// checkout is the worktree the member's branch is checked out in, if any.
 func (m *member) checkout(ctx context.Context) (*git.Worktree, error) {
-	// Most often it is the main checkout; git checks a branch out in one
-	// worktree only, so no other needs looking at then.
-	if !m.repo.Bare {
-		if b, err := m.repo.WorktreeBranch(m.repo.Dir); err == nil && b == m.branchRef() {
-			return &git.Worktree{Path: m.repo.Dir, Branch: b, Main: true}, nil
-		}
-	}
-	wts, err := m.repo.Worktrees(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for i := range wts {
-		if wts[i].Branch == m.branchRef() {
-			return &wts[i], nil
-		}
-	}
-	return nil, nil
+	return m.repo.CheckedOut(ctx, m.branchRef())
 }
 
 // check verifies a member is where its state says (P6): a pending one at

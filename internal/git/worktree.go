@@ -539,6 +539,27 @@ func (repo *Repo) WorktreeChanged(dir string) string {
 	return ""
 }
 
+// CheckedOut is the worktree the branch (a full ref name) is checked out
+// in, or nil. Most often it is the main checkout; git checks a branch out
+// in one worktree only, so no other needs looking at then.
+func (repo *Repo) CheckedOut(ctx context.Context, branch string) (*Worktree, error) {
+	if !repo.Bare {
+		if b, err := repo.WorktreeBranch(repo.Dir); err == nil && b == branch {
+			return &Worktree{Path: repo.Dir, Branch: b, Main: true}, nil
+		}
+	}
+	wts, err := repo.Worktrees(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range wts {
+		if wts[i].Branch == branch {
+			return &wts[i], nil
+		}
+	}
+	return nil, nil
+}
+
 // WorktreeBranch is ondisk.WorktreeBranch of this repository: a worktree
 // not of it is an error wrapping ErrNotExist.
 func (repo *Repo) WorktreeBranch(path string) (string, error) {
