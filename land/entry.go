@@ -22,6 +22,7 @@ const Prefix = refs.Prefix + "land/"
 // An entry's states (Q1).
 const (
 	Queued   = "queued"   // submitted: waits for its proof on the target's tip
+	Proven   = "proven"   // green on the target's tip, waiting for a person's approval (Q7)
 	Returned = "returned" // a red check or a conflict sent it back to its place
 	Landed   = "landed"   // the target moved to its proven candidate
 )
@@ -46,7 +47,20 @@ type Entry struct {
 	// Voided counts proofs a target that moved made void (Q3).
 	Voided int    `json:"voided,omitempty"`
 	Proof  *Proof `json:"proof,omitempty"`
+	// Approval is a person's approval of Tip (Q7): void once the place is
+	// submitted at another tip.
+	Approval *Approval `json:"approval,omitempty"`
 }
+
+// Approval is who approved an entry's tip, and when.
+type Approval struct {
+	Tip string    `json:"tip"`
+	By  string    `json:"by"`
+	At  time.Time `json:"at"`
+}
+
+// Approved reports whether a person approved the entry as it stands.
+func (e *Entry) Approved() bool { return e.Approval != nil && e.Approval.Tip == e.Tip }
 
 // Proof is what a candidate was checked as (Q2): made on the target's tip
 // Base, the checks the repository declared at Base, each with its argv,
@@ -117,41 +131,56 @@ func checkEntry(id string, e *Entry) error {
 		return err
 	}
 	switch e.State {
-	case Queued, Returned, Landed:
+	case Queued, Proven, Returned, Landed:
 	default:
 		return fmt.Errorf("state %q", e.State)
 	}
 	if len(e.Conflicts) > maxFiles || e.Voided < 0 || len(e.Reason) > maxTail {
 		return fmt.Errorf("%d conflicts, %d voided, a reason of %d bytes", len(e.Conflicts), e.Voided, len(e.Reason))
 	}
-	if p := e.Proof; p != nil {
-		for _, id := range []string{p.Base, p.Candidate, p.Tree} {
-			if !git.IsObjectID(id) {
-				return fmt.Errorf("proof names %q, not a full object id", id)
-			}
-		}
-		if len(p.Places) > maxBatch {
-			return fmt.Errorf("a proof of %d places, want at most %d", len(p.Places), maxBatch)
-		}
-		for _, place := range p.Places {
-			if pid, err := record.PlaceID(place); err != nil || pid != place {
-				return fmt.Errorf("proof names place %q", place)
-			}
-		}
-		if len(p.Checks) > maxChecks {
-			return fmt.Errorf("%d checks, want at most %d", len(p.Checks), maxChecks)
-		}
-		for _, c := range p.Checks {
-			if len(c.Tail) > maxTail || len(c.Argv) == 0 || c.DurationMs < 0 {
-				return fmt.Errorf("a check of %d words, %d ms, a tail of %d bytes", len(c.Argv), c.DurationMs, len(c.Tail))
-			}
-		}
+	if err := checkProof(e.Proof); err != nil {
+		return err
 	}
 	if e.State == Landed && (e.Proof == nil || !e.Proof.Passed || len(e.Proof.Places) > 0 && !slices.Contains(e.Proof.Places, e.Place)) {
 		return fmt.Errorf("landed without a passed proof of its merge")
 	}
-	if strings.ContainsFunc(e.Target+e.Branch, unicode.IsControl) {
+	if e.State == Proven && (e.Proof == nil || !e.Proof.Passed) {
+		return fmt.Errorf("proven without a passed proof")
+	}
+	if a := e.Approval; a != nil && (!git.IsObjectID(a.Tip) || a.By == "" || len(a.By) > 256) {
+		return fmt.Errorf("an approval of %q by %d bytes", a.Tip, len(a.By))
+	}
+	if strings.ContainsFunc(e.Target+e.Branch+e.approver(), unicode.IsControl) {
 		return fmt.Errorf("a name holds a control character")
+	}
+	return nil
+}
+
+// checkProof checks a proof's ids and bounds (R5); nil is none.
+func checkProof(p *Proof) error {
+	if p == nil {
+		return nil
+	}
+	for _, id := range []string{p.Base, p.Candidate, p.Tree} {
+		if !git.IsObjectID(id) {
+			return fmt.Errorf("proof names %q, not a full object id", id)
+		}
+	}
+	if len(p.Places) > maxBatch {
+		return fmt.Errorf("a proof of %d places, want at most %d", len(p.Places), maxBatch)
+	}
+	for _, place := range p.Places {
+		if pid, err := record.PlaceID(place); err != nil || pid != place {
+			return fmt.Errorf("proof names place %q", place)
+		}
+	}
+	if len(p.Checks) > maxChecks {
+		return fmt.Errorf("%d checks, want at most %d", len(p.Checks), maxChecks)
+	}
+	for _, c := range p.Checks {
+		if len(c.Tail) > maxTail || len(c.Argv) == 0 || c.DurationMs < 0 {
+			return fmt.Errorf("a check of %d words, %d ms, a tail of %d bytes", len(c.Argv), c.DurationMs, len(c.Tail))
+		}
 	}
 	return nil
 }
@@ -176,4 +205,11 @@ func read(ctx context.Context, store *refs.Store, id string) (*refs.Record, *Ent
 		return nil, nil, err
 	}
 	return rec, &e, nil
+}
+
+func (e *Entry) approver() string {
+	if e.Approval == nil {
+		return ""
+	}
+	return e.Approval.By
 }

@@ -18,6 +18,9 @@ import (
 // Lander is the lander for one command, in its repository opened once.
 type Lander struct {
 	r *stage.Repository
+	// tips are the targets' tips as the last listing of the queue read
+	// them.
+	tips map[string]targetTip
 }
 
 // New is the lander of repository r.

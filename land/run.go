@@ -70,7 +70,7 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	held := map[string]int{}
 	var order map[string]int // read when two entries wait, once a run
 	for {
-		queued, err := l.queued(ctx, held, &order)
+		queued, err := l.queued(ctx, held, &order, false)
 		if err != nil || len(queued) == 0 {
 			return done, err
 		}
@@ -108,21 +108,33 @@ func (l *Lander) landOrder(ctx context.Context) (map[string]int, error) {
 	return order, nil
 }
 
-// queued are this host's queued entries, not yet held back maxVoided
-// times in this run, in the order the lander takes them: the radar's
-// land order, then the oldest, then by name. A place the order does not
-// name (its work all on the target since it was read) comes after those
-// it does.
-func (l *Lander) queued(ctx context.Context, held map[string]int, order *map[string]int) ([]*Entry, error) {
+// queued are this host's entries the lander has work for, not yet held
+// back maxVoided times in this run, in the order it takes them: the
+// radar's land order, then the oldest, then by name. A place the order
+// does not name (its work all on the target since it was read) comes
+// after those it does. A proven entry waits for its approval (Q7) unless
+// its target moved since its proof; with waiting, it is listed anyway.
+func (l *Lander) queued(ctx context.Context, held map[string]int, order *map[string]int, waiting bool) ([]*Entry, error) {
 	all, err := l.entries(ctx)
 	if err != nil {
 		return nil, err
 	}
+	l.tips = map[string]targetTip{}
 	var queued []*Entry
 	for _, e := range all {
-		if e.State == Queued && e.Host == l.r.Host && held[e.Place] < maxVoided {
-			queued = append(queued, e)
+		if e.Host != l.r.Host || held[e.Place] >= maxVoided || e.State != Queued && e.State != Proven {
+			continue
 		}
+		if e.State == Proven && !e.Approved() {
+			t, err := l.targetTip(ctx, e.Target)
+			if err != nil {
+				return nil, err
+			}
+			if t.approve && e.Proof.Base == t.tip && !waiting {
+				continue
+			}
+		}
+		queued = append(queued, e)
 	}
 	if len(queued) < 2 {
 		return queued, nil // no order to read: the radar merges every pair of places
@@ -142,6 +154,31 @@ func (l *Lander) queued(ctx context.Context, held map[string]int, order *map[str
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), a.Submitted.Compare(b.Submitted), strings.Compare(a.Place, b.Place))
 	})
 	return queued, nil
+}
+
+// targetTip is a target's tip as a run of the lander read it, and
+// whether its repository asks for approvals there.
+type targetTip struct {
+	tip     string
+	approve bool
+}
+
+// targetTip reads target's tip and [land] approve at it, once for each
+// listing of the queue.
+func (l *Lander) targetTip(ctx context.Context, target string) (targetTip, error) {
+	if t, ok := l.tips[target]; ok {
+		return t, nil
+	}
+	tip, err := l.r.Git.ResolveCommit(ctx, "refs/heads/"+target)
+	if err != nil {
+		return targetTip{}, fmt.Errorf("target %s: %w", target, err)
+	}
+	cfg, err := l.r.Config(ctx, tip)
+	if err != nil {
+		return targetTip{}, err
+	}
+	l.tips[target] = targetTip{tip: tip, approve: cfg.LandApprove}
+	return l.tips[target], nil
 }
 
 // entries are the lander's entries, each read as its kind validates it.
@@ -183,14 +220,17 @@ type link struct {
 }
 
 // batch makes a batch of the first queued entry's target, up to
-// [land] batch of its entries in order, and proves and lands it.
+// [land] batch of its entries in order, and proves and lands it. Where
+// the target asks for approvals (Q7), an entry not approved is proven
+// alone, for a reviewer, and an approved one whose proof is on the
+// target's tip as it stands lands as proven.
 func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) {
 	first := queued[0]
-	tip, err := l.r.Git.ResolveCommit(ctx, "refs/heads/"+first.Target)
+	t, err := l.targetTip(ctx, first.Target)
 	if err != nil {
-		return nil, fmt.Errorf("%s: target %s: %w", first.Place, first.Target, err)
+		return nil, fmt.Errorf("%s: %w", first.Place, err)
 	}
-	cfg, err := l.r.Config(ctx, tip)
+	cfg, err := l.r.Config(ctx, t.tip)
 	if err != nil {
 		return nil, err
 	}
@@ -202,10 +242,17 @@ func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
-	b := &batch{target: first.Target, tip: tip, checks: cfg.Land, checkout: checkout}
+	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, checkout: checkout}
+	switch {
+	case t.approve && !first.Approved():
+		return l.review(ctx, b, first)
+	case t.approve && first.State == Proven && first.Proof.Base == t.tip && slices.Equal(first.Proof.Places, []string{first.Place}):
+		b.links = []link{{e: first, parent: t.tip, commit: first.Proof.Candidate, tree: first.Proof.Tree}}
+		return l.landPrefix(ctx, b, 0, 1, first.Proof)
+	}
 	var outs []Outcome
 	for _, e := range queued {
-		if e.Target != b.target || len(b.links) == cfg.LandBatch {
+		if e.Target != b.target || len(b.links) == cfg.LandBatch || t.approve && !e.Approved() {
 			continue
 		}
 		o, err := l.chain(ctx, b, e)
@@ -222,6 +269,31 @@ func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) 
 	l.r.FaultAt("land:candidate")
 	more, err := l.bisect(ctx, b)
 	return append(outs, more...), err
+}
+
+// review proves entry e alone on batch b's tip, for a reviewer (Q7):
+// green, it is proven and waits for its approval there; red, it goes back.
+func (l *Lander) review(ctx context.Context, b *batch, e *Entry) ([]Outcome, error) {
+	if o, err := l.chain(ctx, b, e); err != nil || o != nil {
+		return outcomes(o), err
+	}
+	p, err := l.prove(ctx, b, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	state, reason := Proven, ""
+	if !p.Passed {
+		state, reason = Returned, redReason(b, b.links[0], p)
+	}
+	o, err := l.settleOne(ctx, e, state, reason, nil, p)
+	return outcomes(o), err
+}
+
+func outcomes(o *Outcome) []Outcome {
+	if o == nil {
+		return nil
+	}
+	return []Outcome{*o}
 }
 
 // chain adds entry e to batch b, its tip merged onto the batch's last
@@ -294,8 +366,7 @@ func (l *Lander) bisect(ctx context.Context, b *batch) ([]Outcome, error) {
 		lo = mid
 	}
 	culprit := b.links[lo]
-	last := red.Checks[len(red.Checks)-1]
-	reason := fmt.Sprintf("check %q exited %d on its merge onto %s at %.12s", strings.Join(last.Argv, " "), last.Exit, b.target, culprit.parent)
+	reason := redReason(b, culprit, red)
 	if len(b.links) > 1 {
 		reason += fmt.Sprintf(", found by bisecting a batch of %d in %d check runs", len(b.links), b.runs)
 	}
@@ -305,6 +376,12 @@ func (l *Lander) bisect(ctx context.Context, b *batch) ([]Outcome, error) {
 		outs = append(outs, *o)
 	}
 	return outs, err
+}
+
+// redReason says why a red proof of link k returns its entry.
+func redReason(b *batch, k link, red *Proof) string {
+	last := red.Checks[len(red.Checks)-1]
+	return fmt.Sprintf("check %q exited %d on its merge onto %s at %.12s", strings.Join(last.Argv, " "), last.Exit, b.target, k.parent)
 }
 
 // landPrefix lands the entries of links [lo, hi) of batch b, whose last
@@ -428,7 +505,7 @@ func (l *Lander) settle(ctx context.Context, entries []*Entry, state, reason str
 		if err != nil {
 			return nil, err
 		}
-		if cur == nil || cur.State != Queued || cur.Tip != e.Tip {
+		if cur == nil || cur.State != Queued && cur.State != Proven || cur.Tip != e.Tip {
 			return nil, fmt.Errorf("%s: its entry moved while it was proven: run land again", e.Place)
 		}
 		cur.State, cur.Reason, cur.Conflicts, cur.Proof = state, reason, conflicts, proof

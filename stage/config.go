@@ -44,6 +44,9 @@ type Config struct {
 	// LandBatch is how many entries the lander tests together, at most
 	// ([land] batch; DefaultLandBatch when unset, 1 for one at a time).
 	LandBatch int
+	// LandApprove: an entry lands only once a person approved it, as
+	// proven green on the target's tip ([land] approve).
+	LandApprove bool
 	// Kinds are the declared kinds, by name, each a list of stage names.
 	Kinds map[string][]string
 	// Stages are the declared stages, by name.
@@ -171,6 +174,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 		switch {
 		case section == "land" && name == "batch" && repoFile:
 			err = c.applyLandBatch(e.Value)
+		case section == "land" && name == "approve" && repoFile:
+			c.LandApprove = isTrue(e.Value)
 		case steps[section] != nil && repoFile:
 			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:

@@ -214,6 +214,7 @@ func (a *app) commands() []*cli.Command {
 		a.withAutoSync(tidyCommand(a)),
 		a.withAutoSync(submitCommand(a)),
 		a.withAutoSync(landCommand(a)),
+		a.withAutoSync(approveCommand(a)),
 		installCommand(a),
 		hookCommand(a),
 		watchCommand(a),

@@ -62,3 +62,30 @@ func landCommand(a *app) *cli.Command {
 		},
 	}
 }
+
+func approveCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "approve",
+		Usage:     "approve a place's entry the lander proved green on its target's tip; with no place, list those waiting",
+		UsageText: "git flume approve [--repo DIR] [PLACE]",
+		Flags:     []cli.Flag{repoFlag()},
+		Action: func(c *cli.Context) error {
+			l, err := a.lander(c)
+			if err != nil || c.NArg() == 0 {
+				if err == nil {
+					err = report.WriteWaiting(c.Context, a.io.Out, l.Waiting)
+				}
+				return err
+			}
+			id, err := onePlace(c)
+			if err != nil {
+				return err
+			}
+			e, err := l.Approve(c.Context, id)
+			if err == nil {
+				fmt.Fprintf(a.io.Out, "%s: approved at %.12s by %s; git flume land lands it\n", id, e.Tip, e.Approval.By)
+			}
+			return err
+		},
+	}
+}

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -269,7 +267,8 @@ func statusCommand(a *app) *cli.Command {
 				if c.Bool("json") {
 					return usagef("status: --watch and --json do not go together")
 				}
-				return a.watchStatus(c, opts)
+				return report.WatchStatus(c.Context, report.BoardTerminal{Out: a.io.Out, Raw: a.io.RawOut, TTY: isTerminal(a.io.RawOut)}, a.watchInterval(),
+					func(ctx context.Context) (*report.Status, error) { return a.status(ctx, opts) })
 			}
 			st, err := a.status(c.Context, opts)
 			if err != nil {
@@ -498,43 +497,5 @@ func tidyCommand(a *app) *cli.Command {
 			}
 			return err
 		},
-	}
-}
-
-// watchStatus redraws the status table every watch interval until
-// interrupted (O3): in place (cursor home, clear) when standard output is
-// a terminal, else the table again each time it changed.
-func (a *app) watchStatus(c *cli.Context, opts report.StatusOptions) error {
-	tty := false
-	if f, ok := a.io.RawOut.(*os.File); ok {
-		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	last := ""
-	for {
-		st, err := a.status(c.Context, opts)
-		if err != nil {
-			return err
-		}
-		var b strings.Builder
-		if err := report.WriteStatusTable(&b, st); err != nil {
-			return err
-		}
-		if table := b.String(); table != last {
-			if tty {
-				fmt.Fprint(a.io.RawOut, "\x1b[H\x1b[2J") // flume's own control, past the escaping writer
-				fmt.Fprintf(a.io.Out, "git flume status — %s\n\n", time.Now().Format("15:04:05"))
-			} else if last != "" {
-				fmt.Fprintln(a.io.Out)
-			}
-			fmt.Fprint(a.io.Out, table)
-			last = table
-		}
-		select {
-		case <-c.Context.Done():
-			return nil
-		case <-time.After(a.watchInterval()):
-		}
 	}
 }

@@ -207,6 +207,38 @@ type BoardTerminal struct {
 	TTY      bool
 }
 
+// WatchStatus redraws the status table read every interval until ctx
+// ends (O3): in place (cursor home, clear) on a terminal, else the table
+// again each time it changed.
+func WatchStatus(ctx context.Context, term BoardTerminal, interval time.Duration, read func(context.Context) (*Status, error)) error {
+	last := ""
+	for {
+		st, err := read(ctx)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		if err := WriteStatusTable(&b, st); err != nil {
+			return err
+		}
+		if table := b.String(); table != last {
+			if term.TTY {
+				fmt.Fprint(term.Raw, "\x1b[H\x1b[2J") // flume's own control, past the escaping writer
+				fmt.Fprintf(term.Out, "git flume status — %s\n\n", time.Now().Format("15:04:05"))
+			} else if last != "" {
+				fmt.Fprintln(term.Out)
+			}
+			fmt.Fprint(term.Out, table)
+			last = table
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
 // RunBoard draws the host's board every interval until q, the end of its
 // input, or the end of ctx; a command typed is parsed against the rows
 // shown and done by do, which says what came of it.

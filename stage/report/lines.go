@@ -4,6 +4,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -151,6 +152,9 @@ func WriteLanding(w io.Writer, done []land.Outcome) (returned bool) {
 		switch {
 		case o.Voided:
 			fmt.Fprintf(w, "%s: proof void, %s moved while it was checked; proven again on its new tip\n", e.Place, e.Target)
+		case e.State == land.Proven:
+			fmt.Fprintf(w, "%s: proven on %s at %.12s (candidate %.12s; %d check%s passed), waiting for approval: git flume approve %s\n",
+				e.Place, e.Target, e.Proof.Base, e.Proof.Candidate, len(e.Proof.Checks), words.Plural(len(e.Proof.Checks)), e.Place)
 		case e.State == land.Landed:
 			batch := ""
 			if n := len(e.Proof.Places); n > 1 {
@@ -178,4 +182,17 @@ func WriteLanding(w io.Writer, done []land.Outcome) (returned bool) {
 		}
 	}
 	return returned
+}
+
+// WriteWaiting lists the entries waiting for a reviewer (Q7), as waiting
+// reads them: each proven candidate, what to look at, and how to approve.
+func WriteWaiting(ctx context.Context, w io.Writer, waiting func(context.Context) ([]*land.Entry, error)) error {
+	entries, err := waiting(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		fmt.Fprintf(w, "%s: proven on %s at %.12s: git diff %.12s %.12s; git flume approve %s\n", e.Place, e.Target, e.Proof.Base, e.Proof.Base, e.Proof.Candidate, e.Place)
+	}
+	return nil
 }

@@ -97,6 +97,9 @@ type LandStatus struct {
 	Reason    string      `json:"reason,omitempty"`
 	Conflicts []string    `json:"conflicts,omitempty"`
 	Proof     *land.Proof `json:"proof,omitempty"`
+	// Approval is a person's approval of the tip (Q7), where the target
+	// asks for one.
+	Approval *land.Approval `json:"approval,omitempty"`
 }
 
 // AgentStatus is the current stage's agent.
@@ -261,9 +264,14 @@ func attachLanding(st *Status, lands map[string]*refs.Record) {
 			continue
 		}
 		ps.Land = &LandStatus{State: e.State, Tip: e.Tip, Reason: e.Reason, Conflicts: e.Conflicts, Proof: e.Proof}
+		if e.Approved() {
+			ps.Land.Approval = e.Approval
+		}
 		switch {
 		case ps.Foreign || ps.Stage.Next != "":
-		case e.State == land.Queued:
+		case e.State == land.Proven && !e.Approved():
+			ps.Stage.Next = fmt.Sprintf("review its candidate (git diff %.12s %.12s), then git flume approve %s", e.Proof.Base, e.Proof.Candidate, ps.Place)
+		case e.State == land.Queued || e.State == land.Proven:
 			ps.Stage.Next = "git flume land"
 		case e.State == land.Returned:
 			ps.Stage.Next = "fix its branch, then git flume submit " + ps.Place

@@ -164,6 +164,9 @@ func agentNotes(p *PlaceStatus) []string {
 	}
 	if l := p.Land; l != nil {
 		note := "land: " + l.State
+		if l.Approval != nil {
+			note += ", approved by " + l.Approval.By
+		}
 		if l.Reason != "" {
 			note += ": " + words.OneLine(l.Reason)
 		}
