@@ -37,12 +37,13 @@ func (l *Lander) Approve(ctx context.Context, id string) (*Entry, error) {
 	if e.State != Proven {
 		return nil, &stage.RefusedError{Place: id, Reason: "it is " + e.State + ", not proven green on " + e.Target + "'s tip: a reviewer approves only what git flume land proved"}
 	}
-	tip, err := l.r.Git.ResolveCommit(ctx, "refs/heads/"+e.Target)
+	l.tips = map[string]targetTip{}
+	t, err := l.targetTip(ctx, e.Target)
 	if err != nil {
-		return nil, fmt.Errorf("%s: target %s: %w", id, e.Target, err)
+		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	if e.Proof.Base != tip {
-		return nil, &stage.RefusedError{Place: id, Reason: fmt.Sprintf("its proof is on %.12s and %s is at %.12s now: git flume land proves it again before it is approved", e.Proof.Base, e.Target, tip)}
+	if e.Proof.Base != t.tip {
+		return nil, &stage.RefusedError{Place: id, Reason: fmt.Sprintf("its proof is on %.12s and %s is at %.12s now: git flume land proves it again before it is approved", e.Proof.Base, e.Target, t.tip)}
 	}
 	e.Approval = &Approval{Tip: e.Tip, By: approver(env), At: env.NowUTC()}
 	_, err = l.r.Store.Write(ctx, []refs.Change{{Ref: Ref(id), Old: rec, State: e, Message: fmt.Sprintf("approve %s at %.12s", id, e.Tip)}})

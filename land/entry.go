@@ -24,6 +24,7 @@ const (
 	Queued   = "queued"   // submitted: waits for its proof on the target's tip
 	Proven   = "proven"   // green on the target's tip, waiting for a person's approval (Q7)
 	Returned = "returned" // a red check or a conflict sent it back to its place
+	Landing  = "landing"  // proven, its leased push to the shared remote under way (Q8)
 	Landed   = "landed"   // the target moved to its proven candidate
 )
 
@@ -131,7 +132,7 @@ func checkEntry(id string, e *Entry) error {
 		return err
 	}
 	switch e.State {
-	case Queued, Proven, Returned, Landed:
+	case Queued, Proven, Landing, Returned, Landed:
 	default:
 		return fmt.Errorf("state %q", e.State)
 	}
@@ -144,8 +145,8 @@ func checkEntry(id string, e *Entry) error {
 	if e.State == Landed && (e.Proof == nil || !e.Proof.Passed || len(e.Proof.Places) > 0 && !slices.Contains(e.Proof.Places, e.Place)) {
 		return fmt.Errorf("landed without a passed proof of its merge")
 	}
-	if e.State == Proven && (e.Proof == nil || !e.Proof.Passed) {
-		return fmt.Errorf("proven without a passed proof")
+	if (e.State == Proven || e.State == Landing) && (e.Proof == nil || !e.Proof.Passed) {
+		return fmt.Errorf("%s without a passed proof", e.State)
 	}
 	if a := e.Approval; a != nil && (!git.IsObjectID(a.Tip) || a.By == "" || len(a.By) > 256) {
 		return fmt.Errorf("an approval of %q by %d bytes", a.Tip, len(a.By))

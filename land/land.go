@@ -18,6 +18,9 @@ import (
 // Lander is the lander for one command, in its repository opened once.
 type Lander struct {
 	r *stage.Repository
+	// Remote is the shared remote every target lives on, "" to read each
+	// target's [land] remote (Q8).
+	Remote string
 	// tips are the targets' tips as the last listing of the queue read
 	// them.
 	tips map[string]targetTip

@@ -66,7 +66,10 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	if err := l.follow(ctx, all); err != nil {
 		return nil, err
 	}
-	var done []Outcome
+	done, err := l.settleLanding(ctx, all)
+	if err != nil {
+		return done, err
+	}
 	held := map[string]int{}
 	var order map[string]int // read when two entries wait, once a run
 	for {
@@ -156,29 +159,49 @@ func (l *Lander) queued(ctx context.Context, held map[string]int, order *map[str
 	return queued, nil
 }
 
-// targetTip is a target's tip as a run of the lander read it, and
-// whether its repository asks for approvals there.
+// targetTip is a target's tip as a run of the lander read it, whether
+// its repository asks for approvals there, and the shared remote it
+// lives on ("" for this repository's own branch).
 type targetTip struct {
 	tip     string
 	approve bool
+	remote  string
 }
 
-// targetTip reads target's tip and [land] approve at it, once for each
-// listing of the queue.
+// targetTip reads target's tip and its [land] settings, once for each
+// listing of the queue. A target on a shared remote (--remote, else
+// [land] remote as committed on the local branch) is fetched: its tip is
+// the remote's, as it is now (Q8).
 func (l *Lander) targetTip(ctx context.Context, target string) (targetTip, error) {
 	if t, ok := l.tips[target]; ok {
 		return t, nil
 	}
-	tip, err := l.r.Git.ResolveCommit(ctx, "refs/heads/"+target)
-	if err != nil {
-		return targetTip{}, fmt.Errorf("target %s: %w", target, err)
+	repo, t := l.r.Git, targetTip{remote: l.Remote}
+	var cfg *stage.Config
+	tip, err := repo.ResolveCommit(ctx, "refs/heads/"+target)
+	if err == nil {
+		if cfg, err = l.r.Config(ctx, tip); err != nil {
+			return t, err
+		}
+		t.remote = cmp.Or(t.remote, cfg.LandRemote)
+	} else if t.remote == "" {
+		return t, fmt.Errorf("target %s: %w", target, err)
 	}
-	cfg, err := l.r.Config(ctx, tip)
-	if err != nil {
-		return targetTip{}, err
+	if t.remote != "" {
+		tracking := "refs/remotes/" + t.remote + "/" + target
+		if err := repo.FetchRefs(ctx, t.remote, false, "+refs/heads/"+target+":"+tracking); err != nil {
+			return t, fmt.Errorf("target %s on %s: %w", target, t.remote, err)
+		}
+		if tip, err = repo.ResolveCommit(ctx, tracking); err != nil {
+			return t, fmt.Errorf("target %s on %s: %w", target, t.remote, err)
+		}
+		if cfg, err = l.r.Config(ctx, tip); err != nil {
+			return t, err
+		}
 	}
-	l.tips[target] = targetTip{tip: tip, approve: cfg.LandApprove}
-	return l.tips[target], nil
+	t.tip, t.approve = tip, cfg.LandApprove
+	l.tips[target] = t
+	return t, nil
 }
 
 // entries are the lander's entries, each read as its kind validates it.
@@ -211,6 +234,8 @@ type batch struct {
 	// checkout is the worktree the target is checked out in, if any: it
 	// follows each move (Q6).
 	checkout *git.Worktree
+	// remote is the shared remote the target is on, "" for a local one.
+	remote string
 }
 
 // link is one entry's merge in a batch's chain.
@@ -238,11 +263,12 @@ func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) 
 		return nil, &stage.RefusedError{Place: first.Place, Reason: "no check is declared ([land] check in " + stage.ConfigPath + " on " + first.Target +
 			"): the lander lands only what a check passed on the target's tip"}
 	}
-	checkout, err := l.checkout(ctx, first)
-	if err != nil {
-		return nil, err
+	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, remote: t.remote}
+	if b.remote == "" {
+		if b.checkout, err = l.checkout(ctx, first); err != nil {
+			return nil, err
+		}
 	}
-	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, checkout: checkout}
 	switch {
 	case t.approve && !first.Approved():
 		return l.review(ctx, b, first)
@@ -395,17 +421,26 @@ func (l *Lander) landPrefix(ctx context.Context, b *batch, lo, hi int, p *Proof)
 	for _, k := range b.links[lo:hi] {
 		entries = append(entries, k.e)
 	}
-	target := "refs/heads/" + b.target
-	landed, err := l.settle(ctx, entries, Landed, "", nil, p, git.RefUpdate{Op: git.Update, Name: target, New: p.Candidate, Old: b.tip})
+	var landed []*Entry
+	var err error
+	if b.remote != "" {
+		landed, err = l.push(ctx, b, entries, p)
+	} else {
+		landed, err = l.settle(ctx, entries, Landed, "", nil, p, git.RefUpdate{Op: git.Update, Name: "refs/heads/" + b.target, New: p.Candidate, Old: b.tip})
+	}
 	var moved *git.ConflictError
 	var lost *refs.ConflictError
-	if errors.As(err, &moved) || errors.As(err, &lost) {
+	var rejected *git.PushRejectedError
+	if errors.As(err, &moved) || errors.As(err, &lost) || errors.As(err, &rejected) {
 		// The target moved since the batch read it: this proof is of
 		// another tip, and void (Q3). The entries stay queued.
 		outs := make([]Outcome, 0, len(entries))
 		for _, e := range entries {
 			_, verr := l.edit(ctx, e.Place, func(cur *Entry) (string, error) {
 				cur.Voided++
+				if cur.State == Landing {
+					cur.State = Queued // the lease refused the push: nothing landed
+				}
 				return fmt.Sprintf("land %s: proof on %.12s void, %s moved", cur.Place, b.tip, cur.Target), nil
 			})
 			if verr != nil {
@@ -505,7 +540,7 @@ func (l *Lander) settle(ctx context.Context, entries []*Entry, state, reason str
 		if err != nil {
 			return nil, err
 		}
-		if cur == nil || cur.State != Queued && cur.State != Proven || cur.Tip != e.Tip {
+		if cur == nil || cur.State != Queued && cur.State != Proven && cur.State != Landing || cur.Tip != e.Tip {
 			return nil, fmt.Errorf("%s: its entry moved while it was proven: run land again", e.Place)
 		}
 		cur.State, cur.Reason, cur.Conflicts, cur.Proof = state, reason, conflicts, proof
@@ -581,4 +616,75 @@ func (l *Lander) follow(ctx context.Context, entries []*Entry) error {
 		}
 	}
 	return nil
+}
+
+// push lands entries on a shared remote (Q8): their intent recorded
+// (landing, with the proof), then the target pushed from the batch's tip
+// to the candidate with --force-with-lease, then the receipt (landed). A
+// push the lease refused is a *git.PushRejectedError, the entries still
+// landing: the caller voids them. Killed or cut off anywhere between,
+// the next run settles each landing entry from what the remote holds
+// (settleLanding).
+func (l *Lander) push(ctx context.Context, b *batch, entries []*Entry, p *Proof) ([]*Entry, error) {
+	if _, err := l.settle(ctx, entries, Landing, "", nil, p); err != nil {
+		return nil, err
+	}
+	l.r.FaultAt("land:intent")
+	err := l.r.Git.PushLeased(ctx, b.remote, []git.PushUpdate{{Ref: "refs/heads/" + b.target, Local: p.Candidate, Expect: b.tip}})
+	if err != nil {
+		return nil, err
+	}
+	l.r.FaultAt("land:pushed")
+	return l.settle(ctx, entries, Landed, "", nil, p)
+}
+
+// settleLanding settles each landing entry of this host a run killed or
+// cut off between its intent and its receipt left (Q8), from what the
+// remote's target holds now: its candidate there, it landed; the target
+// still at the proof's tip, the proven move is pushed again under the
+// same lease; moved elsewhere, the proof is void and the entry queued,
+// and no push of it can land any more (its lease names the old tip).
+func (l *Lander) settleLanding(ctx context.Context, all []*Entry) ([]Outcome, error) {
+	var done []Outcome
+	for _, e := range all {
+		if e.State != Landing || e.Host != l.r.Host {
+			continue
+		}
+		for round := 0; ; round++ {
+			l.tips = map[string]targetTip{}
+			t, err := l.targetTip(ctx, e.Target)
+			if err != nil {
+				return done, fmt.Errorf("%s: %w", e.Place, err)
+			}
+			in, err := l.r.Git.IsAncestor(ctx, e.Proof.Candidate, t.tip)
+			if err != nil {
+				return done, err
+			}
+			b := &batch{target: e.Target, tip: e.Proof.Base, remote: t.remote}
+			var settled []*Entry
+			switch {
+			case in:
+				settled, err = l.settle(ctx, []*Entry{e}, Landed, "", nil, e.Proof)
+			case t.tip == e.Proof.Base && t.remote != "" && round == 0:
+				if settled, err = l.push(ctx, b, []*Entry{e}, e.Proof); errors.As(err, new(*git.PushRejectedError)) {
+					continue // the remote moved meanwhile: read it again
+				}
+			default:
+				var cur *Entry
+				cur, err = l.edit(ctx, e.Place, func(cur *Entry) (string, error) {
+					cur.State, cur.Voided = Queued, cur.Voided+1
+					return fmt.Sprintf("land %s: its push did not land, %s is at %.12s: queued again", cur.Place, cur.Target, t.tip), nil
+				})
+				done = append(done, Outcome{Entry: cur, Voided: true})
+			}
+			if err != nil {
+				return done, fmt.Errorf("%s: %w", e.Place, err)
+			}
+			for _, s := range settled {
+				done = append(done, Outcome{Entry: s, Batch: len(s.Proof.Places)})
+			}
+			break
+		}
+	}
+	return done, nil
 }

@@ -47,6 +47,9 @@ type Config struct {
 	// LandApprove: an entry lands only once a person approved it, as
 	// proven green on the target's tip ([land] approve).
 	LandApprove bool
+	// LandRemote is the remote the target lives on, shared by hosts:
+	// the lander lands there by a leased push ([land] remote; Q8).
+	LandRemote string
 	// Kinds are the declared kinds, by name, each a list of stage names.
 	Kinds map[string][]string
 	// Stages are the declared stages, by name.
@@ -176,6 +179,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 			err = c.applyLandBatch(e.Value)
 		case section == "land" && name == "approve" && repoFile:
 			c.LandApprove = isTrue(e.Value)
+		case section == "land" && name == "remote" && repoFile:
+			c.LandRemote = e.Value
 		case steps[section] != nil && repoFile:
 			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:

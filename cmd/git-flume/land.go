@@ -39,12 +39,12 @@ func landCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "land",
 		Usage:     "prove and land the submitted places, one at a time: the target moves only to a candidate checked on its exact tip",
-		UsageText: "git flume land [--repo DIR]",
+		UsageText: "git flume land [--repo DIR] [--remote NAME]",
 		Description: "Each entry's candidate (its branch merged onto the target's tip) is checked in a throwaway worktree with the " +
 			"[land] checks of .flume/config on the target, and the target moves from that tip to the candidate in the transaction " +
 			"that records the proof. A target that moved meanwhile voids the proof; a red check or a conflict returns the entry " +
-			"(exit 1).",
-		Flags: []cli.Flag{repoFlag()},
+			"(exit 1). With --remote (or [land] remote), the target is the remote's, and lands by a leased push.",
+		Flags: []cli.Flag{repoFlag(), &cli.StringFlag{Name: "remote", Usage: "land on this shared remote's target, by a push leased on the tip proven"}},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
@@ -53,6 +53,7 @@ func landCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
+			l.Remote = c.String("remote")
 			done, err := l.Run(c.Context)
 			returned := report.WriteLanding(a.io.Out, done)
 			if err == nil && returned {
