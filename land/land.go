@@ -131,3 +131,38 @@ func (l *Lander) tellReturned(ctx context.Context, o *Outcome) {
 	}
 	o.Told = true
 }
+
+// notify tells the declared notifier what the lander did with an entry
+// (event "land"): landed, returned, or proven and waiting for a reviewer;
+// the message names what a person does next.
+func (l *Lander) notify(ctx context.Context, o *Outcome) {
+	e := o.Entry
+	if o.Voided || e.State != Landed && e.State != Returned && e.State != Proven {
+		return
+	}
+	_, p, err := record.ReadPlace(ctx, l.r.Store, e.Place)
+	if err != nil || p.Parent != nil {
+		return // a delegated place answers to its commissioner, not a person
+	}
+	cfg, err := l.r.Config(ctx, p.Base)
+	if err != nil || cfg.Notify.Command == "" {
+		return
+	}
+	ev := engine.Event{Schema: 1, Event: "land", Place: e.Place, Repo: p.Repo, Branch: e.Branch, At: l.r.NowUTC(), Land: e}
+	switch e.State {
+	case Landed:
+		ev.Message = fmt.Sprintf("%s: landed on %s at %.12s", e.Place, e.Target, e.Proof.Candidate)
+	case Proven:
+		ev.Message = fmt.Sprintf("%s: proven green on %s, waiting for approval", e.Place, e.Target)
+		ev.Reply = "git flume approve " + e.Place
+	case Returned:
+		ev.Message = fmt.Sprintf("%s: returned by the lander: %s", e.Place, e.Reason)
+		if !o.Told {
+			ev.Reply = "fix its branch, then git flume submit " + e.Place
+		}
+	}
+	if ev.Reply != "" {
+		ev.Message += "; reply: " + ev.Reply
+	}
+	engine.SendEvent(ctx, l.r.Env, p, cfg, ev)
+}

@@ -67,6 +67,9 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 		return nil, err
 	}
 	done, err := l.settleLanding(ctx, all)
+	for i := range done {
+		l.notify(ctx, &done[i])
+	}
 	if err != nil {
 		return done, err
 	}
@@ -89,6 +92,7 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 				held[o.Entry.Place] = maxVoided
 				l.tellReturned(ctx, o)
 			}
+			l.notify(ctx, &outs[i])
 		}
 		done = append(done, outs...)
 		if err != nil {

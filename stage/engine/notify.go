@@ -48,6 +48,10 @@ type Event struct {
 	Costs string `json:"costs,omitempty"`
 	// Conflict is a new conflict of the place (event "conflict").
 	Conflict *record.Conflict `json:"conflict,omitempty"`
+	// Land is the place's entry with the lander as the lander left it
+	// (event "land": landed, returned, or proven and waiting for an
+	// approval), its proof included.
+	Land any `json:"land,omitempty"`
 }
 
 // notifyTimeout bounds a notifier: the engine's step waits for it.

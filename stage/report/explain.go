@@ -17,6 +17,7 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
+	"github.com/git-flume/git-flume/land"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -99,14 +100,28 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	for _, c := range conflicts {
 		x.Evidence = append(x.Evidence, Evidence{Source: "conflicts", Text: "with " + c.With + " in " + strings.Join(c.Files, ", ") + " (" + c.How() + ")"})
 	}
-	a := agentStatus(ctx, env, p)
+	e := landEntry(ctx, store, p.ID)
+	if e != nil {
+		x.Evidence = append(x.Evidence, Evidence{Source: "lander", Text: landEvidence(e)})
+	}
 	if local && p.Phase == record.PhaseMade {
-		x.Next = engine.NextStep(p, agentStateOf(a))
-		if x.Next == "" && (a == nil || a.State != "up") {
-			x.Next = radar.CatchUpStep(p.Branch, p.Path, conflicts)
-		}
+		x.Next = explainNext(p, agentStatus(ctx, env, p), e, conflicts)
 	}
 	return x, nil
+}
+
+// explainNext is what moves a made place of this host on: its stage's
+// next step, else its land entry's, else bringing a branch that
+// conflicts up to date while no agent runs.
+func explainNext(p *record.Place, a *AgentStatus, e *land.Entry, conflicts []record.Conflict) string {
+	next := engine.NextStep(p, agentStateOf(a))
+	if next == "" && e != nil {
+		next = landNext(e)
+	}
+	if next == "" && (a == nil || a.State != "up") {
+		next = radar.CatchUpStep(p.Branch, p.Path, conflicts)
+	}
+	return next
 }
 
 // why is the sentence for the stage's state.
@@ -313,4 +328,52 @@ func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *
 		return nil
 	}
 	return radar.KnownConflicts(env, repo, record.DecodePlaces(records))[p.ID]
+}
+
+// landEntry is place id's entry with the lander, nil when it has none or
+// it does not read as one.
+func landEntry(ctx context.Context, store *refs.Store, id string) *land.Entry {
+	rec, err := store.Read(ctx, land.Ref(id))
+	if err != nil {
+		return nil
+	}
+	var e land.Entry
+	if rec.Decode(&e) != nil {
+		return nil
+	}
+	return &e
+}
+
+// landEvidence says where a place's entry with the lander stands (Q):
+// its state and tip, why it came back, its last proof (the tip it was
+// made on, the candidate, the places it carries, each check), and who
+// approved it.
+func landEvidence(e *land.Entry) string {
+	text := fmt.Sprintf("%s at %.12s for %s", e.State, e.Tip, e.Target)
+	if e.Reason != "" {
+		text += ": " + e.Reason
+	}
+	if len(e.Conflicts) > 0 {
+		text += "; conflicts in " + strings.Join(e.Conflicts, ", ")
+	}
+	if p := e.Proof; p != nil {
+		verdict := "red"
+		if p.Passed {
+			verdict = "green"
+		}
+		text += fmt.Sprintf("; proof %s: candidate %.12s on %.12s", verdict, p.Candidate, p.Base)
+		if len(p.Places) > 1 {
+			text += " carrying " + strings.Join(p.Places, ", ")
+		}
+		for _, c := range p.Checks {
+			text += fmt.Sprintf("; check %q exited %d in %d ms", strings.Join(c.Argv, " "), c.Exit, c.DurationMs)
+		}
+	}
+	if e.Approved() {
+		text += "; approved by " + e.Approval.By
+	}
+	if e.Voided > 0 {
+		text += fmt.Sprintf("; %d proof%s voided by a moving target", e.Voided, words.Plural(e.Voided))
+	}
+	return text
 }

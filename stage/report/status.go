@@ -267,16 +267,25 @@ func attachLanding(st *Status, lands map[string]*refs.Record) {
 		if e.Approved() {
 			ps.Land.Approval = e.Approval
 		}
-		switch {
-		case ps.Foreign || ps.Stage.Next != "":
-		case e.State == land.Proven && !e.Approved():
-			ps.Stage.Next = fmt.Sprintf("review its candidate (git diff %.12s %.12s), then git flume approve %s", e.Proof.Base, e.Proof.Candidate, ps.Place)
-		case e.State == land.Queued || e.State == land.Proven:
-			ps.Stage.Next = "git flume land"
-		case e.State == land.Returned:
-			ps.Stage.Next = "fix its branch, then git flume submit " + ps.Place
+		if !ps.Foreign && ps.Stage.Next == "" {
+			ps.Stage.Next = landNext(&e)
 		}
 	}
+}
+
+// landNext is what moves a land entry on, "" when nothing waits on a
+// person: land a queued one, review and approve a proven one, fix and
+// submit again a returned one.
+func landNext(e *land.Entry) string {
+	switch {
+	case e.State == land.Proven && !e.Approved():
+		return fmt.Sprintf("review its candidate (git diff %.12s %.12s), then git flume approve %s", e.Proof.Base, e.Proof.Candidate, e.Place)
+	case e.State == land.Queued || e.State == land.Proven || e.State == land.Landing:
+		return "git flume land"
+	case e.State == land.Returned:
+		return "fix its branch, then git flume submit " + e.Place
+	}
+	return ""
 }
 
 // attachConflicts gives each place shown its known conflicts; a place of
