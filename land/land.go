@@ -21,6 +21,9 @@ type Lander struct {
 	// Remote is the shared remote every target lives on, "" to read each
 	// target's [land] remote (Q8).
 	Remote string
+	// Wait: a run waits its turn behind a lander already running in the
+	// repository, rather than refusing.
+	Wait bool
 	// tips are the targets' tips as the last listing of the queue read
 	// them.
 	tips map[string]targetTip
@@ -62,6 +65,21 @@ func (l *Lander) Submit(ctx context.Context, id string) (*Entry, error) {
 	}
 	_, err = store.Write(ctx, []refs.Change{{Ref: Ref(id), Old: rec, State: e, Message: fmt.Sprintf("submit %s at %.12s for %s", id, tip, p.Target)}})
 	return e, err
+}
+
+// Auto reports whether entry e's target asks that each submit start
+// the lander ([land] auto as committed on the local target; Q9), and the
+// checkout to run it in: the repository's main one.
+func (l *Lander) Auto(ctx context.Context, e *Entry) (string, bool) {
+	if e.State != Queued {
+		return "", false
+	}
+	cfg, err := l.r.Config(ctx, "refs/heads/"+e.Target)
+	if err != nil || !cfg.LandAuto {
+		return "", false
+	}
+	dir, err := l.r.Git.MainCheckout(ctx)
+	return dir, err == nil
 }
 
 // tail is the end of a check's output as a step's record keeps it (its

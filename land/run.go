@@ -52,7 +52,11 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	lock, err := lockfile.TryTake(filepath.Join(dir, "land.lock"))
+	take := lockfile.TryTake
+	if l.Wait {
+		take = func(path string) (*lockfile.Lock, error) { return lockfile.Take(ctx, path) }
+	}
+	lock, err := take(filepath.Join(dir, "land.lock"))
 	if errors.Is(err, lockfile.ErrBusy) {
 		return nil, errors.New("another git flume land runs in this repository: it lands what is queued")
 	} else if err != nil {

@@ -50,6 +50,9 @@ type Config struct {
 	// LandRemote is the remote the target lives on, shared by hosts:
 	// the lander lands there by a leased push ([land] remote; Q8).
 	LandRemote string
+	// LandAuto: each submit starts the lander in the background ([land]
+	// auto; Q9).
+	LandAuto bool
 	// Kinds are the declared kinds, by name, each a list of stage names.
 	Kinds map[string][]string
 	// Stages are the declared stages, by name.
@@ -181,6 +184,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 			c.LandApprove = isTrue(e.Value)
 		case section == "land" && name == "remote" && repoFile:
 			c.LandRemote = e.Value
+		case section == "land" && name == "auto" && repoFile:
+			c.LandAuto = isTrue(e.Value)
 		case steps[section] != nil && repoFile:
 			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:
