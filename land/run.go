@@ -239,6 +239,9 @@ type batch struct {
 	links  []link
 	checks []stage.Step
 	runs   int
+	// squash: each link has one parent, the entry's change squashed onto
+	// the link before ([land] merge = squash).
+	squash bool
 	// checkout is the worktree the target is checked out in, if any: it
 	// follows each move (Q6).
 	checkout *git.Worktree
@@ -271,7 +274,7 @@ func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) 
 		return nil, &stage.RefusedError{Place: first.Place, Reason: "no check is declared ([land] check in " + stage.ConfigPath + " on " + first.Target +
 			"): the lander lands only what a check passed on the target's tip"}
 	}
-	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, remote: t.remote}
+	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, remote: t.remote, squash: cfg.LandSquash}
 	if b.remote == "" {
 		if b.checkout, err = l.checkout(ctx, first); err != nil {
 			return nil, err
@@ -357,12 +360,37 @@ func (l *Lander) chain(ctx context.Context, b *batch, e *Entry) (*Outcome, error
 	if len(conflicts) > 0 {
 		return l.settleOne(ctx, e, Returned, fmt.Sprintf("its merge onto %s at %.12s conflicts", e.Target, b.tip), conflicts, nil)
 	}
-	commit, err := repo.CommitTreeWith(ctx, tree, fmt.Sprintf("Land %s onto %s\n\ngit flume land: %.12s merged onto %.12s", e.Place, e.Target, e.Tip, parent), parent, e.Tip)
+	commit, nothing, err := l.linkCommit(ctx, b, e, parent, tree)
 	if err != nil {
 		return nil, err
 	}
+	if nothing {
+		return l.settleOne(ctx, e, Returned, fmt.Sprintf("its change is on %s already: nothing to land", e.Target), nil, nil)
+	}
 	b.links = append(b.links, link{e: e, parent: parent, commit: commit, tree: tree})
 	return nil, nil
+}
+
+// linkCommit commits tree, entry e's tip merged onto parent: a merge of
+// the two, or where the batch squashes, one commit on parent whose message
+// lists the entry's commits. nothing: squashed, it changes nothing.
+func (l *Lander) linkCommit(ctx context.Context, b *batch, e *Entry, parent, tree string) (commit string, nothing bool, err error) {
+	repo := l.r.Git
+	msg := fmt.Sprintf("Land %s onto %s\n\ngit flume land: %.12s merged onto %.12s", e.Place, e.Target, e.Tip, parent)
+	if !b.squash {
+		commit, err = repo.CommitTreeWith(ctx, tree, msg, parent, e.Tip)
+		return commit, false, err
+	}
+	if was, err := repo.ResolveRef(ctx, parent+"^{tree}"); err != nil || was == tree {
+		return "", err == nil, err
+	}
+	subjects, err := repo.Subjects(ctx, parent, e.Tip, 50)
+	if err != nil {
+		return "", false, err
+	}
+	msg = fmt.Sprintf("Land %s onto %s\n\n%s\n\ngit flume land: %.12s squashed onto %.12s", e.Place, e.Target, strings.Join(subjects, "\n"), e.Tip, parent)
+	commit, err = repo.CommitTreeWith(ctx, tree, msg, parent)
+	return commit, false, err
 }
 
 // bisect proves batch b's whole chain and lands it when green (Q3, Q5).

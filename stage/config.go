@@ -53,6 +53,9 @@ type Config struct {
 	// LandAuto: each submit starts the lander in the background ([land]
 	// auto; Q9).
 	LandAuto bool
+	// LandSquash: a candidate is the entry's change squashed onto the tip
+	// (one parent) rather than merged ([land] merge = squash; Q2).
+	LandSquash bool
 	// Kinds are the declared kinds, by name, each a list of stage names.
 	Kinds map[string][]string
 	// Stages are the declared stages, by name.
@@ -186,6 +189,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 			c.LandRemote = e.Value
 		case section == "land" && name == "auto" && repoFile:
 			c.LandAuto = isTrue(e.Value)
+		case section == "land" && name == "merge" && repoFile:
+			err = c.applyLandMerge(e.Value)
 		case steps[section] != nil && repoFile:
 			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:
@@ -271,6 +276,15 @@ func (c *Config) applyLandBatch(value string) error {
 	}
 	c.LandBatch = n
 	return nil
+}
+
+func (c *Config) applyLandMerge(value string) error {
+	switch value {
+	case "merge", "squash":
+		c.LandSquash = value == "squash"
+		return nil
+	}
+	return fmt.Errorf("[land] merge = %q: want merge or squash", value)
 }
 
 func (c *Config) applyFlume(name, value string) error {
