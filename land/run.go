@@ -27,6 +27,9 @@ type Outcome struct {
 	Entry *Entry
 	// Voided: the target moved while the entry was proven; it stays queued.
 	Voided bool
+	// Waits says why the entry was not proven in this run: the work below
+	// it in a stack has not landed (Q10). It stays queued.
+	Waits string
 	// Batch is how many entries were tested together with it, itself
 	// included; Runs how many check runs its batch had made when it was
 	// decided.
@@ -87,6 +90,8 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 		outs, err := l.batch(ctx, queued)
 		for i := range outs {
 			switch o := &outs[i]; {
+			case o.Waits != "":
+				held[o.Entry.Place] = maxVoided
 			case o.Voided:
 				held[o.Entry.Place]++
 			case o.Entry.State == Returned:
@@ -242,6 +247,9 @@ type batch struct {
 	// squash: each link has one parent, the entry's change squashed onto
 	// the link before ([land] merge = squash).
 	squash bool
+	// approve: the target asks for approvals (Q7); size is [land] batch.
+	approve bool
+	size    int
 	// checkout is the worktree the target is checked out in, if any: it
 	// follows each move (Q6).
 	checkout *git.Worktree
@@ -256,40 +264,27 @@ type link struct {
 }
 
 // batch makes a batch of the first queued entry's target, up to
-// [land] batch of its entries in order, and proves and lands it. Where
-// the target asks for approvals (Q7), an entry not approved is proven
-// alone, for a reviewer, and an approved one whose proof is on the
-// target's tip as it stands lands as proven.
+// [land] batch of its entries in order, bottom first (Q10), and proves
+// and lands it. Where the target asks for approvals (Q7), an entry not
+// approved is proven alone, for a reviewer, and an approved one whose
+// proof is on the target's tip as it stands lands as proven.
 func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) {
-	first := queued[0]
-	t, err := l.targetTip(ctx, first.Target)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", first.Place, err)
+	b, mine, outs, err := l.newBatch(ctx, queued)
+	if err != nil || b == nil {
+		return outs, err
 	}
-	cfg, err := l.r.Config(ctx, t.tip)
-	if err != nil {
-		return nil, err
-	}
-	if len(cfg.Land) == 0 {
-		return nil, &stage.RefusedError{Place: first.Place, Reason: "no check is declared ([land] check in " + stage.ConfigPath + " on " + first.Target +
-			"): the lander lands only what a check passed on the target's tip"}
-	}
-	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, remote: t.remote, squash: cfg.LandSquash}
-	if b.remote == "" {
-		if b.checkout, err = l.checkout(ctx, first); err != nil {
-			return nil, err
-		}
-	}
+	first := mine[0]
 	switch {
-	case t.approve && !first.Approved():
-		return l.review(ctx, b, first)
-	case t.approve && first.State == Proven && first.Proof.Base == t.tip && slices.Equal(first.Proof.Places, []string{first.Place}):
-		b.links = []link{{e: first, parent: t.tip, commit: first.Proof.Candidate, tree: first.Proof.Tree}}
-		return l.landPrefix(ctx, b, 0, 1, first.Proof)
+	case b.approve && !first.Approved():
+		more, err := l.review(ctx, b, first)
+		return append(outs, more...), err
+	case b.approve && first.State == Proven && first.Proof.Base == b.tip && slices.Equal(first.Proof.Places, []string{first.Place}):
+		b.links = []link{{e: first, parent: b.tip, commit: first.Proof.Candidate, tree: first.Proof.Tree}}
+		more, err := l.landPrefix(ctx, b, 0, 1, first.Proof)
+		return append(outs, more...), err
 	}
-	var outs []Outcome
-	for _, e := range queued {
-		if e.Target != b.target || len(b.links) == cfg.LandBatch || t.approve && !e.Approved() {
+	for _, e := range mine {
+		if len(b.links) == b.size || b.approve && !e.Approved() {
 			continue
 		}
 		o, err := l.chain(ctx, b, e)
@@ -306,6 +301,37 @@ func (l *Lander) batch(ctx context.Context, queued []*Entry) ([]Outcome, error) 
 	l.r.FaultAt("land:candidate")
 	more, err := l.bisect(ctx, b)
 	return append(outs, more...), err
+}
+
+// newBatch reads the first queued entry's target: its tip, its checks and
+// settings, its checkout; and that target's entries, bottom first, with
+// those that wait for the work below them (nil batch when all wait).
+func (l *Lander) newBatch(ctx context.Context, queued []*Entry) (*batch, []*Entry, []Outcome, error) {
+	first := queued[0]
+	t, err := l.targetTip(ctx, first.Target)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", first.Place, err)
+	}
+	cfg, err := l.r.Config(ctx, t.tip)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(cfg.Land) == 0 {
+		return nil, nil, nil, &stage.RefusedError{Place: first.Place, Reason: "no check is declared ([land] check in " + stage.ConfigPath + " on " + first.Target +
+			"): the lander lands only what a check passed on the target's tip"}
+	}
+	mine := slices.DeleteFunc(slices.Clone(queued), func(e *Entry) bool { return e.Target != first.Target })
+	mine, waiting, err := l.stacks(ctx, t.tip, mine)
+	if err != nil || len(mine) == 0 {
+		return nil, nil, waiting, err
+	}
+	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, remote: t.remote, squash: cfg.LandSquash, approve: t.approve, size: cfg.LandBatch}
+	if b.remote == "" {
+		if b.checkout, err = l.checkout(ctx, mine[0]); err != nil {
+			return nil, nil, waiting, err
+		}
+	}
+	return b, mine, waiting, nil
 }
 
 // review proves entry e alone on batch b's tip, for a reviewer (Q7):

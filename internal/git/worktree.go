@@ -264,6 +264,27 @@ func (repo *Repo) Subjects(ctx context.Context, from, to string, n int) ([]strin
 	return lines(out), nil
 }
 
+// NotOn returns those of commits that are not ancestors of base, in one
+// rev-list walk of what they hold that base does not.
+func (repo *Repo) NotOn(ctx context.Context, commits []string, base string) (map[string]bool, error) {
+	in := "^" + base + "\n" + strings.Join(commits, "\n") + "\n"
+	out, err := repo.read(ctx, []byte(in), "rev-list", "--stdin")
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, c := range commits {
+		want[c] = true
+	}
+	off := map[string]bool{}
+	for _, c := range lines(out) {
+		if want[c] {
+			off[c] = true
+		}
+	}
+	return off, nil
+}
+
 // ChangedPaths returns the paths that differ between two commits, each
 // with its status letter as `git diff --name-status` gives it ("M a.txt").
 func (repo *Repo) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {

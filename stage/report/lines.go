@@ -150,6 +150,8 @@ func WriteLanding(w io.Writer, done []land.Outcome) (returned bool) {
 	for _, o := range done {
 		e := o.Entry
 		switch {
+		case o.Waits != "":
+			fmt.Fprintf(w, "%s: waits: %s\n", e.Place, o.Waits)
 		case o.Voided:
 			fmt.Fprintf(w, "%s: proof void, %s moved while it was checked; proven again on its new tip\n", e.Place, e.Target)
 		case e.State == land.Proven:
