@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
@@ -117,11 +118,14 @@ func (l *Lander) edit(ctx context.Context, id string, change func(*Entry) (strin
 	return cur, nil
 }
 
-// tellReturned tells a returned entry's place's agent, when it is up in
-// a stage that ends with the landing, why its submission came back and
-// what to do: the agent fixes its branch and submits again (Q4). A tell
-// refused (the agent busy with a question, a dialog) is said, and the
-// person's next step stands.
+// tellReturned tells a returned entry's place's agent why its
+// submission came back and what to do, when that agent worked a stage
+// that ends with the landing (Q4): the agent fixes its branch and submits
+// again. An agent up is told (the operator's Tell, confirmed in its
+// transcript); one whose process ended, and that no person stopped, has
+// its stage started again, its session resumed where its program can,
+// told the same. A tell or a start refused is said, and the person's
+// next step stands.
 func (l *Lander) tellReturned(ctx context.Context, o *Outcome) {
 	e := o.Entry
 	_, p, err := record.ReadPlace(ctx, l.r.Store, e.Place)
@@ -129,25 +133,39 @@ func (l *Lander) tellReturned(ctx context.Context, o *Outcome) {
 		return
 	}
 	st := p.Stages[p.Current]
-	if st.Deliverable != stage.DeliverLanded || st.Agent == nil || st.Agent.Ended || !l.r.Engine.Up(ctx, st.Agent) {
+	if st.Deliverable != stage.DeliverLanded || st.Agent == nil || st.State == agentrun.StateBlocked && st.Block == agentrun.BlockStopped {
 		return
 	}
-	text := "flume: the lander returned your submission of " + e.Branch + ": " + e.Reason + "."
-	if len(e.Conflicts) > 0 {
-		text += " Conflicting files: " + strings.Join(e.Conflicts, ", ") + "."
+	text := returnedText(e)
+	opts := stage.PlaceOptions{Repo: l.r.Dir, Place: e.Place}
+	op := engine.NewOperator(l.r)
+	if !st.Agent.Ended && l.r.Engine.Up(ctx, st.Agent) {
+		err = op.Tell(ctx, engine.TellOptions{PlaceOptions: opts, Text: text})
+	} else {
+		_, err = op.RestartStage(ctx, opts, engine.RestartRules{Verb: "restart", Check: func(*record.Place) error { return nil }, Followup: text, Resume: true})
+		o.Restarted = err == nil
 	}
-	if p := e.Proof; p != nil && !p.Passed && len(p.Checks) > 0 {
-		text += " The check's output ends: " + strings.ReplaceAll(words.LastLines(p.Checks[len(p.Checks)-1].Tail, 5), "\n", " / ")
-	}
-	text += " Fix the branch, commit, and run git flume submit " + e.Place + " again."
-	// A check's output is the repository's: nothing in it reaches the
-	// agent's pane as a control character.
-	text = term.Clean(text)
-	if err := engine.NewOperator(l.r).Tell(ctx, engine.TellOptions{PlaceOptions: stage.PlaceOptions{Repo: l.r.Dir, Place: e.Place}, Text: text}); err != nil {
+	if err != nil {
 		o.NotTold = err.Error()
 		return
 	}
 	o.Told = true
+}
+
+// returnedText is what a returned entry's agent is told: why, the
+// conflicting files or the check's last lines, and to fix and submit
+// again. A check's output is the repository's: nothing in it reaches the
+// agent as a control character.
+func returnedText(e *Entry) string {
+	text := "flume: the lander returned your submission of " + e.Branch + ": " + e.Reason + "."
+	if len(e.Conflicts) > 0 {
+		text += " Conflicting files: " + strings.Join(e.Conflicts, ", ") + "."
+	}
+	if p := e.Proof; p != nil && !p.Passed && len(p.Checks) > 0 && strings.TrimSpace(p.Checks[len(p.Checks)-1].Tail) != "" {
+		text += " The check's output ends: " + strings.ReplaceAll(words.LastLines(p.Checks[len(p.Checks)-1].Tail, 5), "\n", " / ")
+	}
+	text += " Fix the branch, commit, and run git flume submit " + e.Place + " again."
+	return term.Clean(text)
 }
 
 // notify tells the declared notifier what the lander did with an entry

@@ -39,6 +39,9 @@ type Outcome struct {
 	// when there was an agent to tell.
 	Told    bool
 	NotTold string
+	// Restarted: the agent had ended, and its stage was started again to
+	// be told (Told too).
+	Restarted bool
 }
 
 // maxVoided bounds the proofs a moving target may void for one entry in

@@ -169,10 +169,12 @@ func WriteLanding(w io.Writer, done []land.Outcome) (returned bool) {
 			if len(e.Conflicts) > 0 {
 				fmt.Fprintf(w, "  conflicts: %s\n", strings.Join(e.Conflicts, ", "))
 			}
-			if p := e.Proof; p != nil && len(p.Checks) > 0 {
+			if p := e.Proof; p != nil && len(p.Checks) > 0 && strings.TrimSpace(p.Checks[len(p.Checks)-1].Tail) != "" {
 				fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimRight(p.Checks[len(p.Checks)-1].Tail, "\n"), "\n", "\n  "))
 			}
 			switch {
+			case o.Restarted:
+				fmt.Fprintf(w, "its submit stage was started again, its agent told why\n")
 			case o.Told:
 				fmt.Fprintf(w, "its agent was told, and submits again once its branch is fixed\n")
 			case o.NotTold != "":
