@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/radar"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Outcome is what a run of the lander did with one entry.
@@ -556,10 +558,14 @@ func (l *Lander) prove(ctx context.Context, b *batch, from, i int) (*Proof, erro
 	for _, in := range b.links[from : i+1] {
 		proof.Places = append(proof.Places, in.e.Place)
 	}
-	vars := proc.StepEnv(env.CallerEnv, "FLUME_PLACE="+k.e.Place, "FLUME_BRANCH="+k.e.Branch, "FLUME_TARGET="+b.target,
-		"FLUME_BASE="+b.tip, "FLUME_CANDIDATE="+k.commit, "FLUME_PLACES="+strings.Join(proof.Places, " "))
 	digest := sha256.New()
 	fmt.Fprintf(digest, "tree %s\n", k.tree)
+	run, err := l.runOf(ctx, k.e.Place, dir, digest)
+	if err != nil {
+		return nil, err
+	}
+	vars := proc.StepEnv(env.CallerEnv, append([]string{"FLUME_PLACE=" + k.e.Place, "FLUME_BRANCH=" + k.e.Branch, "FLUME_TARGET=" + b.target,
+		"FLUME_BASE=" + b.tip, "FLUME_CANDIDATE=" + k.commit, "FLUME_PLACES=" + strings.Join(proof.Places, " ")}, run...)...)
 	for _, v := range vars {
 		fmt.Fprintf(digest, "env %s\n", v)
 	}
@@ -752,4 +758,47 @@ func (l *Lander) settleLanding(ctx context.Context, all []*Entry) ([]Outcome, er
 		}
 	}
 	return done, nil
+}
+
+// runOf gives a check of place id's candidate, in the worktree dir, what
+// the place was given to run (Q2): its run variables (leased ports,
+// compose project name) and copies of the env files copied into it, each
+// hashed into the proof's digest. Nothing when the place declared no
+// [run] or is another host's.
+func (l *Lander) runOf(ctx context.Context, id, dir string, digest io.Writer) ([]string, error) {
+	_, p, err := record.ReadPlace(ctx, l.r.Store, id)
+	if err != nil || p.Run == nil || p.Host != l.r.Host {
+		return nil, nil
+	}
+	// The place's files are its agent's to change: read inside its
+	// worktree only (no path or link out of it), regular files only.
+	root, err := os.OpenRoot(p.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	defer func() { _ = root.Close() }()
+	// The candidate's tree is the branch's: what it holds (a link where
+	// an env file's folder goes) never takes a copy out of the worktree.
+	into, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = into.Close() }()
+	for _, f := range p.Run.Env {
+		if f.Skipped != "" {
+			continue
+		}
+		if fi, err := root.Lstat(f.Path); err != nil || !fi.Mode().IsRegular() {
+			continue // gone, or no longer a file: the check runs without it
+		}
+		data, err := root.ReadFile(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: env file %s: %w", id, f.Path, err)
+		}
+		if into.MkdirAll(filepath.Dir(f.Path), 0o755) != nil || into.WriteFile(f.Path, data, 0o600) != nil {
+			continue // the candidate's tree leaves no room for it inside: the check runs without it
+		}
+		fmt.Fprintf(digest, "file %s %x\n", f.Path, sha256.Sum256(data))
+	}
+	return record.RunVars(p), nil
 }
