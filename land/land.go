@@ -28,6 +28,9 @@ type Lander struct {
 	// tips are the targets' tips as the last listing of the queue read
 	// them.
 	tips map[string]targetTip
+	// held are the claims on shared targets' queues this run holds (Q11),
+	// "<remote> <target>" → the claim's commit there.
+	held map[string]string
 }
 
 // New is the lander of repository r.

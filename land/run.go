@@ -56,21 +56,13 @@ const maxVoided = 3
 // maxVoided times. A place returned in this run is not taken again in it.
 // One lander runs in a repository at a time.
 func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
-	dir := filepath.Join(l.r.Git.CommonDir, "flume")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	take := lockfile.TryTake
-	if l.Wait {
-		take = func(path string) (*lockfile.Lock, error) { return lockfile.Take(ctx, path) }
-	}
-	lock, err := take(filepath.Join(dir, "land.lock"))
-	if errors.Is(err, lockfile.ErrBusy) {
-		return nil, errors.New("another git flume land runs in this repository: it lands what is queued")
-	} else if err != nil {
+	lock, err := l.lock(ctx)
+	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
+	l.held = map[string]string{}
+	defer l.letGo(ctx)
 	all, err := l.entries(ctx)
 	if err != nil {
 		return nil, err
@@ -113,6 +105,24 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 			return done, err
 		}
 	}
+}
+
+// lock takes the repository's lander lock: at once, or with Wait once
+// the lander that holds it ends.
+func (l *Lander) lock(ctx context.Context) (*lockfile.Lock, error) {
+	dir := filepath.Join(l.r.Git.CommonDir, "flume")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	take := lockfile.TryTake
+	if l.Wait {
+		take = func(path string) (*lockfile.Lock, error) { return lockfile.Take(ctx, path) }
+	}
+	lock, err := take(filepath.Join(dir, "land.lock"))
+	if errors.Is(err, lockfile.ErrBusy) {
+		return nil, errors.New("another git flume land runs in this repository: it lands what is queued")
+	}
+	return lock, err
 }
 
 // landOrder is the radar's land order of this host's places, by place:
@@ -317,6 +327,17 @@ func (l *Lander) newBatch(ctx context.Context, queued []*Entry) (*batch, []*Entr
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", first.Place, err)
 	}
+	if t.remote != "" {
+		// One lander at a time on a shared target (Q11): held, or renewed,
+		// before each batch; its tip is read again once held.
+		if err := l.holdOrWait(ctx, t.remote, first.Target); err != nil {
+			return nil, nil, nil, err
+		}
+		delete(l.tips, first.Target)
+		if t, err = l.targetTip(ctx, first.Target); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	cfg, err := l.r.Config(ctx, t.tip)
 	if err != nil {
 		return nil, nil, nil, err
@@ -330,6 +351,7 @@ func (l *Lander) newBatch(ctx context.Context, queued []*Entry) (*batch, []*Entr
 	if err != nil || len(mine) == 0 {
 		return nil, nil, waiting, err
 	}
+
 	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, remote: t.remote, squash: cfg.LandSquash, approve: t.approve, size: cfg.LandBatch}
 	if b.remote == "" {
 		if b.checkout, err = l.checkout(ctx, mine[0]); err != nil {
@@ -543,6 +565,12 @@ func (l *Lander) prove(ctx context.Context, b *batch, from, i int) (*Proof, erro
 	repo, env := l.r.Git, l.r.Env
 	k := b.links[i]
 	b.runs++
+	if b.remote != "" {
+		// Each check run renews the claim on the target's queue (Q11).
+		if err := l.hold(ctx, b.remote, b.target); err != nil {
+			return nil, err
+		}
+	}
 	dir := filepath.Join(repo.CommonDir, "flume", "land", k.e.Place)
 	// A worktree a lander killed mid-check left is removed first.
 	_ = repo.RemoveWorktree(ctx, dir, true)

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -48,6 +47,9 @@ func cmdLandChaos(ts *testscript.TestScript, neg bool, args []string) {
 	c := newChaos(ts, seed)
 	c.setUp()
 	for i := 0; i < steps; i++ {
+		// No lander runs between steps: a claim on main's queue one
+		// killed left is over by the next (its 15 minutes pass).
+		cmdClock(ts, false, []string{"16m"})
 		what := c.step()
 		if err := c.invariant(); err != nil {
 			ts.Fatalf("step %d (%s): %v", i, what, err)
@@ -181,8 +183,10 @@ func (c *chaos) step() string {
 		return c.work1(h)
 	case r < 43:
 		return c.moveByHand()
-	case r < 90:
+	case r < 80:
 		return c.land(h)
+	case r < 90:
+		return c.landWhileMoved(h)
 	default:
 		return c.landBoth()
 	}
@@ -216,7 +220,8 @@ func (c *chaos) work1(h *chaosHost) string {
 // moveByHand pushes a commit to the remote's main from another clone.
 func (c *chaos) moveByHand() string {
 	hand := filepath.Join(c.work, "hand")
-	c.must(hand, nil, "git", "pull", "-q", "--ff-only", "origin", "main")
+	c.must(hand, nil, "git", "fetch", "-q", "origin")
+	c.must(hand, nil, "git", "reset", "-q", "--hard", "origin/main")
 	c.must(hand, nil, "git", "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("by hand %d", len(c.hand)))
 	if out, err := c.run(hand, nil, "git", "push", "-q", "origin", "main"); err != nil {
 		return "a push by hand refused: " + strings.TrimSpace(out)
@@ -265,29 +270,67 @@ func (c *chaos) landKilled(h *chaosHost, vars []string, after time.Duration) {
 	c.count(out.String())
 }
 
-// landBoth runs both hosts' landers at once.
+// landWhileMoved runs h's lander, and moves main by hand while it runs.
+func (c *chaos) landWhileMoved(h *chaosHost) string {
+	cmd := exec.Command(c.flume, "land")
+	cmd.Dir, cmd.Env = h.dir, append(slices.Clone(c.env), h.vars()...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		c.ts.Fatalf("start land: %v", err)
+	}
+	time.Sleep(time.Duration(c.rnd.IntN(300)) * time.Millisecond)
+	moved := c.moveByHand()
+	_ = cmd.Wait()
+	c.count(out.String())
+	return h.name + " lands, and " + moved + " meanwhile"
+}
+
+// landBoth runs both hosts' landers at once: the second starts once the
+// first holds main's queue (or has ended), and either gives up at once
+// or, now and then, waits for the first to let go.
 func (c *chaos) landBoth() string {
-	var wg sync.WaitGroup
-	outs := make([]string, len(c.hosts))
-	for i, h := range c.hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i], _ = c.run(h.dir, h.vars(), c.flume, "land")
-		}()
+	first, second := c.hosts[0], c.hosts[1]
+	if c.rnd.IntN(2) == 0 {
+		first, second = second, first
 	}
-	wg.Wait()
-	for _, out := range outs {
-		c.count(out)
+	cmd := exec.Command(c.flume, "land")
+	cmd.Dir, cmd.Env = first.dir, append(slices.Clone(c.env), first.vars()...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		c.ts.Fatalf("start land: %v", err)
 	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	remote := filepath.Join(c.work, "remote.git")
+	for i := 0; i < 200; i++ {
+		if held, _ := c.run(remote, nil, "git", "for-each-ref", "refs/flume-land-claims/"); held != "" {
+			break
+		}
+		select {
+		case <-done:
+			i = 200
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	args := []string{"land"}
+	if c.rnd.IntN(3) == 0 {
+		args = append(args, "--wait")
+	}
+	second2, _ := c.run(second.dir, second.vars(), c.flume, args...)
+	<-done
+	c.count(out.String())
+	c.count(second2)
 	c.stats["both"]++
-	return "both hosts land at once"
+	return fmt.Sprintf("%s lands, and %s %s meanwhile", first.name, second.name, strings.Join(args, " "))
 }
 
 func (c *chaos) count(out string) {
 	c.stats["landed"] += strings.Count(out, ": landed on ")
 	c.stats["returned"] += strings.Count(out, ": returned: ")
 	c.stats["voided"] += strings.Count(out, ": proof void")
+	c.stats["held off"] += strings.Count(out, "'s lander holds its queue") + strings.Count(out, "another lander took its queue first")
 }
 
 // invariant checks what must hold after every step.
@@ -395,6 +438,7 @@ func (c *chaos) readProofs() error {
 func (c *chaos) quiesce() {
 	writeFile(c.ts, filepath.Join(c.ts.Getenv("HOME"), "steady"), "")
 	for round := 0; round < 10; round++ {
+		cmdClock(c.ts, false, []string{"16m"})
 		busy := false
 		for _, h := range c.hosts {
 			out, _ := c.run(h.dir, h.vars(), c.flume, "land")
@@ -433,7 +477,7 @@ func (c *chaos) final() {
 		}
 	}
 	c.ts.Logf("landchaos: %v", c.stats)
-	for _, k := range []string{"landed", "returned", "voided", "kills", "faults", "hand", "both", "landing states"} {
+	for _, k := range []string{"landed", "returned", "voided", "kills", "faults", "hand", "both", "landing states", "held off"} {
 		if c.stats[k] == 0 {
 			c.ts.Fatalf("the run never saw %q: it proves less than it claims (%v)", k, c.stats)
 		}
