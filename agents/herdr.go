@@ -33,6 +33,37 @@ type Herdr struct {
 	seq atomic.Int64
 }
 
+// HerdrFrom is the herdr that environment vars name: its socket
+// $HERDR_SOCKET_PATH, else ~/.config/herdr/herdr.sock; its panes kept
+// under $XDG_STATE_HOME/flume/herdr.
+func HerdrFrom(vars map[string]string) *Herdr {
+	home := vars["HOME"]
+	sock := vars["HERDR_SOCKET_PATH"]
+	if sock == "" {
+		sock = filepath.Join(home, ".config", "herdr", "herdr.sock")
+	}
+	state := vars["XDG_STATE_HOME"]
+	if state == "" {
+		state = filepath.Join(home, ".local", "state")
+	}
+	return &Herdr{Socket: sock, State: filepath.Join(state, "flume", "herdr")}
+}
+
+// DefaultPane is where agents run unless a command says otherwise, from
+// environment vars: $FLUME_PANE; else herdr when flume runs inside a
+// herdr pane (herdr gives every process it starts HERDR_ENV=1 and its
+// socket), so that a herdr user's agents appear beside them there; else
+// "" (tmux).
+func DefaultPane(vars map[string]string) string {
+	if p := vars["FLUME_PANE"]; p != "" {
+		return p
+	}
+	if vars["HERDR_ENV"] == "1" && vars["HERDR_SOCKET_PATH"] != "" {
+		return "herdr"
+	}
+	return ""
+}
+
 var _ PaneHost = (*Herdr)(nil)
 
 // Check finds herdr's socket: herdr must be running for flume to open

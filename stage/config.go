@@ -56,6 +56,10 @@ type Config struct {
 	// LandSquash: a candidate is the entry's change squashed onto the tip
 	// (one parent) rather than merged ([land] merge = squash; Q2).
 	LandSquash bool
+	// Runners are the runners places may be launched on (launch --on),
+	// by name: the user's declaration of a name wins over the
+	// repository's.
+	Runners map[string]RunnerDecl
 	// Kinds are the declared kinds, by name, each a list of stage names.
 	Kinds map[string][]string
 	// Stages are the declared stages, by name.
@@ -148,7 +152,7 @@ func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, us
 }
 
 func newConfig() *Config {
-	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agent.Program{}, Prices: map[string]Price{}, LandBatch: DefaultLandBatch}
+	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agent.Program{}, Prices: map[string]Price{}, LandBatch: DefaultLandBatch, Runners: map[string]RunnerDecl{}}
 }
 
 // LoadFiles reads config files on disk, later files winning: the
@@ -181,16 +185,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 		section, sub, name := splitKey(e.Key)
 		var err error
 		switch {
-		case section == "land" && name == "batch" && repoFile:
-			err = c.applyLandBatch(e.Value)
-		case section == "land" && name == "approve" && repoFile:
-			c.LandApprove = isTrue(e.Value)
-		case section == "land" && name == "remote" && repoFile:
-			c.LandRemote = e.Value
-		case section == "land" && name == "auto" && repoFile:
-			c.LandAuto = isTrue(e.Value)
-		case section == "land" && name == "merge" && repoFile:
-			err = c.applyLandMerge(e.Value)
+		case section == "land" && name != "check" && name != "shell" && repoFile:
+			err = c.applyLand(name, e.Value)
 		case steps[section] != nil && repoFile:
 			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:
@@ -220,6 +216,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 			err = c.applyStage(sub, name, e.Value)
 		case section == "price" && sub != "":
 			err = c.applyPrice(sub, name, e.Value)
+		case section == "runner" && sub != "":
+			err = c.applyRunner(sub, name, e.Value, repoFile)
 		}
 		if err != nil {
 			return err
@@ -278,6 +276,23 @@ func (c *Config) applyLandBatch(value string) error {
 	return nil
 }
 
+// applyLand takes a [land] setting besides its checks (Q5, Q7–Q9).
+func (c *Config) applyLand(name, value string) error {
+	switch name {
+	case "batch":
+		return c.applyLandBatch(value)
+	case "approve":
+		c.LandApprove = isTrue(value)
+	case "remote":
+		c.LandRemote = value
+	case "auto":
+		c.LandAuto = isTrue(value)
+	case "merge":
+		return c.applyLandMerge(value)
+	}
+	return nil
+}
+
 func (c *Config) applyLandMerge(value string) error {
 	switch value {
 	case "merge", "squash":
@@ -285,6 +300,63 @@ func (c *Config) applyLandMerge(value string) error {
 		return nil
 	}
 	return fmt.Errorf("[land] merge = %q: want merge or squash", value)
+}
+
+// RunnerDecl is a [runner "NAME"] section: where places launched --on it
+// are made, by stock git flume run there (issue 45).
+type RunnerDecl struct {
+	Name string
+	// Kind is "ssh" (Host, and Path: its clone there) or "command"
+	// (Start: a line that runs git flume run-here somewhere that reaches
+	// the same git remote; {place}, {remote}, {runner} filled in).
+	Kind, Host, Path, Start, Attach string
+	// SSHCommand is the ssh an ssh runner runs (default ssh), words split
+	// as a step's are: as git's core.sshCommand.
+	SSHCommand string
+	user       bool
+}
+
+func (c *Config) applyRunner(name, key, value string, repoFile bool) error {
+	if err := refs.ValidateName("runner", name); err != nil {
+		return err
+	}
+	r := c.Runners[name]
+	if repoFile && r.user {
+		return nil // the user's runner of that name wins
+	}
+	r.Name, r.user = name, !repoFile
+	switch key {
+	case "kind":
+		if value != "ssh" && value != "command" {
+			return fmt.Errorf("[runner %q] kind = %q: want ssh or command", name, value)
+		}
+		r.Kind = value
+	case "host":
+		r.Host = value
+	case "path":
+		r.Path = value
+	case "start":
+		r.Start = value
+	case "attach":
+		r.Attach = value
+	case "sshcommand":
+		r.SSHCommand = value
+	}
+	c.Runners[name] = r
+	return nil
+}
+
+// Check says what a runner lacks to be used, nil when it has it all.
+func (r RunnerDecl) Check() error {
+	switch {
+	case r.Kind == "ssh" && (r.Host == "" || r.Path == "" || strings.HasPrefix(r.Host, "-")):
+		return fmt.Errorf("runner %s: an ssh runner needs host and path (the runner's clone there)", r.Name)
+	case r.Kind == "command" && r.Start == "":
+		return fmt.Errorf("runner %s: a command runner needs start", r.Name)
+	case r.Kind == "":
+		return fmt.Errorf("runner %s: no kind (ssh or command)", r.Name)
+	}
+	return nil
 }
 
 func (c *Config) applyFlume(name, value string) error {

@@ -182,7 +182,7 @@ func newApp(a *app) *cli.App {
 		},
 	}
 	a.noteRepo(app.Commands)
-	usageErrors(app.Commands, "git flume")
+	cliargs.UsageErrors(app.Commands, "git flume", usagef)
 	return app
 }
 
@@ -196,25 +196,26 @@ func (a *app) commands() []*cli.Command {
 		envCommand(a),
 		conflictsCommand(a),
 		landOrderCommand(a),
-		explainCommand(a),
+		a.viaRunner(explainCommand(a)),
 		a.withAutoSync(useCommand(a)),
 		a.withAutoSync(releaseCommand(a)),
-		a.withAutoSync(tellCommand(a)),
-		attachCommand(a),
-		a.withAutoSync(stopCommand(a)),
-		a.withAutoSync(retryCommand(a)),
-		a.withAutoSync(goOnCommand(a)),
+		a.withAutoSync(a.viaRunner(tellCommand(a))),
+		a.viaRunner(attachCommand(a)),
+		a.withAutoSync(a.viaRunner(stopCommand(a))),
+		a.withAutoSync(a.viaRunner(retryCommand(a))),
+		a.withAutoSync(a.viaRunner(goOnCommand(a))),
 		waitCommand(a),
 		advanceCommand(a),
 		a.withAutoSync(rollbackCommand(a)),
 		a.withAutoSync(acceptCommand(a)),
 		a.withAutoSync(reopenCommand(a)),
 		a.withAutoSync(unblockCommand(a)),
-		a.withAutoSync(dropCommand(a)),
+		a.withAutoSync(a.viaRunner(dropCommand(a))),
 		a.withAutoSync(tidyCommand(a)),
 		a.withAutoSync(submitCommand(a)),
 		a.withAutoSync(landCommand(a)),
 		a.withAutoSync(approveCommand(a)),
+		runHereCommand(a),
 		installCommand(a),
 		hookCommand(a),
 		watchCommand(a),
@@ -234,46 +235,6 @@ func (a *app) commands() []*cli.Command {
 		doctorCommand(a),
 		versionCommand(a),
 		manCommand(a),
-	}
-}
-
-// usageErrors makes a command's bad flag a usage error (exit 2) that names
-// the command's help, instead of urfave's "Incorrect Usage" and the whole
-// help text on standard output.
-//
-// A required flag left out is one such line too: urfave checks required
-// flags itself and prints the whole help before its error (exit 1), so
-// they are checked here instead, before anything else the command does.
-func usageErrors(cmds []*cli.Command, parent string) {
-	for _, cmd := range cmds {
-		name := parent + " " + cmd.Name
-		short := strings.TrimPrefix(name, "git flume ")
-		usageErrors(cmd.Subcommands, name)
-		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return usagef("%s: %v (see '%s -h')", short, err, name)
-		}
-		var required []string
-		for _, f := range cmd.Flags {
-			if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
-				sf.Required = false
-				required = append(required, sf.Name)
-			}
-		}
-		if len(required) == 0 {
-			continue
-		}
-		before := cmd.Before
-		cmd.Before = func(c *cli.Context) error {
-			for _, flag := range required {
-				if !c.IsSet(flag) {
-					return usagef("%s: --%s is needed (see '%s -h')", short, flag, name)
-				}
-			}
-			if before != nil {
-				return before(c)
-			}
-			return nil
-		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	agentrun "github.com/git-flume/git-flume/agents/run"
+	"github.com/git-flume/git-flume/internal/cliargs"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -97,7 +98,7 @@ func launchCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "launch",
 		Usage:     "make a place for a piece of work and start its kind's first stage",
-		UsageText: "git flume launch --kind K [--name N] (--brief TEXT | --brief-file F) [--pane tmux|herdr|print|none] [--agent PROGRAM] [--repo DIR] [--from REV] [--target BRANCH] [--json]",
+		UsageText: "git flume launch --kind K [--name N] (--brief TEXT | --brief-file F) [--pane tmux|herdr|print|none] [--agent PROGRAM] [--repo DIR] [--from REV] [--target BRANCH] [--on RUNNER] [--json]",
 		Description: "Makes <repo>/places/<kind>--<name> on a new branch <kind>/<name> from --from (default: the target's tip), " +
 			"records it under refs/flume/places/, and runs the repository's readying steps from .flume/config there. " +
 			"An existing place, path or branch is refused: flume never adopts what it did not make.",
@@ -111,13 +112,14 @@ func launchCommand(a *app) *cli.Command {
 			&cli.StringFlag{Name: "target", Usage: "the branch the work lands on (default: the branch the main checkout is on)"},
 			&cli.StringFlag{Name: "agent", Usage: "the agent program for the stages: claude, codex, pi, or one declared in .flume/config (default $FLUME_AGENT, else claude)"},
 			&cli.StringFlag{Name: "pane", Usage: "where the agent runs: tmux, herdr, print (flume prints the command to run), none (start no agent yet) (default $FLUME_PANE, else herdr when run inside herdr, else tmux)"},
+			&cli.StringFlag{Name: "on", Usage: "make the place on this runner ([runner \"NAME\"] in .flume/config or your config), through the shared remote"},
 			jsonFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			brief, err := readBrief(c, a.io.In)
+			brief, err := cliargs.Brief(c, usagef, a.io.In)
 			if err != nil {
 				return err
 			}
@@ -125,6 +127,9 @@ func launchCommand(a *app) *cli.Command {
 				From: c.String("from"), Target: c.String("target"), Agent: c.String("agent"), JSON: c.Bool("json")}
 			if c.IsSet("pane") {
 				in.Pane = c.String("pane")
+			}
+			if on := c.String("on"); on != "" {
+				return a.launchOn(c.Context, in, on)
 			}
 			return a.launch(c.Context, in, a.io.Out, a.io.Err)
 		},
@@ -212,26 +217,6 @@ func (a *app) printLaunched(ctx context.Context, repo string, p *record.Place, o
 		}
 	}
 	report.WriteLaunched(out, p, next)
-}
-
-func readBrief(c *cli.Context, stdin io.Reader) (string, error) {
-	text, file := c.String("brief"), c.String("brief-file")
-	switch {
-	case c.IsSet("brief") && c.IsSet("brief-file"):
-		return "", usagef("launch: give --brief or --brief-file, not both")
-	case c.IsSet("brief"):
-		return text, nil
-	case file == "-":
-		data, err := io.ReadAll(stdin)
-		return string(data), err
-	case file != "":
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("read brief: %w", err)
-		}
-		return string(data), nil
-	}
-	return "", usagef("launch: a brief is required: --brief TEXT or --brief-file FILE")
 }
 
 func statusCommand(a *app) *cli.Command {

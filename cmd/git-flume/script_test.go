@@ -59,13 +59,18 @@ func TestScript(t *testing.T) {
 	})
 }
 
-// scriptCondition knows [landlock]: the kernel can hold an agent's
+// scriptCondition knows [sshd]: the distribution's openssh-server is
+// installed, for the scripts that run a second machine on a loopback port
+// (required under CI). And [landlock]: the kernel can hold an agent's
 // sandbox (A12). Under CI a kernel without it fails the suite: its
 // scripts would otherwise show only the unsandboxed half. And [root]: the
 // tests run as root, so a script may run a process as another user.
 func scriptCondition(cond string) (bool, error) {
 	if cond == "root" {
 		return os.Geteuid() == 0, nil
+	}
+	if cond == "sshd" {
+		return sshdAvailable()
 	}
 	if cond != "landlock" {
 		return false, fmt.Errorf("unknown condition %q", cond)

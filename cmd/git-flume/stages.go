@@ -26,7 +26,7 @@ import (
 // sets them (stage.EngineOptionsFrom), with its pane hosts and output.
 func (a *app) engineOptions() stage.EngineOptions {
 	o := stage.EngineOptionsFrom(a.env.vars)
-	o.Pane = a.defaultPane()
+	o.Pane = agent.DefaultPane(a.env.vars)
 	o.Panes, o.Hosts, o.Print = a.paneHost(o.Pane), a.paneHost, a.io.Out
 	return o
 }
@@ -292,6 +292,9 @@ func hookCommand(a *app) *cli.Command {
 				if id == "" || a.env.vars["FLUME_SANDBOX"] == "landlock" { // A12: its watcher sees it
 					return nil
 				}
+				// From the main checkout: a process working inside the
+				// place would hold off its tidy (T3) by a landing meanwhile.
+				cwd = filepath.Dir(filepath.Dir(cwd))
 				args = []string{"advance", "--from-hook", "--repo", cwd, id}
 			case "post-merge", "reference-transaction":
 				// T1: a branch of the main checkout moved; any place's
@@ -542,45 +545,20 @@ const agentExec = "agent-exec"
 // agent: what a shell says of a command found but not runnable.
 const exitLaunch = 126
 
-// defaultPane is where agents run unless a command says otherwise:
-// $FLUME_PANE; else herdr when flume runs inside a herdr pane (herdr gives
-// every process it starts HERDR_ENV=1 and its socket), so that the agents
-// of a user who works in herdr appear beside them there (point
-// 9); else "" (tmux).
-func (a *app) defaultPane() string {
-	if p, ok := a.env.vars["FLUME_PANE"]; ok && p != "" {
-		return p
-	}
-	if a.env.vars["HERDR_ENV"] == "1" && a.env.vars["HERDR_SOCKET_PATH"] != "" {
-		return "herdr"
-	}
-	return ""
-}
-
-// paneHost is where agents run: herdr panes for FLUME_PANE=herdr (its
-// socket: $HERDR_SOCKET_PATH, else ~/.config/herdr/herdr.sock), else tmux.
+// paneHost is where agents run: herdr panes for FLUME_PANE=herdr, else
+// tmux, one per process: it remembers the panes it saw running, so a
+// watcher's looks spawn nothing while they still run.
 func (a *app) paneHost(pane string) agent.PaneHost {
-	if pane != "herdr" {
-		// One per process: it remembers the panes it saw running, so a
-		// watcher's looks spawn nothing while they still run.
-		a.tmuxOnce.Do(func() {
-			a.tmux = &agent.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
-			if exe, err := os.Executable(); err == nil {
-				a.tmux.Launcher = []string{exe, agentExec}
-			}
-		})
-		return a.tmux
+	if pane == "herdr" {
+		return agent.HerdrFrom(a.env.vars)
 	}
-	home := a.env.vars["HOME"]
-	sock := a.env.vars["HERDR_SOCKET_PATH"]
-	if sock == "" {
-		sock = filepath.Join(home, ".config", "herdr", "herdr.sock")
-	}
-	state := a.env.vars["XDG_STATE_HOME"]
-	if state == "" {
-		state = filepath.Join(home, ".local", "state")
-	}
-	return &agent.Herdr{Socket: sock, State: filepath.Join(state, "flume", "herdr")}
+	a.tmuxOnce.Do(func() {
+		a.tmux = &agent.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
+		if exe, err := os.Executable(); err == nil {
+			a.tmux.Launcher = []string{exe, agentExec}
+		}
+	})
+	return a.tmux
 }
 
 func explainCommand(a *app) *cli.Command {

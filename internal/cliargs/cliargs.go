@@ -1,6 +1,10 @@
 package cliargs
 
 import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -78,4 +82,79 @@ func takesValue(cmd *cli.Command, arg string) bool {
 		}
 	}
 	return false
+}
+
+// UsageErrors makes a command's bad flag a usage error (exit 2) that names
+// the command's help, with usagef, instead of urfave's "Incorrect Usage" and the whole
+// help text on standard output.
+//
+// A required flag left out is one such line too: urfave checks required
+// flags itself and prints the whole help before its error (exit 1), so
+// they are checked here instead, before anything else the command does.
+func UsageErrors(cmds []*cli.Command, parent string, usagef func(format string, args ...any) error) {
+	for _, cmd := range cmds {
+		name := parent + " " + cmd.Name
+		short := strings.TrimPrefix(name, "git flume ")
+		UsageErrors(cmd.Subcommands, name, usagef)
+		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usagef("%s: %v (see '%s -h')", short, err, name)
+		}
+		var required []string
+		for _, f := range cmd.Flags {
+			if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
+				sf.Required = false
+				required = append(required, sf.Name)
+			}
+		}
+		if len(required) == 0 {
+			continue
+		}
+		before := cmd.Before
+		cmd.Before = func(c *cli.Context) error {
+			for _, flag := range required {
+				if !c.IsSet(flag) {
+					return usagef("%s: --%s is needed (see '%s -h')", short, flag, name)
+				}
+			}
+			if before != nil {
+				return before(c)
+			}
+			return nil
+		}
+	}
+}
+
+// Brief is launch's brief: --brief's text, or --brief-file's ("-" for
+// standard input); a wrong pair is a usage error made by usagef.
+func Brief(c *cli.Context, usagef func(format string, args ...any) error, stdin io.Reader) (string, error) {
+	text, file := c.String("brief"), c.String("brief-file")
+	switch {
+	case c.IsSet("brief") && c.IsSet("brief-file"):
+		return "", usagef("launch: give --brief or --brief-file, not both")
+	case c.IsSet("brief"):
+		return text, nil
+	case file == "-":
+		data, err := io.ReadAll(stdin)
+		return string(data), err
+	case file != "":
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("read brief: %w", err)
+		}
+		return string(data), nil
+	}
+	return "", usagef("launch: a brief is required: --brief TEXT or --brief-file FILE")
+}
+
+// SetFlags are the flags of cmd set on c's command line, but those named
+// in skip, as "--name=value" words: a command line to run cmd again
+// elsewhere.
+func SetFlags(c *cli.Context, cmd *cli.Command, skip ...string) []string {
+	var words []string
+	for _, f := range cmd.Flags {
+		if name := f.Names()[0]; !slices.Contains(skip, name) && c.IsSet(name) {
+			words = append(words, fmt.Sprintf("--%s=%v", name, c.Value(name)))
+		}
+	}
+	return words
 }

@@ -34,6 +34,8 @@ type LaunchOptions struct {
 	From   string // default: the target's tip
 	Target string // default: the branch the main checkout is on
 	Agent  string
+	// Runner is the runner a launch --on came through, recorded.
+	Runner string
 }
 
 // ExistsError refuses a launch whose place, path or branch already exists:
@@ -241,7 +243,7 @@ func newPlace(env *stage.Env, opts LaunchOptions, kind stage.Kind, mainPath, tar
 		Repo:   mainPath,
 		Path:   filepath.Join(mainPath, record.PlacesDir, id),
 		Branch: kind.Name + "/" + opts.Name,
-		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane),
+		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane), Runner: opts.Runner,
 		Host: env.Host, Created: env.NowUTC(),
 		Phase:    record.PhaseMaking,
 		Launcher: &record.Proc{PID: env.PID, Host: env.Host},

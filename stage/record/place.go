@@ -96,6 +96,10 @@ type Place struct {
 	// its uncommitted work, taken on this host and shared by sync. It is
 	// untrusted like the rest: the radar uses it only when it validates.
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
+
+	// Runner names the runner a launch --on started this place through
+	// (issue 45), "" for a place launched on its own host.
+	Runner string `json:"runner,omitempty"`
 }
 
 // Proc is a process on a host.

@@ -96,6 +96,11 @@ func placeNames(id string, p *Place) error {
 	if want := filepath.Join(p.Repo, PlacesDir, p.ID); p.Path != want {
 		return fmt.Errorf("path %q, want %q", p.Path, want)
 	}
+	if p.Runner != "" {
+		if err := refs.ValidateName("runner", p.Runner); err != nil {
+			return err
+		}
+	}
 	return refs.ValidateHost(p.Host)
 }
 

@@ -1,0 +1,288 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/record"
+)
+
+// OrderPrefix is where, on the shared remote, a launch order waits for
+// its runner: refs/flume-launches/<place>, a commit whose parent is the
+// place's base and whose one file, launch.json, is the order. It is
+// outside refs/flume/ so that sync never carries it as a record.
+const OrderPrefix = "refs/flume-launches/"
+
+// Order is what a runner launches: the place, its brief, and where it
+// starts (the order commit's parent).
+type Order struct {
+	Schema int       `json:"schema"`
+	Kind   string    `json:"kind"` // always "launch"
+	Place  string    `json:"place"`
+	Brief  string    `json:"brief"`
+	Target string    `json:"target,omitempty"`
+	Agent  string    `json:"agent,omitempty"`
+	Runner string    `json:"runner"`
+	From   string    `json:"from"` // the host that ordered it
+	At     time.Time `json:"at"`
+}
+
+// maxBrief bounds an order's brief (R5).
+const maxBrief = 64 << 10
+
+// check checks an order as read from a remote: input (R5).
+func (o *Order) check(place string) error {
+	id, err := record.PlaceID(o.Place)
+	switch {
+	case o.Kind != "launch" || o.Schema != 1:
+		return fmt.Errorf("kind %q schema %d, want launch 1", o.Kind, o.Schema)
+	case err != nil || id != place:
+		return fmt.Errorf("place %q under ref name %q", o.Place, place)
+	case len(o.Brief) > maxBrief:
+		return fmt.Errorf("a brief of %d bytes", len(o.Brief))
+	case o.Target != "" && git.CheckRefName("refs/heads/"+o.Target) != nil:
+		return fmt.Errorf("target %q is not a branch name", o.Target)
+	}
+	if err := refs.ValidateName("runner", o.Runner); err != nil {
+		return err
+	}
+	return refs.ValidateHost(o.From)
+}
+
+// Options are a launch --on's.
+type Options struct {
+	// Runner names the runner, declared in .flume/config at HEAD or the
+	// user's config.
+	Runner                                 string
+	Kind, Name, Brief, From, Target, Agent string
+	// Remote is the shared git remote both hosts reach.
+	Remote string
+	// Wait bounds the wait for the place's record to arrive.
+	Wait time.Duration
+}
+
+// ErrNotHeard is a launch whose place's record did not arrive in time:
+// the order stays on the remote for its runner.
+var ErrNotHeard = errors.New("the place's record has not arrived")
+
+// Launch launches a place on runner run (issue 45): the order pushed to
+// the remote create-only (one order per place at a time), the runner
+// started, and then the records fetched until the place's shows it made
+// there, for at most o.Wait. Nothing of this host's environment is sent:
+// the order names the place, its brief, base and target, and the runner
+// resolves everything else on its own side.
+func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place, error) {
+	cfg, err := r.Config(ctx, "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	run, ok := cfg.Runners[o.Runner]
+	if !ok {
+		return nil, &stage.RefusedError{Place: o.Kind + "--" + o.Name, Reason: fmt.Sprintf("no runner %q is declared ([runner %q] in .flume/config or your own config)", o.Runner, o.Runner)}
+	}
+	if err := run.Check(); err != nil {
+		return nil, err
+	}
+	if o.Name == "" {
+		if o.Name = place.NameFromBrief(o.Brief); o.Name == "" {
+			return nil, &stage.RefusedError{Place: o.Kind, Reason: "--name is needed: the brief has no word to make one from"}
+		}
+	}
+	id, err := record.PlaceID(o.Kind + "--" + o.Name)
+	if err != nil {
+		return nil, err
+	}
+	repo := r.Git
+	base, err := repo.ResolveCommit(ctx, cmpOr(o.From, cmpOr(o.Target, "HEAD")))
+	if err != nil {
+		return nil, fmt.Errorf("%s: its base: %w", id, err)
+	}
+	data, err := json.Marshal(&Order{Schema: 1, Kind: "launch", Place: id, Brief: o.Brief, Target: o.Target, Agent: o.Agent,
+		Runner: run.Name, From: r.Host, At: r.NowUTC()})
+	if err != nil {
+		return nil, err
+	}
+	order, err := repo.WriteState(ctx, "launch.json", data, git.CommitSpec{Parents: []string{base}, Message: "launch " + id + " on " + run.Name, When: r.NowUTC()})
+	if err != nil {
+		return nil, err
+	}
+	err = repo.PushLeased(ctx, o.Remote, []git.PushUpdate{{Ref: OrderPrefix + id, Local: order, Expect: ""}})
+	if errors.As(err, new(*git.PushRejectedError)) {
+		return nil, &stage.RefusedError{Place: id, Reason: "a launch of it waits on " + o.Remote + " already (" + OrderPrefix + id + ")"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The start runs with this host's environment (ssh's agent, a
+	// cluster's credentials), less flume's own session: what crosses to
+	// the runner is the order alone.
+	argv, err := startArgv(run, id, o.Remote)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdout: &out, Stderr: &out}); err != nil {
+		return nil, fmt.Errorf("%s: runner %s did not start: %w: %s", id, run.Name, err, strings.TrimSpace(out.String()))
+	}
+	return heard(ctx, r, id, o)
+}
+
+// startArgv is how runner run starts git flume run-here for place id.
+func startArgv(run stage.RunnerDecl, id, remote string) ([]string, error) {
+	if run.Kind == "ssh" {
+		return sshArgv(run, "git flume run-here --remote "+quote(remote)+" "+quote(id), false)
+	}
+	line := strings.NewReplacer("{place}", quote(id), "{remote}", quote(remote), "{runner}", quote(run.Name)).Replace(run.Start)
+	return []string{"/bin/sh", "-c", line}, nil
+}
+
+// sshArgv runs the shell line in ssh runner run's clone.
+func sshArgv(run stage.RunnerDecl, line string, tty bool) ([]string, error) {
+	ssh := []string{"ssh"}
+	if run.SSHCommand != "" {
+		var err error
+		if ssh, err = (stage.Step{Command: run.SSHCommand}).Argv(); err != nil {
+			return nil, fmt.Errorf("runner %s: sshCommand: %w", run.Name, err)
+		}
+	}
+	if tty {
+		ssh = append(ssh, "-t")
+	}
+	// A path the runner's shell resolves (~ is the runner's home).
+	path := quote(run.Path)
+	if rest, ok := strings.CutPrefix(run.Path, "~/"); ok {
+		path = `"$HOME"/` + quote(rest)
+	}
+	return append(ssh, "-o", "BatchMode=yes", "--", run.Host, "cd "+path+" && "+line), nil
+}
+
+// quote is s as one word of a POSIX shell.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// heard fetches the records from the remote until place id's is made on
+// its runner's host, or o.Wait has passed.
+func heard(ctx context.Context, r *stage.Repository, id string, o Options) (*record.Place, error) {
+	deadline := time.Now().Add(o.Wait)
+	for {
+		if _, err := r.Store.Sync(ctx, o.Remote, r.Host); err != nil {
+			return nil, err
+		}
+		_, p, err := record.ReadPlace(ctx, r.Store, id)
+		if err == nil && p.Phase == record.PhaseMade {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			return p, fmt.Errorf("%s: %w after %s; its order waits on %s for its runner (%s%s)", id, ErrNotHeard, o.Wait, o.Remote, OrderPrefix, id)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// RunHere is the runner's side (issue 45): the order for place id is
+// fetched from remote, checked, and launched here as any launch is, with
+// this host's own paths, HOME and agents; then the records are shared
+// with remote and the order removed from it. An order already carried
+// out (the place made here) is only shared and removed again.
+func RunHere(ctx context.Context, r *stage.Repository, remote, id string, launch func(context.Context, LaunchOrder) (*record.Place, error)) (*record.Place, error) {
+	if _, err := record.PlaceID(id); err != nil {
+		return nil, err
+	}
+	repo, ref := r.Git, OrderPrefix+id
+	if err := repo.FetchRefs(ctx, remote, false, "+"+ref+":"+ref); err != nil {
+		return nil, fmt.Errorf("%s: no launch order on %s: %w", id, remote, err)
+	}
+	rf, err := repo.ReadRefFile(ctx, ref, "launch.json")
+	if err != nil {
+		return nil, err
+	}
+	var o Order
+	if !rf.Found || !rf.IsFile || json.Unmarshal(rf.Data, &o) != nil {
+		return nil, fmt.Errorf("%s: %s holds no launch order", id, ref)
+	}
+	if err := o.check(id); err != nil {
+		return nil, fmt.Errorf("%s: invalid launch order: %w", id, err)
+	}
+	base, err := repo.ResolveCommit(ctx, rf.ID+"^1")
+	if err != nil {
+		return nil, fmt.Errorf("%s: the order's base: %w", id, err)
+	}
+	kind, name, _ := strings.Cut(id, "--")
+	p, err := launch(ctx, LaunchOrder{Kind: kind, Name: name, Brief: o.Brief, From: base, Target: o.Target, Agent: o.Agent, Runner: o.Runner})
+	if p == nil {
+		return nil, err
+	}
+	if _, serr := r.Store.Sync(ctx, remote, r.Host); serr != nil {
+		return p, errors.Join(err, fmt.Errorf("%s: made here, not shared with %s yet: %w", id, remote, serr))
+	}
+	// The order is done: off the remote, leased on what was read, and
+	// off this clone.
+	_ = repo.PushLeased(ctx, remote, []git.PushUpdate{{Ref: ref, Expect: rf.ID}})
+	_ = repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: ref, Old: rf.ID}})
+	return p, err
+}
+
+// LaunchOrder is what RunHere asks its launch to make.
+type LaunchOrder struct {
+	Kind, Name, Brief, From, Target, Agent, Runner string
+}
+
+// Stdio is the terminal a forwarded verb runs on.
+type Stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// TTY asks ssh for a terminal (attach).
+	TTY bool
+}
+
+// Forward runs git flume with args for place id of another host, made
+// through one of this host's ssh runners, on that runner: one ssh
+// command, in the runner's clone, whose output is the verb's own (issue
+// 45). It reports false, running nothing, for a place of this host, one
+// no runner made, or a runner this host does not declare as ssh: the verb
+// then acts, or refuses, here. The remote verb's exit status comes back
+// as a *proc.ExitError.
+func Forward(ctx context.Context, r *stage.Repository, id string, args []string, io Stdio) (bool, error) {
+	_, p, err := record.ReadPlace(ctx, r.Store, id)
+	if err != nil || p.Host == r.Host || p.Runner == "" {
+		return false, nil
+	}
+	cfg, err := r.Config(ctx, "HEAD")
+	if err != nil {
+		return false, err
+	}
+	run, ok := cfg.Runners[p.Runner]
+	if !ok || run.Kind != "ssh" || run.Check() != nil {
+		return false, nil
+	}
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = quote(a)
+	}
+	argv, err := sshArgv(run, "git flume "+strings.Join(words, " "), io.TTY)
+	if err != nil {
+		return true, err
+	}
+	return true, proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdin: io.In, Stdout: io.Out, Stderr: io.Err})
+}
