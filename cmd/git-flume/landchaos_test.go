@@ -134,7 +134,10 @@ func (c *chaos) must(dir string, extra []string, name string, args ...string) st
 	return out
 }
 
-const chaosCheck = `# a place's .bad file fails the check, and one run in seven fails at random
+const chaosCheck = `# a place's .bad file fails the check, and one run in seven fails at random;
+# while both hosts land at once, each check takes a while, so that the
+# second lander finds the first one holding main's queue
+[ -f "$HOME/slow" ] && sleep 0.15
 if git ls-files | grep -q '\.bad$'; then echo "found a bad file"; exit 1; fi
 if [ ! -f "$HOME/steady" ] && [ "$(od -An -N1 -tu1 /dev/urandom | tr -d ' ')" -lt 36 ]; then echo "flaked"; exit 1; fi
 echo ok
@@ -270,8 +273,13 @@ func (c *chaos) landKilled(h *chaosHost, vars []string, after time.Duration) {
 	c.count(out.String())
 }
 
-// landWhileMoved runs h's lander, and moves main by hand while it runs.
+// landWhileMoved submits work on h and runs h's lander, its checks slow,
+// and moves main by hand while it runs.
 func (c *chaos) landWhileMoved(h *chaosHost) string {
+	c.work1(h)
+	slow := filepath.Join(c.ts.Getenv("HOME"), "slow")
+	writeFile(c.ts, slow, "")
+	defer os.Remove(slow)
 	cmd := exec.Command(c.flume, "land")
 	cmd.Dir, cmd.Env = h.dir, append(slices.Clone(c.env), h.vars()...)
 	var out bytes.Buffer
@@ -279,21 +287,28 @@ func (c *chaos) landWhileMoved(h *chaosHost) string {
 	if err := cmd.Start(); err != nil {
 		c.ts.Fatalf("start land: %v", err)
 	}
-	time.Sleep(time.Duration(c.rnd.IntN(300)) * time.Millisecond)
+	time.Sleep(time.Duration(c.rnd.IntN(150)) * time.Millisecond)
 	moved := c.moveByHand()
 	_ = cmd.Wait()
 	c.count(out.String())
 	return h.name + " lands, and " + moved + " meanwhile"
 }
 
-// landBoth runs both hosts' landers at once: the second starts once the
-// first holds main's queue (or has ended), and either gives up at once
-// or, now and then, waits for the first to let go.
+// landBoth submits work on both hosts and runs both hosts' landers at
+// once: the second starts once the first holds main's queue (or has
+// ended), and either gives up at once or, now and then, waits for the
+// first to let go.
 func (c *chaos) landBoth() string {
 	first, second := c.hosts[0], c.hosts[1]
 	if c.rnd.IntN(2) == 0 {
 		first, second = second, first
 	}
+	// Both have work queued: each lander has a queue to hold.
+	c.work1(first)
+	c.work1(second)
+	slow := filepath.Join(c.ts.Getenv("HOME"), "slow")
+	writeFile(c.ts, slow, "")
+	defer os.Remove(slow)
 	cmd := exec.Command(c.flume, "land")
 	cmd.Dir, cmd.Env = first.dir, append(slices.Clone(c.env), first.vars()...)
 	var out bytes.Buffer
