@@ -171,7 +171,7 @@ func returnedText(e *Entry) string {
 	return term.Clean(text)
 }
 
-// notify tells the declared notifier what the lander did with an entry
+// notify tells the declared notifier what the lander did with an entry (Q12)
 // (event "land"): landed, returned, or proven and waiting for a reviewer;
 // the message names what a person does next.
 func (l *Lander) notify(ctx context.Context, o *Outcome) {

@@ -32,10 +32,6 @@ type Outcome struct {
 	// Waits says why the entry was not proven in this run: the work below
 	// it in a stack has not landed (Q10). It stays queued.
 	Waits string
-	// Batch is how many entries were tested together with it, itself
-	// included; Runs how many check runs its batch had made when it was
-	// decided.
-	Batch, Runs int
 	// Told: a returned entry's place's agent, up in its submit stage, was
 	// told why (confirmed in its transcript); NotTold says why it was not,
 	// when there was an agent to tell.
@@ -486,11 +482,7 @@ func (l *Lander) bisect(ctx context.Context, b *batch) ([]Outcome, error) {
 		reason += fmt.Sprintf(", found by bisecting a batch of %d in %d check runs", len(b.links), b.runs)
 	}
 	o, err := l.settleOne(ctx, culprit.e, Returned, reason, nil, red)
-	if o != nil {
-		o.Batch, o.Runs = len(b.links), b.runs
-		outs = append(outs, *o)
-	}
-	return outs, err
+	return append(outs, outcomes(o)...), err
 }
 
 // redReason says why a red proof of link k returns its entry.
@@ -552,7 +544,7 @@ func (l *Lander) landPrefix(ctx context.Context, b *batch, lo, hi int, p *Proof)
 	}
 	outs := make([]Outcome, len(landed))
 	for i, e := range landed {
-		outs[i] = Outcome{Entry: e, Batch: len(b.links), Runs: b.runs}
+		outs[i] = Outcome{Entry: e}
 	}
 	return outs, nil
 }
@@ -625,7 +617,7 @@ func (l *Lander) settleOne(ctx context.Context, e *Entry, state, reason string, 
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{Entry: done[0], Batch: 1}, nil
+	return &Outcome{Entry: done[0]}, nil
 }
 
 // settle records entries' outcome in one transaction, with extra refs
@@ -780,7 +772,7 @@ func (l *Lander) settleLanding(ctx context.Context, all []*Entry) ([]Outcome, er
 				return done, fmt.Errorf("%s: %w", e.Place, err)
 			}
 			for _, s := range settled {
-				done = append(done, Outcome{Entry: s, Batch: len(s.Proof.Places)})
+				done = append(done, Outcome{Entry: s})
 			}
 			break
 		}

@@ -260,33 +260,40 @@ func (c *chaos) land(h *chaosHost) string {
 }
 
 func (c *chaos) landKilled(h *chaosHost, vars []string, after time.Duration) {
-	cmd := exec.Command(c.flume, "land")
-	cmd.Dir, cmd.Env = h.dir, append(slices.Clone(c.env), vars...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		c.ts.Fatalf("start land: %v", err)
-	}
+	cmd, out := c.startLand(h, vars)
 	t := time.AfterFunc(after, func() { _ = cmd.Process.Kill() })
 	_ = cmd.Wait()
 	t.Stop()
 	c.count(out.String())
 }
 
+// slowChecks makes each check run take a while (chaosCheck) until the
+// func it returns is called.
+func (c *chaos) slowChecks() func() {
+	slow := filepath.Join(c.ts.Getenv("HOME"), "slow")
+	writeFile(c.ts, slow, "")
+	return func() { _ = os.Remove(slow) }
+}
+
+// startLand starts h's lander with vars and does not wait for it; its
+// output goes to the buffer returned.
+func (c *chaos) startLand(h *chaosHost, vars []string) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.Command(c.flume, "land")
+	cmd.Dir, cmd.Env = h.dir, append(slices.Clone(c.env), vars...)
+	out := new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		c.ts.Fatalf("start land: %v", err)
+	}
+	return cmd, out
+}
+
 // landWhileMoved submits work on h and runs h's lander, its checks slow,
 // and moves main by hand while it runs.
 func (c *chaos) landWhileMoved(h *chaosHost) string {
 	c.work1(h)
-	slow := filepath.Join(c.ts.Getenv("HOME"), "slow")
-	writeFile(c.ts, slow, "")
-	defer os.Remove(slow)
-	cmd := exec.Command(c.flume, "land")
-	cmd.Dir, cmd.Env = h.dir, append(slices.Clone(c.env), h.vars()...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		c.ts.Fatalf("start land: %v", err)
-	}
+	defer c.slowChecks()()
+	cmd, out := c.startLand(h, h.vars())
 	time.Sleep(time.Duration(c.rnd.IntN(150)) * time.Millisecond)
 	moved := c.moveByHand()
 	_ = cmd.Wait()
@@ -306,16 +313,8 @@ func (c *chaos) landBoth() string {
 	// Both have work queued: each lander has a queue to hold.
 	c.work1(first)
 	c.work1(second)
-	slow := filepath.Join(c.ts.Getenv("HOME"), "slow")
-	writeFile(c.ts, slow, "")
-	defer os.Remove(slow)
-	cmd := exec.Command(c.flume, "land")
-	cmd.Dir, cmd.Env = first.dir, append(slices.Clone(c.env), first.vars()...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		c.ts.Fatalf("start land: %v", err)
-	}
+	defer c.slowChecks()()
+	cmd, out := c.startLand(first, first.vars())
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	remote := filepath.Join(c.work, "remote.git")

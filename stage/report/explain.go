@@ -344,7 +344,7 @@ func landEntry(ctx context.Context, store *refs.Store, id string) *land.Entry {
 	return &e
 }
 
-// landEvidence says where a place's entry with the lander stands (Q):
+// landEvidence says where a place's entry with the lander stands (Q12):
 // its state and tip, why it came back, its last proof (the tip it was
 // made on, the candidate, the places it carries, each check), and who
 // approved it.

@@ -254,7 +254,7 @@ func byPlace(records []*refs.Record, prefix string) map[string]*refs.Record {
 	return out
 }
 
-// attachLanding gives each place shown its entry with the lander, and, as
+// attachLanding gives each place shown its entry with the lander (Q12), and, as
 // its next step when it has none, what moves that entry on.
 func attachLanding(st *Status, lands map[string]*refs.Record) {
 	for i := range st.Places {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
@@ -76,7 +78,7 @@ type Options struct {
 // the order stays on the remote for its runner.
 var ErrNotHeard = errors.New("the place's record has not arrived")
 
-// Launch launches a place on runner run (issue 45): the order pushed to
+// Launch launches a place on runner run (M1, issue 45): the order pushed to
 // the remote create-only (one order per place at a time), the runner
 // started, and then the records fetched until the place's shows it made
 // there, for at most o.Wait. Nothing of this host's environment is sent:
@@ -104,7 +106,7 @@ func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place,
 		return nil, err
 	}
 	repo := r.Git
-	base, err := repo.ResolveCommit(ctx, cmpOr(o.From, cmpOr(o.Target, "HEAD")))
+	base, err := repo.ResolveCommit(ctx, cmp.Or(o.From, o.Target, "HEAD"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: its base: %w", id, err)
 	}
@@ -141,9 +143,9 @@ func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place,
 // startArgv is how runner run starts git flume run-here for place id.
 func startArgv(run stage.RunnerDecl, id, remote string) ([]string, error) {
 	if run.Kind == "ssh" {
-		return sshArgv(run, "git flume run-here --remote "+quote(remote)+" "+quote(id), false)
+		return sshArgv(run, "git flume run-here --remote "+agent.ShellQuote(remote)+" "+agent.ShellQuote(id), false)
 	}
-	line := strings.NewReplacer("{place}", quote(id), "{remote}", quote(remote), "{runner}", quote(run.Name)).Replace(run.Start)
+	line := strings.NewReplacer("{place}", agent.ShellQuote(id), "{remote}", agent.ShellQuote(remote), "{runner}", agent.ShellQuote(run.Name)).Replace(run.Start)
 	return []string{"/bin/sh", "-c", line}, nil
 }
 
@@ -160,21 +162,11 @@ func sshArgv(run stage.RunnerDecl, line string, tty bool) ([]string, error) {
 		ssh = append(ssh, "-t")
 	}
 	// A path the runner's shell resolves (~ is the runner's home).
-	path := quote(run.Path)
+	path := agent.ShellQuote(run.Path)
 	if rest, ok := strings.CutPrefix(run.Path, "~/"); ok {
-		path = `"$HOME"/` + quote(rest)
+		path = `"$HOME"/` + agent.ShellQuote(rest)
 	}
 	return append(ssh, "-o", "BatchMode=yes", "--", run.Host, "cd "+path+" && "+line), nil
-}
-
-// quote is s as one word of a POSIX shell.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // heard fetches the records from the remote until place id's is made on
@@ -200,7 +192,7 @@ func heard(ctx context.Context, r *stage.Repository, id string, o Options) (*rec
 	}
 }
 
-// RunHere is the runner's side (issue 45): the order for place id is
+// RunHere is the runner's side (M2, issue 45): the order for place id is
 // fetched from remote, checked, and launched here as any launch is, with
 // this host's own paths, HOME and agents; then the records are shared
 // with remote and the order removed from it. An order already carried
@@ -256,7 +248,7 @@ type Stdio struct {
 	TTY bool
 }
 
-// Forward runs git flume with args for place id of another host, made
+// Forward runs git flume with args for place id of another host (M3), made
 // through one of this host's ssh runners, on that runner: one ssh
 // command, in the runner's clone, whose output is the verb's own (issue
 // 45). It reports false, running nothing, for a place of this host, one
@@ -278,7 +270,7 @@ func Forward(ctx context.Context, r *stage.Repository, id string, args []string,
 	}
 	words := make([]string, len(args))
 	for i, a := range args {
-		words[i] = quote(a)
+		words[i] = agent.ShellQuote(a)
 	}
 	argv, err := sshArgv(run, "git flume "+strings.Join(words, " "), io.TTY)
 	if err != nil {
