@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
 )
@@ -17,6 +18,9 @@ type Settings struct {
 	Host     string // flume.host
 	Remote   string // flume.remote
 	AutoSync bool   // flume.autoSync
+	// Beat is how often the watchers of places made for runners share
+	// this host's records and work (flume.beat, default 1m; M4).
+	Beat time.Duration
 	// Repositories are the main checkouts this host launched places in
 	// (flume.repository, every value, kept in the user's global git
 	// configuration): the index status --host reads.
@@ -26,7 +30,7 @@ type Settings struct {
 // ReadSettings reads the flume.* keys of the repository containing dir
 // (a command's --repo), in one git process.
 func ReadSettings(ctx context.Context, runner *git.Runner, dir string) (Settings, error) {
-	var s Settings
+	s := Settings{Beat: time.Minute}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return s, err
@@ -43,6 +47,10 @@ func ReadSettings(ctx context.Context, runner *git.Runner, dir string) (Settings
 			s.Remote = e.Value
 		case "flume.autosync":
 			s.AutoSync = isTrue(e.Value)
+		case "flume.beat":
+			if d, err := time.ParseDuration(e.Value); err == nil && d >= time.Second {
+				s.Beat = d
+			}
 		case RepositoryKey:
 			s.Repositories = append(s.Repositories, e.Value)
 		}

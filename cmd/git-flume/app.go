@@ -131,7 +131,7 @@ func (a *app) now() time.Time {
 
 // recordKinds are every record kind git-flume reads and writes, wired
 // here once from the packages that own them.
-var recordKinds = refs.Kinds{refs.ClaimKind, record.PlaceKind, runenv.LeaseKind, request.WorkspaceKind, request.ReservationKind, land.EntryKind}
+var recordKinds = refs.Kinds{refs.ClaimKind, record.PlaceKind, runenv.LeaseKind, request.WorkspaceKind, request.ReservationKind, land.EntryKind, record.HostKind}
 
 // store opens the state store of the repository containing dir.
 func (a *app) store(ctx context.Context, dir string) (*refs.Store, error) {
@@ -193,7 +193,7 @@ func (a *app) commands() []*cli.Command {
 		a.withAutoSync(launchCommand(a)),
 		statusCommand(a),
 		boardCommand(a),
-		envCommand(a),
+		a.viaRunner(envCommand(a)),
 		conflictsCommand(a),
 		landOrderCommand(a),
 		a.viaRunner(explainCommand(a)),
@@ -215,6 +215,7 @@ func (a *app) commands() []*cli.Command {
 		a.withAutoSync(submitCommand(a)),
 		a.withAutoSync(landCommand(a)),
 		a.withAutoSync(approveCommand(a)),
+		a.withAutoSync(adoptCommand(a)),
 		runHereCommand(a),
 		installCommand(a),
 		hookCommand(a),

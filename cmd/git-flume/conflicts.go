@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage/radar"
 	"github.com/git-flume/git-flume/stage/record"
@@ -34,7 +35,7 @@ func conflictsCommand(a *app) *cli.Command {
 				if cs == nil {
 					cs = []record.Conflict{}
 				}
-				if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "conflicts": cs}); err != nil {
+				if err := jsonfmt.Write(a.io.Out, map[string]any{"schema": 1, "conflicts": cs}); err != nil {
 					return err
 				}
 			} else {
@@ -75,7 +76,7 @@ func landOrderCommand(a *app) *cli.Command {
 				if steps == nil {
 					steps = []radar.LandStep{}
 				}
-				return writeJSON(a.io.Out, map[string]any{"schema": 1, "order": steps})
+				return jsonfmt.Write(a.io.Out, map[string]any{"schema": 1, "order": steps})
 			}
 			if len(steps) == 0 {
 				fmt.Fprintln(a.io.Out, "nothing to land")

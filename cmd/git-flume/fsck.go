@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -56,7 +57,7 @@ func runFsck(ctx context.Context, a *app, opts fsckOptions) error {
 		report.Problems = append(report.Problems, fsckProblem{Ref: p.Ref, Error: p.Err.Error()})
 	}
 	if opts.JSON {
-		if err := writeJSON(a.io.Out, report); err != nil {
+		if err := jsonfmt.Write(a.io.Out, report); err != nil {
 			return err
 		}
 	} else {

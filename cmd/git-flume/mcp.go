@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/internal/jsonrpc"
 	"github.com/git-flume/git-flume/internal/mcpserver"
 	"github.com/git-flume/git-flume/stage"
@@ -79,7 +80,7 @@ func (a *app) mcpTools(repo string) []mcpserver.Tool {
 				if err != nil {
 					return err
 				}
-				return writeJSON(out, st)
+				return jsonfmt.Write(out, st)
 			}, a.failed),
 		mcpserver.Typed("launch", "git flume launch: make a place for a piece of work and start its kind's first stage",
 			[]mcpserver.Param{

@@ -13,6 +13,7 @@ import (
 
 	agentrun "github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/cliargs"
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
@@ -190,7 +191,7 @@ func (a *app) launch(ctx context.Context, in launchInput, out, errOut io.Writer)
 		if serr != nil {
 			return serr
 		}
-		if werr := writeJSON(out, map[string]any{"schema": 1, "place": st.Places[0]}); werr != nil {
+		if werr := jsonfmt.Write(out, map[string]any{"schema": 1, "place": st.Places[0]}); werr != nil {
 			return werr
 		}
 	} else {
@@ -260,7 +261,7 @@ func statusCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(a.io.Out, st)
+				return jsonfmt.Write(a.io.Out, st)
 			}
 			return report.WriteStatusTable(a.io.Out, st)
 		},
@@ -276,26 +277,9 @@ func (a *app) hostStatus(ctx context.Context, all, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return writeJSON(a.io.Out, hs)
+		return jsonfmt.Write(a.io.Out, hs)
 	}
-	if len(hs.Repositories) == 0 {
-		fmt.Fprintf(a.io.Out, "no repository: this host has launched no place yet (the index is %s in your global git configuration)\n", stage.RepositoryKey)
-		return nil
-	}
-	for i, r := range hs.Repositories {
-		if i > 0 {
-			fmt.Fprintln(a.io.Out)
-		}
-		fmt.Fprintf(a.io.Out, "%s\n", term.Clean(r.Repo))
-		if r.Error != "" {
-			fmt.Fprintf(a.io.Out, "  cannot be read: %s\n", term.Clean(r.Error))
-			continue
-		}
-		if err := report.WriteStatusTable(a.io.Out, r.Status); err != nil {
-			return err
-		}
-	}
-	return nil
+	return report.WriteHostStatus(a.io.Out, hs)
 }
 
 // status reads the places' status, as `status` and the MCP status tool
@@ -471,11 +455,14 @@ func tidyCommand(a *app) *cli.Command {
 				results = []place.TidyResult{}
 			}
 			if c.Bool("json") {
-				if werr := writeJSON(a.io.Out, map[string]any{"schema": 1, "dryRun": dry, "places": results}); werr != nil {
+				if werr := jsonfmt.Write(a.io.Out, map[string]any{"schema": 1, "dryRun": dry, "places": results}); werr != nil {
 					return werr
 				}
 			} else {
 				report.WriteTidy(a.io.Out, results, dry)
+			}
+			if err == nil && !c.Bool("json") {
+				err = a.tidyOnRunners(c)
 			}
 			if err == nil && !dry && slices.ContainsFunc(results, func(r place.TidyResult) bool { return r.Kept != "" }) {
 				return silentExit{exitError} // T2: each kept place is named above

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/urfave/cli/v2"
 
-	agent "github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
 
@@ -32,22 +30,9 @@ func envCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				m := map[string]string{}
-				for _, kv := range vars {
-					k, v, _ := strings.Cut(kv, "=")
-					m[k] = v
-				}
-				return writeJSON(a.io.Out, map[string]any{"schema": 1, "place": id, "vars": m, "env": files})
+				return jsonfmt.Write(a.io.Out, report.NewPlaceEnv(id, vars, files))
 			}
-			for _, kv := range vars {
-				k, v, _ := strings.Cut(kv, "=")
-				fmt.Fprintf(a.io.Out, "export %s=%s\n", k, agent.ShellQuote(v))
-			}
-			for _, f := range files {
-				if f.Skipped != "" {
-					fmt.Fprintf(a.io.Err, "# %s not copied: %s\n", f.Path, f.Skipped)
-				}
-			}
+			report.WriteEnv(a.io.Out, a.io.Err, vars, files)
 			return nil
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	osuser "os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,19 +31,27 @@ func sshdAvailable() (bool, error) {
 	return false, nil
 }
 
-// sshd ALIAS HOME HOST: start an OpenSSH server on a free loopback port
-// for the rest of the script, standing in for another machine: its
-// sessions get HOME as their home, HOST as their flume host and the
-// script's PATH, and nothing else of the script's environment. A client
+// sshd ALIAS HOME HOST [NAME=VALUE...]: start an OpenSSH server on a free
+// loopback port for the rest of the script, standing in for another
+// machine: its sessions get HOME as their home, HOST as their flume host,
+// the script's PATH and the NAME=VALUE given (FLUME_PANE=none unless
+// given), and nothing else of the script's environment. sshd stop stops
+// it, as a machine lost would. A client
 // configuration names it ALIAS with a key made for it; its path is
 // $SSH_CONFIG (ssh -F). Every connection accepted is logged to
 // $WORK/.sshd/sshd.log ("Accepted publickey").
 func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 3 {
-		ts.Fatalf("usage: sshd ALIAS HOME HOST")
+	dir := filepath.Join(ts.Getenv("WORK"), ".sshd")
+	if len(args) == 1 && args[0] == "stop" && !neg {
+		pid, err := os.ReadFile(filepath.Join(dir, "sshd.pid"))
+		ts.Check(err)
+		ts.Check(exec.Command("kill", strings.TrimSpace(string(pid))).Run())
+		return
+	}
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: sshd ALIAS HOME HOST [NAME=VALUE...] | sshd stop")
 	}
 	alias, home, host := args[0], args[1], args[2]
-	dir := filepath.Join(ts.Getenv("WORK"), ".sshd")
 	ts.Check(os.MkdirAll(dir, 0o700))
 	ts.Check(os.MkdirAll("/run/sshd", 0o755)) // sshd's privilege separation folder
 	for _, key := range []string{"host_ed25519", "id_ed25519"} {
@@ -63,6 +72,14 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + filepath.Join(home, ".gitconfig"),
 		"GIT_AUTHOR_NAME=runner", "GIT_AUTHOR_EMAIL=runner@example.com", "GIT_COMMITTER_NAME=runner", "GIT_COMMITTER_EMAIL=runner@example.com",
 		"LC_ALL=C", "TZ=UTC"}
+	for _, kv := range args[3:] {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || strings.ContainsAny(kv, " \t\"") {
+			ts.Fatalf("sshd: %q is not NAME=VALUE without spaces", kv)
+		}
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		env = append(env, kv)
+	}
 	config := fmt.Sprintf("ListenAddress 127.0.0.1:%d\nHostKey %s\nAuthorizedKeysFile %s\nPidFile %s\nStrictModes no\nUsePAM no\n"+
 		"PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nLogLevel VERBOSE\nSetEnv %s\n",
 		port, filepath.Join(dir, "host_ed25519"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"), strings.Join(env, " "))

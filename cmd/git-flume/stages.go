@@ -12,8 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	agent "github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/internal/proc"
-	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -102,7 +102,7 @@ func waitCommand(a *app) *cli.Command {
 			o, err := engine.Wait(c.Context, r, engine.WaitOptions{Place: id, Timeout: c.Duration("timeout")})
 			if o != nil {
 				if c.Bool("json") {
-					if err := writeJSON(a.io.Out, map[string]any{"schema": 1, "outcome": o}); err != nil {
+					if err := jsonfmt.Write(a.io.Out, map[string]any{"schema": 1, "outcome": o}); err != nil {
 						return err
 					}
 				} else {
@@ -285,27 +285,13 @@ func hookCommand(a *app) *cli.Command {
 			if err != nil {
 				return nil
 			}
-			var args []string
-			switch c.Args().First() {
-			case "post-commit":
-				id := place.OfDir(cwd)
-				if id == "" || a.env.vars["FLUME_SANDBOX"] == "landlock" { // A12: its watcher sees it
-					return nil
-				}
-				// From the main checkout: a process working inside the
-				// place would hold off its tidy (T3) by a landing meanwhile.
-				cwd = filepath.Dir(filepath.Dir(cwd))
-				args = []string{"advance", "--from-hook", "--repo", cwd, id}
-			case "post-merge", "reference-transaction":
-				// T1: a branch of the main checkout moved; any place's
-				// branch may have landed on it.
-				args = []string{"advance", "--from-hook", "--tidy", "--repo", cwd}
-			default:
+			args, dir := place.HookAdvance(c.Args().First(), cwd, a.env.vars["FLUME_SANDBOX"] == "landlock")
+			if args == nil {
 				return nil
 			}
 			// A hook's advance that cannot start is said, not lost;
 			// the commit or merge itself stands.
-			if err := proc.Detach(args, cwd, stage.BackgroundEnv(a.env.list)); err != nil {
+			if err := proc.Detach(args, dir, stage.BackgroundEnv(a.env.list)); err != nil {
 				fmt.Fprintf(a.io.Err, "git-flume: %s: could not start %v: %v; run git flume advance\n", c.Args().First(), args, err)
 			}
 			return nil
@@ -427,7 +413,7 @@ func costCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(a.io.Out, costs)
+				return jsonfmt.Write(a.io.Out, costs)
 			}
 			return cost.Write(a.io.Out, costs)
 		},
@@ -446,25 +432,7 @@ func logCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			var offset int64
-			for {
-				data, end, err := engine.ReadLog(c.Context, a.stageEnv(), c.String("repo"), id, offset)
-				if err != nil {
-					return err
-				}
-				if _, err := a.io.Out.Write(data); err != nil {
-					return err // nobody reads on: --follow ends
-				}
-				offset = end
-				if !c.Bool("follow") {
-					return nil
-				}
-				select {
-				case <-c.Context.Done():
-					return nil
-				case <-time.After(a.watchInterval()):
-				}
-			}
+			return engine.CopyLog(c.Context, a.stageEnv(), c.String("repo"), id, a.io.Out, c.Bool("follow"), a.watchInterval())
 		},
 	}
 }
@@ -486,19 +454,8 @@ func guardCommand(a *app) *cli.Command {
 			}
 			var in engine.GuardInput
 			err := json.NewDecoder(a.io.In).Decode(&in)
-			uses := []engine.GuardInput{in}
-			if err == nil && c.Bool("codex") {
-				uses = in.FromCodex()
-			}
-			for _, use := range uses {
-				if err != nil {
-					break
-				}
-				dir := use.Cwd
-				if dir == "" {
-					dir = "."
-				}
-				err = engine.Guard(c.Context, a.stageEnv(), dir, id, use)
+			if err == nil {
+				err = engine.GuardPayload(c.Context, a.stageEnv(), id, in, c.Bool("codex"))
 			}
 			if err != nil {
 				// Fail closed: a tool use the guard cannot judge is
@@ -579,24 +536,9 @@ func explainCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(a.io.Out, x)
+				return jsonfmt.Write(a.io.Out, x)
 			}
-			w := a.io.Out
-			fmt.Fprintf(w, "%s: stage %s (%d/%d), run %d: %s\n", x.Place, term.Clean(x.Stage), x.Index, x.Count, x.Run, term.Clean(x.State))
-			fmt.Fprintf(w, "why: %s\n", term.Clean(x.Why))
-			if len(x.Evidence) > 0 {
-				fmt.Fprintln(w, "evidence:")
-				for _, e := range x.Evidence {
-					fmt.Fprintf(w, "  %-10s  %s\n", e.Source, term.Clean(e.Text))
-				}
-			}
-			if x.Next != "" {
-				fmt.Fprintf(w, "next: %s\n", term.Clean(x.Next))
-			}
-			fmt.Fprintln(w, "history (newest first):")
-			for _, m := range x.History {
-				fmt.Fprintf(w, "  %s  %s\n", m.At.UTC().Format("2006-01-02 15:04:05"), term.Clean(m.Message))
-			}
+			report.WriteExplain(a.io.Out, x)
 			return nil
 		},
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/report"
 )
@@ -49,7 +50,7 @@ func syncCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(a.io.Out, rep)
+				return jsonfmt.Write(a.io.Out, rep)
 			}
 			report.WriteSync(a.io.Out, rep)
 			return nil

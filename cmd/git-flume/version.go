@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/urfave/cli/v2"
@@ -36,26 +33,10 @@ func versionCommand(a *app) *cli.Command {
 			}
 			info.Git = gitVersion
 			if c.Bool("json") {
-				return writeJSON(a.io.Out, info)
+				return jsonfmt.Write(a.io.Out, info)
 			}
 			_, err = fmt.Fprintf(a.io.Out, "git-flume %s (%s, git %s)\n", info.Version, info.Go, info.Git)
 			return err
 		},
 	}
-}
-
-// writeJSON writes v as every --json output is written: indented by two
-// spaces, <, > and & as they are, a newline at the end. It is marshalled
-// compact and laid out in one pass (jsonfmt), which at a hundred places'
-// status is a third of what the encoder's own indenting costs.
-func writeJSON(w io.Writer, v any) error {
-	var compact bytes.Buffer
-	enc := json.NewEncoder(&compact)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	out := jsonfmt.Indent(nil, bytes.TrimSuffix(compact.Bytes(), []byte("\n")), "  ")
-	_, err := w.Write(append(out, '\n'))
-	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	agent "github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/promote/request"
@@ -163,7 +164,7 @@ func (a *app) printWorkspace(c *cli.Context, root, id string, settled bool) erro
 		return err
 	}
 	if c.Bool("json") {
-		if err := writeJSON(a.io.Out, st); err != nil {
+		if err := jsonfmt.Write(a.io.Out, st); err != nil {
 			return err
 		}
 	} else {
@@ -247,7 +248,7 @@ func workspaceReconcileCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return writeJSON(a.io.Out, map[string]any{"schema": promote.StatusSchema, "id": c.String("id"), "members": out})
+				return jsonfmt.Write(a.io.Out, map[string]any{"schema": promote.StatusSchema, "id": c.String("id"), "members": out})
 			}
 			for _, o := range out {
 				line := fmt.Sprintf("%s: %s", o.Member, o.State)

@@ -73,6 +73,27 @@ func toolOp(tool string) string {
 	return stage.OpRead
 }
 
+// GuardPayload judges what one hook payload asks (A9): one tool use, or,
+// for Codex's (codex), each file its apply_patch names as an Edit; the
+// first refused refuses it. A use with no working directory is judged
+// from the current one.
+func GuardPayload(ctx context.Context, env *stage.Env, id string, in GuardInput, codex bool) error {
+	uses := []GuardInput{in}
+	if codex {
+		uses = in.FromCodex()
+	}
+	for _, use := range uses {
+		dir := use.Cwd
+		if dir == "" {
+			dir = "."
+		}
+		if err := Guard(ctx, env, dir, id, use); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Guard judges one tool use of a place's agent before it happens (A9): a
 // tool outside the stage role's tools, a write outside the place, or a
 // path a role's restriction denies (first matching rule wins) is refused

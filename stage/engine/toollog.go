@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/lockfile"
@@ -118,6 +119,31 @@ func ReplaceFile(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return nil
+}
+
+// CopyLog writes place id's live log to w (W4, log): once, or, with
+// follow, again every interval with what came since, until ctx ends or w
+// takes no more.
+func CopyLog(ctx context.Context, env *stage.Env, repoDir, id string, w io.Writer, follow bool, interval time.Duration) error {
+	var offset int64
+	for {
+		data, end, err := ReadLog(ctx, env, repoDir, id, offset)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(data); err != nil {
+			return err // nobody reads on: --follow ends
+		}
+		offset = end
+		if !follow {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
 }
 
 // ReadLog brings a place's live log up to date with its agents'

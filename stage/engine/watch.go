@@ -13,17 +13,22 @@ import (
 // agent that went by itself is still watched until its end is recorded
 // (A10): that is the watcher's to see.
 func Watchable(ctx context.Context, env *stage.Env, p *record.Place) bool {
-	if p.Phase != record.PhaseMade || p.Host != env.Host || p.Current >= len(p.Stages) {
+	return p.Host == env.Host && Kept(p)
+}
+
+// Kept reports whether p's host keeps a watcher on it, wherever that
+// host is: its stage runs, or waits for the agent of the stage after a
+// delivery. Another host's record that says so goes stale when its host
+// falls silent (M4).
+func Kept(p *record.Place) bool {
+	if p.Phase != record.PhaseMade || p.Current >= len(p.Stages) {
 		return false
 	}
 	st := p.Stages[p.Current]
 	if st.State == record.StagePending && p.Current > 0 {
 		return true // the stage after a delivery waits for its agent
 	}
-	if !Watched(&st) || st.Agent == nil || st.Agent.Ended {
-		return false
-	}
-	return true
+	return Watched(&st) && st.Agent != nil && !st.Agent.Ended
 }
 
 // LandedWork reports a place of this host whose last stage has landed:

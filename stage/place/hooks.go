@@ -173,3 +173,26 @@ func branchUnhooked(repo *git.Repo) bool {
 	_, err = os.Lstat(path + chainedSuffix)
 	return errors.Is(err, os.ErrNotExist)
 }
+
+// HookAdvance is the advance an installed hook starts, detached, for a
+// hook run in directory cwd, and the directory to start it in; nil when
+// it starts none. post-commit in a place advances that place from the main
+// checkout (a process working inside the place would hold off its tidy,
+// T3, by a landing meanwhile), except in a sandboxed agent, whose watcher
+// sees the commit (A12); post-merge and reference-transaction in the main
+// checkout advance every place with tidying, since any place's branch may
+// have landed (T1).
+func HookAdvance(hook, cwd string, sandboxed bool) (args []string, dir string) {
+	switch hook {
+	case "post-commit":
+		id := OfDir(cwd)
+		if id == "" || sandboxed {
+			return nil, ""
+		}
+		main := filepath.Dir(filepath.Dir(cwd))
+		return []string{"advance", "--from-hook", "--repo", main, id}, main
+	case "post-merge", "reference-transaction":
+		return []string{"advance", "--from-hook", "--tidy", "--repo", cwd}, cwd
+	}
+	return nil, ""
+}

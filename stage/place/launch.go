@@ -36,6 +36,8 @@ type LaunchOptions struct {
 	Agent  string
 	// Runner is the runner a launch --on came through, recorded.
 	Runner string
+	// Adopts is the lost place this one carries on (adopt, M5), recorded.
+	Adopts *record.Adoption
 }
 
 // ExistsError refuses a launch whose place, path or branch already exists:
@@ -244,6 +246,7 @@ func newPlace(env *stage.Env, opts LaunchOptions, kind stage.Kind, mainPath, tar
 		Path:   filepath.Join(mainPath, record.PlacesDir, id),
 		Branch: kind.Name + "/" + opts.Name,
 		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane), Runner: opts.Runner,
+		Adopts: opts.Adopts,
 		Host: env.Host, Created: env.NowUTC(),
 		Phase:    record.PhaseMaking,
 		Launcher: &record.Proc{PID: env.PID, Host: env.Host},

@@ -37,6 +37,7 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 	deadline := time.Now().Add(lifetime)
 	failed := 0
 	var rw radar.Watch
+	var beat beater
 	var inbox *broker.Server // the agent's inbox served (A12)
 	defer func() { inbox.Close() }()
 	for time.Now().Before(deadline) {
@@ -68,6 +69,7 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 			return nil
 		}
 		rw.Tick(ctx, env, repo, r.Dir, p)
+		beat.tick(ctx, ps, p)
 		inbox = serveInbox(ctx, env, p, inbox)
 		// The agent's own hooks (A11), and its branch's reflog: a
 		// sandboxed agent's commit starts no advance of its own (A12).

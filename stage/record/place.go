@@ -100,6 +100,20 @@ type Place struct {
 	// Runner names the runner a launch --on started this place through
 	// (issue 45), "" for a place launched on its own host.
 	Runner string `json:"runner,omitempty"`
+	// Adopts is the place of a lost host this one carries on (M5): the
+	// old place's run is lost, for the reason given.
+	Adopts *Adoption `json:"adopts,omitempty"`
+}
+
+// Adoption is a place started again elsewhere from the work its lost
+// host last shared (M5).
+type Adoption struct {
+	Place string    `json:"place"`
+	Host  string    `json:"host"`
+	Work  string    `json:"work"` // the commit of refs/flume-work/<place> it started from
+	Why   string    `json:"why"`
+	At    time.Time `json:"at"`
+	By    string    `json:"by"` // the host that adopted it
 }
 
 // Proc is a process on a host.

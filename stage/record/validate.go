@@ -96,6 +96,9 @@ func placeNames(id string, p *Place) error {
 	if want := filepath.Join(p.Repo, PlacesDir, p.ID); p.Path != want {
 		return fmt.Errorf("path %q, want %q", p.Path, want)
 	}
+	if err := checkAdoption(p.Adopts); err != nil {
+		return err
+	}
 	if p.Runner != "" {
 		if err := refs.ValidateName("runner", p.Runner); err != nil {
 			return err
@@ -236,3 +239,24 @@ func validateStage(p *Place, st *StageRecord) error {
 
 // isContentID reports a hex SHA-256 (contentID).
 func isContentID(s string) bool { return len(s) == 64 && git.IsObjectID(s) }
+
+// maxWhy bounds an adoption's reason (R5).
+const maxWhy = 4 << 10
+
+// checkAdoption checks what a place says it adopts: a place id, hosts'
+// names, a commit id and a bounded reason.
+func checkAdoption(a *Adoption) error {
+	if a == nil {
+		return nil
+	}
+	if id, err := PlaceID(a.Place); err != nil || id != a.Place {
+		return fmt.Errorf("adopts %q: not a place", a.Place)
+	}
+	if !git.IsObjectID(a.Work) || len(a.Why) > maxWhy {
+		return fmt.Errorf("adopts %s: work %q, a reason of %d bytes", a.Place, a.Work, len(a.Why))
+	}
+	if err := refs.ValidateHost(a.Host); err != nil {
+		return err
+	}
+	return refs.ValidateHost(a.By)
+}

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -376,4 +377,24 @@ func landEvidence(e *land.Entry) string {
 		text += fmt.Sprintf("; %d proof%s voided by a moving target", e.Voided, words.Plural(e.Voided))
 	}
 	return text
+}
+
+// WriteExplain prints x as explain shows it: the state, why, the
+// evidence, what moves it on, and the record's history newest first.
+func WriteExplain(w io.Writer, x *Explanation) {
+	fmt.Fprintf(w, "%s: stage %s (%d/%d), run %d: %s\n", x.Place, term.Clean(x.Stage), x.Index, x.Count, x.Run, term.Clean(x.State))
+	fmt.Fprintf(w, "why: %s\n", term.Clean(x.Why))
+	if len(x.Evidence) > 0 {
+		fmt.Fprintln(w, "evidence:")
+		for _, e := range x.Evidence {
+			fmt.Fprintf(w, "  %-10s  %s\n", e.Source, term.Clean(e.Text))
+		}
+	}
+	if x.Next != "" {
+		fmt.Fprintf(w, "next: %s\n", term.Clean(x.Next))
+	}
+	fmt.Fprintln(w, "history (newest first):")
+	for _, m := range x.History {
+		fmt.Fprintf(w, "  %s  %s\n", m.At.UTC().Format("2006-01-02 15:04:05"), term.Clean(m.Message))
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	agent "github.com/git-flume/git-flume/agents"
+
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/land"
@@ -199,4 +201,37 @@ func WriteWaiting(ctx context.Context, w io.Writer, waiting func(context.Context
 		fmt.Fprintf(w, "%s: proven on %s at %.12s: git diff %.12s %.12s; git flume approve %s\n", e.Place, e.Target, e.Proof.Base, e.Proof.Base, e.Proof.Candidate, e.Place)
 	}
 	return nil
+}
+
+// PlaceEnv is env --json's document: a place's run variables by name,
+// and its env files as copied or skipped.
+type PlaceEnv struct {
+	Schema int               `json:"schema"`
+	Place  string            `json:"place"`
+	Vars   map[string]string `json:"vars"`
+	Env    []record.EnvFile  `json:"env"`
+}
+
+// NewPlaceEnv is place id's env document, from vars (NAME=VALUE each).
+func NewPlaceEnv(id string, vars []string, files []record.EnvFile) *PlaceEnv {
+	m := map[string]string{}
+	for _, kv := range vars {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return &PlaceEnv{Schema: 1, Place: id, Vars: m, Env: files}
+}
+
+// WriteEnv prints vars as shell assignments to w (env, for eval), and
+// each env file not copied, as a comment, to errOut.
+func WriteEnv(w, errOut io.Writer, vars []string, files []record.EnvFile) {
+	for _, kv := range vars {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(w, "export %s=%s\n", k, agent.ShellQuote(v))
+	}
+	for _, f := range files {
+		if f.Skipped != "" {
+			fmt.Fprintf(errOut, "# %s not copied: %s\n", term.Clean(f.Path), term.Clean(f.Skipped))
+		}
+	}
 }

@@ -71,6 +71,17 @@ type PlaceStatus struct {
 	// NeedsWatcher is set when the place has timers to keep and no live
 	// watcher: the command layer starts one.
 	NeedsWatcher bool `json:"-"`
+	// Runner names the runner a launch --on made the place through (M1).
+	Runner string `json:"runner,omitempty"`
+	// Heard is, for another host's place made for a runner, when that
+	// host was last heard, from its record (M4); null when it never beat.
+	Heard *HeardStatus `json:"heard,omitempty"`
+	// Adopts is the lost place this one carries on (M5).
+	Adopts *record.Adoption `json:"adopts,omitempty"`
+	// LostTo is the place that adopted this one, its host lost (M5).
+	LostTo *LostStatus `json:"lostTo,omitempty"`
+	// kept: the record says its host keeps a watcher on it (engine.Kept).
+	kept bool
 	// Parent is the place that delegated this one ("" for a top-level
 	// place), Children the places it delegated, in order, and Delegation
 	// where it stands for its commissioner: working, finished, blocked,
@@ -240,7 +251,71 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 		attachConflicts(st, radar.KnownConflicts(env, repo, places))
 	}
 	attachLanding(st, lands)
+	attachHeard(ctx, store, st, records, opts.Place != "", env.ClockNow())
+	attachLost(st, places)
 	return st, nil
+}
+
+// HeardStatus is when a place's host was last heard (M4): the time its
+// record says it last shared, by that host's clock, and whether it has
+// been silent past its limit (three beats) while the place's record
+// says it is kept there: what the record shows may then be stale.
+type HeardStatus struct {
+	At           time.Time `json:"at"`
+	LimitSeconds int       `json:"limitSeconds"`
+	Silent       bool      `json:"silent"`
+}
+
+// LostStatus is the place that carries on a lost one (M5), from its
+// record.
+type LostStatus struct {
+	Place string    `json:"place"`
+	Host  string    `json:"host"`
+	Why   string    `json:"why"`
+	At    time.Time `json:"at"`
+}
+
+// attachLost marks each place another of places adopts as lost to it.
+func attachLost(st *Status, places []*record.Place) {
+	by := map[string]*record.Place{}
+	for _, p := range places {
+		if p.Adopts != nil {
+			by[p.Adopts.Place] = p
+		}
+	}
+	for i := range st.Places {
+		if p := by[st.Places[i].Place]; p != nil && p.Adopts.Host == st.Places[i].Host {
+			st.Places[i].LostTo = &LostStatus{Place: p.ID, Host: p.Host, Why: p.Adopts.Why, At: p.Adopts.At}
+		}
+	}
+}
+
+// attachHeard gives each place of another host made for a runner its
+// host's last heard, from the host records among records (read for the
+// one place when one alone was read): from the records, never by asking
+// the host.
+func attachHeard(ctx context.Context, store *refs.Store, st *Status, records []*refs.Record, one bool, now time.Time) {
+	hosts := map[string]*record.Host{}
+	for _, rec := range records {
+		if h, ok := rec.Take().(*record.Host); ok {
+			hosts[h.Host] = h
+		}
+	}
+	for i := range st.Places {
+		ps := &st.Places[i]
+		if !ps.Foreign || ps.Runner == "" {
+			continue
+		}
+		h := hosts[ps.Host]
+		if h == nil && one {
+			if rec, err := store.Read(ctx, record.HostRef(ps.Host)); err == nil {
+				h, _ = rec.Take().(*record.Host)
+			}
+		}
+		if h != nil {
+			ps.Heard = &HeardStatus{At: h.Heard, LimitSeconds: int(h.SilentAfter() / time.Second), Silent: ps.kept && h.Silent(now)}
+		}
+	}
 }
 
 // byPlace are the records under prefix by the place their ref ends in.
@@ -418,7 +493,7 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 			spent(ctx, r.book, r.repo.CommonDir, &p, p.Current-1, ps.Previous)
 		}
 	}
-	ps.Watcher = p.Watcher
+	ps.Watcher, ps.Runner, ps.Adopts, ps.kept = p.Watcher, p.Runner, p.Adopts, engine.Kept(&p)
 	if p.Host == env.Host && p.Phase == record.PhaseMade {
 		ps.Child = openChildProgress(ctx, env, r.store, &p)
 	}

@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 )
 
@@ -90,4 +92,27 @@ func readRepoStatus(ctx context.Context, env *stage.Env, r string, all bool) Rep
 		rs.Status = st
 	}
 	return rs
+}
+
+// WriteHostStatus prints hs as status --host shows it: each repository's
+// path over its table, or why it could not be read.
+func WriteHostStatus(w io.Writer, hs *HostStatus) error {
+	if len(hs.Repositories) == 0 {
+		fmt.Fprintf(w, "no repository: this host has launched no place yet (the index is %s in your global git configuration)\n", stage.RepositoryKey)
+		return nil
+	}
+	for i, r := range hs.Repositories {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s\n", term.Clean(r.Repo))
+		if r.Error != "" {
+			fmt.Fprintf(w, "  cannot be read: %s\n", term.Clean(r.Error))
+			continue
+		}
+		if err := WriteStatusTable(w, r.Status); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -84,6 +84,16 @@ func placeNotes(p *PlaceStatus) []string {
 	if p.Foreign {
 		notes = append(notes, "on "+p.Host+", read-only")
 	}
+	if l := p.LostTo; l != nil {
+		notes = append(notes, "lost: adopted as "+l.Place+" on "+l.Host+" ("+l.Why+")")
+	}
+	if a := p.Adopts; a != nil {
+		notes = append(notes, "adopts "+a.Place+" of "+a.Host)
+	}
+	if h := p.Heard; h != nil && h.Silent {
+		notes = append(notes, fmt.Sprintf("%s silent: last heard %s, past its limit of %s; this may be stale",
+			p.Host, h.At.UTC().Format("2006-01-02 15:04:05 UTC"), time.Duration(h.LimitSeconds)*time.Second))
+	}
 	if p.Dropped {
 		notes = append(notes, "dropped")
 	}

@@ -1,0 +1,113 @@
+package place
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/record"
+)
+
+// beater is a watcher's beat for a place this host runs for a runner
+// (M4): when it last beat, and the clone's settings, read once.
+type beater struct {
+	last time.Time
+	set  *stage.Settings
+}
+
+// tick beats for p when a beat has passed since the last: its work
+// and this host's records shared with the remote. A beat that fails is
+// told and tried again at the next; the place goes on regardless.
+func (b *beater) tick(ctx context.Context, ps *Places, p *record.Place) {
+	env := ps.r.Env
+	if p.Runner == "" || p.Host != env.Host {
+		return
+	}
+	if b.set == nil {
+		set, err := stage.ReadSettings(ctx, env.Runner, ps.r.Dir)
+		if err != nil {
+			return
+		}
+		b.set = &set
+	}
+	now := time.Now()
+	if !b.last.IsZero() && now.Sub(b.last) < b.set.Beat {
+		return
+	}
+	b.last = now
+	remote, err := stage.SyncRemote(ctx, env, ps.r.Dir, "", *b.set)
+	if err == nil {
+		err = ps.Beat(ctx, p, remote, b.set.Beat)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Out, "git-flume: %s: beat: %v (tried again in %s)\n", p.ID, err, b.set.Beat)
+	}
+}
+
+// Beat shares what the host running place p for a runner knows (M4,
+// M5): p's work pushed to remote under WorkPrefix, this host's record
+// marked heard, and its records synced, so that another host shows p from
+// them, and can adopt it from the work, without asking this one.
+func (ps *Places) Beat(ctx context.Context, p *record.Place, remote string, beat time.Duration) error {
+	env, store := ps.r.Env, ps.r.Store
+	werr := pushWork(ctx, ps.r.Git, remote, p)
+	if err := record.Heard(ctx, store, env.Host, env.ClockNow(), beat); err != nil {
+		return errors.Join(werr, err)
+	}
+	_, err := ps.Share(ctx, remote)
+	return errors.Join(werr, err)
+}
+
+// pushWork pushes p's work to remote as refs/flume-work/<place> when it
+// changed since it was last pushed from here (the same ref in this
+// clone): leased on that, and once more on what the remote holds when
+// this clone had lost track of it.
+func pushWork(ctx context.Context, repo *git.Repo, remote string, p *record.Place) error {
+	if _, err := os.Stat(p.Path); err != nil {
+		return nil // no worktree: nothing in progress to keep
+	}
+	head, err := repo.ResolveRef(ctx, p.BranchRef())
+	if err != nil {
+		return err
+	}
+	tree, err := repo.SnapshotTree(ctx, p.Path)
+	if err != nil {
+		return err
+	}
+	ref := record.WorkPrefix + p.ID
+	last, _ := repo.ResolveRef(ctx, ref)
+	if last != "" {
+		lastTree, _ := repo.TreeOf(ctx, last)
+		lastHead, _ := repo.ResolveCommit(ctx, last+"^1")
+		if lastTree == tree && lastHead == head {
+			return nil
+		}
+	}
+	work, err := repo.CommitTreeWith(ctx, tree, "flume work of "+p.ID+", shared for adopt", head)
+	if err != nil {
+		return err
+	}
+	err = repo.PushLeased(ctx, remote, []git.PushUpdate{{Ref: ref, Local: work, Expect: last}})
+	if errors.As(err, new(*git.PushRejectedError)) {
+		// This clone's copy is not what the remote holds (a clone that
+		// lost it, or a push whose answer was lost): take the remote's
+		// and push over it, leased on it.
+		if ferr := repo.FetchRefs(ctx, remote, false, "+"+ref+":"+ref); ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		last, _ = repo.ResolveRef(ctx, ref)
+		err = repo.PushLeased(ctx, remote, []git.PushUpdate{{Ref: ref, Local: work, Expect: last}})
+	}
+	if err != nil {
+		return fmt.Errorf("%s: its work to %s: %w", p.ID, remote, err)
+	}
+	op := git.Update
+	if last == "" {
+		op = git.Create
+	}
+	return repo.UpdateRefs(ctx, []git.RefUpdate{{Op: op, Name: ref, New: work, Old: last}})
+}
