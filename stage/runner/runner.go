@@ -89,29 +89,19 @@ var ErrNotHeard = errors.New("the place's record has not arrived")
 // Launch launches a place on runner run (M1, issue 45): the order pushed to
 // the remote create-only (one order per place at a time), the runner
 // started, and then the records fetched until the place's shows it made
-// there, for at most o.Wait. Nothing of this host's environment is sent:
-// the order names the place, its brief, base and target, and the runner
-// resolves everything else on its own side.
+// there by this order, for at most o.Wait. Nothing of this host's
+// environment is sent: the order names the place, its brief, base and
+// target, and the runner resolves everything else on its own side. A
+// launch cut short anywhere is settled by the same launch again: an order
+// of this host's for the same place still waiting is taken up (the
+// runner started again), and the runner takes up a place it made for it.
 func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place, error) {
-	cfg, err := r.Config(ctx, "HEAD")
+	run, id, err := launchTarget(ctx, r, &o)
 	if err != nil {
 		return nil, err
 	}
-	run, ok := cfg.Runners[o.Runner]
-	if !ok {
-		return nil, &stage.RefusedError{Place: o.Kind + "--" + o.Name, Reason: fmt.Sprintf("no runner %q is declared ([runner %q] in .flume/config or your own config)", o.Runner, o.Runner)}
-	}
-	if err := run.Check(); err != nil {
-		return nil, err
-	}
-	if o.Name == "" {
-		if o.Name = place.NameFromBrief(o.Brief); o.Name == "" {
-			return nil, &stage.RefusedError{Place: o.Kind, Reason: "--name is needed: the brief has no word to make one from"}
-		}
-	}
-	id, err := record.PlaceID(o.Kind + "--" + o.Name)
-	if err != nil {
-		return nil, err
+	if _, p, err := record.ReadPlace(ctx, r.Store, id); err == nil && p.Phase != record.PhaseTidied && !madeBy(p, o, run) {
+		return nil, &place.ExistsError{What: "place", Value: id}
 	}
 	repo := r.Git
 	base, err := repo.ResolveCommit(ctx, cmp.Or(o.From, o.Target, "HEAD"))
@@ -129,11 +119,12 @@ func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place,
 	}
 	err = repo.PushLeased(ctx, o.Remote, []git.PushUpdate{{Ref: OrderPrefix + id, Local: order, Expect: ""}})
 	if errors.As(err, new(*git.PushRejectedError)) {
-		return nil, &stage.RefusedError{Place: id, Reason: "a launch of it waits on " + o.Remote + " already (" + OrderPrefix + id + ")"}
+		err = takeUp(ctx, r, id, o, run)
 	}
 	if err != nil {
 		return nil, err
 	}
+	r.FaultAt("runner:ordered")
 	// The start runs with this host's environment (ssh's agent, a
 	// cluster's credentials), less flume's own session: what crosses to
 	// the runner is the order alone.
@@ -143,9 +134,55 @@ func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place,
 	}
 	var out bytes.Buffer
 	if err := proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdout: &out, Stderr: &out}); err != nil {
-		return nil, fmt.Errorf("%s: runner %s did not start: %w: %s", id, run.Name, err, strings.TrimSpace(out.String()))
+		return nil, fmt.Errorf("%s: runner %s did not start: %w: %s; its order waits on %s (%s%s): the same launch again takes it up",
+			id, run.Name, err, strings.TrimSpace(out.String()), o.Remote, OrderPrefix, id)
 	}
-	return heard(ctx, r, id, o)
+	r.FaultAt("runner:started")
+	return heard(ctx, r, id, o, run)
+}
+
+// launchTarget is the runner o names, declared and complete, and the id
+// of the place it launches (o.Name made from the brief when empty).
+func launchTarget(ctx context.Context, r *stage.Repository, o *Options) (stage.RunnerDecl, string, error) {
+	cfg, err := r.Config(ctx, "HEAD")
+	if err != nil {
+		return stage.RunnerDecl{}, "", err
+	}
+	run, ok := cfg.Runners[o.Runner]
+	if !ok {
+		return run, "", &stage.RefusedError{Place: o.Kind + "--" + o.Name, Reason: fmt.Sprintf("no runner %q is declared ([runner %q] in .flume/config or your own config)", o.Runner, o.Runner)}
+	}
+	if err := run.Check(); err != nil {
+		return run, "", err
+	}
+	if o.Name == "" {
+		if o.Name = place.NameFromBrief(o.Brief); o.Name == "" {
+			return run, "", &stage.RefusedError{Place: o.Kind, Reason: "--name is needed: the brief has no word to make one from"}
+		}
+	}
+	id, err := record.PlaceID(o.Kind + "--" + o.Name)
+	return run, id, err
+}
+
+// takeUp takes up the order for place id that waits on the remote when
+// it is this host's for the same launch (one cut short before its runner
+// made the place), else refuses the launch.
+func takeUp(ctx context.Context, r *stage.Repository, id string, o Options, run stage.RunnerDecl) error {
+	waiting, rf, err := fetchOrder(ctx, r, o.Remote, id)
+	if rf.ID != "" { // read here only: the order stays the runner's
+		_ = r.Git.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: OrderPrefix + id, Old: rf.ID}})
+	}
+	if err == nil && waiting.From == r.Host && waiting.Runner == run.Name && waiting.Brief == o.Brief {
+		return nil
+	}
+	return &stage.RefusedError{Place: id, Reason: "a launch of it waits on " + o.Remote + " already (" + OrderPrefix + id + "), not this one"}
+}
+
+// madeBy reports whether place p is what a launch o on runner run makes:
+// made through that runner, from the same brief. Another record of that
+// place is not this launch's doing.
+func madeBy(p *record.Place, o Options, run stage.RunnerDecl) bool {
+	return p.Runner == run.Name && p.Brief == o.Brief
 }
 
 // startArgv is how runner run starts git flume run-here for place id.
@@ -179,14 +216,14 @@ func sshArgv(run stage.RunnerDecl, line string, tty bool) ([]string, error) {
 
 // heard fetches the records from the remote until place id's is made on
 // its runner's host, or o.Wait has passed.
-func heard(ctx context.Context, r *stage.Repository, id string, o Options) (*record.Place, error) {
+func heard(ctx context.Context, r *stage.Repository, id string, o Options, run stage.RunnerDecl) (*record.Place, error) {
 	deadline := time.Now().Add(o.Wait)
 	for {
 		if _, err := r.Store.Sync(ctx, o.Remote, r.Host); err != nil {
 			return nil, err
 		}
 		_, p, err := record.ReadPlace(ctx, r.Store, id)
-		if err == nil && p.Phase == record.PhaseMade {
+		if err == nil && p.Phase == record.PhaseMade && madeBy(p, o, run) {
 			return p, nil
 		}
 		if time.Now().After(deadline) {
@@ -204,43 +241,61 @@ func heard(ctx context.Context, r *stage.Repository, id string, o Options) (*rec
 // fetched from remote, checked, and launched here as any launch is, with
 // this host's own paths, HOME and agents; then the records are shared
 // with remote and the order removed from it. An order already carried
-// out (the place made here) is only shared and removed again.
+// out here (the place made for it, a runner cut short before it shared or
+// removed the order) is only shared and removed again.
 func RunHere(ctx context.Context, r *stage.Repository, remote, id string, launch func(context.Context, LaunchOrder) (*record.Place, error)) (*record.Place, error) {
 	if _, err := record.PlaceID(id); err != nil {
 		return nil, err
 	}
-	repo, ref := r.Git, OrderPrefix+id
-	if err := repo.FetchRefs(ctx, remote, false, "+"+ref+":"+ref); err != nil {
-		return nil, fmt.Errorf("%s: no launch order on %s: %w", id, remote, err)
-	}
-	rf, err := repo.ReadRefFile(ctx, ref, "launch.json")
+	o, rf, err := fetchOrder(ctx, r, remote, id)
 	if err != nil {
 		return nil, err
-	}
-	var o Order
-	if !rf.Found || !rf.IsFile || json.Unmarshal(rf.Data, &o) != nil {
-		return nil, fmt.Errorf("%s: %s holds no launch order", id, ref)
 	}
 	if err := o.check(id); err != nil {
 		return nil, fmt.Errorf("%s: invalid launch order: %w", id, err)
 	}
+	repo := r.Git
 	base, err := repo.ResolveCommit(ctx, rf.ID+"^1")
 	if err != nil {
 		return nil, fmt.Errorf("%s: the order's base: %w", id, err)
 	}
-	kind, name, _ := strings.Cut(id, "--")
-	p, err := launch(ctx, LaunchOrder{Kind: kind, Name: name, Brief: o.Brief, From: base, Target: o.Target, Agent: o.Agent, Runner: o.Runner, Adopts: o.Adopts})
-	if p == nil {
-		return nil, err
+	r.FaultAt("runner:fetched")
+	_, p, err := record.ReadPlace(ctx, r.Store, id)
+	if err != nil || p.Phase != record.PhaseMade || p.Host != r.Host || p.Runner != o.Runner || p.Brief != o.Brief || p.Base != base {
+		kind, name, _ := strings.Cut(id, "--")
+		p, err = launch(ctx, LaunchOrder{Kind: kind, Name: name, Brief: o.Brief, From: base, Target: o.Target, Agent: o.Agent, Runner: o.Runner, Adopts: o.Adopts})
+		if p == nil {
+			return nil, err
+		}
 	}
+	r.FaultAt("runner:launched")
 	if _, serr := r.Store.Sync(ctx, remote, r.Host); serr != nil {
 		return p, errors.Join(err, fmt.Errorf("%s: made here, not shared with %s yet: %w", id, remote, serr))
 	}
+	r.FaultAt("runner:shared")
 	// The order is done: off the remote, leased on what was read, and
 	// off this clone.
+	ref := OrderPrefix + id
 	_ = repo.PushLeased(ctx, remote, []git.PushUpdate{{Ref: ref, Expect: rf.ID}})
 	_ = repo.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: ref, Old: rf.ID}})
 	return p, err
+}
+
+// fetchOrder fetches the order for place id from remote and reads it.
+func fetchOrder(ctx context.Context, r *stage.Repository, remote, id string) (*Order, git.RefFile, error) {
+	ref := OrderPrefix + id
+	if err := r.Git.FetchRefs(ctx, remote, false, "+"+ref+":"+ref); err != nil {
+		return nil, git.RefFile{}, fmt.Errorf("%s: no launch order on %s: %w", id, remote, err)
+	}
+	rf, err := r.Git.ReadRefFile(ctx, ref, "launch.json")
+	if err != nil {
+		return nil, rf, err
+	}
+	var o Order
+	if !rf.Found || !rf.IsFile || json.Unmarshal(rf.Data, &o) != nil {
+		return nil, rf, fmt.Errorf("%s: %s holds no launch order", id, ref)
+	}
+	return &o, rf, nil
 }
 
 // LaunchOrder is what RunHere asks its launch to make.
