@@ -308,8 +308,12 @@ type RunnerDecl struct {
 	Name string
 	// Kind is "ssh" (Host, and Path: its clone there) or "command"
 	// (Start: a line that runs git flume run-here somewhere that reaches
-	// the same git remote; {place}, {remote}, {runner} filled in).
-	Kind, Host, Path, Start, Attach string
+	// the same git remote; {place}, {branch}, {remote}, {runner} filled
+	// in). A command runner's Exec line runs {command}, a git flume
+	// command line as one shell word, where a place of it lives, in its
+	// clone (the operator's verbs, M3); Attach, when given, does so for
+	// attach, with a terminal.
+	Kind, Host, Path, Start, Exec, Attach string
 	// SSHCommand is the ssh an ssh runner runs (default ssh), words split
 	// as a step's are: as git's core.sshCommand.
 	SSHCommand string
@@ -337,6 +341,8 @@ func (c *Config) applyRunner(name, key, value string, repoFile bool) error {
 		r.Path = value
 	case "start":
 		r.Start = value
+	case "exec":
+		r.Exec = value
 	case "attach":
 		r.Attach = value
 	case "sshcommand":

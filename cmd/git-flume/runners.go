@@ -167,6 +167,9 @@ func (a *app) tidyOnRunners(c *cli.Context) error {
 	if len(ran) > 0 {
 		a.bringRecords(c.Context, r)
 	}
+	if exit := (*proc.ExitError)(nil); errors.As(err, &exit) {
+		return silentExit{exit.Code}
+	}
 	return err
 }
 

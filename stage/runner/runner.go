@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +15,6 @@ import (
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
-	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/record"
 )
@@ -190,7 +186,9 @@ func startArgv(run stage.RunnerDecl, id, remote string) ([]string, error) {
 	if run.Kind == "ssh" {
 		return sshArgv(run, "git flume run-here --remote "+agent.ShellQuote(remote)+" "+agent.ShellQuote(id), false)
 	}
-	line := strings.NewReplacer("{place}", agent.ShellQuote(id), "{remote}", agent.ShellQuote(remote), "{runner}", agent.ShellQuote(run.Name)).Replace(run.Start)
+	kind, name, _ := strings.Cut(id, "--")
+	line := strings.NewReplacer("{place}", agent.ShellQuote(id), "{branch}", agent.ShellQuote(kind+"/"+name), "{remote}", agent.ShellQuote(remote),
+		"{runner}", agent.ShellQuote(run.Name)).Replace(run.Start)
 	return []string{"/bin/sh", "-c", line}, nil
 }
 
@@ -302,207 +300,4 @@ func fetchOrder(ctx context.Context, r *stage.Repository, remote, id string) (*O
 type LaunchOrder struct {
 	Kind, Name, Brief, From, Target, Agent, Runner string
 	Adopts                                         *record.Adoption
-}
-
-// Stdio is the terminal a forwarded verb runs on.
-type Stdio struct {
-	In       io.Reader
-	Out, Err io.Writer
-	// TTY asks ssh for a terminal (attach), and opens the place's
-	// leased ports here for as long as it lasts (ssh -L).
-	TTY bool
-	// SayForwards has the verb's output end with a shell comment giving
-	// the ssh command that opens the place's leased ports here (env).
-	SayForwards bool
-	// Shares: the verb moves records, which the runner then shares with
-	// the remote in the same ssh command (git flume sync), so that this
-	// host's next sync brings them.
-	Shares bool
-}
-
-// remoteLine is the shell line that runs git flume with args in a
-// runner's clone: with shares, a sync follows, and the verb's exit
-// status is the line's.
-func remoteLine(args []string, shares bool) string {
-	line := "git flume " + strings.Join(quoted(args), " ")
-	if shares {
-		line += "; s=$?; git flume sync >/dev/null 2>&1; exit $s"
-	}
-	return line
-}
-
-// Forward runs git flume with args for place id of another host (M3), made
-// through one of this host's ssh runners, on that runner: one ssh
-// command, in the runner's clone, whose output is the verb's own (issue
-// 45). It reports false, running nothing, for a place of this host, one
-// no runner made, or a runner this host does not declare as ssh: the verb
-// then acts, or refuses, here. The remote verb's exit status comes back
-// as a *proc.ExitError.
-func Forward(ctx context.Context, r *stage.Repository, id string, args []string, io Stdio) (_ bool, err error) {
-	_, p, err := record.ReadPlace(ctx, r.Store, id)
-	if err != nil || p.Host == r.Host || p.Runner == "" {
-		return false, nil
-	}
-	cfg, err := r.Config(ctx, "HEAD")
-	if err != nil {
-		return false, err
-	}
-	run, ok := cfg.Runners[p.Runner]
-	if !ok || run.Kind != "ssh" || run.Check() != nil {
-		return false, nil
-	}
-	argv, err := sshArgv(run, remoteLine(args, io.Shares), io.TTY)
-	if err != nil {
-		return true, err
-	}
-	if io.TTY {
-		argv = withForwards(argv, p)
-	}
-	defer func() {
-		if err == nil && io.SayForwards && p.Run != nil && len(p.Run.Ports) > 0 {
-			fwd, _ := sshArgv(run, "", false)
-			// ssh's options, less "--", the host and the line: -N
-			// runs nothing there and keeps the forwards open.
-			fwd = withForwards(append(fwd[:len(fwd)-3:len(fwd)-3], "-N", "--", run.Host), p)
-			fmt.Fprintf(io.Out, "# %s runs on %s: its ports are here while this runs: %s\n", id, p.Host, strings.Join(quoted(fwd), " "))
-		}
-	}()
-	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdin: io.In, Stdout: io.Out, Stderr: io.Err})
-	if exit := (*proc.ExitError)(nil); errors.As(err, &exit) && exit.Code == sshFailed {
-		return true, unreachable(ctx, r, id, run, p.Host)
-	}
-	return true, err
-}
-
-// sshFailed is ssh's own exit status when it could not run the command
-// (the host unreachable, the key refused): the remote command's never is.
-const sshFailed = 255
-
-// UnreachableError is a verb on a place of another host that could not
-// reach it through its runner: nothing was done there (M4).
-type UnreachableError struct {
-	Place, Runner, Host, SSHHost string
-	// Heard is when Host was last heard, from its record; nil when it
-	// never was.
-	Heard *time.Time
-}
-
-func (e *UnreachableError) Error() string {
-	heard := "never heard from in the records"
-	if e.Heard != nil {
-		heard = "last heard " + e.Heard.UTC().Format("2006-01-02 15:04:05 UTC") + ", from its records"
-	}
-	return fmt.Sprintf("%s: runner %s (ssh %s) is unreachable: nothing was done on host %s, %s; "+
-		"git flume adopt %s --on ANOTHER starts it again elsewhere from its last shared work", e.Place, e.Runner, e.SSHHost, e.Host, heard, e.Place)
-}
-
-// unreachable is place id's UnreachableError, with when its host was last
-// heard.
-func unreachable(ctx context.Context, r *stage.Repository, id string, run stage.RunnerDecl, host string) error {
-	e := &UnreachableError{Place: id, Runner: run.Name, Host: host, SSHHost: run.Host}
-	if rec, err := r.Store.Read(ctx, record.HostRef(host)); err == nil {
-		var h record.Host
-		if rec.Decode(&h) == nil {
-			e.Heard = &h.Heard
-		}
-	}
-	return e
-}
-
-// quoted are words shell-quoted, one each.
-func quoted(words []string) []string {
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = agent.ShellQuote(w)
-	}
-	return q
-}
-
-// withForwards puts, before argv's "--", one ssh -L per port leased to
-// place p on its host: the same port here reaches it there.
-func withForwards(argv []string, p *record.Place) []string {
-	if p.Run == nil || len(p.Run.Ports) == 0 {
-		return argv
-	}
-	var fwd []string
-	for _, name := range slices.Sorted(maps.Keys(p.Run.Ports)) {
-		port := p.Run.Ports[name]
-		fwd = append(fwd, "-L", fmt.Sprintf("%d:localhost:%d", port, port))
-	}
-	at := slices.Index(argv, "--")
-	if at < 0 {
-		return append(argv, fwd...)
-	}
-	return slices.Concat(argv[:at], fwd, argv[at:])
-}
-
-// TidyThere runs git flume tidy with args on each of this host's ssh
-// runners whose places, by the records, have work that is over (dropped,
-// or landed): one ssh command per such runner, its output the verb's
-// (M3). It returns the runners it ran on; a runner that fails is said
-// and the others still run.
-func TidyThere(ctx context.Context, r *stage.Repository, args []string, io Stdio) ([]string, error) {
-	recs, _, err := r.Store.List(ctx, record.PlacePrefix)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := r.Config(ctx, "HEAD")
-	if err != nil {
-		return nil, err
-	}
-	due := map[string]bool{}
-	for _, p := range record.DecodePlaces(recs) {
-		over := p.Dropped != nil || engine.LandedWork(p)
-		if run, ok := cfg.Runners[p.Runner]; ok && run.Kind == "ssh" && p.Host != r.Host && p.Phase == record.PhaseMade && over {
-			due[p.Runner] = true
-		}
-	}
-	var ran []string
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(due)) {
-		run := cfg.Runners[name]
-		argv, err := sshArgv(run, remoteLine(append([]string{"tidy"}, args...), true), false)
-		if err == nil {
-			fmt.Fprintf(io.Out, "on runner %s:\n", name)
-			err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdout: io.Out, Stderr: io.Err})
-		}
-		if exit := (*proc.ExitError)(nil); errors.As(err, &exit) && exit.Code == sshFailed {
-			err = fmt.Errorf("runner %s (ssh %s) is unreachable: nothing was tidied there", name, run.Host)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("tidy on runner %s: %w", name, err))
-		}
-		ran = append(ran, name)
-	}
-	return ran, errors.Join(errs...)
-}
-
-// On runs git flume with args on runner name, declared here as ssh: one
-// ssh command in its clone, its output and exit status the verb's (doctor
-// --on, M4). A command runner is reached only through its start line,
-// and is refused.
-func On(ctx context.Context, r *stage.Repository, name string, args []string, io Stdio) error {
-	cfg, err := r.Config(ctx, "HEAD")
-	if err != nil {
-		return err
-	}
-	run, ok := cfg.Runners[name]
-	switch {
-	case !ok:
-		return &stage.RefusedError{Place: name, Reason: fmt.Sprintf("no runner %q is declared ([runner %q] in .flume/config or your own config)", name, name)}
-	case run.Kind != "ssh":
-		return &stage.RefusedError{Place: name, Reason: "a command runner is reached only through its start line: run git flume " + args[0] + " where it starts (in its image or job)"}
-	}
-	if err := run.Check(); err != nil {
-		return err
-	}
-	argv, err := sshArgv(run, remoteLine(args, io.Shares), io.TTY)
-	if err != nil {
-		return err
-	}
-	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdin: io.In, Stdout: io.Out, Stderr: io.Err})
-	if exit := (*proc.ExitError)(nil); errors.As(err, &exit) && exit.Code == sshFailed {
-		return fmt.Errorf("runner %s (ssh %s) is unreachable: ssh exited %d and ran nothing there", name, run.Host, sshFailed)
-	}
-	return err
 }
