@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/record"
 )
 
@@ -43,9 +44,35 @@ func (b *beater) tick(ctx context.Context, ps *Places, p *record.Place) {
 	if err == nil {
 		err = ps.Beat(ctx, p, remote, b.set.Beat)
 	}
+	if err == nil {
+		err = ps.yieldToAdopter(ctx, p)
+	}
 	if err != nil {
 		fmt.Fprintf(env.Out, "git-flume: %s: beat: %v (tried again in %s)\n", p.ID, err, b.set.Beat)
 	}
+}
+
+// yieldToAdopter stops p's agent when another place's record, brought
+// by the beat's sync, says it adopted p (M5): this host was taken for
+// lost and the work goes on there; two agents on one piece of work would
+// race to land it. The place stays, its stage blocked with why: nothing
+// of it is removed, and retry here starts it again if a person wants.
+func (ps *Places) yieldToAdopter(ctx context.Context, p *record.Place) error {
+	recs, _, err := ps.r.Store.List(ctx, record.PlacePrefix)
+	if err != nil {
+		return err
+	}
+	for _, q := range record.DecodePlaces(recs) {
+		if a := q.Adopts; a != nil && a.Place == p.ID && a.Host == p.Host && q.ID != p.ID {
+			err := engine.NewOperator(ps.r).Stop(ctx, stage.PlaceOptions{Repo: ps.r.Dir, Place: p.ID, Force: true, Gate: stage.GateOptions{TakeOver: true}})
+			if err != nil {
+				return fmt.Errorf("adopted as %s on %s, and its agent here did not stop: %w", q.ID, q.Host, err)
+			}
+			fmt.Fprintf(ps.r.Env.Out, "git-flume: %s: adopted as %s on %s (%s): its agent here stopped\n", p.ID, q.ID, q.Host, a.Why)
+			return nil
+		}
+	}
+	return nil
 }
 
 // Beat shares what the host running place p for a runner knows (M4,
