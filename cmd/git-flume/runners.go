@@ -50,11 +50,7 @@ func adoptCommand(a *app) *cli.Command {
 			&cli.StringFlag{Name: "name", Usage: "the new place's name"}, &cli.StringFlag{Name: "why", Usage: "what you know of the loss, recorded"},
 			&cli.BoolFlag{Name: "force", Usage: "adopt though its host was heard within its limit (two agents then work on it)"}},
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
-			if err != nil {
-				return err
-			}
-			r, err := a.stageEnv().OpenRepository(c.Context, c.String("repo"))
+			id, r, err := a.placeRepo(c)
 			if err != nil {
 				return err
 			}
@@ -90,11 +86,7 @@ func runHereCommand(a *app) *cli.Command {
 			"Everything is resolved on this side: paths, HOME, the agent and its configuration.",
 		Flags: []cli.Flag{repoFlag(), &cli.StringFlag{Name: "remote", Usage: "the shared remote the order waits on (default: as sync chooses)"}},
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
-			if err != nil {
-				return err
-			}
-			r, err := a.stageEnv().OpenRepository(c.Context, c.String("repo"))
+			id, r, err := a.placeRepo(c)
 			if err != nil {
 				return err
 			}

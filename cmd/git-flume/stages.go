@@ -91,11 +91,7 @@ func waitCommand(a *app) *cli.Command {
 		Flags: []cli.Flag{repoFlag(), jsonFlag(),
 			&cli.DurationFlag{Name: "timeout", Value: time.Hour, Usage: "give up after this long (exit 1)"}},
 		Action: func(c *cli.Context) error {
-			id, err := onePlace(c)
-			if err != nil {
-				return err
-			}
-			r, err := a.stageEnv().OpenRepository(c.Context, c.String("repo"))
+			id, r, err := a.placeRepo(c)
 			if err != nil {
 				return err
 			}

@@ -62,3 +62,14 @@ func (a *app) lander(c *cli.Context) (*land.Lander, error) {
 	}
 	return land.New(r), nil
 }
+
+// placeRepo is a verb's one PLACE and the repository of its --repo,
+// opened once.
+func (a *app) placeRepo(c *cli.Context) (string, *stage.Repository, error) {
+	id, err := onePlace(c)
+	if err != nil {
+		return "", nil, err
+	}
+	r, err := a.stageEnv().OpenRepository(c.Context, c.String("repo"))
+	return id, r, err
+}
