@@ -2,33 +2,56 @@ package git
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 )
 
 // withIndex runs git in dir with a throwaway index file, so the
-// repository's real index is never touched; it is removed after.
-func (repo *Repo) withIndex(ctx context.Context, dir string, do func(run func(stdin []byte, args ...string) ([]byte, error)) error) error {
+// repository's real index is never touched; it is removed after. With a
+// seed, the throwaway index starts as a copy of that index file, its
+// modification time kept: git then judges each entry's stat data exactly
+// as it would against the seed (a racily clean entry is still hashed).
+func (repo *Repo) withIndex(ctx context.Context, dir, seed string, do func(run func(stdin []byte, args ...string) ([]byte, error)) error) error {
 	f, err := os.CreateTemp(repo.GitDir, "flume-index-")
 	if err != nil {
 		return err
 	}
 	index := f.Name()
-	f.Close()
-	os.Remove(index) // git makes it; an empty file is not an index
 	defer os.Remove(index)
+	seeded := seed != "" && ondisk.CopyIndex(f, seed) == nil
+	f.Close()
+	if !seeded {
+		os.Remove(index) // git makes it; an empty file is not an index
+	}
 	run := func(stdin []byte, args ...string) ([]byte, error) {
 		return repo.r.run(ctx, repo.inTree(dir, call{args: args, stdin: stdin, env: []string{"GIT_INDEX_FILE=" + index}}))
+	}
+	if seed != "" && !seeded {
+		return errNoSeed
 	}
 	return do(run)
 }
 
+// errNoSeed is a seed index that could not be copied.
+var errNoSeed = errors.New("the work tree's index could not be read")
+
 // SnapshotTree writes the tree of the work tree at dir as it is: tracked
 // files as they are on disk and untracked files that are not ignored,
 // through a throwaway index (SPEC W3). HEAD, the branch and the real
-// index are untouched.
+// index are untouched. The throwaway index starts as a copy of the work
+// tree's own, so git re-reads only the files whose stat data moved, not
+// every file of the tree; without one (or if it will not do), from HEAD.
 func (repo *Repo) SnapshotTree(ctx context.Context, dir string) (string, error) {
+	if gitDir, err := ondisk.GitDirOf(dir); err == nil {
+		if tree, err := repo.seededTree(ctx, dir, filepath.Join(gitDir, "index")); err == nil {
+			return tree, nil
+		}
+	}
 	tree, err := repo.addedTree(ctx, dir, "HEAD", "-A")
 	if err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", dir, err)
@@ -36,11 +59,26 @@ func (repo *Repo) SnapshotTree(ctx context.Context, dir string) (string, error) 
 	return tree, nil
 }
 
+// seededTree writes the tree of the work tree at dir added by `git add
+// -A` over a copy of index.
+func (repo *Repo) seededTree(ctx context.Context, dir, index string) (string, error) {
+	var tree string
+	err := repo.withIndex(ctx, dir, index, func(run func([]byte, ...string) ([]byte, error)) error {
+		if _, err := run(nil, "add", "-A", "--", "."); err != nil {
+			return err
+		}
+		out, err := run(nil, "write-tree")
+		tree = strings.TrimSpace(string(out))
+		return err
+	})
+	return tree, err
+}
+
 // addedTree writes, through a throwaway index, the tree of start with the
 // work tree at dir added over it by `git add <mode> -- .`.
 func (repo *Repo) addedTree(ctx context.Context, dir, start, mode string) (string, error) {
 	var tree string
-	err := repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
+	err := repo.withIndex(ctx, dir, "", func(run func([]byte, ...string) ([]byte, error)) error {
 		if _, err := run(nil, "read-tree", "--end-of-options", start); err != nil {
 			return err
 		}
@@ -107,7 +145,7 @@ func (repo *Repo) RestoreTree(ctx context.Context, dir, base, tree string) error
 	if tree == "" {
 		return nil
 	}
-	return repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
+	return repo.withIndex(ctx, dir, "", func(run func([]byte, ...string) ([]byte, error)) error {
 		if _, err := run(nil, "read-tree", tree); err != nil {
 			return err
 		}
@@ -120,7 +158,7 @@ func (repo *Repo) RestoreTree(ctx context.Context, dir, base, tree string) error
 // throwaway index: a checkout no branch, HEAD or worktree names.
 func (repo *Repo) ExportTree(ctx context.Context, dir, commit string) error {
 	at := []string{"--git-dir=" + repo.CommonDir, "--work-tree=" + dir}
-	return repo.withIndex(ctx, dir, func(run func([]byte, ...string) ([]byte, error)) error {
+	return repo.withIndex(ctx, dir, "", func(run func([]byte, ...string) ([]byte, error)) error {
 		if _, err := run(nil, append(at, "read-tree", "--end-of-options", commit)...); err != nil {
 			return err
 		}

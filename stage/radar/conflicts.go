@@ -85,12 +85,16 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		return nil, err
 	}
 	out := radarPlaces(ctx, env, repo, record.DecodePlaces(recs))
+	g := loadGraph(repo)
+	defer g.save(ctx)
 	for i := range out {
 		o := &out[i]
 		if o.local {
-			if o.toLand, err = repo.CountBetween(ctx, o.target, o.head); err != nil {
+			a, err := g.answer(ctx, o.head, o.target)
+			if err != nil {
 				return nil, err
 			}
+			o.toLand = a.Ahead
 		}
 		last := o.p.Stages[len(o.p.Stages)-1].State
 		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == agentrun.StateDelivered || last == record.StateLanded)
@@ -260,6 +264,9 @@ type mergeCache struct {
 	// was told of (a tell confirmed in its transcript), by
 	// "place|target <branch>", until the pair merges cleanly again.
 	Agents map[string]bool `json:"agents,omitempty"`
+	// Graph are the commit graph's answers for a place's head and its
+	// target's tip, by "head target" (graph).
+	Graph map[string]graphAnswer `json:"graph,omitempty"`
 }
 
 func mergeCachePath(repo *git.Repo) string {
@@ -607,9 +614,11 @@ func RefreshFingerprints(ctx context.Context, env *stage.Env, repoDir string, al
 	if err != nil {
 		return err
 	}
+	g := loadGraph(repo)
+	defer g.save(ctx)
 	for _, o := range radarPlaces(ctx, env, repo, record.DecodePlaces(recs)) {
 		if o.local {
-			if err := refreshFingerprint(ctx, env, repo, store, o.p, o.head, o.target, !all); err != nil {
+			if err := refreshFingerprint(ctx, env, g, store, o.p, o.head, o.target, !all); err != nil {
 				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)
 			}
 		}
@@ -628,7 +637,9 @@ func refreshPlaceFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo
 	if err != nil {
 		return err
 	}
-	return refreshFingerprint(ctx, env, repo, store, p, tips[p.BranchRef()], tips["refs/heads/"+p.Target], false)
+	g := loadGraph(repo)
+	defer g.save(ctx)
+	return refreshFingerprint(ctx, env, g, store, p, tips[p.BranchRef()], tips["refs/heads/"+p.Target], false)
 }
 
 // refreshFingerprint takes place p's fingerprint at its branch's head
@@ -638,7 +649,7 @@ func refreshPlaceFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo
 // since launch): a sync with nothing moved reads nothing more than the
 // records it was given. Another host's place, one not open, or one whose
 // branch or target is gone ("" head or target) is left alone.
-func refreshFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place, head, target string, staleOnly bool) error {
+func refreshFingerprint(ctx context.Context, env *stage.Env, g *graph, store *refs.Store, p *record.Place, head, target string, staleOnly bool) error {
 	if p.Host != env.Host || p.Phase != record.PhaseMade || p.Dropped != nil || head == "" || target == "" {
 		return nil
 	}
@@ -656,7 +667,11 @@ func refreshFingerprint(ctx context.Context, env *stage.Env, repo *git.Repo, sto
 	if _, err := os.Stat(dir); err != nil {
 		dir = "" // its worktree is gone: its commits only
 	}
-	fp, err := Take(ctx, repo, dir, head, target)
+	a, err := g.answer(ctx, head, target)
+	if err != nil {
+		return err
+	}
+	fp, err := Take(ctx, g.repo, dir, head, a.Base, p.Fingerprint)
 	if err != nil {
 		return err
 	}

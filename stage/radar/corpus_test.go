@@ -98,11 +98,11 @@ func TestCorpusAgreesWithGitMerge(t *testing.T) {
 				t.Errorf("merge-tree of %.8s and %.8s names %v; git merge %v", x, y2, exact, truth)
 			}
 			if fx == nil {
-				if fx, err = Take(ctx, repo, "", x, b); err != nil {
+				if fx, err = takeOver(ctx, repo, x, b); err != nil {
 					t.Fatal(err)
 				}
 			}
-			fy, err := Take(ctx, repo, "", y2, b)
+			fy, err := takeOver(ctx, repo, y2, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,4 +166,13 @@ func gitMerge(t *testing.T, git1 func(...string) (string, error), must func(...s
 	must("reset", "-q", "--hard")
 	slices.Sort(files)
 	return files
+}
+
+// takeOver fingerprints head's commits over its merge base with target.
+func takeOver(ctx context.Context, repo *git.Repo, head, target string) (*record.Fingerprint, error) {
+	base, err := repo.MergeBase(ctx, head, target)
+	if err != nil {
+		return nil, err
+	}
+	return Take(ctx, repo, "", head, base, nil)
 }

@@ -19,16 +19,15 @@ func Same(a, b *record.Fingerprint) bool {
 	})
 }
 
-// Take fingerprints the work of branch head against target: its commits,
-// and, when dir is its work tree, its uncommitted work too (a snapshot
-// through a throwaway index: HEAD, the branch and the real index are not
-// touched; the snapshot's commit is written, no ref names it, and the same
-// work makes the same commit again).
-func Take(ctx context.Context, repo *git.Repo, dir, head, target string) (*record.Fingerprint, error) {
-	base, err := repo.MergeBase(ctx, head, target)
-	if err != nil {
-		return nil, err
-	}
+// Take fingerprints the work of branch head over base (its merge base
+// with its target): its commits, and, when dir is its work tree, its
+// uncommitted work too (a snapshot through a throwaway index: HEAD, the
+// branch and the real index are not touched; the snapshot's commit is
+// written, no ref names it, and the same work makes the same commit
+// again). The same base and tip as last's take last's files (a diff
+// between the same two commits is the same diff), and a tip that is its
+// base has none.
+func Take(ctx context.Context, repo *git.Repo, dir, head, base string, last *record.Fingerprint) (*record.Fingerprint, error) {
 	fp := &record.Fingerprint{Base: base, Head: head}
 	if dir != "" {
 		tree, err := repo.SnapshotTree(ctx, dir)
@@ -44,6 +43,14 @@ func Take(ctx context.Context, repo *git.Repo, dir, head, target string) (*recor
 				return nil, err
 			}
 		}
+	}
+	switch {
+	case base == fp.Tip():
+		fp.Files = []record.File{} // nothing over its base: no change to tell of
+		return fp, nil
+	case last != nil && last.Base == fp.Base && last.Head == fp.Head && last.Snapshot == fp.Snapshot:
+		fp.Files, fp.Cut = slices.Clone(last.Files), last.Cut
+		return fp, nil
 	}
 	changed, err := repo.ChangedLines(ctx, base, fp.Tip())
 	if err != nil {
