@@ -18,5 +18,14 @@ func (ps *Places) Share(ctx context.Context, remote string) (*refs.SyncReport, e
 	if err := radar.RefreshFingerprints(ctx, env, ps.r.Dir, false); err != nil {
 		fmt.Fprintf(env.Out, "git-flume: %v (the records are shared as they are)\n", err)
 	}
-	return store.Sync(ctx, remote, env.Host)
+	rep, err := store.Sync(ctx, remote, env.Host)
+	if err == nil {
+		// Which places are other hosts', for a view of one place that
+		// need not read every record (radar.PlaceConflicts); a list not
+		// kept is only read around.
+		if nerr := radar.NoteForeign(ctx, ps.r.Git, store, env.Host, rep); nerr != nil {
+			fmt.Fprintf(env.Out, "git-flume: other hosts' places not noted: %v\n", nerr)
+		}
+	}
+	return rep, err
 }

@@ -220,26 +220,52 @@ func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace, involv
 		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Place < out[j].Place })
+	tips := tipPlaces(places, used)
+	_, tipsKept := readTipPlaces(repo)
 	switch {
-	case involve == "" && !maps.EqualFunc(used, cache.Pairs, slices.Equal):
+	case involve == "" && (!maps.EqualFunc(used, cache.Pairs, slices.Equal) || !maps.EqualFunc(tips, cache.Tips, slices.Equal) || !tipsKept):
 		// Pairs of tips no longer open go: the cache stays the size of
 		// what is open.
 		editMergeCache(ctx, repo, func(c *mergeCache) bool {
-			c.Pairs = used
+			c.Pairs, c.Tips = used, tips
 			return true
 		})
-	case involve != "" && !subset(used, cache.Pairs):
+	case involve != "" && (!subset(used, cache.Pairs) || !tipsKept || !subset(tips, cache.Tips)):
 		editMergeCache(ctx, repo, func(c *mergeCache) bool {
-			changed := false
+			changed := !tipsKept
 			for key, files := range used {
 				if _, ok := c.Pairs[key]; !ok {
 					c.Pairs[key], changed = files, true
+				}
+			}
+			for tip, ids := range tips {
+				if merged := slices.Compact(slices.Sorted(slices.Values(append(c.Tips[tip], ids...)))); !slices.Equal(merged, c.Tips[tip]) {
+					c.Tips[tip], changed = merged, true
 				}
 			}
 			return changed
 		})
 	}
 	return out, nil
+}
+
+// tipPlaces are the places at each tip of the conflicting pairs among
+// used, by tip: what lets one place's conflicts be read from the cache
+// without reading every place (PlaceConflicts).
+func tipPlaces(places []openPlace, used map[string][]string) map[string][]string {
+	conflicting := map[string]bool{}
+	for key, files := range used {
+		if a, b, ok := strings.Cut(key, ":"); ok && len(files) > 0 {
+			conflicting[a], conflicting[b] = true, true
+		}
+	}
+	tips := map[string][]string{}
+	for _, o := range places {
+		if o.here && conflicting[o.tip] {
+			tips[o.tip] = append(tips[o.tip], o.p.ID)
+		}
+	}
+	return tips
 }
 
 // subset reports whether every key of a is in b.
@@ -267,6 +293,8 @@ type mergeCache struct {
 	// Graph are the commit graph's answers for a place's head and its
 	// target's tip, by "head target" (graph).
 	Graph map[string]graphAnswer `json:"graph,omitempty"`
+	// Tips are the places at each tip of a conflicting pair (tipPlaces).
+	Tips map[string][]string `json:"tips,omitempty"`
 }
 
 func mergeCachePath(repo *git.Repo) string {
@@ -287,6 +315,9 @@ func readMergeCache(repo *git.Repo) *mergeCache {
 	if c.Agents == nil {
 		c.Agents = map[string]bool{}
 	}
+	if c.Tips == nil {
+		c.Tips = map[string][]string{}
+	}
 	return c
 }
 
@@ -305,6 +336,9 @@ func (c *mergeCache) write(repo *git.Repo) {
 	}
 	if conflicting, err := json.Marshal(known); err == nil {
 		_ = engine.ReplaceFile(knownConflictsPath(repo), conflicting, 0o644)
+	}
+	if tips, err := json.Marshal(c.Tips); err == nil && c.Tips != nil {
+		_ = engine.ReplaceFile(tipPlacesPath(repo), tips, 0o644)
 	}
 	_ = engine.ReplaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
 }
@@ -466,11 +500,17 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*record.Place) map[
 		}
 	}
 	byPlace := cachedConflicts(open, readKnownConflicts(repo))
-	// Pairs with another host's place, from the fingerprints.
+	// Pairs with another host's place, from the fingerprints: each place
+	// not here against every other (a pair of two such, once); a pair of
+	// two places here the cache answers, exactly. The work grows with the
+	// places times those not here, not with the square of the places.
 	for i, a := range open {
-		for _, b := range open[i+1:] {
-			if a.here && b.here || !a.landing() || !b.landing() {
-				continue // both here: the cache answers, exactly
+		if a.here || !a.landing() {
+			continue
+		}
+		for j, b := range open {
+			if j == i || !b.here && j < i || !b.landing() {
+				continue
 			}
 			if files := Overlap(a.fp, b.fp); len(files) > 0 {
 				byPlace[a.p.ID] = append(byPlace[a.p.ID], record.Conflict{Place: a.p.ID, With: b.p.ID, Files: files})

@@ -97,7 +97,7 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 			x.Evidence = append(x.Evidence, Evidence{Source: "delegated", Text: c.Text()})
 		}
 	}
-	conflicts := placeConflicts(ctx, env, repo, store, p)
+	conflicts := radar.PlaceConflicts(ctx, env, repo, store, p)
 	for _, c := range conflicts {
 		x.Evidence = append(x.Evidence, Evidence{Source: "conflicts", Text: "with " + c.With + " in " + strings.Join(c.Files, ", ") + " (" + c.How() + ")"})
 	}
@@ -320,15 +320,6 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-// placeConflicts are the conflicts known for place p as status shows them.
-func placeConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place) []record.Conflict {
-	records, _, err := store.List(ctx, record.PlacePrefix)
-	if err != nil {
-		return nil
-	}
-	return radar.KnownConflicts(env, repo, record.DecodePlaces(records))[p.ID]
 }
 
 // landEntry is place id's entry with the lander, nil when it has none or
