@@ -43,9 +43,9 @@ func (b *beater) tick(ctx context.Context, ps *Places, p *record.Place) {
 	remote, err := stage.SyncRemote(ctx, env, ps.r.Dir, "", *b.set)
 	if err == nil {
 		err = ps.Beat(ctx, p, remote, b.set.Beat)
-	}
-	if err == nil {
-		err = ps.yieldToAdopter(ctx, p)
+		// A beat whose push was refused may still have fetched the
+		// record that adopts this place: looked for all the same.
+		err = errors.Join(err, ps.yieldToAdopter(ctx, p))
 	}
 	if err != nil {
 		fmt.Fprintf(env.Out, "git-flume: %s: beat: %v (tried again in %s)\n", p.ID, err, b.set.Beat)
