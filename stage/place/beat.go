@@ -45,7 +45,7 @@ func (b *beater) tick(ctx context.Context, ps *Places, p *record.Place) {
 		err = ps.Beat(ctx, p, remote, b.set.Beat)
 		// A beat whose push was refused may still have fetched the
 		// record that adopts this place: looked for all the same.
-		err = errors.Join(err, ps.yieldToAdopter(ctx, p))
+		err = errors.Join(err, ps.yieldToAdopter(ctx, p, remote))
 	}
 	if err != nil {
 		fmt.Fprintf(env.Out, "git-flume: %s: beat: %v (tried again in %s)\n", p.ID, err, b.set.Beat)
@@ -57,7 +57,9 @@ func (b *beater) tick(ctx context.Context, ps *Places, p *record.Place) {
 // lost and the work goes on there; two agents on one piece of work would
 // race to land it. The place stays, its stage blocked with why: nothing
 // of it is removed, and retry here starts it again if a person wants.
-func (ps *Places) yieldToAdopter(ctx context.Context, p *record.Place) error {
+// The stop is shared at once: the watcher that would beat again ends with
+// the agent.
+func (ps *Places) yieldToAdopter(ctx context.Context, p *record.Place, remote string) error {
 	recs, _, err := ps.r.Store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return err
@@ -69,10 +71,23 @@ func (ps *Places) yieldToAdopter(ctx context.Context, p *record.Place) error {
 				return fmt.Errorf("adopted as %s on %s, and its agent here did not stop: %w", q.ID, q.Host, err)
 			}
 			fmt.Fprintf(ps.r.Env.Out, "git-flume: %s: adopted as %s on %s (%s): its agent here stopped\n", p.ID, q.ID, q.Host, a.Why)
-			return nil
+			_, err = ps.Share(ctx, remote)
+			return err
 		}
 	}
 	return nil
+}
+
+// final shares this host's records once more as a watcher ends, when
+// its place is a runner's that beat: what its last step moved reaches
+// the remote though no beat follows.
+func (b *beater) final(ctx context.Context, ps *Places) {
+	if b.set == nil || b.last.IsZero() {
+		return // not a runner's place, or it never beat
+	}
+	if remote, err := stage.SyncRemote(ctx, ps.r.Env, ps.r.Dir, "", *b.set); err == nil {
+		_, _ = ps.Share(context.WithoutCancel(ctx), remote)
+	}
 }
 
 // Beat shares what the host running place p for a runner knows (M4,
