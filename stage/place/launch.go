@@ -247,7 +247,7 @@ func newPlace(env *stage.Env, opts LaunchOptions, kind stage.Kind, mainPath, tar
 		Branch: kind.Name + "/" + opts.Name,
 		Base:   base, Target: target, Brief: opts.Brief, Agent: opts.Agent, Pane: launchPane(env.Engine.Pane), Runner: opts.Runner,
 		Adopts: opts.Adopts,
-		Host: env.Host, Created: env.NowUTC(),
+		Host:   env.Host, Created: env.NowUTC(),
 		Phase:    record.PhaseMaking,
 		Launcher: &record.Proc{PID: env.PID, Host: env.Host},
 	}

@@ -39,7 +39,7 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 	var rw radar.Watch
 	var beat beater
 	defer beat.final(ctx, ps) // no beat follows a watcher's end
-	var inbox *broker.Server // the agent's inbox served (A12)
+	var inbox *broker.Server  // the agent's inbox served (A12)
 	defer func() { inbox.Close() }()
 	for time.Now().Before(deadline) {
 		p, err := engine.Advance(ctx, r, id)
