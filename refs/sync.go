@@ -147,13 +147,24 @@ func (s *Store) Sync(ctx context.Context, remote, host string) (*SyncReport, err
 }
 
 // SyncRetry is how sync tries again when another host pushed first (its
-// push refused, or a record moved here meanwhile): fetch and decide again
-// after a jittered wait, SyncAttempts times at most.
+// push refused, or a record moved here meanwhile), or when its fetch lost
+// a ref's lock to another sync of this clone: fetch and decide again after
+// a jittered wait, SyncAttempts times at most.
 var SyncRetry = RetryPolicy{Attempts: SyncAttempts, Base: 20 * time.Millisecond, Max: 640 * time.Millisecond, Again: refusedPush}
 
 func refusedPush(err error) bool {
 	var rejected *git.PushRejectedError
-	return errors.As(err, &rejected) || lostRace(err)
+	return errors.As(err, &rejected) || lostRace(err) || fetchRaced(err)
+}
+
+// fetchRaced is a fetch that lost a ref's lock to another sync of the
+// same clone (a watcher's beat beside a command's sync, R7): both fetch
+// into the incoming refs, and git refuses the update of a ref that moved
+// between its read and its lock ("cannot lock ref …: is at … but
+// expected …"). The next attempt fetches over what the other one left.
+func fetchRaced(err error) bool {
+	var gerr *git.Error
+	return errors.As(err, &gerr) && strings.Contains(gerr.Stderr, "cannot lock ref '"+IncomingPrefix)
 }
 
 func (s *Store) refMap(ctx context.Context, prefix string) (map[string]string, error) {

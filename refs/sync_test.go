@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -400,4 +401,44 @@ func sharedRemote(t *testing.T) (env []string, root, remote, a string) {
 	run(t, env, "git", "init", "-q", a)
 	run(t, env, "git", "-C", a, "remote", "add", "shared", "../remote.git")
 	return env, root, remote, a
+}
+
+// TestSyncsOfOneCloneSideBySideAllSucceed_R7: syncs of one clone run side
+// by side (a runner's watcher beats while a command it ran shares), each
+// fetching into the same incoming refs while another host's records move.
+// Each succeeds: a fetch that lost an incoming ref's lock to the other
+// ("cannot lock ref … is at … but expected …") is tried again, never
+// reported as a failed sync.
+func TestSyncsOfOneCloneSideBySideAllSucceed_R7(t *testing.T) {
+	ctx := context.Background()
+	env, remote, a := cloneOfNewRemote(t)
+	b := filepath.Join(filepath.Dir(remote), "b")
+	run(t, env, "git", "clone", "-q", remote, b)
+	sb := syncStore(t, env, b)
+	for i := range 8 {
+		bump(t, sb, refs.Prefix+"things/b"+strconv.Itoa(i), "B")
+	}
+	for round := range 6 {
+		for i := range 8 {
+			bump(t, sb, refs.Prefix+"things/b"+strconv.Itoa(i), "B")
+		}
+		if _, err := sb.Sync(ctx, "origin", "B"); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for k := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[k] = syncStore(t, env, a).Sync(ctx, "origin", "A")
+			}()
+		}
+		wg.Wait()
+		for k, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, sync %d beside three others: %v", round, k, err)
+			}
+		}
+	}
 }
