@@ -78,13 +78,13 @@ func (ps *Places) yieldToAdopter(ctx context.Context, p *record.Place, remote st
 	return nil
 }
 
-// final shares this host's records once more as a watcher ends, when
-// its place is a runner's that beat: what its last step moved reaches
-// the remote though no beat follows.
+// final shares this host's records as a watcher leaves a runner's place
+// that beat since it last shared: its last step reaches the remote.
 func (b *beater) final(ctx context.Context, ps *Places) {
 	if b.set == nil || b.last.IsZero() {
 		return // not a runner's place, or it never beat
 	}
+	b.last = time.Time{} // shared: a beat follows at once if the watcher stays
 	if remote, err := stage.SyncRemote(ctx, ps.r.Env, ps.r.Dir, "", *b.set); err == nil {
 		_, _ = ps.Share(context.WithoutCancel(ctx), remote)
 	}

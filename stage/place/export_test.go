@@ -27,3 +27,13 @@ func In(ctx context.Context, env *stage.Env, repoDir string) (*Places, error) {
 	}
 	return New(r), nil
 }
+
+// StillMine reports whether a watcher (me) about to leave place id stays,
+// for tests of the lease.
+func StillMine(ctx context.Context, env *stage.Env, repoDir, id string, me *record.Proc) (bool, error) {
+	r, err := env.OpenRepository(ctx, repoDir)
+	if err != nil {
+		return false, err
+	}
+	return stillMine(ctx, r, id, me), nil
+}

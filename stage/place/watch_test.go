@@ -93,3 +93,43 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 		t.Errorf("5 idle steps asked the pane host %d times; want one look a step at most", panes.calls)
 	}
 }
+
+// TestLeavingWatcherStaysForARetriedStage_A7: a watcher about to leave a
+// place with nothing to watch reads its record once more after its last
+// share. When the place became watchable again meanwhile (a retry, which
+// saw this watcher alive and started none) and the lease still names it,
+// it stays; an ended agent, or another watcher's lease, lets it go.
+// Otherwise a place whose retry raced its watcher's end went unwatched
+// where no command comes to start one (a runner's host, M4).
+func TestLeavingWatcherStaysForARetriedStage_A7(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	env := f.stageEnv(f.env)
+	if _, err := place.MakePlace(ctx, env, f.dir, place.LaunchOptions{Kind: "fix", Name: "one", Brief: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	me := &record.Proc{PID: os.Getpid(), Host: "testhost"}
+	other := &record.Proc{PID: os.Getpid() + 1, Host: "testhost"}
+	for _, c := range []struct {
+		why     string
+		watcher *record.Proc
+		ended   bool
+		stay    bool
+	}{
+		{"retried meanwhile: its agent works, the lease mine", me, false, true},
+		{"its agent ended", me, true, false},
+		{"another watcher's lease", other, false, false},
+	} {
+		editPlaceRecord(t, f, "fix--one", c.why, func(p *record.Place) {
+			now := time.Now()
+			p.Watcher = c.watcher
+			st := &p.Stages[0]
+			st.State, st.Started, st.Runs = run.StateWorking, &now, 1
+			st.Agent = &run.Agent{Program: "claude", Session: "s1", Pane: "p1", Host: "testhost", Started: now, Ended: c.ended}
+		})
+		stay, err := place.StillMine(ctx, env, f.dir, "fix--one", me)
+		if err != nil || stay != c.stay {
+			t.Errorf("%s: stay %v (%v), want %v", c.why, stay, err, c.stay)
+		}
+	}
+}

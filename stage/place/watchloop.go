@@ -66,26 +66,38 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 			_, err := ps.Tidy(ctx, TidyOptions{Place: id})
 			return err
 		}
-		if !engine.Watchable(ctx, env, p) || p.Watcher == nil || *p.Watcher != *me {
-			return nil
+		if p.Watcher == nil || *p.Watcher != *me {
+			return nil // another watcher took the lease
+		}
+		if !engine.Watchable(ctx, env, p) {
+			beat.final(ctx, ps)
+			if !stillMine(ctx, r, id, me) {
+				return nil
+			}
+			continue // moved on meanwhile (a retry): watched still
 		}
 		rw.Tick(ctx, env, repo, r.Dir, p)
 		beat.tick(ctx, ps, p)
 		inbox = serveInbox(ctx, env, p, inbox)
-		// The agent's own hooks (A11), and its branch's reflog: a
-		// sandboxed agent's commit starts no advance of its own (A12).
-		var files []string
-		if a := record.CurrentRun(p); a != nil && a.EventsFile() != "" {
-			files = append(files, a.EventsFile(), ondisk.ReflogPath(repo.CommonDir, p.BranchRef()))
-		}
-		if inbox != nil {
-			files = append(files, inbox.Inbox())
-		}
-		if err := waitOrEvent(ctx, interval, files); err != nil {
+		if err := waitOrEvent(ctx, interval, watchedFiles(repo.CommonDir, p, inbox)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// watchedFiles are the files whose change ends a watcher's wait early:
+// the agent's own hooks (A11), its branch's reflog (a sandboxed agent's
+// commit starts no advance of its own, A12) and its inbox.
+func watchedFiles(commonDir string, p *record.Place, inbox *broker.Server) []string {
+	var files []string
+	if a := record.CurrentRun(p); a != nil && a.EventsFile() != "" {
+		files = append(files, a.EventsFile(), ondisk.ReflogPath(commonDir, p.BranchRef()))
+	}
+	if inbox != nil {
+		files = append(files, inbox.Inbox())
+	}
+	return files
 }
 
 // eventPoll is how often a waiting watcher looks at its agent's events
@@ -146,4 +158,13 @@ func takeWatch(ctx context.Context, env *stage.Env, store *refs.Store, id string
 		return true, nil
 	}
 	return false, err
+}
+
+// stillMine reads place id's record again as its watcher is about to
+// leave it, after its last share: a retry meanwhile saw this watcher alive
+// and started none, so it stays while the lease names it and the place is
+// watchable (else no one watches on a runner's host, M4).
+func stillMine(ctx context.Context, r *stage.Repository, id string, me *record.Proc) bool {
+	_, p, err := record.ReadPlace(ctx, r.Store, id)
+	return err == nil && p.Watcher != nil && *p.Watcher == *me && engine.Watchable(ctx, r.Env, p)
 }
