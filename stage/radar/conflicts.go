@@ -295,6 +295,8 @@ type mergeCache struct {
 	Graph map[string]graphAnswer `json:"graph,omitempty"`
 	// Tips are the places at each tip of a conflicting pair (tipPlaces).
 	Tips map[string][]string `json:"tips,omitempty"`
+	// Stamps are each place's work stamp at its last snapshot (graph.take).
+	Stamps map[string]workStamp `json:"stamps,omitempty"`
 }
 
 func mergeCachePath(repo *git.Repo) string {
@@ -711,7 +713,7 @@ func refreshFingerprint(ctx context.Context, env *stage.Env, g *graph, store *re
 	if err != nil {
 		return err
 	}
-	fp, err := Take(ctx, g.repo, dir, head, a.Base, p.Fingerprint)
+	fp, err := g.take(ctx, id, dir, head, a.Base, p.Fingerprint)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"maps"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // graphAnswer is what the commit graph says of a place's head and its
@@ -26,11 +28,46 @@ type graph struct {
 	repo  *git.Repo
 	known map[string]graphAnswer
 	fresh map[string]graphAnswer
+	// stamps are each place's work stamp when its snapshot was last
+	// taken, as cached and as taken by this command.
+	stamps, freshStamps map[string]workStamp
+}
+
+// workStamp is what a place's work tree was (ondisk.WorkStamp) when its
+// snapshot over head was taken.
+type workStamp struct {
+	Stamp    string `json:"stamp"`
+	Head     string `json:"head"`
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // loadGraph reads the answers the radar's cache holds.
 func loadGraph(repo *git.Repo) *graph {
-	return &graph{repo: repo, known: readMergeCache(repo).Graph, fresh: map[string]graphAnswer{}}
+	c := readMergeCache(repo)
+	return &graph{repo: repo, known: c.Graph, fresh: map[string]graphAnswer{}, stamps: c.Stamps, freshStamps: map[string]workStamp{}}
+}
+
+// take is Take for place id, whose work tree is at dir ("" for none): a
+// work tree whose stamp is the one its last snapshot was taken at, over the
+// same head, has that snapshot still (while git keeps its commit, which no
+// ref names), and git is not asked for it: a warm radar starts no process
+// for a place (issue 46).
+func (g *graph) take(ctx context.Context, id, dir, head, base string, last *record.Fingerprint) (*record.Fingerprint, error) {
+	if dir == "" {
+		return Take(ctx, g.repo, "", head, base, last)
+	}
+	stamp, ok := ondisk.WorkStamp(dir, g.repo.CommonDir)
+	if was, hit := g.stamps[id]; ok && hit && was.Stamp == stamp && was.Head == head && (was.Snapshot == "" || g.repo.HasCommit(was.Snapshot)) {
+		return takeAt(ctx, g.repo, head, base, was.Snapshot, last)
+	}
+	snapshot, err := snapshotOf(ctx, g.repo, dir, head)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		g.freshStamps[id] = workStamp{stamp, head, snapshot}
+	}
+	return takeAt(ctx, g.repo, head, base, snapshot, last)
 }
 
 // answer is what the graph says of head and target's tip target.
@@ -57,7 +94,7 @@ func (g *graph) answer(ctx context.Context, head, target string) (graphAnswer, e
 
 // save adds the answers git gave this command to the radar's cache.
 func (g *graph) save(ctx context.Context) {
-	if len(g.fresh) == 0 {
+	if len(g.fresh) == 0 && len(g.freshStamps) == 0 {
 		return
 	}
 	editMergeCache(ctx, g.repo, func(c *mergeCache) bool {
@@ -65,6 +102,10 @@ func (g *graph) save(ctx context.Context) {
 			c.Graph = map[string]graphAnswer{}
 		}
 		maps.Copy(c.Graph, g.fresh)
+		if c.Stamps == nil || len(c.Stamps)+len(g.freshStamps) > maxGraph {
+			c.Stamps = map[string]workStamp{}
+		}
+		maps.Copy(c.Stamps, g.freshStamps)
 		return true
 	})
 }

@@ -28,22 +28,33 @@ func Same(a, b *record.Fingerprint) bool {
 // between the same two commits is the same diff), and a tip that is its
 // base has none.
 func Take(ctx context.Context, repo *git.Repo, dir, head, base string, last *record.Fingerprint) (*record.Fingerprint, error) {
-	fp := &record.Fingerprint{Base: base, Head: head}
+	snapshot := ""
 	if dir != "" {
-		tree, err := repo.SnapshotTree(ctx, dir)
-		if err != nil {
+		var err error
+		if snapshot, err = snapshotOf(ctx, repo, dir, head); err != nil {
 			return nil, err
-		}
-		headTree, err := repo.TreeOf(ctx, head)
-		if err != nil {
-			return nil, err
-		}
-		if tree != headTree {
-			if fp.Snapshot, err = repo.StableCommit(ctx, tree, "flume radar: uncommitted work", head); err != nil {
-				return nil, err
-			}
 		}
 	}
+	return takeAt(ctx, repo, head, base, snapshot, last)
+}
+
+// snapshotOf is the commit of the work tree at dir over head when it holds
+// uncommitted work, "" when it is head's tree.
+func snapshotOf(ctx context.Context, repo *git.Repo, dir, head string) (string, error) {
+	tree, err := repo.SnapshotTree(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	headTree, err := repo.TreeOf(ctx, head)
+	if err != nil || tree == headTree {
+		return "", err
+	}
+	return repo.StableCommit(ctx, tree, "flume radar: uncommitted work", head)
+}
+
+// takeAt is Take with the work tree's snapshot known.
+func takeAt(ctx context.Context, repo *git.Repo, head, base, snapshot string, last *record.Fingerprint) (*record.Fingerprint, error) {
+	fp := &record.Fingerprint{Base: base, Head: head, Snapshot: snapshot}
 	switch {
 	case base == fp.Tip():
 		fp.Files = []record.File{} // nothing over its base: no change to tell of

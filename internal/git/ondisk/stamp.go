@@ -1,0 +1,209 @@
+package ondisk
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+)
+
+// stampRacy is how recent a change may be for a stamp to trust it: the
+// kernel stamps files with a coarse clock (a tick of up to 10 ms), so two
+// writes within one tick can leave the same time; a file changed that
+// recently may change again unseen, as git's "racily clean" entries may.
+const stampRacy = 100 * time.Millisecond
+
+// stampMax bounds the entries a stamp looks at; a larger work tree is left
+// to git.
+const stampMax = 50000
+
+// errNoStamp is a work tree a stamp cannot vouch for: git reads it.
+var errNoStamp = errors.New("no stamp")
+
+// WorkStamp is a digest of the stat data of all that `git add -A` reads
+// in the linked or main work tree at dir, whose repository's common folder
+// is commonDir: its index, the configuration and ignore files git reads
+// there, every tracked file, and every folder and file of the work tree
+// but those in folders its ignore files exclude (which git never enters;
+// tracked files there are stamped from the index). Two equal stamps mean
+// the snapshot of the work tree (SnapshotTree) is the same, so the radar
+// takes it again without starting git (issue 46). ok is false when the
+// stamp cannot vouch for that, and git must look: something changed
+// within stampRacy of now, a repository nested in the work tree, more
+// than stampMax entries, an ignore file with a negation or an escape
+// (where matchers part ways; any folder is then entered), a file that
+// cannot be read, or a system other than Linux (no change time read).
+func WorkStamp(dir, commonDir string) (stamp string, ok bool) {
+	gitDir, err := GitDirOf(dir)
+	if err != nil {
+		return "", false
+	}
+	s := &stamper{sum: sha256.New(), since: time.Now().Add(-stampRacy)}
+	home, _ := os.UserHomeDir()
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	for _, f := range []string{
+		filepath.Join(gitDir, "index"), filepath.Join(gitDir, "HEAD"), filepath.Join(gitDir, "config.worktree"),
+		filepath.Join(commonDir, "config"), filepath.Join(commonDir, "info", "exclude"), filepath.Join(commonDir, "info", "attributes"),
+		filepath.Join(home, ".gitconfig"), filepath.Join(xdg, "git", "config"), filepath.Join(xdg, "git", "attributes"),
+	} {
+		s.file(f)
+	}
+	if err := s.tracked(dir, filepath.Join(gitDir, "index")); err != nil {
+		return "", false
+	}
+	exclude, err := s.patterns(filepath.Join(commonDir, "info", "exclude"), nil)
+	if err != nil {
+		return "", false
+	}
+	if err := s.walk(dir, nil, exclude); err != nil {
+		return "", false
+	}
+	return hex.EncodeToString(s.sum.Sum(nil)), true
+}
+
+type stamper struct {
+	sum     hash.Hash
+	since   time.Time
+	entries int
+	// entered: an ignore file the matcher may read otherwise than git
+	// (a negation, an escape): every folder is entered.
+	entered bool
+}
+
+// file adds path's stat data (or its absence) to the stamp.
+func (s *stamper) file(path string) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		s.add(path, "-")
+		return
+	}
+	ino, dev, ctime, ok := statIdentity(info)
+	if !ok {
+		s.entries = stampMax + 1 // no change time here: git looks
+		return
+	}
+	var b [48]byte
+	binary.LittleEndian.PutUint64(b[0:], uint64(info.Mode()))
+	binary.LittleEndian.PutUint64(b[8:], uint64(info.Size()))
+	binary.LittleEndian.PutUint64(b[16:], ino)
+	binary.LittleEndian.PutUint64(b[24:], uint64(info.ModTime().UnixNano()))
+	binary.LittleEndian.PutUint64(b[32:], uint64(ctime.UnixNano()))
+	binary.LittleEndian.PutUint64(b[40:], dev)
+	if !info.ModTime().Before(s.since) || !ctime.Before(s.since) {
+		s.entries = stampMax + 1 // racy: git looks
+	}
+	s.add(path, string(b[:]))
+}
+
+func (s *stamper) add(path, data string) {
+	s.entries++
+	s.sum.Write([]byte(path))
+	s.sum.Write([]byte{0})
+	s.sum.Write([]byte(data))
+}
+
+// tracked stamps every file the index tracks, wherever it is.
+func (s *stamper) tracked(dir, indexFile string) error {
+	f, err := os.Open(indexFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no index yet: nothing tracked
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var idx index.Index
+	if err := index.NewDecoder(bufio.NewReader(f)).Decode(&idx); err != nil {
+		return err
+	}
+	for _, e := range idx.Entries {
+		if e.SkipWorktree {
+			continue // sparse: git reads no file for it
+		}
+		s.file(filepath.Join(dir, filepath.FromSlash(e.Name)))
+	}
+	return s.check()
+}
+
+func (s *stamper) check() error {
+	if s.entries > stampMax {
+		return errNoStamp
+	}
+	return nil
+}
+
+// patterns reads an ignore file's patterns in domain (the folder it is
+// in, as path parts); a negation or an escape marks the stamper entered.
+func (s *stamper) patterns(path string, domain []string) ([]gitignore.Pattern, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ps []gitignore.Pattern
+	for line := range bytes.Lines(data) {
+		l := strings.TrimRight(string(line), "\r\n")
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if strings.HasPrefix(l, "!") || strings.Contains(l, `\`) || strings.TrimRight(l, " \t") != l {
+			s.entered = true
+		}
+		ps = append(ps, gitignore.ParsePattern(l, domain))
+	}
+	return ps, nil
+}
+
+// walk stamps folder dir (path parts rel under the work tree) and all in
+// it: each entry's stat data, then each folder not excluded by ps and
+// the ignore files met on the way.
+func (s *stamper) walk(dir string, rel []string, ps []gitignore.Pattern) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	s.file(dir)
+	more, err := s.patterns(filepath.Join(dir, ".gitignore"), rel)
+	if err != nil {
+		return err
+	}
+	ps = append(ps[:len(ps):len(ps)], more...)
+	m := gitignore.NewMatcher(ps)
+	for _, e := range entries {
+		name := e.Name()
+		if name == ".git" {
+			if len(rel) > 0 {
+				return errNoStamp // a repository nested in the work tree
+			}
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if !e.IsDir() {
+			s.file(path)
+			continue
+		}
+		sub := append(rel[:len(rel):len(rel)], name)
+		if !s.entered && m.Match(sub, true) {
+			continue // excluded: git never enters it
+		}
+		if err := s.walk(path, sub, ps); err != nil {
+			return err
+		}
+	}
+	return s.check()
+}
