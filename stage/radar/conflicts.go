@@ -658,7 +658,11 @@ func RefreshFingerprints(ctx context.Context, env *stage.Env, repoDir string, al
 	}
 	g := loadGraph(repo)
 	defer g.save(ctx)
-	for _, o := range radarPlaces(ctx, env, repo, record.DecodePlaces(recs)) {
+	places := radarPlaces(ctx, env, repo, record.DecodePlaces(recs))
+	if all {
+		g.prestamp(places)
+	}
+	for _, o := range places {
 		if o.local {
 			if err := refreshFingerprint(ctx, env, g, store, o.p, o.head, o.target, !all); err != nil {
 				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
+	"github.com/git-flume/git-flume/internal/par"
 	"github.com/git-flume/git-flume/stage/record"
 )
 
@@ -31,6 +32,45 @@ type graph struct {
 	// stamps are each place's work stamp when its snapshot was last
 	// taken, as cached and as taken by this command.
 	stamps, freshStamps map[string]workStamp
+	// stamped are the work stamps taken ahead (prestamp), by place.
+	stamped map[string]stamped
+}
+
+// stamped is a work tree's stamp as taken, or none (ok false).
+type stamped struct {
+	stamp string
+	ok    bool
+}
+
+// prestamp takes the work stamps of places' work trees side by side
+// (each a walk of its folders and files), ahead of take: a warm radar's
+// time is theirs. A stamp taken before its snapshot only errs towards
+// taking the snapshot again next time.
+func (g *graph) prestamp(places []openPlace) {
+	var ids, dirs []string
+	for _, o := range places {
+		if o.local {
+			ids, dirs = append(ids, o.p.ID), append(dirs, o.p.Path)
+		}
+	}
+	got := make([]stamped, len(ids))
+	par.Each(len(ids), func(i int) bool {
+		got[i].stamp, got[i].ok = ondisk.WorkStamp(dirs[i], g.repo.CommonDir)
+		return true
+	})
+	g.stamped = make(map[string]stamped, len(ids))
+	for i, id := range ids {
+		g.stamped[id] = got[i]
+	}
+}
+
+// stampOf is place id's work stamp, taken ahead or now.
+func (g *graph) stampOf(id, dir string) (string, bool) {
+	if s, ok := g.stamped[id]; ok {
+		delete(g.stamped, id) // taken once: a second take reads it again
+		return s.stamp, s.ok
+	}
+	return ondisk.WorkStamp(dir, g.repo.CommonDir)
 }
 
 // workStamp is what a place's work tree was (ondisk.WorkStamp) when its
@@ -56,7 +96,7 @@ func (g *graph) take(ctx context.Context, id, dir, head, base string, last *reco
 	if dir == "" {
 		return Take(ctx, g.repo, "", head, base, last)
 	}
-	stamp, ok := ondisk.WorkStamp(dir, g.repo.CommonDir)
+	stamp, ok := g.stampOf(id, dir)
 	if was, hit := g.stamps[id]; ok && hit && was.Stamp == stamp && was.Head == head && (was.Snapshot == "" || g.repo.HasCommit(was.Snapshot)) {
 		return takeAt(ctx, g.repo, head, base, was.Snapshot, last)
 	}

@@ -61,14 +61,15 @@ func WorkStamp(dir, commonDir string) (stamp string, ok bool) {
 	} {
 		s.file(f)
 	}
-	if err := s.tracked(dir, filepath.Join(gitDir, "index")); err != nil {
-		return "", false
-	}
 	exclude, err := s.patterns(filepath.Join(commonDir, "info", "exclude"), nil)
 	if err != nil {
 		return "", false
 	}
+	s.walked = map[string]bool{}
 	if err := s.walk(dir, nil, exclude); err != nil {
+		return "", false
+	}
+	if err := s.tracked(dir, filepath.Join(gitDir, "index")); err != nil {
 		return "", false
 	}
 	return hex.EncodeToString(s.sum.Sum(nil)), true
@@ -81,6 +82,9 @@ type stamper struct {
 	// entered: an ignore file the matcher may read otherwise than git
 	// (a negation, an escape): every folder is entered.
 	entered bool
+	// walked are the files the walk stamped, by path: a tracked one among
+	// them is not stamped twice.
+	walked map[string]bool
 }
 
 // file adds path's stat data (or its absence) to the stamp.
@@ -115,7 +119,8 @@ func (s *stamper) add(path, data string) {
 	s.sum.Write([]byte(data))
 }
 
-// tracked stamps every file the index tracks, wherever it is.
+// tracked stamps every file the index tracks that the walk did not (one
+// in an ignored folder, or one gone).
 func (s *stamper) tracked(dir, indexFile string) error {
 	f, err := os.Open(indexFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -133,7 +138,9 @@ func (s *stamper) tracked(dir, indexFile string) error {
 		if e.SkipWorktree {
 			continue // sparse: git reads no file for it
 		}
-		s.file(filepath.Join(dir, filepath.FromSlash(e.Name)))
+		if path := filepath.Join(dir, filepath.FromSlash(e.Name)); !s.walked[path] {
+			s.file(path)
+		}
 	}
 	return s.check()
 }
@@ -178,11 +185,15 @@ func (s *stamper) walk(dir string, rel []string, ps []gitignore.Pattern) error {
 		return err
 	}
 	s.file(dir)
-	more, err := s.patterns(filepath.Join(dir, ".gitignore"), rel)
-	if err != nil {
-		return err
+	for _, e := range entries {
+		if e.Name() == ".gitignore" { // read only where the listing has one
+			more, err := s.patterns(filepath.Join(dir, ".gitignore"), rel)
+			if err != nil {
+				return err
+			}
+			ps = append(ps[:len(ps):len(ps)], more...)
+		}
 	}
-	ps = append(ps[:len(ps):len(ps)], more...)
 	m := gitignore.NewMatcher(ps)
 	for _, e := range entries {
 		name := e.Name()
@@ -195,6 +206,7 @@ func (s *stamper) walk(dir string, rel []string, ps []gitignore.Pattern) error {
 		path := filepath.Join(dir, name)
 		if !e.IsDir() {
 			s.file(path)
+			s.walked[path] = true
 			continue
 		}
 		sub := append(rel[:len(rel):len(rel)], name)
