@@ -206,7 +206,10 @@ func conflictsOf(ctx context.Context, repo *git.Repo, places []openPlace, involv
 			return nil, true, nil
 		}
 		key := min(a, b) + ":" + max(a, b)
-		files, ok := cache.Pairs[key]
+		files, ok := used[key] // places at the same tips: merged once
+		if !ok {
+			files, ok = cache.Pairs[key]
+		}
 		if !ok {
 			var err error
 			if files, err = repo.MergeConflicts(ctx, a, b); err != nil {
