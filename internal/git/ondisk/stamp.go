@@ -79,6 +79,9 @@ type stamper struct {
 	sum     hash.Hash
 	since   time.Time
 	entries int
+	// unsure: something seen that the stamp cannot vouch for (a change
+	// within stampRacy, no change time): git looks.
+	unsure bool
 	// entered: an ignore file the matcher may read otherwise than git
 	// (a negation, an escape): every folder is entered.
 	entered bool
@@ -96,7 +99,7 @@ func (s *stamper) file(path string) {
 	}
 	ino, dev, ctime, ok := statIdentity(info)
 	if !ok {
-		s.entries = stampMax + 1 // no change time here: git looks
+		s.unsure = true // no change time here
 		return
 	}
 	var b [48]byte
@@ -107,7 +110,7 @@ func (s *stamper) file(path string) {
 	binary.LittleEndian.PutUint64(b[32:], uint64(ctime.UnixNano()))
 	binary.LittleEndian.PutUint64(b[40:], dev)
 	if !info.ModTime().Before(s.since) || !ctime.Before(s.since) {
-		s.entries = stampMax + 1 // racy: git looks
+		s.unsure = true // racy
 	}
 	s.add(path, string(b[:]))
 }
@@ -146,7 +149,7 @@ func (s *stamper) tracked(dir, indexFile string) error {
 }
 
 func (s *stamper) check() error {
-	if s.entries > stampMax {
+	if s.unsure || s.entries > stampMax {
 		return errNoStamp
 	}
 	return nil
