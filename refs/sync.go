@@ -40,11 +40,10 @@ type SyncReport struct {
 	Attempts int               `json:"attempts"`
 }
 
-// IncomingPrefix is where sync fetches a remote's records before judging
-// them. Only what it accepts (and what this host pushed) reaches the
-// tracking namespace, so the tracking refs are what this clone knows the
-// remote holds of the records it took or made.
-const IncomingPrefix = "refs/flume-incoming/"
+// incomingPrefix is where sync fetched a remote's records before judging
+// them, before it judged them by their commits alone; the first sync
+// since removes what it left.
+const incomingPrefix = "refs/flume-incoming/"
 
 // owners reads the owner host of the records here that a sync decides on,
 // by the commit each is at, in one read (R4): those that differ from the
@@ -108,9 +107,9 @@ func hostOf(data []byte) string {
 	return h.Host
 }
 
-// Sync shares records with remote (R7). It fetches the remote's
-// refs/flume/* into refs/flume-incoming/<remote>/ and judges each record
-// there as untrusted input before anything here moves:
+// Sync shares records with remote (R7). It lists the remote's
+// refs/flume/*, fetches the commits of those that differ here (no ref
+// moves), and judges each as untrusted input before anything here moves:
 //
 //   - a record that does not validate (malformed, a newer schema, a place
 //     whose names, branch, path or stage do not agree) is never taken;
@@ -147,24 +146,14 @@ func (s *Store) Sync(ctx context.Context, remote, host string) (*SyncReport, err
 }
 
 // SyncRetry is how sync tries again when another host pushed first (its
-// push refused, or a record moved here meanwhile), or when its fetch lost
-// a ref's lock to another sync of this clone: fetch and decide again after
-// a jittered wait, SyncAttempts times at most.
+// push refused, or a record moved here meanwhile, as another sync of this
+// clone moves it): list, fetch and decide again after a jittered wait,
+// SyncAttempts times at most.
 var SyncRetry = RetryPolicy{Attempts: SyncAttempts, Base: 20 * time.Millisecond, Max: 640 * time.Millisecond, Again: refusedPush}
 
 func refusedPush(err error) bool {
 	var rejected *git.PushRejectedError
-	return errors.As(err, &rejected) || lostRace(err) || fetchRaced(err)
-}
-
-// fetchRaced is a fetch that lost a ref's lock to another sync of the
-// same clone (a watcher's beat beside a command's sync, R7): both fetch
-// into the incoming refs, and git refuses the update of a ref that moved
-// between its read and its lock ("cannot lock ref …: is at … but
-// expected …"). The next attempt fetches over what the other one left.
-func fetchRaced(err error) bool {
-	var gerr *git.Error
-	return errors.As(err, &gerr) && strings.Contains(gerr.Stderr, "cannot lock ref '"+IncomingPrefix)
+	return errors.As(err, &rejected) || lostRace(err)
 }
 
 func (s *Store) refMap(ctx context.Context, prefix string) (map[string]string, error) {
@@ -179,13 +168,10 @@ func (s *Store) refMap(ctx context.Context, prefix string) (map[string]string, e
 	return m, nil
 }
 
-// incoming reads a fetched record as the record it would be at ref here,
-// with every check a local read makes: its owner, or why it is refused.
-func (s *Store) incoming(ctx context.Context, remote, ref string) (string, error) {
-	rf, err := s.repo.ReadRefFile(ctx, IncomingPrefix+remote+"/"+strings.TrimPrefix(ref, Prefix), StateFile)
-	if err != nil {
-		return "", err
-	}
+// incoming judges the remote's copy of the record at ref, read from its
+// commit (rf), with every check a local read makes: its owner, or why it
+// is refused.
+func (s *Store) incoming(ref string, rf git.RefFile) (string, error) {
 	rec, err := s.check(ref, rf)
 	if err != nil {
 		return "", err
@@ -237,6 +223,9 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 	if s.Fault != nil {
 		s.Fault("fetched")
 	}
+	if local, err = s.leftIncoming(ctx, remote, local); err != nil {
+		return nil, err
+	}
 	if len(local) > 0 {
 		if err := s.update(ctx, "", local); err != nil {
 			return nil, err
@@ -252,6 +241,19 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 		return rep, fmt.Errorf("synced, but the tracking list did not follow (the next sync fetches again): %w", err)
 	}
 	return rep, nil
+}
+
+// leftIncoming adds to local the deletion of each incoming ref an older
+// version's sync left.
+func (s *Store) leftIncoming(ctx context.Context, remote string, local []git.RefUpdate) ([]git.RefUpdate, error) {
+	left, err := s.repo.ListRefs(ctx, incomingPrefix+remote+"/")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range left {
+		local = append(local, git.RefUpdate{Op: git.Delete, Name: r.Name, Old: r.ID})
+	}
+	return local, nil
 }
 
 // syncFact is what sync knows of one record that differs here and at the
@@ -337,20 +339,19 @@ func decideSync(f syncFact, host string) syncMove {
 	return refuse("diverged from the remote's copy %.12s; only its owner (%s) may write it", r, orUnknown(f.Owner))
 }
 
-// observeSync fetches the remote's records into the incoming namespace and
-// reads the facts of every record that differs here and there, in ref
-// order (snapshots are never synced). It also returns the tracking list as
-// it was and the remote's records as fetched.
+// observeSync lists the remote's records, fetches the objects of those
+// that differ here, and reads the facts of every such record, in ref
+// order (snapshots are never synced). It also returns the tracking list
+// as it was and the remote's records as listed. No ref moves: a record
+// is judged by its commit before anything here takes it, and where a
+// fetch into refs wrote each record twice (taken, then copied), a first
+// sync now writes it once, as git's fetch does.
 func (s *Store) observeSync(ctx context.Context, remote, host string) ([]syncFact, map[string]string, map[string]string, error) {
 	tracked, err := s.readTracking(ctx, remote)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	in := IncomingPrefix + remote + "/"
-	if err := s.repo.FetchRefs(ctx, remote, true, "+"+Prefix+"*:"+in+"*"); err != nil {
-		return nil, nil, nil, err
-	}
-	there, err := s.refMap(ctx, in)
+	there, err := s.repo.ListRemote(ctx, remote, Prefix)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -358,14 +359,34 @@ func (s *Store) observeSync(ctx context.Context, remote, host string) ([]syncFac
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	refs := differing(here, there)
+	var ids []string
+	for _, ref := range refs {
+		if there[ref] != "" {
+			ids = append(ids, there[ref])
+		}
+	}
+	if len(ids) > 0 {
+		if err := s.repo.FetchRefs(ctx, remote, false, ids...); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	files, err := s.repo.FilesOf(ctx, ids, StateFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	theirs := make(map[string]git.RefFile, len(ids))
+	for _, rf := range files {
+		theirs[rf.ID] = rf
+	}
 	owners, err := s.owners(ctx, here, there)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var facts []syncFact
-	for _, ref := range differing(here, there) {
+	for _, ref := range refs {
 		f := syncFact{Ref: ref, Here: here[ref], There: there[ref], Seen: tracked.ids[ref], ClaimOnOurs: claimOnOurs(owners, ref, host)}
-		if err := s.readFact(ctx, remote, &f, owners); err != nil {
+		if err := s.readFact(ctx, theirs, &f, owners); err != nil {
 			return nil, nil, nil, err
 		}
 		facts = append(facts, f)
@@ -395,12 +416,12 @@ func differing(here, there map[string]string) []string {
 // readFact reads what decideSync needs beyond the two commits: who owns
 // the record, what the remote's copy names and whether it is a record,
 // and how the two copies are ordered.
-func (s *Store) readFact(ctx context.Context, remote string, f *syncFact, owners map[string]string) error {
+func (s *Store) readFact(ctx context.Context, files map[string]git.RefFile, f *syncFact, owners map[string]string) error {
 	if f.Here != "" {
 		f.Owner = owners[f.Ref]
 	}
 	if f.There != "" {
-		theirs, invalid := s.incoming(ctx, remote, f.Ref)
+		theirs, invalid := s.incoming(f.Ref, files[f.There])
 		f.Theirs = theirs
 		if invalid != nil {
 			f.Invalid = invalid.Error()

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,15 +278,29 @@ func TestSyncTrackingListSurvivesAConcurrentSync_R7(t *testing.T) {
 }
 
 // TestSyncPushesManyRecordsFromScratchRepository_R7: a push of many records
-// runs from the scratch repository and means what a push from
+// runs from a scratch repository of its own and means what a push from
 // the clone means: the remote named by its relative URL gets every record,
-// and the scratch repository never holds a ref.
+// and the push leaves no scratch repository behind. One a killed push
+// left an hour ago is removed, as is the shared one earlier versions kept;
+// one a push beside it is using now is left to it.
 func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 	ctx := context.Background()
-	env, _, remote, a := sharedRemote(t)
-	sa := syncStore(t, env, a)
+	env, root, remote, a := sharedRemote(t)
+	trace := filepath.Join(root, "setup.trace")
+	sa := syncStore(t, append(env, "GIT_TRACE_SETUP="+trace), a)
 	for i := range 70 {
 		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
+	}
+	gitDir := filepath.Join(a, ".git")
+	stale, busy, shared := filepath.Join(gitDir, "flume-push-1.git"), filepath.Join(gitDir, "flume-push-2.git"), filepath.Join(gitDir, "flume-push.git")
+	for _, dir := range []string{stale, busy, shared} {
+		if err := os.MkdirAll(filepath.Join(dir, "refs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hourAgo := time.Now().Add(-61 * time.Minute)
+	if err := os.Chtimes(stale, hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
 	}
 	rep, err := sa.Sync(ctx, "shared", "A")
 	if err != nil {
@@ -293,15 +309,66 @@ func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 	if len(rep.Pushed) != 70 {
 		t.Fatalf("pushed %d records, want 70", len(rep.Pushed))
 	}
-	if _, err := os.Stat(filepath.Join(a, ".git", "flume-push.git", "objects", "info", "alternates")); err != nil {
-		t.Fatalf("the push did not run from the scratch repository: %v", err)
+	setup, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`git_dir: \S*/\.git/flume-push-[0-9]+\.git\n`).Match(setup) {
+		t.Fatalf("no git ran in a scratch repository:\n%s", setup)
 	}
 	here := gitOut(t, env, "-C", a, "for-each-ref", "--format=%(objectname) %(refname)", refs.Prefix)
 	if there := gitOut(t, env, "-C", remote, "for-each-ref", "--format=%(objectname) %(refname)", refs.Prefix); there != here {
 		t.Fatalf("the remote holds\n%s\nwant\n%s", there, here)
 	}
-	if refs := gitOut(t, env, "--git-dir", filepath.Join(a, ".git", "flume-push.git"), "for-each-ref"); refs != "" {
-		t.Fatalf("the scratch repository holds refs:\n%s", refs)
+	left, _ := filepath.Glob(filepath.Join(gitDir, "flume-push*"))
+	if !slices.Equal(left, []string{busy}) {
+		t.Fatalf("scratch repositories left: %q, want only the busy one", left)
+	}
+}
+
+// TestSyncTakesRecordsWritingEachOnce_R7: a receiving sync judges the
+// remote's records by their commits and writes no ref of its own for
+// them (a fetch into refs wrote each twice): afterwards the clone holds
+// the records taken and the tracking list, nothing else of flume's, and
+// the incoming refs an older git-flume fetched into are gone.
+func TestSyncTakesRecordsWritingEachOnce_R7(t *testing.T) {
+	ctx := context.Background()
+	env, root, _, a := sharedRemote(t)
+	sa := syncStore(t, env, a)
+	for i := range 10 {
+		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
+	}
+	if _, err := sa.Sync(ctx, "shared", "A"); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(root, "b")
+	run(t, env, "git", "init", "-q", b)
+	run(t, env, "git", "-C", b, "remote", "add", "shared", "../remote.git")
+	sb := syncStore(t, env, b)
+	bump(t, sb, refs.Prefix+"things/mine", "B")
+	old := gitOut(t, env, "-C", b, "rev-parse", refs.Prefix+"things/mine")
+	run(t, env, "git", "-C", b, "update-ref", "refs/flume-incoming/shared/things/t0", strings.TrimSpace(old))
+	rep, err := sb.Sync(ctx, "shared", "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Fetched) != 10 || len(rep.Pushed) != 1 {
+		t.Fatalf("fetched %d, pushed %d; want 10 and 1", len(rep.Fetched), len(rep.Pushed))
+	}
+	var other []string
+	for _, ref := range strings.Fields(gitOut(t, env, "-C", b, "for-each-ref", "--format=%(refname)")) {
+		if !strings.HasPrefix(ref, refs.Prefix) && ref != refs.TrackedRef("shared") {
+			other = append(other, ref)
+		}
+	}
+	if len(other) > 0 {
+		t.Fatalf("refs beside the records and the tracking list: %q", other)
+	}
+	for i := range 10 {
+		ref := refs.Prefix + "things/t" + strconv.Itoa(i)
+		if got, want := gitOut(t, env, "-C", b, "rev-parse", ref), gitOut(t, env, "-C", a, "rev-parse", ref); got != want {
+			t.Fatalf("%s is %s here, %s where it was made", ref, got, want)
+		}
 	}
 }
 
@@ -334,8 +401,9 @@ func TestSyncLeasesNewRecordsOnBeingAbsent_R7(t *testing.T) {
 // TestSyncLeasesEachRecordWhereGitTracksThem_R7: where the remote's fetch
 // refspec gives records remote-tracking refs, git's pushes keep them, and
 // a bare lease would expect a new record at a tracking ref left from
-// before: each new record is then leased by name, and a record removed
-// at the remote and made again here is pushed.
+// before: a push's scratch repository, where its bare lease is read, goes
+// with it, so a record removed at the remote and made again here is
+// pushed.
 func TestSyncLeasesEachRecordWhereGitTracksThem_R7(t *testing.T) {
 	ctx := context.Background()
 	env, _, remote, a := sharedRemote(t)
@@ -351,8 +419,8 @@ func TestSyncLeasesEachRecordWhereGitTracksThem_R7(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ref = refs.Prefix + "things/t0"
-	if tracked := gitOut(t, env, "--git-dir", filepath.Join(a, ".git", "flume-push.git"), "for-each-ref", "refs/remotes/shared/flume/things/t0"); tracked == "" {
-		t.Fatal("git kept no tracking ref for the pushed record: this test shows nothing")
+	if left, _ := filepath.Glob(filepath.Join(a, ".git", "flume-push*")); len(left) > 0 {
+		t.Fatalf("the push left its scratch repository, with the tracking refs git kept in it: %q", left)
 	}
 	run(t, env, "git", "--git-dir", remote, "update-ref", "-d", ref)
 	bumpAll()

@@ -17,7 +17,7 @@ func syncCommand(a *app) *cli.Command {
 		Name:      "sync",
 		Usage:     "share records with other hosts through a git remote",
 		UsageText: "git flume sync [--repo DIR] [--json] [REMOTE]",
-		Description: "Fetches the remote's refs/flume/* into refs/flume-incoming/<remote>/ and checks each record as " +
+		Description: "Lists the remote's refs/flume/*, fetches the records that differ (no ref moves) and checks each as " +
 			"untrusted input: an invalid one, or one naming this host, is never taken. Takes other hosts' valid records " +
 			"only forward (tracked in refs/flume-tracked/<remote>), and pushes this host's own records atomically, each leased on what the remote had; a push " +
 			"refused because another host pushed first is fetched and decided again. Branches are never touched. " +

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -42,7 +41,7 @@ func (r *Runner) envLookup(name string) (string, bool) {
 // fromCommandLine reports what makes git, not this package, the one to
 // answer: settings given as `git -c` (GIT_CONFIG_PARAMETERS, whose
 // quoting is git's) or that change how discovery goes, and settings from
-// GIT_CONFIG_COUNT that commandLineConfig cannot read as git would or
+// GIT_CONFIG_COUNT that gitconfig.FromCount cannot read as git would or
 // that bear on finding the repository.
 func (r *Runner) fromCommandLine() bool {
 	for _, name := range []string{"GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
@@ -50,7 +49,7 @@ func (r *Runner) fromCommandLine() bool {
 			return true
 		}
 	}
-	entries, ok := r.commandLineConfig()
+	entries, ok := gitconfig.FromCount(r.envLookup)
 	if !ok {
 		return true
 	}
@@ -62,37 +61,6 @@ func (r *Runner) fromCommandLine() bool {
 		}
 	}
 	return false
-}
-
-// commandLineConfig reads the settings of GIT_CONFIG_COUNT and its
-// GIT_CONFIG_KEY_<n> / GIT_CONFIG_VALUE_<n> as git lists them: section
-// and name lowercased, a subsection as given. ok is false where git
-// would refuse them (it says why).
-func (r *Runner) commandLineConfig() (entries []gitconfig.Entry, ok bool) {
-	v, set := r.envLookup("GIT_CONFIG_COUNT")
-	if !set {
-		return nil, true
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > 1000 {
-		return nil, false
-	}
-	for i := range n {
-		key, kset := r.envLookup("GIT_CONFIG_KEY_" + strconv.Itoa(i))
-		value, vset := r.envLookup("GIT_CONFIG_VALUE_" + strconv.Itoa(i))
-		first, last := strings.IndexByte(key, '.'), strings.LastIndexByte(key, '.')
-		if !kset || !vset || first <= 0 || last == len(key)-1 {
-			return nil, false
-		}
-		section, name := strings.ToLower(key[:first]), strings.ToLower(key[last+1:])
-		if !gitconfig.IsAlpha(name[0]) || strings.IndexFunc(name, func(c rune) bool { return c > 127 || !gitconfig.IsKeyChar(byte(c)) }) >= 0 ||
-			strings.IndexFunc(section, func(c rune) bool { return c > 127 || !gitconfig.IsKeyChar(byte(c)) }) >= 0 {
-			return nil, false
-		}
-		full := section + key[first:last+1] + name
-		entries = append(entries, gitconfig.Entry{Key: full, Value: value})
-	}
-	return entries, true
 }
 
 // openInProcess finds the repository containing abs as `git rev-parse`
@@ -189,7 +157,7 @@ func (r *Runner) configInProcess(repo *Repo) ([]gitconfig.Entry, bool) {
 	if !ok {
 		return nil, false
 	}
-	cmdline, ok := r.commandLineConfig()
+	cmdline, ok := gitconfig.FromCount(r.envLookup)
 	if !ok {
 		return nil, false
 	}

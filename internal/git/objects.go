@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git/ondisk"
+	"github.com/git-flume/git-flume/internal/par"
 )
 
 // TreeEntry is one file of a tree flume writes: state trees hold only
@@ -355,20 +356,52 @@ func (repo *Repo) readRefFileInProcess(ref, file string) (RefFile, bool, error) 
 		// Neither a loose ref nor a packed one: no git needed to say so.
 		return RefFile{}, true, fmt.Errorf("%s: %w", ref, ErrNotExist)
 	}
+	rf, ok := repo.fileOf(id, file)
+	return rf, ok, nil
+}
+
+// fileOf reads file at object id as ReadRefFile does, in process; false
+// when git must answer.
+func (repo *Repo) fileOf(id, file string) (RefFile, bool) {
 	typ, _, err := repo.reads().EncodedObject(id, true)
 	if err != nil {
-		return RefFile{}, false, nil
+		return RefFile{}, false
 	}
 	rf := RefFile{ID: id, Type: typ}
 	if typ != "commit" {
-		return rf, true, nil
+		return rf, true
 	}
 	var obj Object
 	if !repo.reads().FileAt(id, file, &obj) {
-		return RefFile{}, false, nil
+		return RefFile{}, false
 	}
 	rf.Found, rf.IsFile, rf.Data = obj.Type != "", obj.Type == "blob", obj.Data
-	return rf, true, nil
+	return rf, true
+}
+
+// FilesOf reads file at each object of ids as ReadRefFile reads it at a
+// ref: the object's type, and the file where it is a commit. Side by side
+// in process where that is safe, else through one `git cat-file --batch`.
+func (repo *Repo) FilesOf(ctx context.Context, ids []string, file string) ([]RefFile, error) {
+	out := make([]RefFile, len(ids))
+	if par.Each(len(ids), func(i int) bool {
+		var ok bool
+		out[i], ok = repo.fileOf(ids[i], file)
+		return ok
+	}) {
+		return out, nil
+	}
+	b, err := repo.OpenBatch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = b.Close() }() // a batch that only read
+	for i, id := range ids {
+		if out[i], err = b.ReadFileAt(id, file); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // RefValue returns the object a ref points at, or "" when it does not

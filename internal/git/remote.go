@@ -1,33 +1,51 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-
-	"github.com/git-flume/git-flume/internal/git/gitconfig"
+	"time"
 )
 
-// FetchRefs fetches refspecs from remote in one atomic transaction: all
-// the destination refs move, or none. prune deletes destination refs the
-// remote no longer has. No tags, no FETCH_HEAD.
+// FetchRefs fetches refspecs (given on its standard input, however many)
+// from remote in one atomic transaction: all the destination refs move,
+// or none. prune deletes destination refs the remote no longer has. No
+// tags, no FETCH_HEAD. A refspec that is an object id the remote
+// advertised fetches it and its history, moving no ref; git checks first
+// whether they are here and complete, and transfers nothing then.
 func (repo *Repo) FetchRefs(ctx context.Context, remote string, prune bool, refspecs ...string) error {
-	args := []string{"fetch", "--quiet", "--atomic", "--no-tags", "--no-write-fetch-head"}
+	args := []string{"fetch", "--quiet", "--atomic", "--no-tags", "--no-write-fetch-head", "--stdin"}
 	if prune {
 		args = append(args, "--prune")
 	}
-	args = append(args, "--end-of-options", remote)
-	args = append(args, refspecs...)
-	if _, err := repo.write(ctx, nil, nil, args...); err != nil {
+	in := []byte(strings.Join(refspecs, "\n") + "\n")
+	if _, err := repo.write(ctx, in, nil, append(args, "--end-of-options", remote)...); err != nil {
 		return fmt.Errorf("fetch %s: %w", remote, err)
 	}
 	return nil
+}
+
+// ListRemote lists the refs remote holds under prefix, by name, as one
+// `git ls-remote` reads them: nothing here is written. A name that is
+// not a valid ref name, or an id that is not an object id, is left out:
+// the remote's answer is untrusted input.
+func (repo *Repo) ListRemote(ctx context.Context, remote, prefix string) (map[string]string, error) {
+	out, err := repo.read(ctx, nil, "ls-remote", "--refs", "--end-of-options", remote, prefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("list %s's refs: %w", remote, err)
+	}
+	refs := map[string]string{}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		id, name, ok := strings.Cut(line, "\t")
+		if ok && strings.HasPrefix(name, prefix) && IsObjectID(id) && CheckRefName(name) == nil {
+			refs[name] = id
+		}
+	}
+	return refs, nil
 }
 
 // PushUpdate is one ref a push moves on the remote, leased: it moves only
@@ -60,6 +78,9 @@ func (e *PushRejectedError) Error() string {
 // --force-with-lease (the remote's compare-and-swap against what the
 // caller last saw). It never touches any other ref. A refusal is a
 // *PushRejectedError naming each ref and why.
+//
+// Many updates are pushed from a scratch repository of their own (see
+// pushScratch); a few from here, each named, each leased by name.
 func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushUpdate) error {
 	if len(updates) == 0 {
 		return nil
@@ -67,29 +88,32 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 	// Every source is an object id: git would look each up as a ref name
 	// too (six names each) only to warn when one exists.
 	args := []string{"-c", "core.warnAmbiguousRefs=false", "push", "--atomic", "--porcelain", "--no-verify"}
-	// git compares each lease given by name with every ref it pushes (six
-	// formatted names a pair), most of a first sync of many records
-	// (DESIGN.md, "Figures from code comments"). A new record's lease, absent, is what a bare one says where
-	// git tracks no record: still one lease a record, as R7 asks.
-	bare := repo.recordsUntracked(remote)
-	if bare {
-		args = append(args, "--force-with-lease")
+	var env, refspecs []string
+	if len(updates) >= pushScratchAt {
+		dir, done, err := repo.pushScratch(ctx, updates)
+		if err != nil {
+			return fmt.Errorf("push to %s: %w", remote, err)
+		}
+		if dir != "" {
+			defer done()
+			env = []string{"GIT_DIR=" + dir}
+			// The scratch repository holds exactly the refs to push, and
+			// no remote-tracking ref: a bare lease is "absent" for each.
+			// The tracking refs git may write there are news to no hook.
+			args = append([]string{"-c", "core.hooksPath=/dev/null"}, args...)
+			args = append(args, "--force-with-lease")
+			refspecs = append(refspecs, "refs/*:refs/*")
+		}
 	}
 	for _, u := range updates {
-		if !bare || u.Expect != "" {
+		if env == nil || u.Expect != "" {
 			args = append(args, "--force-with-lease="+u.Ref+":"+u.Expect)
 		}
-	}
-	args = append(args, "--end-of-options", remote)
-	for _, u := range updates {
-		args = append(args, u.Local+":"+u.Ref)
-	}
-	var env []string
-	if len(updates) >= pushScratchAt {
-		if dir, ok := repo.pushScratch(); ok {
-			env = []string{"GIT_DIR=" + dir}
+		if env == nil || u.Local == "" {
+			refspecs = append(refspecs, u.Local+":"+u.Ref)
 		}
 	}
+	args = append(append(args, "--end-of-options", remote), refspecs...)
 	out, err := repo.write(ctx, nil, env, args...)
 	if err == nil {
 		return nil
@@ -118,86 +142,79 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 	return err
 }
 
-// recordsUntracked reports whether git pushing to remote holds no
-// remote-tracking ref for any ref under refs/flume/, from the
-// configuration read in process (no legacy remotes/ or branches/ file
-// defines the remote either). A bare --force-with-lease then leases a ref
-// with no lease of its own on being absent (git's apply_cas).
-func (repo *Repo) recordsUntracked(remote string) bool {
-	config, ok := repo.r.configInProcess(repo)
-	if !ok || gitconfig.FetchMaps(config, remote, FlumePrefix) {
-		return false
-	}
-	if strings.Contains(remote, "/") || remote == "." || remote == ".." {
-		return true // git reads no legacy file for such a name
-	}
-	for _, dir := range []string{"remotes", "branches"} {
-		if _, err := os.Lstat(filepath.Join(repo.CommonDir, dir, remote)); !errors.Is(err, fs.ErrNotExist) {
-			return false
-		}
-	}
-	return true
-}
+// pushScratchAt is how many updates make a push worth running from a
+// scratch repository.
+const pushScratchAt = 8
 
-// pushScratchAt is how many explicit refspecs make a push worth running
-// from the scratch repository.
-const pushScratchAt = 64
-
-// pushScratchName is the scratch repository inside the common git dir.
-const pushScratchName = "flume-push.git"
-
-// pushScratch returns a repository that borrows this one's objects and
-// configuration but holds no refs, creating it the first time. git push
-// matches every explicit refspec against every local ref (a formatted
-// comparison per ref-lookup rule), so pushing a thousand records from a
-// clone with thousands of refs costs seconds before anything is sent; run
-// from here, the same push (R7) costs what a glob push does. The
-// remote, its URL rewriting and the transport settings still come from
-// this repository's config, which the scratch config includes, and the push
-// still runs in this work tree, so relative remote paths mean what they did.
+// pushScratch makes a repository, inside the common git dir, that borrows
+// this one's objects and configuration and holds exactly the refs a push
+// moves (made by one `git update-ref --stdin`), for one push of them
+// by a glob. git push matches each named refspec against every ref on
+// both sides (six formatted names a pair): a first sync of 10,000 records
+// named one by one spent 20 s there before anything was sent; by a glob it
+// costs what a plain `git push` of them does. The remote, its URL
+// rewriting and the transport settings still come from this
+// repository's config, which the scratch config includes, and the push
+// still runs in this work tree, so relative remote paths mean what they
+// did. done removes it; one a killed push left is removed by a later
+// push, an hour on.
 //
-// ok is false where borrowing is not exact and the push runs here as
-// usual: a repository whose format the included config would change
-// (extensions: another hash, a partial clone), or a shallow one.
-func (repo *Repo) pushScratch() (string, bool) {
-	if repo.ObjectFormat != "sha1" {
-		return "", false
-	}
-	if _, err := os.Lstat(filepath.Join(repo.CommonDir, "shallow")); err == nil {
-		return "", false
-	}
+// Where borrowing is not exact the push runs here, each ref named: a
+// repository whose format the included config would change (extensions:
+// another hash, a partial clone), or a shallow one.
+func (repo *Repo) pushScratch(ctx context.Context, updates []PushUpdate) (dir string, done func(), err error) {
 	cfg, err := os.ReadFile(filepath.Join(repo.CommonDir, "config"))
-	if err != nil || strings.Contains(strings.ToLower(string(cfg)), "extensions") {
-		return "", false
+	_, shallow := os.Lstat(filepath.Join(repo.CommonDir, "shallow"))
+	if err != nil || repo.ObjectFormat != "sha1" || shallow == nil || strings.Contains(strings.ToLower(string(cfg)), "extensions") {
+		return "", nil, nil
 	}
-	dir := filepath.Join(repo.CommonDir, pushScratchName)
-	if _, err := os.Stat(filepath.Join(dir, "objects", "info", "alternates")); err == nil {
-		return dir, true
+	repo.sweepScratch()
+	if dir, err = os.MkdirTemp(repo.CommonDir, "flume-push-*.git"); err != nil {
+		return "", nil, err
 	}
-	// Made whole in a temporary folder and renamed into place, so a
-	// concurrent sync sees either no scratch repository or a complete one.
-	tmp := dir + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
-	defer os.RemoveAll(tmp)
+	done = func() { _ = os.RemoveAll(dir) }
+	fail := func(err error) (string, func(), error) { done(); return "", nil, err }
+	if err := os.MkdirAll(filepath.Join(dir, "refs", "heads"), 0o755); err != nil {
+		return fail(err)
+	}
 	files := map[string]string{
 		"HEAD": "ref: refs/heads/scratch\n",
 		// The repository's config first, then what makes this one bare.
 		"config":                  "[include]\n\tpath = ../config\n[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
 		"objects/info/alternates": "../../objects\n",
-		"description":             "git-flume: pushes run here; holds no refs, borrows the repository's objects\n",
-	}
-	if os.MkdirAll(filepath.Join(tmp, "refs", "heads"), 0o755) != nil {
-		return "", false
+		"description":             "git-flume: one push runs here; borrows the repository's objects\n",
 	}
 	for name, text := range files {
-		path := filepath.Join(tmp, filepath.FromSlash(name))
-		if os.MkdirAll(filepath.Dir(path), 0o755) != nil || os.WriteFile(path, []byte(text), 0o644) != nil {
-			return "", false
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			return fail(err)
 		}
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, "objects", "info", "alternates")); serr != nil {
-			return "", false
+	var in bytes.Buffer
+	for _, u := range updates {
+		if u.Local != "" {
+			fmt.Fprintf(&in, "create %s\x00%s\x00", u.Ref, u.Local)
 		}
 	}
-	return dir, true
+	// Hooks off: the scratch's refs are news to no one.
+	if _, err := repo.write(ctx, in.Bytes(), []string{"GIT_DIR=" + dir}, updateRefArgs("", false)...); err != nil {
+		return fail(err)
+	}
+	return dir, done, nil
+}
+
+// sweepScratch removes the scratch repositories pushes killed before
+// their end left, an hour on, and the one shared scratch repository
+// earlier versions kept.
+func (repo *Repo) sweepScratch() {
+	old, _ := filepath.Glob(filepath.Join(repo.CommonDir, "flume-push-*.git"))
+	for _, dir := range old {
+		if info, err := os.Lstat(dir); err == nil && time.Since(info.ModTime()) > time.Hour {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	_ = os.RemoveAll(filepath.Join(repo.CommonDir, "flume-push.git"))
 }

@@ -106,25 +106,3 @@ func Bool(v string) (on, known bool) {
 	}
 	return false, false
 }
-
-// FetchMaps reports whether a fetch refspec of remote in config may give
-// a ref under prefix a remote-tracking ref, as git's query_refspecs
-// matches: a negative refspec or one with no destination maps nothing, a
-// pattern the names that start with what comes before its '*', any other
-// the one name it is.
-func FetchMaps(config []Entry, remote, prefix string) bool {
-	key := "remote." + remote + ".fetch"
-	for _, e := range config {
-		spec := strings.TrimPrefix(strings.TrimSpace(e.Value), "+")
-		src, _, hasDst := strings.Cut(spec, ":")
-		if e.Key != key || strings.HasPrefix(spec, "^") || !hasDst {
-			continue
-		}
-		if start, _, glob := strings.Cut(src, "*"); glob && (strings.HasPrefix(prefix, start) || strings.HasPrefix(start, prefix)) {
-			return true
-		} else if !glob && strings.HasPrefix(src, prefix) {
-			return true
-		}
-	}
-	return false
-}
