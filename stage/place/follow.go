@@ -82,9 +82,10 @@ func (ps *Places) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 	if o.FromHook && o.Place != "" {
 		// a commit in a place is when its conflicts may change;
 		// the radar's answers for its new head are computed now, in this
-		// background run, and a new conflict is told to the notifier.
-		if _, err := radar.RefreshConflicts(ctx, env, r.Dir, o.Place); err != nil {
-			fmt.Fprintf(env.Out, "conflicts of %s: %v\n", o.Place, err)
+		// background run (one at a time in a repository, queued), and a
+		// new conflict is told to the notifier.
+		if err := radar.RefreshQueued(ctx, env, r.Dir, o.Place); err != nil {
+			fmt.Fprintf(env.Out, "%v\n", err)
 		}
 	}
 	if o.Tidy {

@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
@@ -153,4 +155,66 @@ func readPlaceRecord(t *testing.T, f *fixture, id string) (*refs.Store, *refs.Re
 		t.Fatal(err)
 	}
 	return store, rec
+}
+
+// TestHookRefreshesQueueBehindTheRefreshers: a commit's refresh, with every
+// refresher of the repository busy, queues its place and ends without
+// merging; the next refresh that gets a refresher's lock takes what is
+// queued as well as its own, each place once (issue 46: two hundred
+// commits started two hundred refreshes side by side).
+func TestHookRefreshesQueueBehindTheRefreshers(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(2)
+	for i := range 2 {
+		dir := filepath.Join(f.dir, "places", fmt.Sprintf("fix--p%03d", i))
+		os.WriteFile(filepath.Join(dir, "same.txt"), []byte(fmt.Sprintf("place %d\n", i)), 0o644)
+		f.git("-C", dir, "add", ".")
+		f.git("-C", dir, "commit", "-q", "-m", "work")
+	}
+	env, log := f.countingGit()
+	queue := filepath.Join(f.dir, ".git", "flume", "cache", "refresh")
+	if err := os.MkdirAll(queue, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var held []*lockfile.Lock
+	for i := range 4 { // every refresher a machine of up to four cores has
+		lock, err := lockfile.TryTake(filepath.Join(queue, ".lock-"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, lock)
+	}
+	if err := radar.RefreshQueued(ctx, env, f.dir, "fix--p000"); err != nil {
+		t.Fatal(err)
+	}
+	if calls, _ := os.ReadFile(log); strings.Contains(string(calls), "merge-tree") {
+		t.Fatalf("refreshed with every refresher busy:\n%s", calls)
+	}
+	if _, err := os.Stat(filepath.Join(queue, "fix--p000")); err != nil {
+		t.Fatalf("the place is not queued: %v", err)
+	}
+	for _, l := range held {
+		l.Unlock()
+	}
+	if err := radar.RefreshQueued(ctx, env, f.dir, "fix--p001"); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(queue, "fix--*")); len(left) > 0 {
+		t.Fatalf("still queued: %q", left)
+	}
+	// p000 with its target and p001, p001 with its target: the pair of
+	// the two merged once.
+	if calls, _ := os.ReadFile(log); strings.Count(string(calls), "merge-tree") != 3 {
+		t.Fatalf("merges:\n%s", calls)
+	}
+	store := fixtureStore(t, f)
+	records, _, err := store.List(ctx, record.PlacePrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := radar.KnownConflicts(env, store.Repo(), record.DecodePlaces(records))
+	if len(got["fix--p000"]) != 1 || len(got["fix--p001"]) != 1 {
+		t.Fatalf("known conflicts after the queue ran: %v", got)
+	}
 }
