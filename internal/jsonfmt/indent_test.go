@@ -3,6 +3,8 @@ package jsonfmt
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +25,48 @@ func TestIndentAgreesWithEncodingJSON(t *testing.T) {
 		checkIndent(t, v)
 	}
 }
+
+// Write writes what Indent lays out, in pieces where it is long, and
+// says a writer's failure.
+func TestWriteLaysOutLongValuesInPieces(t *testing.T) {
+	var places []map[string]any
+	for i := range 2000 {
+		places = append(places, map[string]any{"place": "fix--p" + strings.Repeat("x", i%50), "conflicts": []any{"a", map[string]any{}}})
+	}
+	v := map[string]any{"places": places, "problems": []any{}}
+	want, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 3*flushAt {
+		t.Fatalf("%d bytes: not long enough to be written in pieces", len(want))
+	}
+	var got bytes.Buffer
+	w := &countingWriter{w: &got}
+	if err := Write(w, v); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), append(want, '\n')) {
+		t.Fatal("Write's output differs from encoding/json's")
+	}
+	if w.n < 3 {
+		t.Fatalf("written in %d pieces", w.n)
+	}
+	if err := Write(failingWriter{}, v); err == nil {
+		t.Fatal("a writer's failure not said")
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n++; return c.w.Write(p) }
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
 
 func FuzzIndentAgreesWithEncodingJSON(f *testing.F) {
 	f.Add(`{"a":[1,{"b":"c"}],"d":{}}`)
