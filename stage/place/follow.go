@@ -80,10 +80,9 @@ func (ps *Places) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 		done.Places = append(done.Places, p)
 	}
 	if o.FromHook && o.Place != "" {
-		// a commit in a place is when its conflicts may change;
-		// the radar's answers for its new head are computed now, in this
-		// background run (one at a time in a repository, queued), and a
-		// new conflict is told to the notifier.
+		// a commit in a place is when its conflicts may change; the
+		// radar's answers for its new head are computed now, queued in
+		// the background, and a new conflict is told to the notifier.
 		if err := radar.RefreshQueued(ctx, env, r.Dir, o.Place); err != nil {
 			fmt.Fprintf(env.Out, "%v\n", err)
 		}
