@@ -215,16 +215,19 @@ func (s *Store) Use(ctx context.Context, place string, sess Session, takeOver bo
 // Release drops a session's claim on a place. Releasing another live
 // session's claim needs takeOver. Releasing an unclaimed place is not an
 // error.
-func (s *Store) Release(ctx context.Context, place string, sess Session, takeOver bool) error {
-	return DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+func (s *Store) Release(ctx context.Context, place string, sess Session, takeOver bool) (released bool, err error) {
+	err = DefaultRetry.Retry(ctx, func(ctx context.Context) error {
 		cs, err := s.ReadClaim(ctx, place, sess.Host)
 		if err != nil || cs.Record == nil {
+			released = false
 			return err
 		}
 		if err := cs.Gate(place, sess, takeOver); err != nil {
 			return err
 		}
 		_, err = s.Write(ctx, []Change{cs.Record.Deletion("release " + place)})
+		released = err == nil
 		return err
 	})
+	return released, err
 }

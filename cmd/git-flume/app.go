@@ -174,11 +174,15 @@ func newApp(a *app) *cli.App {
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usageError{err} },
 		CommandNotFound: func(c *cli.Context, name string) {
 			a.unknown = true
-			help := "git flume -h"
+			help, cmds := "git flume -h", c.App.Commands
 			if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
-				help = "git flume " + c.Command.Name + " -h"
+				help, cmds = "git flume "+c.Command.Name+" -h", c.Command.Subcommands
 			}
-			fmt.Fprintf(a.io.Err, "git-flume: unknown command %q; see '%s'\n", name, help)
+			see := "see '" + help + "'"
+			if meant := cliargs.Closest(cmds, name); meant != "" {
+				see = fmt.Sprintf("did you mean %q? see '%s'", meant, strings.Replace(help, "-h", meant+" -h", 1))
+			}
+			fmt.Fprintf(a.io.Err, "git-flume: unknown command %q; %s\n", name, see)
 		},
 	}
 	a.noteRepo(app.Commands)
@@ -313,7 +317,7 @@ func exitCode(w io.Writer, err error) int {
 // argument, so a flag written after one would be silently ignored.
 func noArgs(c *cli.Context) error {
 	if c.Args().Present() {
-		return usagef("%s: unexpected argument %q (flags go before arguments)", c.Command.Name, c.Args().First())
+		return usagef("%s takes no argument: unexpected %q", c.Command.Name, c.Args().First())
 	}
 	return nil
 }

@@ -364,11 +364,13 @@ func releaseCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := ps.Release(c.Context, o); err != nil {
-				return err
+			released, err := ps.Release(c.Context, o)
+			if err == nil && !released {
+				fmt.Fprintf(a.io.Out, "%s: no claim here to release\n", id)
+			} else if err == nil {
+				fmt.Fprintf(a.io.Out, "%s released\n", id)
 			}
-			fmt.Fprintf(a.io.Out, "%s released\n", id)
-			return nil
+			return err
 		},
 	}
 }

@@ -158,3 +158,46 @@ func SetFlags(c *cli.Context, cmd *cli.Command, skip ...string) []string {
 	}
 	return words
 }
+
+// Closest is the command among cmds (not hidden) a mistyped name most
+// likely meant, as git's own "did you mean" guesses: the nearest by
+// edit distance (a swap of two neighbours one edit), at most two edits
+// and fewer than half the name's letters; "" when none is that near.
+func Closest(cmds []*cli.Command, typed string) string {
+	best, bestD := "", 3
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		for _, name := range c.Names() {
+			if d := editDistance(name, typed); d < bestD && 2*d < len(typed) {
+				best, bestD = name, d
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b:
+// insertions, deletions, substitutions and swaps of neighbours, one each.
+func editDistance(a, b string) int {
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}

@@ -28,3 +28,18 @@ func TestFlagsFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestClosest: a swap, a dropped or doubled letter finds the command
+// meant; a word far from every command, a hidden command, or a short
+// name two edits away finds none.
+func TestClosest(t *testing.T) {
+	cmds := []*cli.Command{{Name: "status"}, {Name: "launch"}, {Name: "tidy"}, {Name: "hook", Hidden: true}, {Name: "explain"}}
+	for typed, want := range map[string]string{
+		"stauts": "status", "statu": "status", "lanuch": "launch", "tiddy": "tidy", "explian": "explain",
+		"nosuch": "", "hok": "", "xy": "", "statuses": "status",
+	} {
+		if got := Closest(cmds, typed); got != want {
+			t.Errorf("Closest(%q) = %q, want %q", typed, got, want)
+		}
+	}
+}

@@ -40,13 +40,21 @@ func (ps *Places) Use(ctx context.Context, o ClaimOptions) (refs.Claim, error) {
 
 // Release lets o.Session's claim on the place go (R8), on the Remote too
 // when one is named.
-func (ps *Places) Release(ctx context.Context, o ClaimOptions) error {
+//
+// released is false where there was no claim here to let go; a place
+// that does not exist either is an error, as it is to Use.
+func (ps *Places) Release(ctx context.Context, o ClaimOptions) (released bool, err error) {
 	store := ps.r.Store
-	if err := store.Release(ctx, o.Place, o.Session, o.TakeOver); err != nil {
-		return err
+	if released, err = store.Release(ctx, o.Place, o.Session, o.TakeOver); err != nil {
+		return false, err
+	}
+	if !released {
+		if _, _, err := record.ReadPlace(ctx, store, o.Place); err != nil {
+			return false, err
+		}
 	}
 	if o.Remote == "" {
-		return nil
+		return released, nil
 	}
-	return store.ReleasePushed(ctx, o.Remote, o.Place)
+	return released, store.ReleasePushed(ctx, o.Remote, o.Place)
 }
