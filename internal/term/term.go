@@ -21,6 +21,14 @@ func Clean(s string) string {
 	return b.String()
 }
 
+// CleanLines is Clean for text of many lines: newlines and tabs stay as
+// they are, every other control character is escaped.
+func CleanLines(s string) string {
+	var b strings.Builder
+	write(&b, s, true)
+	return b.String()
+}
+
 // printableASCII reports s as plain printable ASCII: nothing to escape.
 func printableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {

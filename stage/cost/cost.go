@@ -131,12 +131,16 @@ type Table struct {
 }
 
 // TotalText is the grand total for people: the known costs' sum, with
-// "+ ?" when some stages' costs are unknown.
+// "+ ?" when some stages' costs are unknown, and "?" alone when no cost
+// is known ("$0.0000 + ?" said a sum of nothing).
 func (c *Table) TotalText() string {
-	if c.Unpriced > 0 {
-		return c.Total.CostText() + " + ?"
+	switch {
+	case c.Unpriced == 0:
+		return c.Total.CostText()
+	case !slices.ContainsFunc(c.Rows, func(r Row) bool { return r.Cost != nil }):
+		return "?"
 	}
-	return c.Total.CostText()
+	return c.Total.CostText() + " + ?"
 }
 
 // Read reads the tokens and cost of each stage's agent from its

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/record"
@@ -89,14 +90,37 @@ func WriteExport(ctx context.Context, env *stage.Env, repoDir, id string, w io.W
 					r.Prompt = string(data)
 				}
 				if a.Transcript != "" {
-					r.Entries = readEntries(a.Transcript)
+					r.Entries = withoutPrompt(readEntries(a.Transcript), r.Prompt)
 				}
 			}
 			es.Runs = append(es.Runs, r)
 		}
 		x.Stages = append(x.Stages, es)
 	}
-	return exportPage().Execute(w, x)
+	// Everything a record, a prompt or a transcript holds is shown as
+	// text: the page's own markup has no control character, so each one
+	// in it came from them and is written escaped (\x1b), as on a
+	// terminal.
+	var page strings.Builder
+	if err := exportPage().Execute(&page, x); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, term.CleanLines(page.String()))
+	return err
+}
+
+// withoutPrompt leaves out the transcript's first user message where it is
+// the prompt the page already shows above it.
+func withoutPrompt(entries []Entry, prompt string) []Entry {
+	for i, e := range entries {
+		if e.Role == "user" {
+			if strings.TrimSpace(e.Text) == strings.TrimSpace(prompt) {
+				return append(entries[:i:i], entries[i+1:]...)
+			}
+			break
+		}
+	}
+	return entries
 }
 
 // readEntries renders a transcript's lines readably, whatever the
