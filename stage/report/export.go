@@ -8,10 +8,12 @@ import (
 	"html/template"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/record"
@@ -48,11 +50,21 @@ type ExportRun struct {
 	Entries []Entry
 }
 
+// ExportLink is a place linked by delegation, as the page links it: to
+// the page of its own, <id>.html beside this one.
+type ExportLink struct {
+	ID    string
+	State string // its phase and the delegation's outcome; why it is not linked
+	Page  bool   // both records name each other, of one host: linked
+}
+
 // Export is the data of a place's page.
 type Export struct {
-	Place  *record.Place
-	Stages []ExportStage
-	Total  cost.Row
+	Place    *record.Place
+	Parent   *ExportLink
+	Children []ExportLink
+	Stages   []ExportStage
+	Total    cost.Row
 	// TotalCost is the grand total as the cost table prints it.
 	TotalCost string
 }
@@ -75,6 +87,7 @@ func WriteExport(ctx context.Context, env *stage.Env, repoDir, id string, w io.W
 		return err
 	}
 	x := Export{Place: p, Total: costs.Total, TotalCost: costs.TotalText()}
+	x.Parent, x.Children = delegationLinks(ctx, store, p)
 	rows := costs.Rows // one per run, in stage and run order
 	for i, st := range p.Stages {
 		es := ExportStage{StageRecord: st, Index: i + 1}
@@ -107,6 +120,43 @@ func WriteExport(ctx context.Context, env *stage.Env, repoDir, id string, w io.W
 	}
 	_, err = io.WriteString(w, term.CleanLines(page.String()))
 	return err
+}
+
+// delegationLinks are p's commissioner and children, each linked to its
+// page where both records name each other and are of one host, as status
+// draws a child under its commissioner.
+func delegationLinks(ctx context.Context, store *refs.Store, p *record.Place) (*ExportLink, []ExportLink) {
+	link := func(id string, linked func(q *record.Place) bool) ExportLink {
+		_, q, err := record.ReadPlace(ctx, store, id)
+		switch {
+		case err != nil:
+			return ExportLink{ID: id, State: "its record cannot be read"}
+		case q.Host != p.Host || !linked(q):
+			return ExportLink{ID: id, State: "its record does not name " + p.ID}
+		}
+		return ExportLink{ID: id, State: q.Phase, Page: true}
+	}
+	var parent *ExportLink
+	if p.Parent != nil {
+		l := link(p.Parent.Parent, func(q *record.Place) bool { return slices.Contains(q.Children, p.ID) })
+		parent = &l
+	}
+	var children []ExportLink
+	for _, id := range p.Children {
+		var outcome string
+		l := link(id, func(q *record.Place) bool {
+			if q.Parent == nil || q.Parent.Parent != p.ID {
+				return false
+			}
+			outcome = q.Parent.Outcome
+			return true
+		})
+		if outcome != "" {
+			l.State += ", " + outcome
+		}
+		children = append(children, l)
+	}
+	return parent, children
 }
 
 // withoutPrompt leaves out the transcript's first user message where it is
