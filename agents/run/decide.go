@@ -380,6 +380,14 @@ func decideStarting(r *Run, o Observation, p Policy) Move {
 // in the pane) works again.
 func decideBlocked(r *Run, o Observation) Move {
 	switch r.BlockedBy() {
+	case BlockDialog:
+		// A11: the program's later word on the same wait (Claude Code's
+		// notification, just after its request) replaces the summary the
+		// run was blocked with when a step fell between the two.
+		if why := PermissionReason(o.Permission); o.Permission != "" && strings.HasPrefix(r.Reason, PermissionReason("")) && r.Reason != why {
+			r.Reason = why
+			return Move{Write: "blocked: " + why}
+		}
 	case BlockError, BlockLength, BlockReminded:
 		if o.Transcript && o.Turn == agent.TurnRunning {
 			r.State, r.Block, r.Reason = StateWorking, "", ""

@@ -84,6 +84,13 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 			up(Observation{Now: t0, Permission: "permission to use Bash (ls)"}), "write", "blocked: the agent waits for a permission: permission to use Bash (ls)", StateBlocked, ""},
 		{"still asked, the screen unknown: still blocked", stage, working(func(r *Run) { r.Blocked(BlockDialog, PermissionReason("x")) }),
 			up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnRunning, Permission: "x", Screen: &agent.Screen{Words: "Erlauben?"}}), "", "", StateBlocked, ""},
+		// A step that fell between Claude Code's request and its
+		// notification of the same wait: the notification's own words.
+		{"blocked on the request's summary, its notification since: its words", stage, working(func(r *Run) { r.Blocked(BlockDialog, PermissionReason("permission to use Bash (ls)")) }),
+			up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnRunning, Permission: "Claude needs your permission to use Bash"}),
+			"write", "blocked: the agent waits for a permission: Claude needs your permission to use Bash", StateBlocked, ""},
+		{"blocked by a screen's dialog, not a permission: its words kept", stage, working(func(r *Run) { r.Blocked(BlockDialog, DialogReason("trust?")) }),
+			up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnRunning, Permission: "x", Screen: &agent.Screen{Dialog: true, Words: "trust?"}}), "", "", StateBlocked, ""},
 		{"answered (a tool ran): works again", stage, working(func(r *Run) { r.Blocked(BlockDialog, PermissionReason("x")) }),
 			up(Observation{Now: t0, Confirmed: true, Turn: agent.TurnRunning, Screen: &agent.Screen{Ready: true, Input: true}}), "write", "the dialog was answered: prompt confirmed in the transcript", StateWorking, ""},
 		{"reminded once: never again, stuck later", stage, working(func(r *Run) { r.Reminded = true }), up(Observation{Now: t0, Turn: agent.TurnDone, Quiet: 30*time.Minute + time.Second}), "write", "stuck: quiet for 30m1s with no deliverable and no need", StateStuck, ""},
