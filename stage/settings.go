@@ -3,8 +3,10 @@ package stage
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -56,6 +58,25 @@ func ReadSettings(ctx context.Context, runner *git.Runner, dir string) (Settings
 		}
 	}
 	return s, nil
+}
+
+// HostName names this host in the records of a repository with settings
+// set: FLUME_HOST in the caller's environment env, else the repository's
+// flume.host, else the hostname. Each repository has its own: status
+// --host and the board judge each by its own name, not the caller's.
+func HostName(env []string, set Settings) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if h, ok := strings.CutPrefix(env[i], "FLUME_HOST="); ok && h != "" {
+			return h
+		}
+	}
+	if set.Host != "" {
+		return set.Host
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "localhost"
 }
 
 // RepositoryKey is the global git configuration key that lists, one value

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/urfave/cli/v2"
@@ -31,16 +30,7 @@ func (a *app) settings(ctx context.Context) settings {
 // host names this host in records: FLUME_HOST, else the repository's
 // flume.host, else the hostname.
 func (a *app) host() string {
-	if h := a.env.vars["FLUME_HOST"]; h != "" {
-		return h
-	}
-	if h := a.settings(context.Background()).Host; h != "" {
-		return h
-	}
-	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
-	}
-	return "localhost"
+	return stage.HostName(a.env.list, a.settings(context.Background()).Settings)
 }
 
 // remote is the remote sync talks to: the one named, else flume.remote,

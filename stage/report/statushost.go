@@ -84,6 +84,15 @@ func ReadHostStatus(ctx context.Context, env *stage.Env, all bool) (*HostStatus,
 // readRepoStatus is one repository's part of the host's status.
 func readRepoStatus(ctx context.Context, env *stage.Env, r string, all bool) RepoStatus {
 	rs := RepoStatus{Repo: r}
+	// Each repository's places are judged by its own host name: a
+	// clone's own places were shown read-only by another's flume.host.
+	if set, err := stage.ReadSettings(ctx, env.Runner, r); err == nil {
+		if h := stage.HostName(env.CallerEnv, set); h != env.Host {
+			own := *env
+			own.Host = h
+			env = &own
+		}
+	}
 	if _, err := os.Stat(r); errors.Is(err, os.ErrNotExist) {
 		rs.Error = "its folder is gone (git config --global --unset flume.repository " + r + " forgets it)"
 	} else if st, err := ReadStatus(ctx, env, StatusOptions{Repo: r, All: all}); err != nil {
