@@ -31,6 +31,11 @@ type Sources struct {
 	Place func() string
 	// Reminder is the one reminder the run may have been told (A8).
 	Reminder string
+	// Final reads what a run whose agent ended left in its transcript
+	// too (explain's reading): the engine decides nothing more of it, but
+	// a person asks whether its prompt was shown and how its last turn
+	// ended.
+	Final bool
 }
 
 // DialogAfter is how long a running turn's transcript stays quiet before
@@ -65,11 +70,13 @@ func Observe(ctx context.Context, r Run, s Sources) (Observation, string, error)
 			return o, "", err
 		}
 	}
-	if !running {
+	if !running && (!s.Final || a == nil || a.Transcript == "" || a.Printed()) {
 		return o, "", nil
 	}
 	prompt, err := os.ReadFile(a.PromptFile)
-	if err != nil {
+	if err != nil && !running {
+		return o, "", nil // an ended run's prompt file may be gone: nothing more to read
+	} else if err != nil {
 		return o, "", fmt.Errorf("read the run's prompt: %w", err)
 	}
 	last := a.SentAt

@@ -199,6 +199,17 @@ func writeStep(ctx context.Context, env *stage.Env, store *refs.Store, rec *refs
 // (K6), read before the transcript, and whether the place is still its own
 // worktree (A10). It also returns the stage's prompt.
 func Observe(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, st *record.StageRecord) (StepSeen, string, error) {
+	return observe(ctx, env, repo, p, st, false)
+}
+
+// Inspect is Observe as explain reads a stage: a run whose agent ended is
+// read to its transcript's end too (run.Sources.Final).
+func Inspect(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, st *record.StageRecord) (StepSeen, error) {
+	seen, _, err := observe(ctx, env, repo, p, st, true)
+	return seen, err
+}
+
+func observe(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, st *record.StageRecord, final bool) (StepSeen, string, error) {
 	var seen StepSeen
 	a := st.Agent
 	src := run.Sources{
@@ -217,6 +228,7 @@ func Observe(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Plac
 		},
 		Place:    func() string { return placeGone(ctx, repo, p) },
 		Reminder: reminder(st),
+		Final:    final,
 	}
 	if a != nil {
 		src.Vars = agent.Vars{SessionID: a.Session, Place: p.Path, Home: agent.HomeOf(env.CallerEnv)}

@@ -78,7 +78,7 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	var seen engine.StepSeen
 	if local && st.State != record.StagePending {
 		// What the engine's own step would read; nothing is written.
-		if seen, _, err = engine.Observe(ctx, env, repo, p, st); err != nil {
+		if seen, err = engine.Inspect(ctx, env, repo, p, st); err != nil {
 			return nil, err
 		}
 		if a := st.Agent; a != nil && !a.Ended && a.Pane != "print" && seen.Screen == nil {
