@@ -51,7 +51,10 @@ type PlaceStatus struct {
 	Foreign  bool      `json:"foreign"`
 	Created  time.Time `json:"created"`
 	Phase    string    `json:"phase"`
-	Worktree string    `json:"worktree"` // present, missing, removed, elsewhere
+	// Tidied is why a tidied place was tidied ("landed", "dropped"):
+	// its stage's state is as it was when its work ended.
+	Tidied   string `json:"tidied,omitempty"`
+	Worktree string `json:"worktree"` // present, missing, removed, elsewhere
 	// Run is what the place was given to run: its ports, its env files;
 	// null when its repository declares no [run].
 	Run *record.RunSetup `json:"run"`
@@ -597,6 +600,9 @@ func placeStatus(p *record.Place, now time.Time) PlaceStatus {
 	}
 	if p.Parent != nil {
 		ps.Parent = p.Parent.Parent
+	}
+	if p.Phase == record.PhaseTidied && p.Tidied != nil {
+		ps.Tidied = p.Tidied.Reason
 	}
 	ps.Run = p.Run
 	if n := len(p.Stages); n > 0 && p.Current < n {

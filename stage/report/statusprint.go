@@ -47,10 +47,18 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 			}
 		}
 		notes := statusNotes(&p)
+		state := p.Stage.State
+		if p.Phase == record.PhaseTidied {
+			// its work is over: the stage's state is as it was then
+			state = "tidied"
+			if p.Tidied != "" {
+				state += " (" + p.Tidied + ")"
+			}
+		}
 		// One line a place: what a record holds is shown, never acted on
 		// by the terminal nor able to forge a line (R5).
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(words.TreeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stageText),
-			term.Clean(p.Stage.State), ready, term.Clean(claim), term.Clean(strings.Join(notes, "; ")))
+			term.Clean(state), ready, term.Clean(claim), term.Clean(strings.Join(notes, "; ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
