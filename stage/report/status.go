@@ -48,9 +48,9 @@ type PlaceStatus struct {
 	Host   string `json:"host"`
 	// Foreign marks another host's place, fetched by sync: read-only
 	// here (R7).
-	Foreign  bool      `json:"foreign"`
-	Created  time.Time `json:"created"`
-	Phase    string    `json:"phase"`
+	Foreign bool      `json:"foreign"`
+	Created time.Time `json:"created"`
+	Phase   string    `json:"phase"`
 	// Tidied is why a tidied place was tidied ("landed", "dropped"):
 	// its stage's state is as it was when its work ended.
 	Tidied   string `json:"tidied,omitempty"`
