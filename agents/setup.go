@@ -6,11 +6,13 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,7 +199,41 @@ func claudeSetup(home string, environ []string, dir string) []Check {
 		checks = append(checks, Check{"credentials", CheckMissing, "no login: run claude and /login, or set ANTHROPIC_API_KEY"})
 	}
 	checks = append(checks, trustCheck(dir, func(p string) bool { return cfg.Projects[p].Trusted }, "claude asks to trust each new place (answer it with git flume attach), unless "+dir+" or a folder above it is trusted in "+file))
-	return checks
+	return append(checks, claudeTools(home, filepath.Dir(dir)))
+}
+
+// claudeTools says whether Claude Code may use its tools unattended, from
+// the permissions of its user settings and of the repository's committed
+// ones (a place, a worktree of it, has them too): with neither an allow
+// list nor a mode that allows, it asks before its first Bash call, and the
+// stage blocks there until someone answers in its pane. A role's tools:
+// (.flume/roles/<role>.md) are given to the run alone as --allowedTools,
+// which is how to allow them for places and nowhere else.
+func claudeTools(home, repo string) Check {
+	var allow []string
+	mode := ""
+	for _, file := range []string{filepath.Join(home, ".claude", "settings.json"), filepath.Join(repo, ".claude", "settings.json")} {
+		var set struct {
+			Permissions struct {
+				Allow []string `json:"allow"`
+				Mode  string   `json:"defaultMode"`
+			} `json:"permissions"`
+		}
+		if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &set) == nil {
+			allow = append(allow, set.Permissions.Allow...)
+			mode = cmp.Or(set.Permissions.Mode, mode)
+		}
+	}
+	how := "allow them for places alone with a role's tools: in .flume/roles/<role>.md (given to each run as --allowedTools), or for every session in permissions.allow of " + filepath.Join(home, ".claude", "settings.json")
+	switch {
+	case mode == "bypassPermissions":
+		return Check{"tools", CheckOK, "every tool allowed (permissions.defaultMode bypassPermissions)"}
+	case slices.ContainsFunc(allow, func(a string) bool { return a == "Bash" || strings.HasPrefix(a, "Bash(") }):
+		return Check{"tools", CheckOK, "allowed without asking: " + strings.Join(allow, ", ")}
+	case len(allow) > 0:
+		return Check{"tools", CheckWarn, "only " + strings.Join(allow, ", ") + " allowed without asking: a stage blocks at its first other tool (Bash) until answered in its pane; " + how}
+	}
+	return Check{"tools", CheckWarn, "no tool allowed without asking: a stage blocks at its first Bash call until answered in its pane (git flume attach); " + how}
 }
 
 // codexSetup reads $CODEX_HOME (default ~/.codex): credentials, and the
