@@ -72,6 +72,10 @@ func TestCorpusAgreesWithGitMerge(t *testing.T) {
 
 	var pairs, conflicting, exactAgree, found, falseAlarms int
 	var missed []string
+	// Pairs where one change contains the other identically: X, and X's
+	// change with a later one's made as one commit on B (two people, one
+	// of whom also made the other's change the same way).
+	var containing, containingClean, containingAlarms int
 	for i := 0; i+2 < len(commits) && pairs < corpusPairs; i++ {
 		b, x := commits[i], commits[i+1]
 		var fx *record.Fingerprint
@@ -117,12 +121,36 @@ func TestCorpusAgreesWithGitMerge(t *testing.T) {
 			case len(predicted) > 0:
 				falseAlarms++
 			}
+			if taken == 1 {
+				if z, ok := squashOnto(t, git1, must, b, x, y); ok {
+					fz, err := takeOver(ctx, repo, z, b)
+					if err != nil {
+						t.Fatal(err)
+					}
+					containing++
+					truth, predicted := gitMerge(t, git1, must, x, z), Overlap(fx, fz)
+					if len(truth) == 0 {
+						containingClean++
+						if len(predicted) > 0 {
+							containingAlarms++
+						}
+					}
+				}
+			}
 		}
 	}
 	t.Logf("%d pairs, %d conflicting in git merge; merge-tree agrees on %d; fingerprints find %d of %d conflicting (%.1f%%), %d false alarms among %d clean pairs",
 		pairs, conflicting, exactAgree, found, conflicting, 100*float64(found)/float64(max(conflicting, 1)), falseAlarms, pairs-conflicting)
 	if pairs < 200 || conflicting < 20 {
 		t.Fatalf("the corpus made %d pairs, %d conflicting; the radar needs at least 200, 20 of them conflicting, to be judged", pairs, conflicting)
+	}
+	t.Logf("%d pairs of which one change contains the other's identically, %d clean in git merge; the fingerprints called %d of those a conflict",
+		containing, containingClean, containingAlarms)
+	if containingClean < 20 {
+		t.Fatalf("the corpus made %d clean pairs of contained changes; at least 20 are needed to judge the radar on them", containingClean)
+	}
+	if containingAlarms > 0 {
+		t.Errorf("%d of %d pairs whose changes are the same where they meet were called conflicts: git merges them cleanly", containingAlarms, containingClean)
 	}
 	if found*100 < conflicting*95 {
 		t.Errorf("fingerprints found %d of %d conflicting pairs, below 95%%; missed: %v", found, conflicting, missed)
@@ -143,6 +171,26 @@ func cherryPick(t *testing.T, git1 func(...string) (string, error), must func(..
 	if _, err := git1("commit", "-q", "--no-verify", "-m", "Y on B"); err != nil {
 		must("reset", "-q", "--hard")
 		return "", false // nothing changed
+	}
+	return must("rev-parse", "HEAD"), true
+}
+
+// squashOnto makes the changes of commits, each its side taken where it
+// meets what is there, into one commit on B; false when one does not
+// apply.
+func squashOnto(t *testing.T, git1 func(...string) (string, error), must func(...string) string, b string, commits ...string) (string, bool) {
+	t.Helper()
+	must("checkout", "-q", "-f", "--detach", b)
+	for _, c := range commits {
+		if _, err := git1("cherry-pick", "--no-commit", "--strategy-option=theirs", c); err != nil {
+			_, _ = git1("cherry-pick", "--abort")
+			must("reset", "-q", "--hard")
+			return "", false
+		}
+	}
+	if _, err := git1("commit", "-q", "--no-verify", "-m", "squashed on B"); err != nil {
+		must("reset", "-q", "--hard")
+		return "", false
 	}
 	return must("rev-parse", "HEAD"), true
 }

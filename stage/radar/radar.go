@@ -15,7 +15,7 @@ func Same(a, b *record.Fingerprint) bool {
 		return a == b
 	}
 	return a.Base == b.Base && a.Head == b.Head && a.Snapshot == b.Snapshot && a.Cut == b.Cut && slices.EqualFunc(a.Files, b.Files, func(x, y record.File) bool {
-		return x.Path == y.Path && slices.Equal(x.Spans, y.Spans)
+		return x.Path == y.Path && slices.Equal(x.Spans, y.Spans) && slices.Equal(x.Hunks, y.Hunks)
 	})
 }
 
@@ -79,9 +79,9 @@ func fromChanges(changed []patch.File) ([]record.File, bool) {
 	}
 	files := make([]record.File, 0, len(changed))
 	for _, c := range changed {
-		f := record.File{Path: c.Path, Spans: c.Spans}
+		f := record.File{Path: c.Path, Spans: c.Spans, Hunks: c.Hunks}
 		if len(f.Spans) > record.MaxSpans {
-			f.Spans = [][2]int{{c.Spans[0][0], c.Spans[len(c.Spans)-1][1]}}
+			f.Spans, f.Hunks = [][2]int{{c.Spans[0][0], c.Spans[len(c.Spans)-1][1]}}, nil
 		}
 		files = append(files, f)
 	}
@@ -98,17 +98,17 @@ func Overlap(a, b *record.Fingerprint) []string {
 		return nil
 	}
 	sameBase := a.Base == b.Base
-	spans := make(map[string][][2]int, len(a.Files))
+	files := make(map[string]record.File, len(a.Files))
 	for _, f := range a.Files {
-		spans[f.Path] = f.Spans
+		files[f.Path] = f
 	}
 	var out []string
 	for _, f := range b.Files {
-		other, ok := spans[f.Path]
+		other, ok := files[f.Path]
 		if !ok {
 			continue
 		}
-		if !sameBase || len(other) == 0 || len(f.Spans) == 0 || touch(other, f.Spans) {
+		if !sameBase || len(other.Spans) == 0 || len(f.Spans) == 0 || touch(other, f) {
 			out = append(out, f.Path)
 		}
 	}
@@ -116,14 +116,23 @@ func Overlap(a, b *record.Fingerprint) []string {
 	return out
 }
 
-// touch reports whether any range of a meets or borders any range of b.
-func touch(a, b [][2]int) bool {
-	for _, x := range a {
-		for _, y := range b {
-			if x[0] <= y[1]+1 && y[0] <= x[1]+1 {
+// touch reports whether a hunk of a meets or borders a hunk of b that is
+// not the same change: a hunk that replaces the same lines with the same
+// lines on both sides (one change contained in the other, or both made
+// alike) merges cleanly, as git merges it.
+func touch(a, b record.File) bool {
+	for i, x := range a.Spans {
+		for j, y := range b.Spans {
+			if x[0] <= y[1]+1 && y[0] <= x[1]+1 && !sameHunk(a, i, b, j) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// sameHunk reports hunk i of a and hunk j of b as one change: the same
+// lines replaced by the same lines (known only where both keep digests).
+func sameHunk(a record.File, i int, b record.File, j int) bool {
+	return a.Spans[i] == b.Spans[j] && len(a.Hunks) == len(a.Spans) && len(b.Hunks) == len(b.Spans) && a.Hunks[i] == b.Hunks[j]
 }

@@ -41,6 +41,12 @@ type Fingerprint struct {
 type File struct {
 	Path  string   `json:"path"`
 	Spans [][2]int `json:"spans,omitempty"`
+	// Hunks are, one for each span, a digest of the lines the change puts
+	// there (16 hex digits): where two changes replace a span with the
+	// same lines they made the same change, which merges cleanly. None in
+	// fingerprints taken before they were kept, nor where the spans were
+	// joined into one (past MaxSpans).
+	Hunks []string `json:"hunks,omitempty"`
 }
 
 // Tip is the commit the radar merges for this fingerprint: its snapshot
@@ -71,6 +77,14 @@ func (f *Fingerprint) Validate() error {
 		for _, s := range file.Spans {
 			if s[0] < 1 || s[1] < s[0]-1 {
 				return fmt.Errorf("fingerprint: %s: line range %d–%d", file.Path, s[0], s[1])
+			}
+		}
+		if len(file.Hunks) > 0 && len(file.Hunks) != len(file.Spans) {
+			return fmt.Errorf("fingerprint: %s: %d hunk digests for %d line ranges", file.Path, len(file.Hunks), len(file.Spans))
+		}
+		for _, h := range file.Hunks {
+			if len(h) != 16 || strings.Trim(h, "0123456789abcdef") != "" {
+				return fmt.Errorf("fingerprint: %s: hunk digest %q", file.Path, h)
 			}
 		}
 	}

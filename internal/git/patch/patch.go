@@ -3,6 +3,8 @@ package patch
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,31 +18,63 @@ type File struct {
 	// inclusive; a pure insertion after line n is {n+1, n}. None for a
 	// change without text hunks (binary, mode only).
 	Spans [][2]int
+	// Hunks are, for each span, a digest of the lines the hunk puts in
+	// its place (HunkDigest): two changes that replace one span with the
+	// same lines made the same change there, which git merges cleanly.
+	Hunks []string
+}
+
+// HunkDigest is the digest of a hunk's new lines, as File.Hunks holds it:
+// the first 16 hex digits of their SHA-256, each line with its newline.
+func HunkDigest(lines []string) string {
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // Parse reads a `git diff --unified=0 --no-renames` patch.
 func Parse(patch []byte) ([]File, error) {
 	var files []File
+	var added []string // the current hunk's new lines
+	inHunk := false
+	end := func() {
+		if inHunk {
+			f := &files[len(files)-1]
+			f.Hunks = append(f.Hunks, HunkDigest(added))
+		}
+		added, inHunk = added[:0], false
+	}
 	sc := bufio.NewScanner(bytes.NewReader(patch))
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "diff --git "):
+			end()
 			path, err := diffGitPath(strings.TrimPrefix(line, "diff --git "))
 			if err != nil {
 				return nil, err
 			}
 			files = append(files, File{Path: path})
 		case strings.HasPrefix(line, "@@ -") && len(files) > 0:
+			end()
 			span, err := hunkSpan(line)
 			if err != nil {
 				return nil, err
 			}
 			f := &files[len(files)-1]
 			f.Spans = append(f.Spans, span)
+			inHunk = true
+		case inHunk && strings.HasPrefix(line, "+"):
+			added = append(added, line[1:])
+		case inHunk && line == `\ No newline at end of file` && len(added) > 0:
+			added[len(added)-1] += "\x00" // not the same lines as with one
 		}
 	}
+	end()
 	return files, sc.Err()
 }
 

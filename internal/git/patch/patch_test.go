@@ -31,9 +31,10 @@ Binary files a/with space and b/with space differ
 	if err != nil {
 		t.Fatal(err)
 	}
+	// each hunk's new lines, by digest: a deletion's none
 	want := []File{
-		{Path: "a.txt", Spans: [][2]int{{3, 3}, {8, 7}, {10, 12}}},
-		{Path: "spécial \"q\".txt", Spans: [][2]int{{1, 0}}},
+		{Path: "a.txt", Spans: [][2]int{{3, 3}, {8, 7}, {10, 12}}, Hunks: []string{HunkDigest([]string{"TWO"}), HunkDigest([]string{"new", "new"}), HunkDigest(nil)}},
+		{Path: "spécial \"q\".txt", Spans: [][2]int{{1, 0}}, Hunks: []string{HunkDigest([]string{"hello"})}},
 		{Path: "with space"},
 	}
 	if !reflect.DeepEqual(got, want) {
