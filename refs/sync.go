@@ -231,7 +231,7 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 			return nil, err
 		}
 	}
-	if err := s.repo.PushLeased(ctx, remote, push); err != nil {
+	if err := s.repo.PushLeasedAmong(ctx, remote, len(there), push); err != nil {
 		return nil, err
 	}
 	if s.Fault != nil {
