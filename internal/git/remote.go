@@ -80,12 +80,10 @@ func (repo *Repo) PushLeased(ctx context.Context, remote string, updates []PushU
 	return repo.PushLeasedAmong(ctx, remote, 0, updates)
 }
 
-// PushLeasedAmong is PushLeased to a remote known to hold listed refs.
-// git compares each named refspec with every remote ref (six formatted
-// names a pair, ~0.4 µs): many updates go from a scratch repository of
-// their own (pushScratch), named where the pairs are few, staged there as
-// refs and pushed by one glob where they are many (a loose ref each,
-// 0.15–4 ms on this machine's disk: 10,000 records named spent 20 s).
+// PushLeasedAmong is PushLeased to a remote holding listed refs. git
+// compares each named refspec with every remote ref (~0.4 µs a pair): many
+// updates go from a scratch repository (pushScratch), named where pairs
+// are few, else staged there as refs and pushed by one glob.
 func (repo *Repo) PushLeasedAmong(ctx context.Context, remote string, listed int, updates []PushUpdate) error {
 	if len(updates) == 0 {
 		return nil
@@ -104,9 +102,8 @@ func (repo *Repo) PushLeasedAmong(ctx context.Context, remote string, listed int
 		if staged = staged && dir != ""; dir != "" {
 			defer done()
 			env = []string{"GIT_DIR=" + dir}
-			// The scratch repository holds no remote-tracking ref: a bare
-			// lease is "absent" for each ref not leased by name. The
-			// tracking refs git may write there are news to no hook.
+			// No remote-tracking ref there: a bare lease is "absent" for
+			// each ref not leased by name. Its refs are news to no hook.
 			args = append([]string{"-c", "core.hooksPath=/dev/null"}, args...)
 			args = append(args, "--force-with-lease")
 		}
@@ -124,6 +121,12 @@ func (repo *Repo) PushLeasedAmong(ctx context.Context, remote string, listed int
 	}
 	args = append(append(args, "--end-of-options", remote), refspecs...)
 	out, err := repo.write(ctx, nil, env, args...)
+	return pushRefused(remote, out, err)
+}
+
+// pushRefused is a push's error: a *PushRejectedError naming each ref git
+// refused and why, from its porcelain output, where it names any.
+func pushRefused(remote string, out []byte, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -159,12 +162,10 @@ const pushScratchAt, pushStageAt = 8, 2_000_000
 // pushScratch makes a repository inside the common git dir that borrows
 // this one's objects and configuration (included, so the remote, its URL
 // rewriting and transport settings are this repository's, and the push
-// still runs in this work tree: relative remote paths mean what they did)
-// and holds no ref but, with stage, the refs updates push (one
-// `update-ref --stdin`, hooks off). done removes it; one a killed push
-// left is removed by a later push, an hour on. Where borrowing is not
-// exact (another hash, a partial clone: extensions; a shallow
-// repository) dir is "" and the push runs here, each ref named.
+// still runs in this work tree) and holds no ref but, with stage, the refs
+// updates push. done removes it (what a killed push left, a later one
+// removes an hour on). Where borrowing is not exact (extensions: another
+// hash, a partial clone; a shallow repository) dir is "".
 func (repo *Repo) pushScratch(ctx context.Context, updates []PushUpdate, stage bool) (dir string, done func(), err error) {
 	cfg, err := os.ReadFile(filepath.Join(repo.CommonDir, "config"))
 	_, shallow := os.Lstat(filepath.Join(repo.CommonDir, "shallow"))
