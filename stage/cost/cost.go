@@ -56,9 +56,10 @@ type Row struct {
 	Parent string `json:"parent"`
 	Depth  int    `json:"depth"`
 	// Children sums the known costs of the finished sessions of the
-	// places this run delegated, and theirs, all the way down; null when
-	// the run delegated nothing. A running, blocked, rolled-back or
-	// aborted session is not counted.
+	// places this run delegated, and theirs, all the way down, and of
+	// every session an accepted child ended; null when the run delegated
+	// nothing. A running, blocked or rolled-back session is not counted,
+	// nor an aborted one of a child not accepted.
 	Children *float64 `json:"children"`
 	// ChildrenUnpriced counts the finished descendant sessions whose cost
 	// is unknown, which Children therefore lacks.
@@ -282,9 +283,13 @@ func (t *costTree) finished(p *record.Place, seen map[string]bool) (sum float64,
 		return 0, 0
 	}
 	seen[p.ID] = true
+	// A child whose work its commissioner accepted spent every session it
+	// ended towards what was accepted, delivered or not (its rows said
+	// aborted, and the commissioner's run showed + $0.0000).
+	accepted := p.Parent != nil && p.Parent.Outcome == record.OutcomeAccepted
 	for _, i := range t.byPlace[p.ID] {
 		switch r := t.rows[i]; {
-		case r.Outcome != RunFinished || r.CostFrom == costNone:
+		case r.CostFrom == costNone, r.Outcome != RunFinished && !(accepted && r.Outcome == RunAborted):
 		case r.Cost != nil:
 			sum += *r.Cost
 		default:
@@ -457,12 +462,14 @@ func Write(w io.Writer, c *Table) error {
 	fmt.Fprintln(tw, "PLACE\tSTAGE\tRUN\tAGENT\t\tTOKENS\tCOST")
 	for _, r := range c.Rows {
 		cost := r.CostText()
-		if r.Children != nil {
-			unknown := ""
-			if r.ChildrenUnpriced > 0 {
-				unknown = " + ?"
-			}
-			cost += fmt.Sprintf(" (+ $%.4f%s)", *r.Children, unknown)
+		switch {
+		case r.Children == nil:
+		case *r.Children == 0 && r.ChildrenUnpriced > 0:
+			cost += " (+ ?)" // no child's cost known: not $0.0000
+		case r.ChildrenUnpriced > 0:
+			cost += fmt.Sprintf(" (+ $%.4f + ?)", *r.Children)
+		default:
+			cost += fmt.Sprintf(" (+ $%.4f)", *r.Children)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", words.TreeName(r.Place, r.Depth), r.Stage, r.Run, r.Agent, costMark(r.Outcome), r.Tokens, cost)
 	}
