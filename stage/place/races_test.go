@@ -118,10 +118,7 @@ func TestRefreshMergesOnlyThePlacesPairs(t *testing.T) {
 	f := newFixture(t)
 	f.launch(4)
 	for i := range 4 {
-		dir := filepath.Join(f.dir, "places", fmt.Sprintf("fix--p%03d", i))
-		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644)
-		f.git("-C", dir, "add", ".")
-		f.git("-C", dir, "commit", "-q", "-m", "work")
+		f.commitIn(i, fmt.Sprintf("f%d.txt", i), "x\n")
 	}
 	real, err := exec.LookPath("git")
 	if err != nil {
@@ -167,10 +164,7 @@ func TestHookRefreshesQueueBehindTheRefreshers(t *testing.T) {
 	f := newFixture(t)
 	f.launch(2)
 	for i := range 2 {
-		dir := filepath.Join(f.dir, "places", fmt.Sprintf("fix--p%03d", i))
-		os.WriteFile(filepath.Join(dir, "same.txt"), []byte(fmt.Sprintf("place %d\n", i)), 0o644)
-		f.git("-C", dir, "add", ".")
-		f.git("-C", dir, "commit", "-q", "-m", "work")
+		f.commitIn(i, "same.txt", fmt.Sprintf("place %d\n", i))
 	}
 	env, log := f.countingGit()
 	queue := filepath.Join(f.dir, ".git", "flume", "cache", "refresh")
@@ -217,4 +211,15 @@ func TestHookRefreshesQueueBehindTheRefreshers(t *testing.T) {
 	if len(got["fix--p000"]) != 1 || len(got["fix--p001"]) != 1 {
 		t.Fatalf("known conflicts after the queue ran: %v", got)
 	}
+}
+
+// commitIn commits file, holding text, in the fixture's place number i.
+func (f *fixture) commitIn(i int, file, text string) {
+	f.t.Helper()
+	dir := filepath.Join(f.dir, "places", fmt.Sprintf("fix--p%03d", i))
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	f.git("-C", dir, "add", ".")
+	f.git("-C", dir, "commit", "-q", "-m", "work")
 }

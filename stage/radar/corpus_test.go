@@ -26,7 +26,7 @@ const corpusPairs = 240
 // TestCorpusAgreesWithGitMerge makes pairs of real changes off
 // a common base — commit B, its child X, and a later commit Y that touches
 // a file X touches, its change made on B as two people starting from B
-// would have (cherry-picked, its side taken where the two meet) — and compares the radar with what `git merge` of the two
+// would have (squashOnto: cherry-picked, its side taken where the two meet) — and compares the radar with what `git merge` of the two
 // branches reports: merge-tree (exact) names the same conflicted files for
 // every pair; the fingerprints alone find at least 95% of the conflicting
 // pairs, and the false alarms are counted.
@@ -85,7 +85,7 @@ func TestCorpusAgreesWithGitMerge(t *testing.T) {
 			if !shares(x, y) {
 				continue
 			}
-			y2, ok := cherryPick(t, git1, must, b, y)
+			y2, ok := squashOnto(t, git1, must, b, y)
 			if !ok {
 				continue // Y's change does not apply to B by itself
 			}
@@ -157,27 +157,10 @@ func TestCorpusAgreesWithGitMerge(t *testing.T) {
 	}
 }
 
-// cherryPick makes Y's own change into a commit on B, as git cherry-pick
-// does, Y's side taken where it meets what B holds; false when it cannot
-// (a file Y changes is not on B) or changes nothing there.
-func cherryPick(t *testing.T, git1 func(...string) (string, error), must func(...string) string, b, y string) (string, bool) {
-	t.Helper()
-	must("checkout", "-q", "-f", "--detach", b)
-	if _, err := git1("cherry-pick", "--no-commit", "--strategy-option=theirs", y); err != nil {
-		_, _ = git1("cherry-pick", "--abort")
-		must("reset", "-q", "--hard")
-		return "", false
-	}
-	if _, err := git1("commit", "-q", "--no-verify", "-m", "Y on B"); err != nil {
-		must("reset", "-q", "--hard")
-		return "", false // nothing changed
-	}
-	return must("rev-parse", "HEAD"), true
-}
-
 // squashOnto makes the changes of commits, each its side taken where it
-// meets what is there, into one commit on B; false when one does not
-// apply.
+// meets what is there (as git cherry-pick does), into one commit on B;
+// false when one does not apply (a file it changes is not on B) or the
+// whole changes nothing there.
 func squashOnto(t *testing.T, git1 func(...string) (string, error), must func(...string) string, b string, commits ...string) (string, bool) {
 	t.Helper()
 	must("checkout", "-q", "-f", "--detach", b)
