@@ -7,7 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/record"
@@ -67,6 +69,13 @@ func (ps *Places) yieldToAdopter(ctx context.Context, p *record.Place, remote st
 	for _, q := range record.DecodePlaces(recs) {
 		if a := q.Adopts; a != nil && a.Place == p.ID && a.Host == p.Host && q.ID != p.ID {
 			err := engine.NewOperator(ps.r).Stop(ctx, stage.PlaceOptions{Repo: ps.r.Dir, Place: p.ID, Force: true, Gate: stage.GateOptions{TakeOver: true}})
+			if refused := (*stage.RefusedError)(nil); errors.As(err, &refused) {
+				// No agent up to stop (it ended, or its pane went, before
+				// the adoption reached here): the stage yields all the
+				// same. Refused, the beat tried it again for ever and the
+				// stage stayed working.
+				err = ps.blockAdopted(ctx, p.ID, q)
+			}
 			if err != nil {
 				return fmt.Errorf("adopted as %s on %s, and its agent here did not stop: %w", q.ID, q.Host, err)
 			}
@@ -76,6 +85,29 @@ func (ps *Places) yieldToAdopter(ctx context.Context, p *record.Place, remote st
 		}
 	}
 	return nil
+}
+
+// blockAdopted blocks place id's current stage, adopted by q, when it has
+// no agent to stop: retry here starts it again if a person wants.
+func (ps *Places) blockAdopted(ctx context.Context, id string, q *record.Place) error {
+	store, env := ps.r.Store, ps.r.Env
+	return refs.DefaultRetry.Retry(ctx, func(ctx context.Context) error {
+		rec, p, err := record.ReadPlace(ctx, store, id)
+		if err != nil || p.Current >= len(p.Stages) {
+			return err
+		}
+		st := &p.Stages[p.Current]
+		if st.State == run.StateBlocked && st.Block == run.BlockStopped {
+			return nil
+		}
+		engine.EndStage(st, run.StateBlocked, fmt.Sprintf("adopted as %s on %s: its work goes on there; git flume retry starts the stage here again", q.ID, q.Host), env.ClockNow())
+		if st.State != run.StateBlocked {
+			return nil // it had ended: nothing to yield
+		}
+		st.Block = run.BlockStopped
+		_, err = record.SavePlace(ctx, store, rec, p, fmt.Sprintf("%s %s: adopted as %s on %s", st.Name, id, q.ID, q.Host))
+		return err
+	})
 }
 
 // final shares this host's records as a watcher leaves a runner's place
