@@ -37,3 +37,17 @@ func StillMine(ctx context.Context, env *stage.Env, repoDir, id string, me *reco
 	}
 	return stillMine(ctx, r, id, me), nil
 }
+
+// YieldToAdopter runs a runner's beat's look for a record that adopted
+// place id (M5), for tests.
+func YieldToAdopter(ctx context.Context, env *stage.Env, repoDir, id, remote string) error {
+	r, err := env.OpenRepository(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	_, p, err := record.ReadPlace(ctx, r.Store, id)
+	if err != nil {
+		return err
+	}
+	return New(r).yieldToAdopter(ctx, p, remote)
+}
