@@ -224,12 +224,13 @@ func statusCommand(a *app) *cli.Command {
 	return &cli.Command{
 		Name:      "status",
 		Usage:     "list places: stage, state, readying, claim, and what tidying kept",
-		UsageText: "git flume status [--repo DIR | --host] [--all] [--json | --watch] [PLACE]",
+		UsageText: "git flume status [--repo DIR | --host] [--all] [--json | --watch] [--wide] [PLACE]",
 		Flags: []cli.Flag{
 			repoFlag(), jsonFlag(),
 			&cli.BoolFlag{Name: "all", Usage: "include tidied places"},
 			&cli.BoolFlag{Name: "host", Usage: "every place of every repository this host launched places in"},
 			&cli.BoolFlag{Name: "watch", Usage: "keep the table up to date: redrawn in place on a terminal, printed again when it changes otherwise"},
+			&cli.BoolFlag{Name: "wide", Usage: "every note of a place on its line (the table fits 120 columns otherwise)"},
 		},
 		Action: func(c *cli.Context) error {
 			opts := report.StatusOptions{Repo: c.String("repo"), All: c.Bool("all")}
@@ -237,7 +238,7 @@ func statusCommand(a *app) *cli.Command {
 				if c.NArg() > 0 || c.Bool("watch") || c.IsSet("repo") {
 					return usagef("status: --host lists every repository: no PLACE, --repo or --watch")
 				}
-				return a.hostStatus(c.Context, c.Bool("all"), c.Bool("json"))
+				return a.hostStatus(c.Context, c.Bool("all"), c.Bool("json"), c.Bool("wide"))
 			}
 			if c.NArg() > 1 {
 				return usagef("status: at most one PLACE")
@@ -253,7 +254,7 @@ func statusCommand(a *app) *cli.Command {
 				if c.Bool("json") {
 					return usagef("status: --watch and --json do not go together")
 				}
-				return report.WatchStatus(c.Context, report.BoardTerminal{Out: a.io.Out, Raw: a.io.RawOut, TTY: isTerminal(a.io.RawOut)}, a.watchInterval(),
+				return report.WatchStatus(c.Context, report.BoardTerminal{Out: a.io.Out, Raw: a.io.RawOut, TTY: isTerminal(a.io.RawOut)}, a.watchInterval(), c.Bool("wide"),
 					func(ctx context.Context) (*report.Status, error) { return a.status(ctx, opts) })
 			}
 			st, err := a.status(c.Context, opts)
@@ -263,7 +264,7 @@ func statusCommand(a *app) *cli.Command {
 			if c.Bool("json") {
 				return jsonfmt.Write(a.io.Out, st)
 			}
-			return report.WriteStatusTable(a.io.Out, st)
+			return report.WriteStatusTable(a.io.Out, st, c.Bool("wide"))
 		},
 	}
 }
@@ -271,7 +272,7 @@ func statusCommand(a *app) *cli.Command {
 // hostStatus prints every repository of the host's index with its places
 // (status --host): a table under each repository's path, or one JSON
 // document. It reads only: it starts no watcher.
-func (a *app) hostStatus(ctx context.Context, all, asJSON bool) error {
+func (a *app) hostStatus(ctx context.Context, all, asJSON, wide bool) error {
 	hs, err := report.ReadHostStatus(ctx, a.stageEnv(), all)
 	if err != nil {
 		return err
@@ -279,7 +280,7 @@ func (a *app) hostStatus(ctx context.Context, all, asJSON bool) error {
 	if asJSON {
 		return jsonfmt.Write(a.io.Out, hs)
 	}
-	return report.WriteHostStatus(a.io.Out, hs)
+	return report.WriteHostStatus(a.io.Out, hs, wide)
 }
 
 // status reads the places' status, as `status` and the MCP status tool

@@ -16,6 +16,7 @@ import (
 	agent "github.com/git-flume/git-flume/agents"
 
 	"github.com/git-flume/git-flume/internal/proc"
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
 )
@@ -35,7 +36,8 @@ type BoardRow struct {
 	Place    string
 	Stage    string
 	State    string
-	Note     string // what it needs, or why it stopped
+	Note     string // what it needs, why it stopped, what else is wrong (status's reason)
+	Next     string // the command that moves it on, when it waits for someone
 	PaneHost string // tmux, herdr, or "" (no agent up)
 	Pane     string
 }
@@ -65,10 +67,8 @@ func BoardRows(hs *HostStatus) []BoardRow {
 			if p.Dropped {
 				continue
 			}
-			row := BoardRow{N: len(rows) + 1, Repo: rs.Repo, Place: p.Place, Stage: p.Stage.Name, State: p.Stage.State, Note: p.Stage.Need}
-			if row.Note == "" {
-				row.Note = p.Stage.Reason
-			}
+			row := BoardRow{N: len(rows) + 1, Repo: rs.Repo, Place: p.Place, Stage: p.Stage.Name, State: p.Stage.State,
+				Note: strings.Join(reasonNotes(&p), "; "), Next: words.OneLine(p.Stage.Next)}
 			if a := p.Agent; a != nil && a.State == "up" {
 				row.PaneHost, row.Pane = a.PaneHost, a.Pane
 			}
@@ -76,6 +76,14 @@ func BoardRows(hs *HostStatus) []BoardRow {
 		}
 	}
 	return rows
+}
+
+// mark is "!" for a row that needs a person.
+func (r BoardRow) mark() string {
+	if r.Attention() {
+		return "!"
+	}
+	return " "
 }
 
 // Sounding are the rows of cur that need a person and did not in prev (a
@@ -97,8 +105,9 @@ func Sounding(prev, cur []BoardRow) []int {
 // BoardKeys is the board's help line.
 const BoardKeys = "o N open · t N TEXT tell · s N stop · r N retry · l N KIND BRIEF launch beside row N · q quit"
 
-// WriteBoard prints the board: one line per row, marked "!" when it needs a
-// person, then the keys and the last command's outcome. Every string from
+// WriteBoard prints the board: one line per row of at most TableColumns
+// (its reason cut to leave room for its next step), marked "!" when it
+// needs a person, then the keys and the last command's outcome. Every string from
 // a record is printed through the caller's escaping writer, so the bell of
 // the rows that sound (Sounding) is the caller's to ring on the terminal
 // itself.
@@ -106,20 +115,21 @@ func WriteBoard(w io.Writer, rows []BoardRow, said string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no places on this host (git flume launch makes one)")
 	}
+	var places []term.Row
 	for _, r := range rows {
-		mark := " "
-		if r.Attention() {
-			mark = "!"
+		if r.Place != "" {
+			places = append(places, term.Row{Cols: []string{r.mark() + fmt.Sprintf("%3d", r.N), filepath.Base(r.Repo), r.Place, r.Stage, r.State},
+				Reason: words.OneLine(r.Note), Next: r.Next})
 		}
+	}
+	lines := term.FitLines(places, []int{4, 16, placeColumn, stageColumn, stateColumn}, TableColumns, reasonAtLeast)
+	for _, r := range rows {
 		if r.Place == "" {
-			fmt.Fprintf(w, "%s%3d  %s: %s\n", mark, r.N, r.Repo, r.Note)
+			fmt.Fprintf(w, "%s%3d  %s: %s\n", r.mark(), r.N, r.Repo, r.Note)
 			continue
 		}
-		line := fmt.Sprintf("%s%3d  %-12s %-24s %-8s %-13s", mark, r.N, filepath.Base(r.Repo), r.Place, r.Stage, r.State)
-		if r.Note != "" {
-			line += " " + clip(words.OneLine(r.Note), 60)
-		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		fmt.Fprintln(w, lines[0])
+		lines = lines[1:]
 	}
 	fmt.Fprintln(w, BoardKeys)
 	if said != "" {
@@ -210,7 +220,7 @@ type BoardTerminal struct {
 // WatchStatus redraws the status table read every interval until ctx
 // ends (O3): in place (cursor home, clear) on a terminal, else the table
 // again each time it changed.
-func WatchStatus(ctx context.Context, term BoardTerminal, interval time.Duration, read func(context.Context) (*Status, error)) error {
+func WatchStatus(ctx context.Context, term BoardTerminal, interval time.Duration, wide bool, read func(context.Context) (*Status, error)) error {
 	last := ""
 	for {
 		st, err := read(ctx)
@@ -218,7 +228,7 @@ func WatchStatus(ctx context.Context, term BoardTerminal, interval time.Duration
 			return err
 		}
 		var b strings.Builder
-		if err := WriteStatusTable(&b, st); err != nil {
+		if err := WriteStatusTable(&b, st, wide); err != nil {
 			return err
 		}
 		if table := b.String(); table != last {

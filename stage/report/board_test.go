@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/git-flume/git-flume/internal/term"
 )
 
 // TestBoardSoundsOnceAndParsesKeys: a row sounds when it starts to need a
@@ -62,5 +64,24 @@ func TestBoardSoundsOnceAndParsesKeys(t *testing.T) {
 	}
 	if cmd, _ := ParseBoardCommand("o 1", rows); !cmd.Attach {
 		t.Error("o does not take the terminal")
+	}
+}
+
+// TestBoardRowShowsReasonAndNext: a board row says why the place waits and
+// the command that moves it on, within TableColumns however long its
+// question (issue 47).
+func TestBoardRowShowsReasonAndNext(t *testing.T) {
+	p := manyConflicts()
+	hs := &HostStatus{Repositories: []RepoStatus{{Repo: "/src/app", Status: &Status{Places: []PlaceStatus{p}}}}}
+	var out strings.Builder
+	WriteBoard(&out, BoardRows(hs), "")
+	line, _, _ := strings.Cut(out.String(), "\n")
+	if term.Width(line) > TableColumns {
+		t.Errorf("the row is %d columns:\n%s", term.Width(line), line)
+	}
+	for _, want := range []string{"!  1  app  fix--p1  code  waiting  needs", "fix--p1", "waiting", " needs: which of the two staging", "…  git flume tell fix--p1 'ANSWER'"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("row\n%s\ndoes not hold %q", line, want)
+		}
 	}
 }

@@ -1,12 +1,15 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/record"
 )
@@ -32,6 +35,14 @@ func FuzzStatusShowsAnyCheckedRecord_R5(f *testing.F) {
 			t.Fatalf("the check accepted a record that does not decode: %v", err)
 		}
 		ps := placeStatus(&p, time.Now())
-		WriteStatusTable(io.Discard, &Status{Schema: 1, Places: []PlaceStatus{ps}})
+		WriteStatusTable(io.Discard, &Status{Schema: 1, Places: []PlaceStatus{ps}}, true)
+		var narrow bytes.Buffer
+		WriteStatusTable(&narrow, &Status{Schema: 1, Places: []PlaceStatus{ps}}, false)
+		table, _, _ := strings.Cut(narrow.String(), "\n\n") // the readying's output follows
+		for line := range strings.SplitSeq(strings.TrimRight(table, "\n"), "\n") {
+			if term.Width(line) > TableColumns && !strings.HasPrefix(line, "problem: ") {
+				t.Fatalf("a place's line is %d columns:\n%s", term.Width(line), line)
+			}
+		}
 	})
 }

@@ -104,8 +104,8 @@ func readRepoStatus(ctx context.Context, env *stage.Env, r string, all bool) Rep
 }
 
 // WriteHostStatus prints hs as status --host shows it: each repository's
-// path over its table, or why it could not be read.
-func WriteHostStatus(w io.Writer, hs *HostStatus) error {
+// path over its table (wide: every note), or why it could not be read.
+func WriteHostStatus(w io.Writer, hs *HostStatus, wide bool) error {
 	if len(hs.Repositories) == 0 {
 		fmt.Fprintf(w, "no repository: this host has launched no place yet (the index is %s in your global git configuration)\n", stage.RepositoryKey)
 		return nil
@@ -119,7 +119,7 @@ func WriteHostStatus(w io.Writer, hs *HostStatus) error {
 			fmt.Fprintf(w, "  cannot be read: %s\n", term.Clean(r.Error))
 			continue
 		}
-		if err := WriteStatusTable(w, r.Status); err != nil {
+		if err := WriteStatusTable(w, r.Status, wide); err != nil {
 			return err
 		}
 	}

@@ -26,8 +26,30 @@ import (
 	agent "github.com/git-flume/git-flume/agents"
 )
 
-// WriteStatusTable prints status for people.
-func WriteStatusTable(w io.Writer, st *Status) error {
+// WriteStatusTable prints status for people: a line a place that fits
+// TableColumns, or, wide, every note of a place on its line.
+func WriteStatusTable(w io.Writer, st *Status, wide bool) error {
+	if !wide {
+		writeNarrowTable(w, st, time.Now())
+	} else if err := writeWideTable(w, st); err != nil {
+		return err
+	}
+	for _, p := range st.Places {
+		if !p.Ready.OK && !p.Ready.Running && p.Ready.Tail != "" {
+			fmt.Fprintf(w, "\n%s: readying step %q exited %d; last lines:\n", term.Clean(p.Place), p.Ready.Step, p.Ready.Exit)
+			for line := range strings.SplitSeq(p.Ready.Tail, "\n") {
+				fmt.Fprintf(w, "  %s\n", term.Clean(line))
+			}
+		}
+	}
+	for _, pr := range st.Problems {
+		fmt.Fprintf(w, "problem: %s\n", term.Clean(pr.Error))
+	}
+	return nil
+}
+
+// writeWideTable is status --wide: every note of a place on its line.
+func writeWideTable(w io.Writer, st *Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLACE\tBRANCH\tSTAGE\tSTATE\tREADY\tCLAIM\tNOTE")
 	for _, p := range st.Places {
@@ -60,21 +82,7 @@ func WriteStatusTable(w io.Writer, st *Status) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(words.TreeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stageText),
 			term.Clean(state), ready, term.Clean(claim), term.Clean(strings.Join(notes, "; ")))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, p := range st.Places {
-		if !p.Ready.OK && !p.Ready.Running && p.Ready.Tail != "" {
-			fmt.Fprintf(w, "\n%s: readying step %q exited %d; last lines:\n", term.Clean(p.Place), p.Ready.Step, p.Ready.Exit)
-			for line := range strings.SplitSeq(p.Ready.Tail, "\n") {
-				fmt.Fprintf(w, "  %s\n", term.Clean(line))
-			}
-		}
-	}
-	for _, pr := range st.Problems {
-		fmt.Fprintf(w, "problem: %s\n", term.Clean(pr.Error))
-	}
-	return nil
+	return tw.Flush()
 }
 
 // statusNotes are the table's note for place p: what is unusual about it,

@@ -1,0 +1,172 @@
+// How status reads on a terminal by default: a line a place that fits
+// 120 columns at any N (issue 47), with the rest in explain, --wide and
+// --json.
+
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/internal/words"
+	"github.com/git-flume/git-flume/stage/record"
+)
+
+// TableColumns is the width of a place's line in status by default.
+const TableColumns = 120
+
+// The widest the fixed columns get; a longer value is cut, marked "…"
+// (the whole of it is in --wide, explain and --json).
+const (
+	placeColumn = 36
+	stageColumn = 16
+	stateColumn = 22
+	ageColumn   = 4
+	// reasonAtLeast is the room the reason keeps beside a long next step.
+	reasonAtLeast = 20
+)
+
+// summaryLine is one place as the narrow table shows it, each part
+// already escaped (R5).
+type summaryLine struct {
+	place, stage, state, age, reason, next string
+}
+
+// summarize is the narrow line of place p at now: its reason is the notes
+// that say what is wrong or awaited first, joined on one line.
+func summarize(p *PlaceStatus, now time.Time) summaryLine {
+	state := p.Stage.State
+	if p.Phase == record.PhaseTidied {
+		state = "tidied"
+		if p.Tidied != "" {
+			state += " (" + p.Tidied + ")"
+		}
+	}
+	return summaryLine{
+		place:  term.Clean(words.TreeName(p.Place, p.Depth)),
+		stage:  term.Clean(fmt.Sprintf("%s (%d/%d)", p.Stage.Name, p.Stage.Index, p.Stage.Count)),
+		state:  term.Clean(state),
+		age:    ageOf(p, now),
+		reason: term.Clean(strings.Join(reasonNotes(p), "; ")),
+		next:   term.Clean(words.OneLine(p.Stage.Next)),
+	}
+}
+
+// ageOf is how long p's stage has run (until it ended), or since the
+// place was made when no stage has started: 12s, 4m, 5h, 3d.
+func ageOf(p *PlaceStatus, now time.Time) string {
+	d := time.Duration(p.Stage.ElapsedMs) * time.Millisecond
+	if p.Stage.Started == nil {
+		if p.Created.IsZero() {
+			return "-"
+		}
+		d = now.Sub(p.Created)
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d/time.Second)))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
+
+// reasonNotes are what a person reads first about place p, most urgent
+// first: a lost host or failed setup, what its stage needs or why it
+// stopped, its child's question, its landing, its conflicts; the rest
+// (ports, cost, panes, snapshots) is in --wide and explain.
+func reasonNotes(p *PlaceStatus) []string {
+	var notes []string
+	if l := p.LostTo; l != nil {
+		notes = append(notes, "lost: adopted as "+l.Place+" on "+l.Host)
+	}
+	if h := p.Heard; h != nil && h.Silent {
+		notes = append(notes, p.Host+" silent since "+h.At.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if r := p.Run; r != nil && r.Failed != "" {
+		notes = append(notes, "setup FAILED: "+r.Failed)
+	} else if r != nil && r.Unfinished {
+		notes = append(notes, "setup unfinished")
+	}
+	if !p.Ready.OK && !p.Ready.Running {
+		notes = append(notes, fmt.Sprintf("readying failed: %s (exit %d)", p.Ready.Step, p.Ready.Exit))
+	}
+	if p.Dropped {
+		notes = append(notes, "dropped")
+	}
+	if p.Kept != nil {
+		notes = append(notes, "kept: "+*p.Kept)
+	}
+	if p.Worktree != "present" && !p.Foreign {
+		notes = append(notes, "worktree "+p.Worktree)
+	}
+	if p.Stage.Need != "" {
+		notes = append(notes, "needs: "+words.OneLine(p.Stage.Need))
+	}
+	if p.Stage.Reason != "" {
+		notes = append(notes, words.OneLine(p.Stage.Reason))
+	}
+	if c := p.Child; c != nil && c.Need != "" {
+		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), words.OneLine(c.Need)))
+	}
+	if l := p.Land; l != nil {
+		notes = append(notes, "land: "+l.State)
+	}
+	return append(notes, laterNotes(p)...)
+}
+
+// laterNotes are the reason's less urgent notes on place p.
+func laterNotes(p *PlaceStatus) []string {
+	var notes []string
+	if n := len(p.Conflicts); n > 0 {
+		note := "conflicts with " + p.Conflicts[0].With
+		if n > 1 {
+			note += fmt.Sprintf(" and %d more", n-1)
+		}
+		notes = append(notes, note)
+	}
+	if p.Stage.ReportMissing {
+		notes = append(notes, "report-missing")
+	}
+	if p.Previous != nil && p.Previous.ReportMissing {
+		notes = append(notes, p.Previous.Name+": report-missing")
+	}
+	if p.Delegation != "" {
+		notes = append(notes, "delegated by "+p.Parent+": "+p.Delegation)
+	}
+	if p.Foreign {
+		notes = append(notes, "on "+p.Host+", read-only")
+	}
+	if a := p.Agent; a != nil && a.State != "up" {
+		notes = append(notes, "agent "+a.State)
+	}
+	if t := p.Stage.Tasks; t != nil {
+		notes = append(notes, fmt.Sprintf("tasks %d/%d", t.Done, t.Total))
+	}
+	if p.Ready.Running {
+		notes = append(notes, "readying")
+	}
+	return notes
+}
+
+// writeNarrowTable prints st's places a line each, every line at most
+// TableColumns wide (fitLines).
+func writeNarrowTable(w io.Writer, st *Status, now time.Time) {
+	rows := []term.Row{{Cols: []string{"PLACE", "STAGE", "STATE", "AGE"}, Reason: "REASON", Next: "NEXT"}}
+	for i := range st.Places {
+		l := summarize(&st.Places[i], now)
+		rows = append(rows, term.Row{Cols: []string{l.place, l.stage, l.state, l.age}, Reason: l.reason, Next: l.next})
+	}
+	if !slices.ContainsFunc(rows[1:], func(r term.Row) bool { return r.Next != "" }) {
+		rows[0].Next = ""
+	}
+	for _, line := range term.FitLines(rows, []int{placeColumn, stageColumn, stateColumn, ageColumn}, TableColumns, reasonAtLeast) {
+		fmt.Fprintln(w, line)
+	}
+}
