@@ -134,6 +134,11 @@ func memberStatus(ctx context.Context, m *member) (MemberStatus, error) {
 		Promotion: r.State, Receipt: r.Receipt, Manual: r.Manual, WorkerTree: r.WorkerTree, IntegrationTree: r.IntegrationTree,
 		Candidate: r.Candidate, Staged: r.Staged, Report: r.Report,
 	}
+	if r.Phase == request.PhaseValidated && (r.State == Promoted || r.State == Intent) {
+		// Its record stays validated (the tip it checked); where it stands
+		// is the promotion's: its main at the tip, or being moved.
+		ms.Phase = map[string]string{Promoted: Promoted, Intent: "promoting"}[r.State]
+	}
 	if r.Request.Direct() {
 		_, res, err := m.reservation(ctx, r.Host)
 		if err != nil {
