@@ -106,6 +106,11 @@ func startDirect(ctx context.Context, env *Env, ws *Workspace, req *request.Requ
 
 // found reads the member's checkout as direct work finds it.
 func (m *member) found(ctx context.Context) (*request.Checkout, error) {
+	return m.checkoutAt(ctx, m.t.Base)
+}
+
+// checkoutAt reads the member's checkout, its branch at commit.
+func (m *member) checkoutAt(ctx context.Context, commit string) (*request.Checkout, error) {
 	dirty, err := m.repo.Dirty(ctx, m.t.Repo)
 	if err != nil {
 		return nil, err
@@ -114,7 +119,7 @@ func (m *member) found(ctx context.Context) (*request.Checkout, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &request.Checkout{Branch: m.t.Branch, Commit: m.t.Base, Dirty: dirty, Tree: tree}, nil
+	return &request.Checkout{Branch: m.t.Branch, Commit: commit, Dirty: dirty, Tree: tree}, nil
 }
 
 // admit refuses a member a write request may not reserve: its checkout is
@@ -328,7 +333,52 @@ func (ws *Workspace) startTask(ctx context.Context, env *Env, i int, prog agent.
 	}
 	tasks, id := ws.members[0].r.Tasks, ws.members[0].r.Request.Tasks[i].ID
 	file := filepath.Join(Dir(ws.Root, ws.ID), "task-"+id+".prompt")
-	return startWorker(ctx, env, ws, prog, prompt, file, paneName(ws, id), func(m *member) { m.r.Task, m.r.Tasks = i, tasks })
+	starts := map[string]*request.Checkout{}
+	for _, m := range ws.members {
+		if starts[m.t.Name], err = m.current(ctx); err != nil {
+			return err
+		}
+	}
+	return startWorker(ctx, env, ws, prog, prompt, file, paneName(ws, id), func(m *member) {
+		m.r.Task, m.r.Tasks, m.r.TaskStart = i, tasks, starts[m.t.Name]
+	})
+}
+
+// current reads the member's checkout with its branch where it is now.
+func (m *member) current(ctx context.Context) (*request.Checkout, error) {
+	at, err := m.repo.ResolveRef(ctx, "refs/heads/"+m.t.Branch)
+	if err != nil {
+		return nil, fmt.Errorf("%s: branch %s: %w", m.t.Name, m.t.Branch, err)
+	}
+	return m.checkoutAt(ctx, at)
+}
+
+// textTaskWrote says how the checkouts changed while the current task, a
+// text task (it reads and answers), ran: nil when it is a changeset task
+// or nothing changed. A read-only task that wrote is told, never taken
+// for a clean answer.
+func (ws *Workspace) textTaskWrote(ctx context.Context) ([]string, error) {
+	first := ws.members[0].r
+	if first.Request.Tasks[first.Task].Kind != "text" {
+		return nil, nil
+	}
+	var wrote []string
+	for _, m := range ws.members {
+		from := m.r.TaskStart
+		if from == nil {
+			continue // recorded before tasks kept where they started
+		}
+		now, err := m.current(ctx)
+		switch {
+		case err != nil:
+			return nil, err
+		case now.Commit != from.Commit:
+			wrote = append(wrote, fmt.Sprintf("%s: %s moved from %.12s to %.12s", m.t.Name, from.Branch, from.Commit, now.Commit))
+		case now.Tree != from.Tree:
+			wrote = append(wrote, m.t.Name+": its files changed")
+		}
+	}
+	return wrote, nil
 }
 
 func (ws *Workspace) directPrompt(i int) (string, error) {
@@ -362,14 +412,15 @@ func (ws *Workspace) directPrompt(i int) (string, error) {
 }
 
 // taskResult is what the current task's worker, delivered, leaves in the
-// record: its session and last message.
-func (ws *Workspace) taskResult(w request.Worker, answer string) []request.TaskResult {
+// record: its session, its last message, and how it wrote when it should
+// only have read.
+func (ws *Workspace) taskResult(w request.Worker, answer string, wrote []string) []request.TaskResult {
 	first := ws.members[0].r
 	t := first.Request.Tasks[first.Task]
 	if len(answer) > request.MaxAnswer {
 		answer = answer[:request.MaxAnswer]
 	}
-	res := request.TaskResult{ID: t.ID, Kind: t.Kind, Program: w.Program, Session: w.Session, Answer: answer}
+	res := request.TaskResult{ID: t.ID, Kind: t.Kind, Program: w.Program, Session: w.Session, Answer: answer, Wrote: wrote}
 	return append(slices.Clip(first.Tasks[:min(first.Task, len(first.Tasks))]), res)
 }
 

@@ -307,11 +307,18 @@ func (ws *Workspace) saveRun(env *Env, w request.Worker, o run.Observation, sett
 			phase, reason = workerEnd(r)
 			msg = phase + ": " + reason
 		}
+		var wrote []string
+		if r.State == run.StateDelivered && ws.direct() {
+			var err error
+			if wrote, err = ws.textTaskWrote(ctx); err != nil {
+				return false, err
+			}
+		}
 		err := ws.saveAll(ctx, msg, func(m *member) {
 			cp := m.r.Worker.WithRun(r)
 			m.r.Worker, m.r.Phase, m.r.Reason = &cp, phase, reason
 			if r.State == run.StateDelivered && m.r.Request.Direct() {
-				m.r.Tasks = ws.taskResult(cp, o.LastAssistant)
+				m.r.Tasks = ws.taskResult(cp, o.LastAssistant, wrote)
 			}
 		})
 		return err == nil, err

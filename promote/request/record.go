@@ -67,12 +67,14 @@ type Record struct {
 
 	// Direct work (mode "direct"): Task is the index of the task whose
 	// worker runs or ran last, Tasks what each ended task's worker left;
-	// Start is the checkout as the request found it, Report what became
-	// of it once the request ended.
-	Task   int          `json:"task,omitempty"`
-	Tasks  []TaskResult `json:"tasks,omitempty"`
-	Start  *Checkout    `json:"start,omitempty"`
-	Report *Report      `json:"report,omitempty"`
+	// Start is the checkout as the request found it, TaskStart as the
+	// current task's worker found it, Report what became of it once the
+	// request ended.
+	Task      int          `json:"task,omitempty"`
+	Tasks     []TaskResult `json:"tasks,omitempty"`
+	Start     *Checkout    `json:"start,omitempty"`
+	TaskStart *Checkout    `json:"taskStart,omitempty"`
+	Report    *Report      `json:"report,omitempty"`
 
 	// State is the promotion's: pending, intent, promoted or manual.
 	State   string   `json:"state,omitempty"`
@@ -191,6 +193,9 @@ type TaskResult struct {
 	Program string `json:"program"`
 	Session string `json:"session"`
 	Answer  string `json:"answer,omitempty"`
+	// Wrote says how a text task, which only reads, changed the
+	// checkouts while it ran: a branch moved, files changed.
+	Wrote []string `json:"wrote,omitempty"`
 }
 
 // MaxAnswer bounds the last message a task result keeps.

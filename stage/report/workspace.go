@@ -35,7 +35,7 @@ func WriteWorkspace(w io.Writer, st *promote.Status) {
 		if m.Tip != "" {
 			line += fmt.Sprintf(" -> %.12s", m.Tip)
 		}
-		if m.Promotion != "" {
+		if m.Promotion != "" && m.Promotion != m.Phase {
 			line += " [" + m.Promotion + "]"
 		}
 		if m.Reason != "" {
@@ -77,9 +77,7 @@ func writeDirect(w io.Writer, st *promote.Status) {
 		}
 		fmt.Fprintf(w, "worker %s (session %s): %s\n", wk.Program, wk.Session, state)
 	}
-	for _, t := range st.Tasks {
-		fmt.Fprintf(w, "  task %s (%s): %s\n", t.ID, t.Kind, words.FirstLine(t.Answer))
-	}
+	writeTasks(w, st.Tasks)
 	for _, name := range slices.Sorted(maps.Keys(st.Members)) {
 		m := st.Members[name]
 		head := fmt.Sprintf("  %-12s %-10s %s %.12s", name, m.Phase, m.Branch, m.Base)
@@ -120,5 +118,16 @@ func writeDirect(w io.Writer, st *promote.Status) {
 	}
 	for _, name := range st.Missing {
 		fmt.Fprintf(w, "  %-12s no record: allocation interrupted\n", name)
+	}
+}
+
+// writeTasks prints what each ended task of direct work left, and how a
+// text task wrote when it should only have read.
+func writeTasks(w io.Writer, tasks []request.TaskResult) {
+	for _, t := range tasks {
+		fmt.Fprintf(w, "  task %s (%s): %s\n", t.ID, t.Kind, words.FirstLine(t.Answer))
+		if len(t.Wrote) > 0 {
+			fmt.Fprintf(w, "    WROTE though it only reads: %s\n", strings.Join(t.Wrote, "; "))
+		}
 	}
 }
