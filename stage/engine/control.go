@@ -336,6 +336,9 @@ type Outcome struct {
 	// Role is the role a delegated place's stage runs in: its question is
 	// labelled with it.
 	Role string `json:"role,omitempty"`
+	// Worktree is a delegated place's uncommitted files and newest
+	// commits, for its commissioner.
+	Worktree *Glance `json:"worktree,omitempty"`
 }
 
 // ErrTimeout is a wait that ran out of time.
@@ -375,7 +378,7 @@ func Wait(ctx context.Context, r *stage.Repository, o WaitOptions) (*Outcome, er
 			if p.Parent != nil {
 				// its commissioner sees what it last did, and
 				// the role it asks in.
-				o.LastTools, o.Role = LastTools(&st, ChildTools), st.Role
+				o.LastTools, o.Role, o.Worktree = LastTools(&st, ChildTools), st.Role, GlanceAt(ctx, env, r.Git, p)
 			}
 			if p.Current != start {
 				o.Next = p.Stages[p.Current].Name

@@ -93,9 +93,7 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	x.Why = why(p, st, seen)
 	x.Evidence = evidence(ctx, env, repo, p, st, seen, local)
 	if local {
-		if c := openChildProgress(ctx, env, store, p); c != nil {
-			x.Evidence = append(x.Evidence, Evidence{Source: "delegated", Text: c.Text()})
-		}
+		x.Evidence = append(x.Evidence, worktreeEvidence(ctx, env, repo, store, p)...)
 	}
 	conflicts := radar.PlaceConflicts(ctx, env, repo, store, p)
 	for _, c := range conflicts {
@@ -109,6 +107,25 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 		x.Next = explainNext(p, agentStatus(ctx, env, p), e, conflicts)
 	}
 	return x, nil
+}
+
+// worktreeEvidence is what this host's place p holds beyond its record:
+// its worktree's glance, and its open child's progress with the child's.
+func worktreeEvidence(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place) []Evidence {
+	var ev []Evidence
+	if g := engine.GlanceAt(ctx, env, repo, p); g != nil {
+		ev = append(ev, Evidence{Source: "worktree", Text: g.Text()})
+	}
+	if c := openChildProgress(ctx, env, store, p); c != nil {
+		text := c.Text()
+		if _, child, err := record.ReadPlace(ctx, store, c.Place); err == nil {
+			if g := engine.GlanceAt(ctx, env, repo, child); g != nil {
+				text += "; " + g.Text()
+			}
+		}
+		ev = append(ev, Evidence{Source: "delegated", Text: text})
+	}
+	return ev
 }
 
 // explainNext is what moves a made place of this host on: its stage's

@@ -141,6 +141,9 @@ func WriteWaited(w io.Writer, o *engine.Outcome) {
 	if len(o.LastTools) > 0 {
 		fmt.Fprintf(w, "last tool calls: %s\n", strings.Join(o.LastTools, " | "))
 	}
+	if g := o.Worktree; g != nil {
+		fmt.Fprintf(w, "worktree: %s\n", term.Clean(g.Text()))
+	}
 	if r := o.Report; r != nil {
 		fmt.Fprintf(w, "report:\n  done: %s\n  files: %s\n  notes: %s\n  blockers: %s\n", r.Done, r.Files, r.Notes, r.Blockers)
 	}
