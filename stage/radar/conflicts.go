@@ -506,11 +506,7 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*record.Place) map[
 		return map[string][]record.Conflict{}
 	}
 	open := radarPlaces(context.Background(), env, repo, places)
-	for i := range open {
-		if open[i].local {
-			open[i].toLand = 1 // not counted here: a pair with nothing to land merges cleanly anyway
-		}
-	}
+	markLanded(repo, open, known)
 	byPlace := cachedConflicts(open, known)
 	// Pairs with another host's place, from the fingerprints: each place
 	// not here against every other (a pair of two such, once); a pair of
@@ -545,6 +541,42 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*record.Place) map[
 	return byPlace
 }
 
+// markLanded sets what each of this host's open places has to land, as
+// far as status can tell without a git process: nothing when its head is
+// its target's tip, or when the radar's graph answered so for that head
+// and tip; else one (not counted: a pair with nothing to land merges
+// cleanly anyway). A landed place's conflicts are over: it was shown
+// conflicting until tidied, and so were places made after it (issue 47).
+// The graph is read only for a place in a known conflict that is not its
+// target's tip.
+func markLanded(repo *git.Repo, open []openPlace, known map[string][]string) {
+	inPair := map[string]bool{}
+	for key := range known {
+		a, b, _ := strings.Cut(key, ":")
+		inPair[a], inPair[b] = true, true
+	}
+	var graph map[string]graphAnswer
+	for i := range open {
+		o := &open[i]
+		if !o.local {
+			continue
+		}
+		o.toLand = 1
+		switch {
+		case o.tip != o.head: // uncommitted work lands once committed
+		case o.head == o.target:
+			o.toLand = 0
+		case inPair[o.tip]:
+			if graph == nil {
+				graph = readMergeCache(repo).Graph
+			}
+			if a, ok := graph[o.head+" "+o.target]; ok && git.IsObjectID(a.Base) && a.Ahead == 0 {
+				o.toLand = 0
+			}
+		}
+	}
+}
+
 // cachedConflicts are the exact conflicts of this host's open places that
 // the cache's conflicting pairs name, by place: each pair of tips is
 // matched to the places at those tips (and a place's tip and its target's
@@ -553,7 +585,7 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*record.Place) map[
 func cachedConflicts(open []openPlace, known map[string][]string) map[string][]record.Conflict {
 	byTip := map[string][]int{}
 	for i, o := range open {
-		if o.here {
+		if o.here && o.landing() {
 			byTip[o.tip] = append(byTip[o.tip], i)
 		}
 	}
