@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,11 @@ type Config struct {
 	// repository's; run with each event as JSON on standard input.
 	Notify         Step
 	notifyFromUser bool
+	// NotifyExport are the moments a top-level place's export page is
+	// written and named in its notification: finished, blocked,
+	// delegated ([notify] export; the user's file wins).
+	NotifyExport   []string
+	exportFromUser bool
 	// StuckAfter is flume.stuckAfter: how long a stage may be quiet
 	// before it is reported stuck (A7); 0 is the default, 30m.
 	StuckAfter time.Duration
@@ -200,6 +206,9 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 			} else {
 				c.Notify.Shell = isTrue(e.Value)
 			}
+		case section == "notify" && name == "export" && !(repoFile && c.exportFromUser):
+			c.NotifyExport, err = exportMoments(e.Value)
+			c.exportFromUser = !repoFile
 		case section == "kind" && name == "stage" && sub != "":
 			if !kindsHere[sub] {
 				// This file's declaration of a kind replaces an
@@ -230,6 +239,22 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 		sec.done()
 	}
 	return nil
+}
+
+// ExportMoments are the moments [notify] export may name.
+var ExportMoments = []string{"finished", "blocked", "delegated"}
+
+// exportMoments reads [notify] export: moments separated by commas or
+// spaces, each one of ExportMoments.
+func exportMoments(v string) ([]string, error) {
+	var out []string
+	for _, m := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		if !slices.Contains(ExportMoments, m) {
+			return nil, fmt.Errorf("notify.export: %q is not one of %s", m, strings.Join(ExportMoments, ", "))
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // stepSections are the sections that list repository steps ([ready] step,

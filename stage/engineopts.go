@@ -15,6 +15,10 @@ import (
 
 // EngineOptions tune how stages start and are watched.
 type EngineOptions struct {
+	// Export writes place id's export page to w ([notify] export): the
+	// export command's writer, given by the command layer, which owns
+	// the views.
+	Export func(ctx context.Context, env *Env, repoDir, id string, w io.Writer) error
 	// Pane is "tmux" (default), "print" (flume prints the command and
 	// watches the transcript) or "none" (flume starts no agent).
 	Pane string

@@ -27,7 +27,7 @@ import (
 func (a *app) engineOptions() stage.EngineOptions {
 	o := stage.EngineOptionsFrom(a.env.vars)
 	o.Pane = agent.DefaultPane(a.env.vars)
-	o.Panes, o.Hosts, o.Print = a.paneHost(o.Pane), a.paneHost, a.io.Out
+	o.Panes, o.Hosts, o.Print, o.Export = a.paneHost(o.Pane), a.paneHost, a.io.Out, report.WriteExport
 	return o
 }
 

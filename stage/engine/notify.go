@@ -12,6 +12,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	agentrun "github.com/git-flume/git-flume/agents/run"
@@ -52,6 +55,10 @@ type Event struct {
 	// (event "land": landed, returned, or proven and waiting for an
 	// approval), its proof included.
 	Land any `json:"land,omitempty"`
+	// Page is the export page written for this event ([notify] export).
+	Page string `json:"page,omitempty"`
+	// Child is the place delegated to (event "delegated").
+	Child string `json:"child,omitempty"`
 }
 
 // notifyTimeout bounds a notifier: the engine's step waits for it.
@@ -80,7 +87,11 @@ func notify(ctx context.Context, r *stage.Repository, p *record.Place, i int) {
 		costs = endSummary(ctx, env, repo, p)
 	}
 	cfg, err := r.Config(ctx, p.Base)
-	if err != nil || cfg.Notify.Command == "" {
+	if err != nil {
+		return
+	}
+	page := WritePage(ctx, r, p, cfg, exportMoment(p, i))
+	if cfg.Notify.Command == "" {
 		return
 	}
 	ev := Event{Schema: 1, Event: st.State, Place: p.ID, Repo: p.Repo, Branch: p.Branch, Stage: st.Name, Index: i + 1,
@@ -103,8 +114,79 @@ func notify(ctx context.Context, r *stage.Repository, p *record.Place, i int) {
 	if ev.Reply != "" {
 		ev.Message += "; reply: " + ev.Reply
 	}
-	ev.Costs = costs
+	ev.Costs, ev.Page = costs, page
+	if page != "" {
+		ev.Message += "; page: " + page
+	}
 	SendEvent(ctx, env, p, cfg, ev)
+}
+
+// exportMoment is the [notify] export moment stage i of p reached with
+// its state: finished (its last stage delivered or landed), blocked (a
+// person must act), or "".
+func exportMoment(p *record.Place, i int) string {
+	switch p.Stages[i].State {
+	case agentrun.StateDelivered, record.StateLanded:
+		if i == len(p.Stages)-1 {
+			return "finished"
+		}
+	case agentrun.StateWaiting, agentrun.StateBlocked, agentrun.StateStuck, agentrun.StateNeverStarted, agentrun.StateCut:
+		return "blocked"
+	}
+	return ""
+}
+
+// WritePage writes top-level place p's export page when cfg's [notify]
+// export names moment, as <common dir>/flume/pages/<place>.html (its
+// children's pages beside it, as the page links them), and returns its
+// path; "" when none is asked or it could not be written (said on
+// env.Out: the record is the truth).
+func WritePage(ctx context.Context, r *stage.Repository, p *record.Place, cfg *stage.Config, moment string) string {
+	env := r.Env
+	if moment == "" || p.Parent != nil || !slices.Contains(cfg.NotifyExport, moment) || env.Engine.Export == nil {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := env.Engine.Export(ctx, env, p.Repo, p.ID, &b); err != nil {
+		fmt.Fprintf(env.Out, "export %s: %v\n", p.ID, err)
+		return ""
+	}
+	path := filepath.Join(r.Git.CommonDir, "flume", "pages", p.ID+".html")
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	if err == nil {
+		err = ReplaceFile(path, b.Bytes(), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Out, "export %s: %v\n", p.ID, err)
+		return ""
+	}
+	return path
+}
+
+// NotifyDelegated tells of commissioner p's new child ([notify] event
+// "delegated"), after the child's launch recorded it, with its page when
+// [notify] export names delegated. A delegated commissioner answers to
+// its own commissioner and tells no one.
+func NotifyDelegated(ctx context.Context, r *stage.Repository, p *record.Place, child string) {
+	if p.Parent != nil || p.Current >= len(p.Stages) {
+		return
+	}
+	cfg, err := r.Config(ctx, p.Base)
+	if err != nil {
+		return
+	}
+	page := WritePage(ctx, r, p, cfg, "delegated")
+	if cfg.Notify.Command == "" {
+		return
+	}
+	st := &p.Stages[p.Current]
+	ev := Event{Schema: 1, Event: "delegated", Place: p.ID, Repo: p.Repo, Branch: p.Branch, Stage: st.Name, Index: p.Current + 1,
+		Count: len(p.Stages), At: r.Env.NowUTC(), Child: child, Page: page,
+		Message: fmt.Sprintf("%s: stage %s delegated to %s", p.ID, st.Name, child)}
+	if page != "" {
+		ev.Message += "; page: " + page
+	}
+	SendEvent(ctx, r.Env, p, cfg, ev)
 }
 
 // SendEvent runs the declared notifier with ev on its standard input. A

@@ -30,6 +30,13 @@ func (ps *Places) Launch(ctx context.Context, opts LaunchOptions) (*record.Place
 	if started != nil {
 		p = started
 	}
+	if p.Parent != nil {
+		// its commissioner's notifier hears of it ([notify] export
+		// writes its page, the child linked).
+		if _, c, cerr := record.ReadPlace(ctx, r.Store, p.Parent.Parent); cerr == nil {
+			engine.NotifyDelegated(ctx, r, c, p.ID)
+		}
+	}
 	return p, err
 }
 
