@@ -440,3 +440,22 @@ description = "git flume board"
 // HerdrManifest is flume's herdr plugin manifest for plugin version
 // version.
 func HerdrManifest(version string) string { return fmt.Sprintf(herdrManifest, version) }
+
+// WriteHerdrPlugin writes flume's herdr plugin manifest into dir (default:
+// $XDG_DATA_HOME/flume/herdr-plugin, from vars) and returns its folder
+// and the manifest's path.
+func WriteHerdrPlugin(vars map[string]string, dir string) (string, string, error) {
+	if dir == "" {
+		data := vars["XDG_DATA_HOME"]
+		if data == "" {
+			data = filepath.Join(vars["HOME"], ".local", "share")
+		}
+		dir = filepath.Join(data, "flume", "herdr-plugin")
+	}
+	manifest := filepath.Join(dir, "herdr-plugin.toml")
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = os.WriteFile(manifest, []byte(HerdrManifest("0.1.0")), 0o644)
+	}
+	return dir, manifest, err
+}

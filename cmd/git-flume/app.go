@@ -204,7 +204,7 @@ func (a *app) commands() []*cli.Command {
 		a.withAutoSync(useCommand(a)),
 		a.withAutoSync(releaseCommand(a)),
 		a.withAutoSync(a.viaRunner(tellCommand(a))),
-		a.viaRunner(attachCommand(a)),
+		a.viaRunner(attachCommand(a)), resumeCommand(a),
 		a.withAutoSync(a.viaRunner(stopCommand(a))),
 		a.withAutoSync(a.viaRunner(retryCommand(a))),
 		a.withAutoSync(a.viaRunner(goOnCommand(a))),

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -55,19 +54,8 @@ func herdrPluginCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			dir := c.String("dir")
-			if dir == "" {
-				data := a.env.vars["XDG_DATA_HOME"]
-				if data == "" {
-					data = filepath.Join(a.env.vars["HOME"], ".local", "share")
-				}
-				dir = filepath.Join(data, "flume", "herdr-plugin")
-			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-			manifest := filepath.Join(dir, "herdr-plugin.toml")
-			if err := os.WriteFile(manifest, []byte(agent.HerdrManifest("0.1.0")), 0o644); err != nil {
+			dir, manifest, err := agent.WriteHerdrPlugin(a.env.vars, c.String("dir"))
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "wrote %s\nlink it:  herdr plugin link %s\nthen bind a key in herdr's config.toml and run herdr server reload-config:\n%s",

@@ -190,6 +190,25 @@ func attachCommand(a *app) *cli.Command {
 	}
 }
 
+func resumeCommand(a *app) *cli.Command {
+	return &cli.Command{
+		Name:      "resume",
+		Usage:     "open an ended run's own session, with its history, in this terminal: read-only unless --write",
+		UsageText: "git flume resume [--repo DIR] [--stage NAME] [--run N] [--write] PLACE",
+		Flags: []cli.Flag{repoFlag(), &cli.StringFlag{Name: "stage", Usage: "the stage (default: the current one)"},
+			&cli.IntFlag{Name: "run", Usage: "the run, from 1 (default: the last whose agent ended)"},
+			&cli.BoolFlag{Name: "write", Usage: "let the session write the place, as the stage's agent could"}},
+		Action: func(c *cli.Context) error {
+			id, r, err := a.placeRepo(c)
+			if err != nil {
+				return err
+			}
+			return place.New(r).Resume(c.Context, place.ResumeOptions{Place: id, Stage: c.String("stage"), Run: c.Int("run"), Write: c.Bool("write")},
+				agent.Terminal{In: a.io.In, Out: a.io.RawOut, Err: a.io.RawErr, Env: a.env.list})
+		},
+	}
+}
+
 func restartCommand(a *app, name, usage string, run func(*engine.Operator, context.Context, stage.PlaceOptions) (*record.Place, error)) *cli.Command {
 	return &cli.Command{
 		Name:      name,
