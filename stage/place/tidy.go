@@ -62,10 +62,15 @@ func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, err
 	if err != nil {
 		return nil, err
 	}
+	var cache *unlandedCache
+	if ps.r.Git != nil && !opts.DryRun {
+		cache = readUnlandedCache(ps.r.Git.CommonDir)
+		defer cache.save()
+	}
 	var results []TidyResult
 	var errs *multierror.Error
 	for _, rec := range records {
-		res, err := ps.tidyRecord(ctx, rec, wts, opts)
+		res, err := ps.tidyRecord(ctx, rec, wts, opts, cache)
 		if err != nil {
 			errs = multierror.Append(errs, err)
 		}
@@ -82,7 +87,7 @@ func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, err
 // tidyRecord tidies the place of record rec if opts select it and this host
 // owns it (R7): a launch cut short is finished or undone, a made place
 // judged and cleared. It returns nil for a place it leaves alone.
-func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Worktree, opts TidyOptions, cache *unlandedCache) (*TidyResult, error) {
 	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
 	decoded, err := record.DecodePlace(rec)
 	if err != nil {
@@ -102,7 +107,7 @@ func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Wo
 		}
 		return nil, nil
 	case record.PhaseMade:
-		res, err := ps.tidyPlace(ctx, rec, &p, wts, opts)
+		res, err := ps.tidyPlace(ctx, rec, &p, wts, opts, cache)
 		if err != nil {
 			err = fmt.Errorf("%s: %w", p.ID, err)
 		}
@@ -111,9 +116,9 @@ func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Wo
 	return nil, nil
 }
 
-func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions) (*TidyResult, error) {
+func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions, cache *unlandedCache) (*TidyResult, error) {
 	env, store := ps.r.Env, ps.r.Store
-	j, err := ps.wt.JudgeLanding(ctx, p)
+	j, err := ps.judge(ctx, cache, p)
 	if err != nil {
 		return nil, err
 	}
