@@ -209,7 +209,7 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Schema: 1, Places: []PlaceStatus{}, Problems: []StatusProblem{}}
+	st := &Status{Schema: 1, Places: make([]PlaceStatus, 0, placeCount(records)), Problems: []StatusProblem{}}
 	for _, p := range problems {
 		st.Problems = append(st.Problems, StatusProblem{Ref: p.Ref, Error: p.Err.Error()})
 	}
@@ -257,6 +257,18 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	attachHeard(ctx, store, st, records, opts.Place != "", env.ClockNow())
 	attachLost(st, places)
 	return st, nil
+}
+
+// placeCount is how many of records are places: the status's slice is
+// made that large at once (grown, it held two copies of 10,000 places).
+func placeCount(records []*refs.Record) int {
+	n := 0
+	for _, rec := range records {
+		if strings.HasPrefix(rec.Ref, record.PlacePrefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // HeardStatus is when a place's host was last heard (M4): the time its
