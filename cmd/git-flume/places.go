@@ -262,7 +262,7 @@ func statusCommand(a *app) *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return jsonfmt.Write(a.io.Out, st)
+				return report.WriteStatusJSON(a.io.Out, st)
 			}
 			return report.WriteStatusTable(a.io.Out, st, c.Bool("wide"))
 		},

@@ -22,54 +22,89 @@ func Indent(dst, src []byte, indent string) []byte {
 // passes flushAt bytes (flush nil: never), and going on with what flush
 // returns.
 func indentTo(dst, src []byte, indent string, flush func([]byte) []byte) []byte {
-	// nl is a newline and the indent of the deepest level seen so far:
-	// a line's start is one append of a prefix of it.
-	nl := []byte{'\n'}
-	depth := 0
-	newline := func() {
-		for len(nl) < 1+depth*len(indent) {
-			nl = append(nl, indent...)
-		}
-		dst = append(dst, nl[:1+depth*len(indent)]...)
+	in := &indenter{dst: dst, nl: []byte{'\n'}, indent: indent, flush: flush}
+	in.feed(src)
+	return in.end()
+}
+
+// indenter lays out compact JSON fed to it in pieces, each piece whole
+// tokens (a string or a literal never split), as one pass over the whole
+// would: its depth and an opening bracket whose next byte decides
+// whether it is empty carry over from one piece to the next.
+type indenter struct {
+	dst, nl []byte // nl: a newline and the indent of the deepest level seen
+	indent  string
+	depth   int
+	open    byte // an opening bracket not laid out yet: {} and [] stay whole
+	flush   func([]byte) []byte
+}
+
+func (in *indenter) newline() {
+	for len(in.nl) < 1+in.depth*len(in.indent) {
+		in.nl = append(in.nl, in.indent...)
 	}
+	in.dst = append(in.dst, in.nl[:1+in.depth*len(in.indent)]...)
+}
+
+// opened lays out the bracket held open, now that c follows it: whole
+// with c when c closes it, else on a line before a deeper one.
+func (in *indenter) opened(c byte) bool {
+	o := in.open
+	in.open = 0
+	if c == '}' && o == '{' || c == ']' && o == '[' {
+		in.dst = append(in.dst, o, c)
+		return true
+	}
+	in.dst = append(in.dst, o)
+	in.depth++
+	in.newline()
+	return false
+}
+
+func (in *indenter) feed(src []byte) {
 	for i := 0; i < len(src); i++ {
-		if flush != nil && len(dst) >= flushAt {
-			dst = flush(dst)
+		if in.flush != nil && len(in.dst) >= flushAt {
+			in.dst = in.flush(in.dst)
 		}
 		c := src[i]
+		if in.open != 0 && in.opened(c) {
+			continue
+		}
 		switch c {
 		case '"':
 			end := stringEnd(src, i+1)
-			dst = append(dst, src[i:end]...)
+			in.dst = append(in.dst, src[i:end]...)
 			i = end - 1
 		case '{', '[':
-			dst = append(dst, c)
-			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
-				dst = append(dst, src[i+1])
-				i++
-				continue
-			}
-			depth++
-			newline()
+			in.open = c
 		case '}', ']':
-			depth--
-			newline()
-			dst = append(dst, c)
+			in.depth--
+			in.newline()
+			in.dst = append(in.dst, c)
 		case ',':
-			dst = append(dst, c)
-			newline()
+			in.dst = append(in.dst, c)
+			in.newline()
 		case ':':
-			dst = append(dst, ':', ' ')
+			in.dst = append(in.dst, ':', ' ')
 		default: // a number, true, false or null: up to what follows it
 			j := i + 1
 			for j < len(src) && !structural[src[j]] {
 				j++
 			}
-			dst = append(dst, src[i:j]...)
+			in.dst = append(in.dst, src[i:j]...)
 			i = j - 1
 		}
 	}
-	return dst
+}
+
+// end lays out a bracket still held open (a value that is only "{" is
+// not valid JSON, but is laid out as it came) and returns what is left.
+func (in *indenter) end() []byte {
+	if in.open != 0 {
+		in.dst = append(in.dst, in.open)
+		in.open = 0
+	}
+	return in.dst
 }
 
 // flushAt is how much laid-out JSON Write holds before writing it.
@@ -103,20 +138,62 @@ func stringEnd(src []byte, from int) int {
 // whole laid-out copy (13 MB, held in a buffer twice the compact's size)
 // was a fifth of status's peak memory.
 func Write(w io.Writer, v any) error {
-	var compact bytes.Buffer
-	enc := json.NewEncoder(&compact)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
+	s := NewStream(w)
+	s.Value(v)
+	return s.Close()
+}
+
+// Stream writes one JSON document as Write lays it out, from pieces: raw
+// compact JSON (Raw) and values marshalled one at a time (Value), so that
+// a document of 10,000 places never exists whole in memory, compact or
+// laid out (issue 46). The pieces must make one valid document, split
+// only between tokens.
+type Stream struct {
+	w   io.Writer
+	in  indenter
+	buf bytes.Buffer
+	enc *json.Encoder
+	err error
+}
+
+// NewStream starts a document written to w.
+func NewStream(w io.Writer) *Stream {
+	s := &Stream{w: w}
+	s.in = indenter{dst: make([]byte, 0, flushAt+4096), nl: []byte{'\n'}, indent: "  ", flush: s.flush}
+	s.enc = json.NewEncoder(&s.buf)
+	s.enc.SetEscapeHTML(false)
+	return s
+}
+
+func (s *Stream) flush(b []byte) []byte {
+	if s.err == nil {
+		_, s.err = s.w.Write(b)
 	}
-	var werr error
-	flush := func(b []byte) []byte {
-		if werr == nil {
-			_, werr = w.Write(b)
+	return b[:0]
+}
+
+// Raw lays out compact JSON as it is.
+func (s *Stream) Raw(compact string) {
+	s.in.feed([]byte(compact))
+}
+
+// Value lays out v, marshalled as Write marshals it.
+func (s *Stream) Value(v any) {
+	s.buf.Reset()
+	if err := s.enc.Encode(v); err != nil {
+		if s.err == nil {
+			s.err = err
 		}
-		return b[:0]
+		return
 	}
-	out := indentTo(make([]byte, 0, flushAt+4096), bytes.TrimSuffix(compact.Bytes(), []byte("\n")), "  ", flush)
-	flush(append(out, '\n'))
-	return werr
+	s.in.feed(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
+}
+
+// Close ends the document with a newline and writes what is left; the
+// first error met, if any.
+func (s *Stream) Close() error {
+	if s.err == nil {
+		s.flush(append(s.in.end(), '\n'))
+	}
+	return s.err
 }

@@ -138,3 +138,39 @@ func statusLike() []byte {
 	src, _ := json.Marshal(map[string]any{"schema": 1, "places": places})
 	return src
 }
+
+// TestStreamInPiecesLaysOutAsWhole: a document fed to a Stream in pieces,
+// cut after any structural byte (so between tokens), is laid out byte for
+// byte as Write lays out the whole, empty objects and arrays split from
+// their closing bracket included.
+func TestStreamInPiecesLaysOutAsWhole(t *testing.T) {
+	for _, doc := range []string{
+		`{"a":[],"b":{},"c":[{"d":1,"e":"x,y"},[],{}],"f":null}`,
+		`[[[]],{"a":{"b":[1,2,{}]}}]`,
+		`{}`,
+	} {
+		var whole bytes.Buffer
+		if err := Write(&whole, json.RawMessage(doc)); err != nil {
+			t.Fatal(err)
+		}
+		inString := false
+		for cut := 1; cut < len(doc); cut++ {
+			if doc[cut-1] == '"' {
+				inString = !inString // no escaped quote in these documents
+			}
+			if inString || !structural[doc[cut-1]] || doc[cut-1] == '"' {
+				continue
+			}
+			var pieces bytes.Buffer
+			s := NewStream(&pieces)
+			s.Raw(doc[:cut])
+			s.Raw(doc[cut:])
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if pieces.String() != whole.String() {
+				t.Errorf("%s cut at %d:\n%s\nwant\n%s", doc, cut, pieces.String(), whole.String())
+			}
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	agentrun "github.com/git-flume/git-flume/agents/run"
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
@@ -316,4 +317,22 @@ func runNote(r *record.RunSetup) string {
 		parts = append([]string{"setup unfinished (retry or git flume env --refresh finishes it)"}, parts...)
 	}
 	return "run: " + strings.Join(parts, ", ")
+}
+
+// WriteStatusJSON writes st as jsonfmt.Write lays it out, byte for byte,
+// a place at a time: at 10,000 places the whole document, compact then
+// laid out, was the largest thing status held (issue 46).
+func WriteStatusJSON(w io.Writer, st *Status) error {
+	s := jsonfmt.NewStream(w)
+	s.Raw(fmt.Sprintf(`{"schema":%d,"places":[`, st.Schema))
+	for i := range st.Places {
+		if i > 0 {
+			s.Raw(",")
+		}
+		s.Value(&st.Places[i])
+	}
+	s.Raw(`],"problems":`)
+	s.Value(st.Problems)
+	s.Raw("}")
+	return s.Close()
 }

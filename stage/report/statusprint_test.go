@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage/record"
 )
@@ -103,5 +104,28 @@ func TestStatusReasonPutsConflictsBeforeRoutine(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "NEXT") {
 		t.Errorf("a table with no next step has a NEXT column:\n%s", out.String())
+	}
+}
+
+// TestStatusJSONStreamedAsWritten: status --json written a place at a
+// time is, byte for byte, the document jsonfmt.Write lays out whole; with
+// no place, no problem, one, or many (a nil problem list too).
+func TestStatusJSONStreamedAsWritten(t *testing.T) {
+	many := manyConflicts()
+	for _, st := range []*Status{
+		{Schema: 1, Places: []PlaceStatus{}, Problems: []StatusProblem{}},
+		{Schema: 1, Places: []PlaceStatus{many}},
+		{Schema: 1, Places: []PlaceStatus{many, {Place: "fix--two", Kind: "fix"}, {Place: "q--x"}}, Problems: []StatusProblem{{Ref: "refs/flume/places/x", Error: "bad <&> \x1b"}}},
+	} {
+		var whole, streamed bytes.Buffer
+		if err := jsonfmt.Write(&whole, st); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteStatusJSON(&streamed, st); err != nil {
+			t.Fatal(err)
+		}
+		if whole.String() != streamed.String() {
+			t.Errorf("streamed differs from whole:\n%s\n----\n%s", streamed.String(), whole.String())
+		}
 	}
 }
