@@ -156,7 +156,7 @@ func laterNotes(p *PlaceStatus) []string {
 }
 
 // writeNarrowTable prints st's places a line each, every line at most
-// TableColumns wide (fitLines).
+// TableColumns wide (term.FitLines).
 func writeNarrowTable(w io.Writer, st *Status, now time.Time) {
 	rows := []term.Row{{Cols: []string{"PLACE", "STAGE", "STATE", "AGE"}, Reason: "REASON", Next: "NEXT"}}
 	for i := range st.Places {
