@@ -86,6 +86,9 @@ func reasonNotes(p *PlaceStatus) []string {
 	if l := p.LostTo; l != nil {
 		notes = append(notes, "lost: adopted as "+l.Place+" on "+l.Host)
 	}
+	if a := p.Adopts; a != nil {
+		notes = append(notes, "adopts "+a.Place+" of "+a.Host)
+	}
 	if h := p.Heard; h != nil && h.Silent {
 		notes = append(notes, p.Host+" silent since "+h.At.UTC().Format("2006-01-02 15:04 UTC"))
 	}
