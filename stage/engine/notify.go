@@ -94,9 +94,8 @@ func notify(ctx context.Context, r *stage.Repository, p *record.Place, i int) {
 	if cfg.Notify.Command == "" {
 		return
 	}
-	ev := Event{Schema: 1, Event: st.State, Place: p.ID, Repo: p.Repo, Branch: p.Branch, Stage: st.Name, Index: i + 1,
-		Count: len(p.Stages), Need: st.Need, Reason: st.Reason, Delivered: st.Delivered, At: env.NowUTC()}
-	ev.Message = fmt.Sprintf("%s: stage %s %s", p.ID, st.Name, st.State)
+	ev := stageEvent(env, p, i, st.State, fmt.Sprintf("%s: stage %s %s", p.ID, st.Name, st.State))
+	ev.Need, ev.Reason, ev.Delivered = st.Need, st.Reason, st.Delivered
 	switch {
 	case st.Need != "":
 		ev.Message += ": needs " + st.Need
@@ -114,11 +113,22 @@ func notify(ctx context.Context, r *stage.Repository, p *record.Place, i int) {
 	if ev.Reply != "" {
 		ev.Message += "; reply: " + ev.Reply
 	}
-	ev.Costs, ev.Page = costs, page
+	ev.Costs = costs
+	SendEvent(ctx, env, p, cfg, ev.withPage(page))
+}
+
+// stageEvent is event of stage i of p, said by message, at this moment.
+func stageEvent(env *stage.Env, p *record.Place, i int, event, message string) Event {
+	return Event{Schema: 1, Event: event, Place: p.ID, Repo: p.Repo, Branch: p.Branch, Stage: p.Stages[i].Name, Index: i + 1,
+		Count: len(p.Stages), At: env.NowUTC(), Message: message}
+}
+
+// withPage is ev naming the export page written for it, if any.
+func (ev Event) withPage(page string) Event {
 	if page != "" {
-		ev.Message += "; page: " + page
+		ev.Page, ev.Message = page, ev.Message+"; page: "+page
 	}
-	SendEvent(ctx, env, p, cfg, ev)
+	return ev
 }
 
 // exportMoment is the [notify] export moment stage i of p reached with
@@ -179,14 +189,9 @@ func NotifyDelegated(ctx context.Context, r *stage.Repository, p *record.Place, 
 	if cfg.Notify.Command == "" {
 		return
 	}
-	st := &p.Stages[p.Current]
-	ev := Event{Schema: 1, Event: "delegated", Place: p.ID, Repo: p.Repo, Branch: p.Branch, Stage: st.Name, Index: p.Current + 1,
-		Count: len(p.Stages), At: r.Env.NowUTC(), Child: child, Page: page,
-		Message: fmt.Sprintf("%s: stage %s delegated to %s", p.ID, st.Name, child)}
-	if page != "" {
-		ev.Message += "; page: " + page
-	}
-	SendEvent(ctx, r.Env, p, cfg, ev)
+	ev := stageEvent(r.Env, p, p.Current, "delegated", fmt.Sprintf("%s: stage %s delegated to %s", p.ID, p.Stages[p.Current].Name, child))
+	ev.Child = child
+	SendEvent(ctx, r.Env, p, cfg, ev.withPage(page))
 }
 
 // SendEvent runs the declared notifier with ev on its standard input. A

@@ -30,30 +30,32 @@ const (
 	reasonAtLeast = 20
 )
 
-// summaryLine is one place as the narrow table shows it, each part
-// already escaped (R5).
-type summaryLine struct {
-	place, stage, state, age, reason, next string
+// summarize is the narrow line of place p at now, each part escaped
+// (R5): its reason is the notes that say what is wrong or awaited first,
+// joined on one line.
+func summarize(p *PlaceStatus, now time.Time) term.Row {
+	return term.Row{
+		Cols:   []string{term.Clean(words.TreeName(p.Place, p.Depth)), term.Clean(stageText(p)), term.Clean(stateText(p)), ageOf(p, now)},
+		Reason: term.Clean(strings.Join(reasonNotes(p), "; ")),
+		Next:   term.Clean(words.OneLine(p.Stage.Next)),
+	}
 }
 
-// summarize is the narrow line of place p at now: its reason is the notes
-// that say what is wrong or awaited first, joined on one line.
-func summarize(p *PlaceStatus, now time.Time) summaryLine {
-	state := p.Stage.State
-	if p.Phase == record.PhaseTidied {
-		state = "tidied"
-		if p.Tidied != "" {
-			state += " (" + p.Tidied + ")"
-		}
+// stageText is p's stage as both tables name it: "code (1/2)".
+func stageText(p *PlaceStatus) string {
+	return fmt.Sprintf("%s (%d/%d)", p.Stage.Name, p.Stage.Index, p.Stage.Count)
+}
+
+// stateText is p's state as both tables say it: a tidied place's work is
+// over, its stage's state as it was then, so it reads "tidied (landed)".
+func stateText(p *PlaceStatus) string {
+	if p.Phase != record.PhaseTidied {
+		return p.Stage.State
 	}
-	return summaryLine{
-		place:  term.Clean(words.TreeName(p.Place, p.Depth)),
-		stage:  term.Clean(fmt.Sprintf("%s (%d/%d)", p.Stage.Name, p.Stage.Index, p.Stage.Count)),
-		state:  term.Clean(state),
-		age:    ageOf(p, now),
-		reason: term.Clean(strings.Join(reasonNotes(p), "; ")),
-		next:   term.Clean(words.OneLine(p.Stage.Next)),
+	if p.Tidied != "" {
+		return "tidied (" + p.Tidied + ")"
 	}
+	return "tidied"
 }
 
 // ageOf is how long p's stage has run (until it ended), or since the
@@ -163,8 +165,7 @@ func laterNotes(p *PlaceStatus) []string {
 func writeNarrowTable(w io.Writer, st *Status, now time.Time) {
 	rows := []term.Row{{Cols: []string{"PLACE", "STAGE", "STATE", "AGE"}, Reason: "REASON", Next: "NEXT"}}
 	for i := range st.Places {
-		l := summarize(&st.Places[i], now)
-		rows = append(rows, term.Row{Cols: []string{l.place, l.stage, l.state, l.age}, Reason: l.reason, Next: l.next})
+		rows = append(rows, summarize(&st.Places[i], now))
 	}
 	if !slices.ContainsFunc(rows[1:], func(r term.Row) bool { return r.Next != "" }) {
 		rows[0].Next = ""

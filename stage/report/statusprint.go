@@ -54,7 +54,6 @@ func writeWideTable(w io.Writer, st *Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLACE\tBRANCH\tSTAGE\tSTATE\tREADY\tCLAIM\tNOTE")
 	for _, p := range st.Places {
-		stageText := fmt.Sprintf("%s (%d/%d)", p.Stage.Name, p.Stage.Index, p.Stage.Count)
 		ready := "ok"
 		switch {
 		case p.Ready.Running:
@@ -70,18 +69,10 @@ func writeWideTable(w io.Writer, st *Status) error {
 			}
 		}
 		notes := statusNotes(&p)
-		state := p.Stage.State
-		if p.Phase == record.PhaseTidied {
-			// its work is over: the stage's state is as it was then
-			state = "tidied"
-			if p.Tidied != "" {
-				state += " (" + p.Tidied + ")"
-			}
-		}
 		// One line a place: what a record holds is shown, never acted on
 		// by the terminal nor able to forge a line (R5).
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(words.TreeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stageText),
-			term.Clean(state), ready, term.Clean(claim), term.Clean(strings.Join(notes, "; ")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term.Clean(words.TreeName(p.Place, p.Depth)), term.Clean(p.Branch), term.Clean(stageText(&p)),
+			term.Clean(stateText(&p)), ready, term.Clean(claim), term.Clean(strings.Join(notes, "; ")))
 	}
 	return tw.Flush()
 }
