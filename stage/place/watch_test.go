@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -95,12 +96,14 @@ func TestIdleWatcherStepSpawnsNoGit_R4(t *testing.T) {
 }
 
 // TestLeavingWatcherStaysForARetriedStage_A7: a watcher about to leave a
-// place with nothing to watch reads its record once more after its last
-// share. When the place became watchable again meanwhile (a retry, which
-// saw this watcher alive and started none) and the lease still names it,
-// it stays; an ended agent, or another watcher's lease, lets it go.
-// Otherwise a place whose retry raced its watcher's end went unwatched
-// where no command comes to start one (a runner's host, M4).
+// place with nothing to watch decides once more after its last share, in
+// one CAS step. When the place became watchable again meanwhile (a retry,
+// which saw this watcher alive and started none) and the lease still names
+// it, it stays; with its agent ended it leaves and the lease is free in
+// the record, so that a retry after finds no watcher and starts one;
+// another watcher's lease lets it go untouched. Otherwise a place whose
+// retry raced its watcher's end went unwatched where no command comes to
+// start one (a runner's host, M4).
 func TestLeavingWatcherStaysForARetriedStage_A7(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -115,10 +118,11 @@ func TestLeavingWatcherStaysForARetriedStage_A7(t *testing.T) {
 		watcher *record.Proc
 		ended   bool
 		stay    bool
+		after   *record.Proc // the lease in the record after
 	}{
-		{"retried meanwhile: its agent works, the lease mine", me, false, true},
-		{"its agent ended", me, true, false},
-		{"another watcher's lease", other, false, false},
+		{"retried meanwhile: its agent works, the lease mine", me, false, true, me},
+		{"its agent ended", me, true, false, nil},
+		{"another watcher's lease", other, false, false, other},
 	} {
 		editPlaceRecord(t, f, "fix--one", c.why, func(p *record.Place) {
 			now := time.Now()
@@ -130,6 +134,14 @@ func TestLeavingWatcherStaysForARetriedStage_A7(t *testing.T) {
 		stay, err := place.StillMine(ctx, env, f.dir, "fix--one", me)
 		if err != nil || stay != c.stay {
 			t.Errorf("%s: stay %v (%v), want %v", c.why, stay, err, c.stay)
+		}
+		_, rec := readPlaceRecord(t, f, "fix--one")
+		var p record.Place
+		if err := rec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Watcher; !reflect.DeepEqual(got, c.after) {
+			t.Errorf("%s: lease after %+v, want %+v", c.why, got, c.after)
 		}
 	}
 }

@@ -6,6 +6,8 @@ package place
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -33,6 +35,14 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 	me := &record.Proc{PID: env.PID, Host: env.Host}
 	if held, err := takeWatch(ctx, env, store, id, me); held || err != nil {
 		return err
+	}
+	// What a watcher says (a beat that failed, a yield to an adopter)
+	// goes to the place's live log too: a detached process has no
+	// terminal, and git flume log shows it.
+	if log, err := stage.OpenLog(repo.CommonDir, id); err == nil {
+		defer log.Close()
+		r = r.With(func(e *stage.Env) { e.Out = io.MultiWriter(e.Out, stampedLog{log}) })
+		env, ps = r.Env, New(r)
 	}
 	deadline := time.Now().Add(lifetime)
 	failed := 0
@@ -84,6 +94,17 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 		}
 	}
 	return nil
+}
+
+// stampedLog writes each line a watcher says to a place's log with the
+// time it was said.
+type stampedLog struct{ w io.Writer }
+
+func (l stampedLog) Write(b []byte) (int, error) {
+	if _, err := fmt.Fprintf(l.w, "%s watch: %s", time.Now().UTC().Format(time.RFC3339), b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // watchedFiles are the files whose change ends a watcher's wait early:
@@ -160,11 +181,29 @@ func takeWatch(ctx context.Context, env *stage.Env, store *refs.Store, id string
 	return false, err
 }
 
-// stillMine reads place id's record again as its watcher is about to
-// leave it, after its last share: a retry meanwhile saw this watcher alive
-// and started none, so it stays while the lease names it and the place is
-// watchable (else no one watches on a runner's host, M4).
+// stillMine decides, as place id's watcher is about to leave it after its
+// last share, whether it stays, and when it leaves gives up its lease in
+// the same CAS step: it stays while the lease names it and the place is
+// watchable (a retry meanwhile, which saw this watcher alive and started
+// none). A look and a leave apart left a window: a retry that moved the
+// record after the look, and saw the watcher still alive, started none,
+// and the place went unwatched where no command comes to start one (a
+// runner's host, M4). With the lease given up in the step that found
+// nothing to watch, a retry either moved the record first (this watcher
+// reads it again and stays) or finds no watcher and starts one.
 func stillMine(ctx context.Context, r *stage.Repository, id string, me *record.Proc) bool {
-	_, p, err := record.ReadPlace(ctx, r.Store, id)
-	return err == nil && p.Watcher != nil && *p.Watcher == *me && engine.Watchable(ctx, r.Env, p)
+	stay := false
+	_, err := record.EditPlace(ctx, r.Store, id, func(p *record.Place) (string, error) {
+		stay = false
+		if p.Watcher == nil || *p.Watcher != *me {
+			return "", refs.ErrNoChange // another's lease, or none
+		}
+		if engine.Watchable(ctx, r.Env, p) {
+			stay = true
+			return "", refs.ErrNoChange
+		}
+		p.Watcher = nil
+		return "unwatch " + id, nil
+	})
+	return err == nil && stay
 }
