@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
@@ -121,6 +122,36 @@ func (t *tailWriter) String() string { return strings.Join(t.lines, "\n") }
 // (R1).
 func LogDir(commonDir, id string) string {
 	return filepath.Join(commonDir, "flume", "logs", id)
+}
+
+// Stamped writes each line said to log with the time it was said and who
+// said it.
+func Stamped(log io.Writer, who string) io.Writer { return stampedLog{log, who} }
+
+type stampedLog struct {
+	w   io.Writer
+	who string
+}
+
+func (l stampedLog) Write(b []byte) (int, error) {
+	if _, err := fmt.Fprintf(l.w, "%s %s: %s", time.Now().UTC().Format(time.RFC3339), l.who, b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// ReplaceFile writes path whole or not at all: a reader sees the old file
+// or the new one, never half of one.
+func ReplaceFile(path string, data []byte, mode os.FileMode) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // OpenLog opens a place's log for appending.

@@ -164,7 +164,7 @@ func WritePage(ctx context.Context, r *stage.Repository, p *record.Place, cfg *s
 	path := filepath.Join(r.Git.CommonDir, "flume", "pages", p.ID+".html")
 	err := os.MkdirAll(filepath.Dir(path), 0o755)
 	if err == nil {
-		err = ReplaceFile(path, b.Bytes(), 0o644)
+		err = stage.ReplaceFile(path, b.Bytes(), 0o644)
 	}
 	if err != nil {
 		fmt.Fprintf(env.Out, "export %s: %v\n", p.ID, err)

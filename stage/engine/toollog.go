@@ -104,21 +104,7 @@ func writeMark(path string, n int, final bool) error {
 	if final {
 		s += " end"
 	}
-	return ReplaceFile(path, []byte(s+"\n"), 0o644)
-}
-
-// ReplaceFile writes path whole or not at all: a reader sees the old file
-// or the new one, never half of one.
-func ReplaceFile(path string, data []byte, mode os.FileMode) error {
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return stage.ReplaceFile(path, []byte(s+"\n"), 0o644)
 }
 
 // CopyLog writes place id's live log to w (W4, log): once, or, with

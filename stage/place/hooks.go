@@ -11,7 +11,6 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
-	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/record"
 )
 
@@ -136,7 +135,7 @@ func installHook(env *stage.Env, dir, name, body string) (string, error) {
 		}
 		fmt.Fprintf(env.Out, "kept your %s hook as %s; git-flume's hook runs it too\n", name, chained)
 	}
-	return path, engine.ReplaceFile(path, []byte(body), 0o755)
+	return path, stage.ReplaceFile(path, []byte(body), 0o755)
 }
 
 // OfDir returns the place id of a place's top directory

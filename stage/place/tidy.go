@@ -62,10 +62,10 @@ func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, err
 	if err != nil {
 		return nil, err
 	}
-	var cache *unlandedCache
+	var cache *stage.UnlandedCache
 	if ps.r.Git != nil && !opts.DryRun {
-		cache = readUnlandedCache(ps.r.Git.CommonDir)
-		defer cache.save()
+		cache = stage.ReadUnlandedCache(ps.r.Git.CommonDir)
+		defer cache.Save()
 	}
 	var results []TidyResult
 	var errs *multierror.Error
@@ -87,7 +87,7 @@ func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, err
 // tidyRecord tidies the place of record rec if opts select it and this host
 // owns it (R7): a launch cut short is finished or undone, a made place
 // judged and cleared. It returns nil for a place it leaves alone.
-func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Worktree, opts TidyOptions, cache *unlandedCache) (*TidyResult, error) {
+func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Worktree, opts TidyOptions, cache *stage.UnlandedCache) (*TidyResult, error) {
 	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
 	decoded, err := record.DecodePlace(rec)
 	if err != nil {
@@ -116,7 +116,7 @@ func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Wo
 	return nil, nil
 }
 
-func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions, cache *unlandedCache) (*TidyResult, error) {
+func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions, cache *stage.UnlandedCache) (*TidyResult, error) {
 	env, store := ps.r.Env, ps.r.Store
 	j, err := ps.judge(ctx, cache, p)
 	if err != nil {

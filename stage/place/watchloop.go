@@ -6,7 +6,6 @@ package place
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -30,20 +29,14 @@ const watchErrors = 10
 // every interval while it has something to watch. It never ends an agent
 // on its own account (A7); it only runs the engine's steps.
 func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.Duration) error {
-	r := ps.r
-	env, repo, store := r.Env, r.Git, r.Store
-	me := &record.Proc{PID: env.PID, Host: env.Host}
-	if held, err := takeWatch(ctx, env, store, id, me); held || err != nil {
+	me := &record.Proc{PID: ps.r.Env.PID, Host: ps.r.Env.Host}
+	if held, err := takeWatch(ctx, ps.r.Env, ps.r.Store, id, me); held || err != nil {
 		return err
 	}
-	// What a watcher says (a beat that failed, a yield to an adopter)
-	// goes to the place's live log too: a detached process has no
-	// terminal, and git flume log shows it.
-	if log, err := stage.OpenLog(repo.CommonDir, id); err == nil {
-		defer log.Close()
-		r = r.With(func(e *stage.Env) { e.Out = io.MultiWriter(e.Out, stampedLog{log}) })
-		env, ps = r.Env, New(r)
-	}
+	ps, closeLog := ps.logged(id, "watch") // a beat that failed, a yield to an adopter
+	defer closeLog()
+	r := ps.r
+	env, repo := r.Env, r.Git
 	deadline := time.Now().Add(lifetime)
 	failed := 0
 	var rw radar.Watch
@@ -96,15 +89,15 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 	return nil
 }
 
-// stampedLog writes each line a watcher says to a place's log with the
-// time it was said.
-type stampedLog struct{ w io.Writer }
-
-func (l stampedLog) Write(b []byte) (int, error) {
-	if _, err := fmt.Fprintf(l.w, "%s watch: %s", time.Now().UTC().Format(time.RFC3339), b); err != nil {
-		return 0, err
+// logged is ps saying what it says to place id's live log too, each line
+// stamped: a detached watcher has no terminal, and git flume log shows
+// it. done closes the log.
+func (ps *Places) logged(id, who string) (_ *Places, done func()) {
+	log, err := stage.OpenLog(ps.r.Git.CommonDir, id)
+	if err != nil {
+		return ps, func() {}
 	}
-	return len(b), nil
+	return New(ps.r.With(func(e *stage.Env) { e.Out = io.MultiWriter(e.Out, stage.Stamped(log, who)) })), func() { log.Close() }
 }
 
 // watchedFiles are the files whose change ends a watcher's wait early:
@@ -182,15 +175,11 @@ func takeWatch(ctx context.Context, env *stage.Env, store *refs.Store, id string
 }
 
 // stillMine decides, as place id's watcher is about to leave it after its
-// last share, whether it stays, and when it leaves gives up its lease in
-// the same CAS step: it stays while the lease names it and the place is
-// watchable (a retry meanwhile, which saw this watcher alive and started
-// none). A look and a leave apart left a window: a retry that moved the
-// record after the look, and saw the watcher still alive, started none,
-// and the place went unwatched where no command comes to start one (a
-// runner's host, M4). With the lease given up in the step that found
-// nothing to watch, a retry either moved the record first (this watcher
-// reads it again and stays) or finds no watcher and starts one.
+// last share, whether it stays (the lease names it and the place is
+// watchable again: a retry meanwhile), and gives up the lease in the same
+// CAS step when it leaves. A look and a leave apart let a retry between
+// them see the watcher alive and start none: the place went unwatched
+// where no command comes to start one (a runner's host, M4).
 func stillMine(ctx context.Context, r *stage.Repository, id string, me *record.Proc) bool {
 	stay := false
 	_, err := record.EditPlace(ctx, r.Store, id, func(p *record.Place) (string, error) {

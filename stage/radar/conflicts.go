@@ -340,12 +340,12 @@ func (c *mergeCache) write(repo *git.Repo) {
 		}
 	}
 	if conflicting, err := json.Marshal(known); err == nil {
-		_ = engine.ReplaceFile(knownConflictsPath(repo), conflicting, 0o644)
+		_ = stage.ReplaceFile(knownConflictsPath(repo), conflicting, 0o644)
 	}
 	if tips, err := json.Marshal(c.Tips); err == nil && c.Tips != nil {
-		_ = engine.ReplaceFile(tipPlacesPath(repo), tips, 0o644)
+		_ = stage.ReplaceFile(tipPlacesPath(repo), tips, 0o644)
 	}
-	_ = engine.ReplaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
+	_ = stage.ReplaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
 }
 
 func knownConflictsPath(repo *git.Repo) string {

@@ -11,7 +11,6 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
-	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/record"
 )
 
@@ -146,5 +145,5 @@ func NoteForeign(ctx context.Context, repo *git.Repo, store *refs.Store, host st
 	if err := os.MkdirAll(filepath.Dir(foreignPath(repo)), 0o755); err != nil {
 		return err
 	}
-	return engine.ReplaceFile(foreignPath(repo), data, 0o644)
+	return stage.ReplaceFile(foreignPath(repo), data, 0o644)
 }

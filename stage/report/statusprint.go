@@ -21,7 +21,6 @@ import (
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
-	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/record"
 
 	agent "github.com/git-flume/git-flume/agents"
@@ -265,7 +264,7 @@ func usageOf(commonDir string, p *record.Place, a *agentrun.Agent) (agent.Usage,
 	}
 	c = usageCache{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Usage: tr.Usage}
 	if data, err := json.Marshal(c); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
-		_ = engine.ReplaceFile(path, data, 0o644) // best effort: a cache not written is read around
+		_ = stage.ReplaceFile(path, data, 0o644) // best effort: a cache not written is read around
 	}
 	return cost.OwnUsage(a, tr.Usage), true
 }
