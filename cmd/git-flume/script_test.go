@@ -201,12 +201,20 @@ func hermetic(e *testscript.Env) error {
 	}
 	// Agents a script started end with it, passed or failed, and so does
 	// whatever they left running outside their panes (Codex's app-server
-	// daemon) and flume's watchers: everything with the script's HOME.
-	sock := filepath.Join(e.WorkDir, ".tmux.sock")
+	// daemon) and flume's watchers: every tmux server on a socket in the
+	// script's folder, everything with the script's HOME or another HOME
+	// it made there (a runner's machine: homeB).
+	work := e.WorkDir
 	e.Defer(func() {
-		exec.Command("tmux", "-S", sock, "kill-server").Run()
-		for _, pid := range agent.ProcessesWithEnv("HOME=" + home) {
-			syscall.Kill(pid, syscall.SIGKILL)
+		socks, _ := filepath.Glob(filepath.Join(work, "*.sock"))
+		for _, sock := range append(socks, filepath.Join(work, ".tmux.sock")) {
+			exec.Command("tmux", "-S", sock, "kill-server").Run()
+		}
+		homes, _ := filepath.Glob(filepath.Join(work, "home*"))
+		for _, h := range append(homes, home) {
+			for _, pid := range agent.ProcessesWithEnv("HOME=" + h) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	})
 	return os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o644)
