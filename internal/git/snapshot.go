@@ -59,12 +59,12 @@ func (repo *Repo) SnapshotTree(ctx context.Context, dir string) (string, error) 
 	return tree, nil
 }
 
-// seededTree writes the tree of the work tree at dir added by `git add
-// -A` over a copy of index.
+// seededTree writes the tree of the work tree at dir (its top) by `git add
+// -A` over a copy of index (`-- .` fails matching only skip-worktree ones).
 func (repo *Repo) seededTree(ctx context.Context, dir, index string) (string, error) {
 	var tree string
 	err := repo.withIndex(ctx, dir, index, func(run func([]byte, ...string) ([]byte, error)) error {
-		if _, err := run(nil, "add", "-A", "--", "."); err != nil {
+		if _, err := run(nil, "add", "-A"); err != nil {
 			return err
 		}
 		out, err := run(nil, "write-tree")

@@ -105,3 +105,60 @@ func truthTree(t *testing.T, env []string, dir, index string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// TestSnapshotOfASparseWorkTreeKeepsWhatItLeavesOut_W3: a work tree can
+// leave files out of its folder on purpose: a sparse checkout, or entries
+// marked skip-worktree by hand (git update-index --skip-worktree; a
+// place made without a checkout). Its snapshot is HEAD's tree with its
+// own changes: what it leaves out is kept as HEAD has it, never taken for
+// deleted. Without sparse-checkout set, `git add -A -- .` refuses a
+// pathspec that matches such entries; the snapshot then fell back to a
+// fresh index, and the radar saw every file left out as deleted by the
+// place.
+func TestSnapshotOfASparseWorkTreeKeepsWhatItLeavesOut_W3(t *testing.T) {
+	ctx := context.Background()
+	env := testEnv(t)
+	for _, how := range []string{"sparse-checkout", "skip-worktree"} {
+		root := t.TempDir()
+		main, wt := filepath.Join(root, "main"), filepath.Join(root, "wt")
+		mustGit(t, env, "init", "-q", "-b", "main", main)
+		for _, f := range []string{"in/a", "in/b", "out/c", "out/d"} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(main, f)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(main, f), []byte(f+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustGit(t, env, "-C", main, "add", ".")
+		mustGit(t, env, "-C", main, "commit", "-q", "-m", "init")
+		mustGit(t, env, "-C", main, "worktree", "add", "-q", "-b", "w", wt)
+		want := "M\tin/a"
+		if how == "sparse-checkout" {
+			mustGit(t, env, "-C", wt, "sparse-checkout", "set", "in")
+			if err := os.WriteFile(filepath.Join(wt, "in", "a"), []byte("edited\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			// every file left out: the folder holds nothing of the tree
+			mustGit(t, env, "-C", wt, "update-index", "--skip-worktree", "in/a", "in/b", "out/c", "out/d")
+			for _, dir := range []string{"in", "out"} {
+				if err := os.RemoveAll(filepath.Join(wt, dir)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want = ""
+		}
+		if _, err := os.Stat(filepath.Join(wt, "out", "c")); !os.IsNotExist(err) {
+			t.Fatalf("%s: out/c is checked out (%v)", how, err)
+		}
+		repo := mustOpen(t, &git.Runner{Env: env}, main)
+		got, err := repo.SnapshotTree(ctx, wt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := strings.TrimSpace(mustGit(t, env, "-C", main, "diff", "--name-status", "w", got)); diff != want {
+			t.Errorf("%s: the snapshot differs from HEAD by:\n%s\nwant %q", how, diff, want)
+		}
+	}
+}
