@@ -430,6 +430,13 @@ func (ps *packSet) cachedBase(p *pack, off, depth int) (int, []byte, error) {
 	return typ, data, nil
 }
 
+// forgetBases lets the delta bases cached go: a batch read is over.
+func (ps *packSet) forgetBases() {
+	ps.cacheMu.Lock()
+	ps.cache, ps.cacheSize = nil, 0
+	ps.cacheMu.Unlock()
+}
+
 func (ps *packSet) baseType(p *pack, off int) (int, error) {
 	typ, _, err := ps.typeAt(p, off)
 	return typ, err

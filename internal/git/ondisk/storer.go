@@ -124,6 +124,7 @@ func (s *Storer) FilesAt(commits []string, file string) (objs []Object, ok bool)
 	ok = par.Each(len(commits), func(n int) bool {
 		return s.FileAt(commits[n], file, &objs[n])
 	})
+	s.packs.forgetBases() // not held while the caller works on what was read
 	return objs, ok
 }
 
