@@ -259,13 +259,34 @@ func (p *Problem) Unwrap() error { return p.Err }
 // that cannot be read are returned as problems, each naming its ref; the
 // others still read (R5). Snapshot refs are not records and are skipped.
 func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Problem, error) {
-	listed, err := s.backend.ListRefs(ctx, prefixes...)
+	var records []*Record
+	problems, err := s.Each(ctx, func(_ int, rec *Record) error {
+		records = append(records, rec)
+		return nil
+	}, prefixes...)
 	if err != nil {
 		return nil, nil, err
 	}
+	return records, problems, nil
+}
+
+// eachBatch is how many records Each decodes at a time.
+const eachBatch = 256
+
+// Each reads the records under the prefixes as List does and gives them
+// to fn in ref order, as they are decoded, a batch at a time: a caller
+// that keeps less of each than the record holds never holds every record
+// decoded at once (status at 10,000 places: 23 MB). fn is told how many
+// refs were listed, for what it keeps of them; its error ends the walk.
+// The problems are List's.
+func (s *Store) Each(ctx context.Context, fn func(listed int, rec *Record) error, prefixes ...string) ([]*Problem, error) {
+	listed, err := s.backend.ListRefs(ctx, prefixes...)
+	if err != nil {
+		return nil, err
+	}
 	commits, problems := stateCommits(listed)
 	if len(commits) == 0 {
-		return nil, problems, nil
+		return problems, nil
 	}
 	ids := make([]string, len(commits))
 	for i, ref := range commits {
@@ -273,28 +294,31 @@ func (s *Store) List(ctx context.Context, prefixes ...string) ([]*Record, []*Pro
 	}
 	blobs, err := s.backend.FilesAt(ctx, ids, StateFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Decoding and validating is most of a large listing's own work;
 	// records are independent of each other.
-	checked := make([]*Record, len(commits))
-	errs := make([]error, len(commits))
-	par.Each(len(commits), func(i int) bool {
-		ref := commits[i]
-		rf := git.RefFile{ID: ref.ID, Type: ref.Type, Found: blobs[i].Type != "", IsFile: blobs[i].Type == "blob", Data: blobs[i].Data}
-		checked[i], errs[i] = s.check(ref.Name, rf)
-		return true
-	})
-	records := make([]*Record, 0, len(commits))
-	for i, ref := range commits {
-		if errs[i] != nil {
-			problems = append(problems, &Problem{Ref: ref.Name, Err: errs[i]})
-			continue
+	checked := make([]*Record, min(eachBatch, len(commits)))
+	errs := make([]error, len(checked))
+	for at := 0; at < len(commits); at += len(checked) {
+		batch := commits[at:min(at+len(checked), len(commits))]
+		par.Each(len(batch), func(i int) bool {
+			ref, b := batch[i], &blobs[at+i]
+			rf := git.RefFile{ID: ref.ID, Type: ref.Type, Found: b.Type != "", IsFile: b.Type == "blob", Data: b.Data}
+			checked[i], errs[i] = s.check(ref.Name, rf)
+			*b = git.Object{} // its bytes are the record's now
+			return true
+		})
+		for i, ref := range batch {
+			if errs[i] != nil {
+				problems = append(problems, &Problem{Ref: ref.Name, Err: errs[i]})
+			} else if err := fn(len(listed), checked[i]); err != nil {
+				return nil, err
+			}
 		}
-		records = append(records, checked[i])
 	}
 	slices.SortFunc(problems, func(a, b *Problem) int { return strings.Compare(a.Ref, b.Ref) })
-	return records, problems, nil
+	return problems, nil
 }
 
 // stateCommits sorts listed refs: those at a commit, whose state file is

@@ -205,32 +205,10 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if err != nil {
 		return nil, err
 	}
-	records, problems, present, err := statusRecords(ctx, repo, store, opts)
+	r := &statusReader{env: env, repo: repo, store: store, book: cost.NewPriceBook(env, repo), all: opts.All}
+	st, others, err := r.read(ctx, opts)
 	if err != nil {
 		return nil, err
-	}
-	st := &Status{Schema: 1, Places: make([]PlaceStatus, 0, placeCount(records)), Problems: []StatusProblem{}}
-	for _, p := range problems {
-		st.Problems = append(st.Problems, StatusProblem{Ref: p.Ref, Error: p.Err.Error()})
-	}
-	claims, lands, hosts := byPlace(records, refs.ClaimPrefix), byPlace(records, land.Prefix), byPlace(records, record.HostPrefix)
-	r := &statusReader{env: env, repo: repo, store: store, book: cost.NewPriceBook(env, repo), present: present, all: opts.All}
-	for i, rec := range records {
-		records[i] = nil // read once: its bytes and decoding go as its status is made (17 MB at 10,000)
-		id, ok := strings.CutPrefix(rec.Ref, record.PlacePrefix)
-		if !ok || opts.Place != "" && id != opts.Place {
-			continue
-		}
-		ps, problem, err := r.place(ctx, rec, claims[id])
-		switch {
-		case err != nil:
-			return nil, err
-		case problem != "":
-			st.Problems = append(st.Problems, StatusProblem{Ref: rec.Ref, Error: problem})
-		}
-		if ps != nil {
-			st.Places = append(st.Places, *ps)
-		}
 	}
 	if opts.Place != "" && len(st.Places) == 0 {
 		return nil, &record.NotFoundError{Place: opts.Place}
@@ -241,6 +219,9 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 		if _, parent, err := record.ReadPlace(ctx, store, st.Places[0].Parent); err == nil && parent.Host != st.Places[0].Host {
 			st.Places[0].Parent, st.Places[0].Delegation = "", ""
 		}
+	}
+	if err := r.attachClaims(ctx, st, byPlace(others, refs.ClaimPrefix)); err != nil {
+		return nil, err
 	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
 	st.Places = treeOrder(st.Places)
@@ -254,22 +235,10 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if len(st.Places) > 0 {
 		attachConflicts(st, radar.KnownConflicts(env, repo, places))
 	}
-	attachLanding(st, lands)
-	attachHeard(ctx, store, st, hosts, opts.Place != "", env.ClockNow())
+	attachLanding(st, byPlace(others, land.Prefix))
+	attachHeard(ctx, store, st, byPlace(others, record.HostPrefix), opts.Place != "", env.ClockNow())
 	attachLost(st, places)
 	return st, nil
-}
-
-// placeCount is how many of records are places: the status's slice is
-// made that large at once (grown, it held two copies of 10,000 places).
-func placeCount(records []*refs.Record) int {
-	n := 0
-	for _, rec := range records {
-		if strings.HasPrefix(rec.Ref, record.PlacePrefix) {
-			n++
-		}
-	}
-	return n
 }
 
 // HeardStatus is when a place's host was last heard (M4): the time its
@@ -439,50 +408,109 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 	return out
 }
 
-// statusRecords reads the records status shows, and tells which places'
-// worktrees are present. One place reads its own record and claim only:
-// launch and every command naming a place read its status, and that must
-// not grow with the places there are. All places are one listing of
-// records (R4). Whether a place's worktree is there is asked of git's
-// files about that one worktree (its .git file naming an administrative
-// folder of this repository, whose HEAD reads), for every place alike: a
-// stat or two in process instead of a `git worktree list`, which would
-// also call a deleted folder that git has not pruned yet present.
-func statusRecords(ctx context.Context, repo *git.Repo, store *refs.Store, opts StatusOptions) ([]*refs.Record, []*refs.Problem, func(*record.Place) bool, error) {
-	present := func(p *record.Place) bool {
-		_, err := repo.WorktreeBranch(p.Path)
-		return err == nil
-	}
-	if opts.Place != "" {
-		records, problems, err := readOne(ctx, store, record.PlaceRef(opts.Place), refs.ClaimRef(opts.Place), land.Ref(opts.Place))
-		return records, problems, present, err
-	}
-	records, problems, err := store.List(ctx, refs.Prefix)
+// read makes the status of each place among the records opts names, as
+// the store decodes them (a record is let go once its place's status is
+// made: 10,000 held at once were 23 MB), and returns the other records
+// read: claims, landing entries, hosts.
+func (r *statusReader) read(ctx context.Context, opts StatusOptions) (*Status, []*refs.Record, error) {
+	st := &Status{Schema: 1, Places: []PlaceStatus{}, Problems: []StatusProblem{}}
+	var others []*refs.Record
+	var found []StatusProblem
+	listed, err := r.each(ctx, opts, func(n int, rec *refs.Record) error {
+		id, ok := strings.CutPrefix(rec.Ref, record.PlacePrefix)
+		switch {
+		case !ok:
+			others = append(others, rec)
+			return nil
+		case opts.Place != "" && id != opts.Place:
+			return nil
+		case cap(st.Places) == 0:
+			st.Places = make([]PlaceStatus, 0, n) // grown, it held two copies of 10,000 places
+		}
+		ps, problem, err := r.place(ctx, rec)
+		if problem != "" {
+			found = append(found, StatusProblem{Ref: rec.Ref, Error: problem})
+		}
+		if ps != nil {
+			st.Places = append(st.Places, *ps)
+		}
+		return err
+	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return records, problems, present, nil
+	for _, p := range listed {
+		st.Problems = append(st.Problems, StatusProblem{Ref: p.Ref, Error: p.Err.Error()})
+	}
+	st.Problems = append(st.Problems, found...)
+	return st, others, nil
+}
+
+// each gives fn the records status shows. One place reads its own record,
+// claim and landing entry only: launch and every command naming a place
+// read its status, and that must not grow with the places there are. All
+// places are one listing of records (R4), decoded as they are walked.
+func (r *statusReader) each(ctx context.Context, opts StatusOptions, fn func(int, *refs.Record) error) ([]*refs.Problem, error) {
+	if opts.Place == "" {
+		return r.store.Each(ctx, fn, refs.Prefix)
+	}
+	records, problems, err := readOne(ctx, r.store, record.PlaceRef(opts.Place), refs.ClaimRef(opts.Place), land.Ref(opts.Place))
+	for _, rec := range records {
+		if err == nil {
+			err = fn(len(records), rec)
+		}
+	}
+	return problems, err
+}
+
+// present tells whether place p's worktree is there, asked of git's files
+// about that one worktree (its .git file naming an administrative folder
+// of this repository, whose HEAD reads), for every place alike: a stat or
+// two in process instead of a `git worktree list`, which would also call a
+// deleted folder that git has not pruned yet present.
+func (r *statusReader) present(p *record.Place) bool {
+	_, err := r.repo.WorktreeBranch(p.Path)
+	return err == nil
+}
+
+// attachClaims gives each place shown the live claim on it, if any.
+func (r *statusReader) attachClaims(ctx context.Context, st *Status, claims map[string]*refs.Record) error {
+	for i := range st.Places {
+		ps := &st.Places[i]
+		claim := claims[ps.Place]
+		if claim == nil {
+			continue
+		}
+		cs, err := r.store.ReadClaimRecord(ctx, claim, r.env.Host)
+		if err != nil {
+			return err
+		}
+		if cs.Record != nil {
+			ps.Claim = &ClaimStatus{Key: cs.Claim.Key, PID: cs.Claim.PID, Host: cs.Claim.Host, Since: cs.Claim.Since,
+				Shared: strings.HasPrefix(cs.Claim.Key, "cwd:")}
+		}
+	}
+	return nil
 }
 
 // statusReader makes the status of one place after another.
 type statusReader struct {
-	env     *stage.Env
-	repo    *git.Repo
-	store   *refs.Store
-	book    *cost.PriceBook
-	present func(*record.Place) bool
-	all     bool // tidied places too
+	env   *stage.Env
+	repo  *git.Repo
+	store *refs.Store
+	book  *cost.PriceBook
+	all   bool // tidied places too
 	// seen is what the radar pairs and lost places are marked by, of
 	// each place read: not whole records, held until every place is.
 	seen []*record.Place
 }
 
-// place is the status of the place record rec (with its claim record, if
-// any): nil for a tidied place unless all are shown, and a problem for a
+// place is the status of the place record rec (its claim attached after):
+// nil for a tidied place unless all are shown, and a problem for a
 // record that cannot be shown or acted on (R5). It writes nothing (a
 // read never writes): an interrupted launch or readying of ours is shown
 // as it stands, with what settles it.
-func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*PlaceStatus, string, error) {
+func (r *statusReader) place(ctx context.Context, rec *refs.Record) (*PlaceStatus, string, error) {
 	env := r.env
 	decoded, err := record.DecodePlace(rec)
 	if err != nil {
@@ -520,16 +548,6 @@ func (r *statusReader) place(ctx context.Context, rec, claim *refs.Record) (*Pla
 		ps.Stage.Next = engine.NextStep(&p, agentStateOf(ps.Agent))
 	}
 	ps.Worktree, ps.Foreign = r.worktree(&p)
-	if claim != nil {
-		cs, err := r.store.ReadClaimRecord(ctx, claim, env.Host)
-		if err != nil {
-			return nil, "", err
-		}
-		if cs.Record != nil {
-			ps.Claim = &ClaimStatus{Key: cs.Claim.Key, PID: cs.Claim.PID, Host: cs.Claim.Host, Since: cs.Claim.Since,
-				Shared: strings.HasPrefix(cs.Claim.Key, "cwd:")}
-		}
-	}
 	return &ps, problem, nil
 }
 
