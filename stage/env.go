@@ -10,7 +10,9 @@ import (
 	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/broker"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage/record"
 )
 
 // Env is what stage operations need from their caller. The command layer
@@ -80,6 +82,13 @@ func (e *Env) NowUTC() time.Time { return e.Now().UTC() }
 // AgentName is the agent program a place uses: the one it names, else the
 // engine's default (FLUME_AGENT), else claude.
 func (e *Env) AgentName(named string) string { return agent.ProgramName(named, e.Engine.Agent) }
+
+// Self is this process as records name it (a lease, a launcher, a
+// starter): its pid, host and start time.
+func (e *Env) Self() *record.Proc {
+	start, _ := proc.Started(e.PID)
+	return &record.Proc{PID: e.PID, Host: e.Host, Start: start}
+}
 
 // ClockNow is the timers' time, in UTC.
 func (e *Env) ClockNow() time.Time {

@@ -167,7 +167,7 @@ func OpenLog(commonDir, id string) (*os.File, error) {
 // (L2). A failure is recorded and returned as a *StepFailure; the place
 // stays.
 func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, steps []Step) (*refs.Record, error) {
-	p.Ready = &record.ReadyResult{Steps: len(steps), Running: &record.Proc{PID: env.PID, Host: env.Host}}
+	p.Ready = &record.ReadyResult{Steps: len(steps), Running: env.Self()}
 	if _, err := record.SavePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
 		return nil, err
 	}

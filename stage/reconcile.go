@@ -12,7 +12,7 @@ import (
 // not this host's to tell.
 func InterruptedReady(env *Env, p *record.Place) (r *record.ReadyResult, ok bool) {
 	cur := p.Ready
-	if p.Host != env.Host || cur == nil || cur.Running == nil || refs.ProcessAlive(cur.Running.Host, cur.Running.PID, env.Host) {
+	if p.Host != env.Host || cur == nil || cur.Running == nil || cur.Running.Alive(env.Host) {
 		return nil, false
 	}
 	return &record.ReadyResult{Steps: cur.Steps, Exit: -1, Step: "(interrupted)", Tail: "readying was interrupted before it finished"}, true

@@ -270,7 +270,7 @@ func (op *Operator) RestartStage(ctx context.Context, o stage.PlaceOptions, how 
 		if err := keepSnapshot(ctx, repo, p, st, "retry"); err != nil {
 			return err
 		}
-		st.State, st.Starter = record.StagePending, &record.Proc{PID: env.PID, Host: env.Host}
+		st.State, st.Starter = record.StagePending, env.Self()
 		with := "with a fresh agent"
 		if st.Resume != nil {
 			with = "resuming its agent's session " + st.Resume.Session

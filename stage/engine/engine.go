@@ -168,7 +168,7 @@ func step(ctx context.Context, r *stage.Repository, rec *refs.Record, p *record.
 // before it started the stage left it to anyone.
 func startedByAnother(env *stage.Env, st *record.StageRecord) bool {
 	s := st.Starter
-	return s != nil && s.Host == env.Host && s.PID != env.PID && refs.ProcessAlive(s.Host, s.PID, env.Host)
+	return s != nil && s.Host == env.Host && s.PID != env.PID && s.Alive(env.Host)
 }
 
 // fresh fails with a conflict when rec's ref no longer points where it was

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 
-	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/record"
 )
@@ -44,5 +43,5 @@ func NeedsWatcher(ctx context.Context, env *stage.Env, p *record.Place) bool {
 		return false
 	}
 	w := p.Watcher
-	return w == nil || !refs.ProcessAlive(w.Host, w.PID, env.Host)
+	return w == nil || !w.Alive(env.Host)
 }

@@ -54,37 +54,62 @@ func (b *beater) tick(ctx context.Context, ps *Places, p *record.Place) {
 	}
 }
 
-// yieldToAdopter stops p's agent when another place's record, brought
-// by the beat's sync, says it adopted p (M5): this host was taken for
-// lost and the work goes on there; two agents on one piece of work would
-// race to land it. The place stays, its stage blocked with why: nothing
-// of it is removed, and retry here starts it again if a person wants.
-// The stop is shared at once: the watcher that would beat again ends with
-// the agent.
+// yieldToAdopter stops the agent of p, and of any other place of this
+// host still at work, when another place's record, brought by the beat's
+// sync, says it adopted that place (M5): this host was taken for lost and
+// the work goes on there; two agents on one piece of work would race to
+// land it. Any watcher of the host yields for all of them: the adopted
+// place's own may be gone, and on a runner's host no command comes to
+// start another. It also starts a watcher for each of this host's
+// runner places that needs one, for the same reason.
 func (ps *Places) yieldToAdopter(ctx context.Context, p *record.Place, remote string) error {
+	env := ps.r.Env
 	recs, _, err := ps.r.Store.List(ctx, record.PlacePrefix)
 	if err != nil {
 		return err
 	}
-	for _, q := range record.DecodePlaces(recs) {
-		if a := q.Adopts; a != nil && a.Place == p.ID && a.Host == p.Host && q.ID != p.ID {
-			err := engine.NewOperator(ps.r).Stop(ctx, stage.PlaceOptions{Repo: ps.r.Dir, Place: p.ID, Force: true, Gate: stage.GateOptions{TakeOver: true}})
-			if refused := (*stage.RefusedError)(nil); errors.As(err, &refused) {
-				// No agent up to stop (it ended, or its pane went, before
-				// the adoption reached here): the stage yields all the
-				// same. Refused, the beat tried it again for ever and the
-				// stage stayed working.
-				err = ps.blockAdopted(ctx, p.ID, q)
-			}
-			if err != nil {
-				return fmt.Errorf("adopted as %s on %s, and its agent here did not stop: %w", q.ID, q.Host, err)
-			}
-			fmt.Fprintf(ps.r.Env.Out, "git-flume: %s: adopted as %s on %s (%s): its agent here stopped\n", p.ID, q.ID, q.Host, a.Why)
-			_, err = ps.Share(ctx, remote)
-			return err
+	places := record.DecodePlaces(recs)
+	adopter := map[string]*record.Place{} // by the place it adopts, of this host
+	for _, q := range places {
+		if a := q.Adopts; a != nil && a.Host == env.Host && a.Place != q.ID {
+			adopter[a.Place] = q
 		}
 	}
-	return nil
+	var errs error
+	for _, o := range places {
+		if o.Host != env.Host || o.Runner == "" || o.ID == p.ID {
+			continue
+		}
+		if q := adopter[o.ID]; q != nil && engine.Kept(o) {
+			errs = errors.Join(errs, ps.yield(ctx, o, q, remote))
+		} else if q == nil && env.StartWatcher != nil && engine.NeedsWatcher(ctx, env, o) {
+			fmt.Fprintf(env.Out, "git-flume: %s: no live watcher: one started\n", o.ID)
+			env.StartWatcher(ps.r.Dir, o.ID)
+		}
+	}
+	if q := adopter[p.ID]; q != nil && p.Host == env.Host {
+		errs = errors.Join(errs, ps.yield(ctx, p, q, remote))
+	}
+	return errs
+}
+
+// yield stops place p's agent, adopted by q, and shares the stop.
+func (ps *Places) yield(ctx context.Context, p, q *record.Place, remote string) error {
+	a := q.Adopts
+	err := engine.NewOperator(ps.r).Stop(ctx, stage.PlaceOptions{Repo: ps.r.Dir, Place: p.ID, Force: true, Gate: stage.GateOptions{TakeOver: true}})
+	if refused := (*stage.RefusedError)(nil); errors.As(err, &refused) {
+		// No agent up to stop (it ended, or its pane went, before
+		// the adoption reached here): the stage yields all the
+		// same. Refused, the beat tried it again for ever and the
+		// stage stayed working.
+		err = ps.blockAdopted(ctx, p.ID, q)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: adopted as %s on %s, and its agent here did not stop: %w", p.ID, q.ID, q.Host, err)
+	}
+	fmt.Fprintf(ps.r.Env.Out, "git-flume: %s: adopted as %s on %s (%s): its agent here stopped\n", p.ID, q.ID, q.Host, a.Why)
+	_, err = ps.Share(ctx, remote)
+	return err
 }
 
 // blockAdopted blocks place id's current stage, adopted by q, when it has
@@ -100,7 +125,11 @@ func (ps *Places) blockAdopted(ctx context.Context, id string, q *record.Place) 
 		if st.State == run.StateBlocked && st.Block == run.BlockStopped {
 			return nil
 		}
-		engine.EndStage(st, run.StateBlocked, fmt.Sprintf("adopted as %s on %s: its work goes on there; git flume retry starts the stage here again", q.ID, q.Host), env.ClockNow())
+		why := fmt.Sprintf("adopted as %s on %s: its work goes on there; git flume retry starts the stage here again", q.ID, q.Host)
+		if st.State == record.StagePending {
+			st.State = run.StateBlocked // its agent, due after a delivery, never starts here
+		}
+		engine.EndStage(st, run.StateBlocked, why, env.ClockNow())
 		if st.State != run.StateBlocked {
 			return nil // it had ended: nothing to yield
 		}

@@ -249,7 +249,7 @@ func newPlace(env *stage.Env, opts LaunchOptions, kind stage.Kind, mainPath, tar
 		Adopts: opts.Adopts,
 		Host:   env.Host, Created: env.NowUTC(),
 		Phase:    record.PhaseMaking,
-		Launcher: &record.Proc{PID: env.PID, Host: env.Host},
+		Launcher: env.Self(),
 	}
 	for _, st := range kind.Stages {
 		p.Stages = append(p.Stages, record.StageRecord{Name: st.Name, Prompt: st.Prompt, Deliverable: strings.ReplaceAll(st.Deliverable, "{name}", opts.Name), Life: run.Life{State: record.StagePending}})

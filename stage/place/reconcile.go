@@ -33,7 +33,7 @@ func ReconcileMaking(ctx context.Context, env *stage.Env, repo *git.Repo, store 
 	if err := stage.CheckHome(ctx, env, repo, p); err != nil {
 		return false, err
 	}
-	if checkAlive && p.Launcher != nil && refs.ProcessAlive(p.Launcher.Host, p.Launcher.PID, env.Host) {
+	if checkAlive && p.Launcher != nil && p.Launcher.Alive(env.Host) {
 		return false, nil
 	}
 	if p.Launcher != nil && p.Launcher.Host != env.Host {
@@ -246,7 +246,7 @@ func RepairDeadLaunches(ctx context.Context, env *stage.Env, repo *git.Repo, rec
 		if err != nil || p.Phase != record.PhaseMaking || p.Host != env.Host {
 			continue
 		}
-		if p.Launcher != nil && refs.ProcessAlive(p.Launcher.Host, p.Launcher.PID, env.Host) {
+		if p.Launcher != nil && p.Launcher.Alive(env.Host) {
 			continue
 		}
 		if stage.CheckHome(ctx, env, repo, p) == nil {

@@ -6,13 +6,14 @@ package place
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
-	"os"
-	"slices"
+	"runtime/debug"
 	"time"
 
 	"github.com/git-flume/git-flume/agents/broker"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
+	"github.com/git-flume/git-flume/internal/wait"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -27,14 +28,35 @@ const watchErrors = 10
 // Watch keeps a place's timers: it takes the place's watcher lease (or
 // returns at once if a live watcher holds it), then advances the place
 // every interval while it has something to watch. It never ends an agent
-// on its own account (A7); it only runs the engine's steps.
+// on its own account (A7); it only runs the engine's steps. A detached
+// watcher has no terminal: its place's log says when it took the lease,
+// each step that failed, and why it left, a panic too.
 func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.Duration) error {
-	me := &record.Proc{PID: ps.r.Env.PID, Host: ps.r.Env.Host}
-	if held, err := takeWatch(ctx, ps.r.Env, ps.r.Store, id, me); held || err != nil {
+	me := ps.r.Env.Self()
+	held, err := takeWatch(ctx, ps.r.Env, ps.r.Store, id, me)
+	if held != nil || err != nil {
 		return err
 	}
-	ps, closeLog := ps.logged(id, "watch") // a beat that failed, a yield to an adopter
+	ps, closeLog := ps.logged(id, "watch")
 	defer closeLog()
+	out := ps.r.Env.Out
+	fmt.Fprintf(out, "watching as pid %d\n", me.PID)
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(out, "left by a panic: %v\n%s", v, debug.Stack())
+			panic(v)
+		}
+	}()
+	why, err := ps.watch(ctx, id, me, interval, lifetime)
+	if err != nil {
+		why += ": " + err.Error()
+	}
+	fmt.Fprintf(out, "left: %s\n", why)
+	return err
+}
+
+// watch is Watch's loop, with the lease taken; it returns why it left.
+func (ps *Places) watch(ctx context.Context, id string, me *record.Proc, interval, lifetime time.Duration) (string, error) {
 	r := ps.r
 	env, repo := r.Env, r.Git
 	deadline := time.Now().Add(lifetime)
@@ -52,12 +74,11 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 			// its first error left its place unwatched while its record
 			// still named it. Only errors that go on end it.
 			if failed++; failed >= watchErrors || ctx.Err() != nil {
-				return err
+				return fmt.Sprintf("%d steps in a row failed", failed), err
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(interval):
+			fmt.Fprintf(env.Out, "a step failed (tried again in %s): %v\n", interval, err)
+			if err := wait.Until(ctx, interval, nil); err != nil {
+				return "ended", err
 			}
 			continue
 		}
@@ -67,26 +88,26 @@ func (ps *Places) Watch(ctx context.Context, id string, interval, lifetime time.
 			// forge and fetched, say) is tidied as the post-merge hook
 			// tidies one, by T1–T4, keeping whatever they keep.
 			_, err := ps.Tidy(ctx, TidyOptions{Place: id})
-			return err
+			return "its work landed, tidied", err
 		}
 		if p.Watcher == nil || *p.Watcher != *me {
-			return nil // another watcher took the lease
+			return "the lease is another's", nil
 		}
 		if !engine.Watchable(ctx, env, p) {
 			beat.final(ctx, ps)
 			if !stillMine(ctx, r, id, me) {
-				return nil
+				return "nothing left to watch", nil
 			}
 			continue // moved on meanwhile (a retry): watched still
 		}
 		rw.Tick(ctx, env, repo, r.Dir, p)
 		beat.tick(ctx, ps, p)
 		inbox = serveInbox(ctx, env, p, inbox)
-		if err := waitOrEvent(ctx, interval, watchedFiles(repo.CommonDir, p, inbox)); err != nil {
-			return err
+		if err := wait.Until(ctx, interval, watchedFiles(repo.CommonDir, p, inbox)); err != nil {
+			return "ended", err
 		}
 	}
-	return nil
+	return "its lifetime is over", nil
 }
 
 // logged is ps saying what it says to place id's live log too, each line
@@ -114,64 +135,32 @@ func watchedFiles(commonDir string, p *record.Place, inbox *broker.Server) []str
 	return files
 }
 
-// eventPoll is how often a waiting watcher looks at its agent's events
-// file: a permission asked is seen within it, not within the interval
-// (A11). A look is one stat.
-const eventPoll = 250 * time.Millisecond
-
-// waitOrEvent waits for interval, or less when one of files (the agent's
-// events file, its branch's reflog and its inbox; none for no run)
-// changes size or time meanwhile.
-func waitOrEvent(ctx context.Context, interval time.Duration, files []string) error {
-	sizes := func() (n []int64) {
-		for _, f := range files {
-			size, when := int64(-1), int64(0)
-			if info, err := os.Stat(f); err == nil {
-				size, when = info.Size(), info.ModTime().UnixNano()
-			}
-			n = append(n, size, when)
-		}
-		return n
-	}
-	deadline := time.Now().Add(interval)
-	was := sizes()
-	for {
-		step := min(time.Until(deadline), eventPoll)
-		if len(files) == 0 {
-			step = time.Until(deadline)
-		}
-		if step <= 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(step):
-		}
-		if len(files) > 0 && !slices.Equal(sizes(), was) {
-			return nil
-		}
-	}
-}
-
-// takeWatch takes place id's watcher lease for me; held: a live watcher
-// holds it (then there is nothing for me to do).
-func takeWatch(ctx context.Context, env *stage.Env, store *refs.Store, id string, me *record.Proc) (held bool, err error) {
+// takeWatch takes place id's watcher lease for me; held names the live
+// watcher that holds it (then there is nothing for me to do), and is said
+// in the place's log: a start that found the lease held leaves no other
+// trace.
+func takeWatch(ctx context.Context, env *stage.Env, store *refs.Store, id string, me *record.Proc) (held *record.Proc, err error) {
 	errHeld := errors.New("held")
 	_, err = record.EditPlace(ctx, store, id, func(p *record.Place) (string, error) {
+		held = nil
 		if err := stage.OwnedHere(env, p); err != nil {
 			return "", err // R7: another host's record is never written here
 		}
-		if w := p.Watcher; w != nil && *w != *me && refs.ProcessAlive(w.Host, w.PID, env.Host) {
+		if w := p.Watcher; w != nil && *w != *me && w.Alive(env.Host) {
+			held = w
 			return "", errHeld
 		}
 		p.Watcher = me
 		return "watch " + id, nil
 	})
 	if errors.Is(err, errHeld) {
-		return true, nil
+		if log, err := stage.OpenLog(store.Repo().CommonDir, id); err == nil {
+			fmt.Fprintf(stage.Stamped(log, "watch"), "pid %d not watching: pid %d holds the lease\n", me.PID, held.PID)
+			log.Close()
+		}
+		return held, nil
 	}
-	return false, err
+	return nil, err
 }
 
 // stillMine decides, as place id's watcher is about to leave it after its

@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -120,6 +121,28 @@ type Adoption struct {
 type Proc struct {
 	PID  int    `json:"pid"`
 	Host string `json:"host"`
+	// Start is its start time as its host's kernel counts it: with the
+	// pid it names one process, never a later one given the same pid
+	// (pids wrap on a busy host, and start again after a reboot: a lease
+	// that named a dead watcher read as held for ever). Empty in records
+	// of earlier versions: the pid alone then.
+	Start string `json:"start,omitempty"`
+}
+
+// Alive reports whether the process runs, as host sees it: another
+// host's process is taken as alive, for its own host to judge.
+func (p *Proc) Alive(host string) bool {
+	if p.Host != host {
+		return true
+	}
+	if !proc.Alive(p.PID) {
+		return false
+	}
+	if p.Start == "" {
+		return true
+	}
+	start, ok := proc.Started(p.PID)
+	return ok && start == p.Start
 }
 
 // ResumeFrom is an earlier agent run of a stage whose session a later run

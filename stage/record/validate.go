@@ -132,6 +132,9 @@ func placeState(_ string, p *Place) error {
 		if pr != nil && pr.PID < 0 {
 			return fmt.Errorf("process id %d", pr.PID)
 		}
+		if pr != nil && (len(pr.Start) > 20 || strings.Trim(pr.Start, "0123456789") != "") {
+			return fmt.Errorf("process start %q, want clock ticks", pr.Start)
+		}
 	}
 	if p.Ready != nil && p.Ready.Running != nil && p.Ready.Running.PID < 0 {
 		return fmt.Errorf("process id %d", p.Ready.Running.PID)

@@ -560,7 +560,7 @@ func (r *statusReader) interrupted(p record.Place) (record.Place, string) {
 	if p.Host != r.env.Host {
 		return p, ""
 	}
-	if l := p.Launcher; p.Phase == record.PhaseMaking && (l == nil || !refs.ProcessAlive(l.Host, l.PID, r.env.Host)) {
+	if l := p.Launcher; p.Phase == record.PhaseMaking && (l == nil || !l.Alive(r.env.Host)) {
 		return p, fmt.Sprintf("the launch of %s was interrupted: git flume tidy finishes the place or removes what it made", p.ID)
 	}
 	if ready, ok := stage.InterruptedReady(r.env, &p); ok {
