@@ -98,10 +98,9 @@ func (ps *Places) yield(ctx context.Context, p, q *record.Place, remote string) 
 	a := q.Adopts
 	err := engine.NewOperator(ps.r).Stop(ctx, stage.PlaceOptions{Repo: ps.r.Dir, Place: p.ID, Force: true, Gate: stage.GateOptions{TakeOver: true}})
 	if refused := (*stage.RefusedError)(nil); errors.As(err, &refused) {
-		// No agent up to stop (it ended, or its pane went, before
-		// the adoption reached here): the stage yields all the
-		// same. Refused, the beat tried it again for ever and the
-		// stage stayed working.
+		// No agent up to stop (it ended, or its pane went, before the
+		// adoption came): the stage yields all the same; refused, the
+		// beat tried it again for ever and the stage stayed working.
 		err = ps.blockAdopted(ctx, p.ID, q)
 	}
 	if err != nil {

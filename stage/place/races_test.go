@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/lockfile"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
 	"github.com/git-flume/git-flume/stage/record"
@@ -52,6 +53,47 @@ func TestTidyRecordsOverARecordMovedMeanwhile(t *testing.T) {
 	log := f.git("-C", f.dir, "log", "--format=%s", "refs/flume/places/fix--p000")
 	if !strings.HasPrefix(log, "tidy fix--p000: landed") || !strings.Contains(log, "meanwhile") {
 		t.Errorf("the record's history:\n%s", log)
+	}
+}
+
+// TestTidyKeepsItsNoteOverARecordMovedMeanwhile_T2: the note of why tidy
+// kept a place is written over a record that moved between tidy's read
+// and its write (a watcher giving up its lease as a runner's place
+// yields). It was given up: on a runner's host no later tidy comes, and
+// runner_by_command…'s last step waited for it in vain under load.
+func TestTidyKeepsItsNoteOverARecordMovedMeanwhile_T2(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(1)
+	f.git("-C", f.dir+"/places/fix--p000", "commit", "-q", "--allow-empty", "-m", "unlanded")
+	env := f.stageEnv(f.env)
+	if _, err := dropIn(ctx, env, f.dir, stage.PlaceOptions{Repo: f.dir, Place: "fix--p000"}); err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	env.Fault = func(point string) {
+		if point != "tidy:keep" || moved > 0 {
+			return
+		}
+		moved++
+		store, rec := readPlaceRecord(t, f, "fix--p000")
+		if _, err := store.Write(ctx, []refs.Change{{Ref: rec.Ref, Old: rec, State: json.RawMessage(rec.Data), Message: "unwatch"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := tidyIn(ctx, env, f.dir)
+	if err != nil {
+		t.Fatalf("tidy: %v", err)
+	}
+	if moved == 0 || len(res) != 1 || res[0].Kept == "" {
+		t.Fatalf("moved %d times, results %+v", moved, res)
+	}
+	_, p, err := record.ReadPlace(ctx, fixtureStore(t, f), "fix--p000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Kept != res[0].Kept {
+		t.Errorf("the record's kept note: %q, want tidy's %q", p.Kept, res[0].Kept)
 	}
 }
 

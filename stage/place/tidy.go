@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-multierror"
 
@@ -146,14 +147,14 @@ func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Pla
 	}
 	if kept != "" {
 		res.Worktree, res.Branch, res.Kept = "kept", "kept", kept
-		return res, keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
+		return res, ps.keepPlace(ctx, rec, p, kept, cs, opts.DryRun)
 	}
 	if kept, err = ps.tidyBranch(ctx, p, j, opts.DryRun, res); err != nil {
 		return nil, err
 	}
 	if kept != "" {
 		res.Branch, res.Kept = "kept", kept
-		err := keepPlace(ctx, store, rec, p, kept, cs, opts.DryRun)
+		err := ps.keepPlace(ctx, rec, p, kept, cs, opts.DryRun)
 		if !opts.DryRun {
 			// its worktree is gone, so nothing of it runs on its
 			// ports; a branch kept holds none.
@@ -432,19 +433,41 @@ func (w repoWorktrees) RemoveWithSteps(ctx context.Context, p *record.Place) (st
 	return "", nil
 }
 
-// keepPlace records why tidying kept a place, so status shows it.
-func keepPlace(ctx context.Context, store *refs.Store, rec *refs.Record, p *record.Place, kept string, cs refs.ClaimState, dryRun bool) error {
+// keepPlace records why tidying kept a place, so status shows it. The
+// note is tidy's judgment of the worktree and branch, not of the record:
+// a record that moved meanwhile (a watcher giving up its lease) is read
+// again and the note written there, a few times at most: on a runner's
+// host no later tidy comes to write it.
+func (ps *Places) keepPlace(ctx context.Context, rec *refs.Record, p *record.Place, kept string, cs refs.ClaimState, dryRun bool) error {
+	store := ps.r.Store
 	if dryRun || p.Kept == kept {
 		return nil
 	}
-	p.Kept = kept
-	_, err := record.SavePlace(ctx, store, rec, p, "tidy "+p.ID+": kept: "+kept, cs.Verify(p.ID))
-	var conflict *refs.ConflictError
-	if errors.As(err, &conflict) {
-		return nil // moved meanwhile; the next tidy judges again
+	cur, note := rec, *p
+	err := keepRetry.Retry(ctx, func(ctx context.Context) error {
+		if cur == nil {
+			r, q, err := record.ReadPlace(ctx, store, p.ID)
+			if err != nil {
+				return err
+			}
+			cur, note = r, *q
+		}
+		if note.Phase == record.PhaseTidied || note.Kept == kept {
+			return nil
+		}
+		note.Kept = kept
+		ps.r.Env.FaultAt("tidy:keep")
+		_, err := record.SavePlace(ctx, store, cur, &note, "tidy "+p.ID+": kept: "+kept, cs.Verify(p.ID))
+		cur = nil
+		return err
+	})
+	if errors.As(err, new(*refs.ConflictError)) {
+		return nil // it went on moving (its claim, say); the next tidy judges again
 	}
 	return err
 }
+
+var keepRetry = refs.RetryPolicy{Attempts: 10, Base: 2 * time.Millisecond, Max: 100 * time.Millisecond}
 
 // listErrors formats several independent failures one per line.
 func listErrors(es []error) string {
