@@ -1,8 +1,10 @@
 package ondisk
 
 import (
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/git-flume/git-flume/internal/par"
 )
@@ -60,18 +62,40 @@ func (s *Storer) BlobAt(commit, path string) (string, bool) {
 }
 
 // References reads each named ref: its id, "" when it does not exist
-// (a name absent from the map). ok is false when git must answer.
+// (a name absent from the map). ok is false when git must answer. Loose
+// refs are read side by side, 64 names to a step: status's radar reads a
+// branch and a target for every place (10,000 branches took an eighth of
+// status at 10,000 places, one after another).
 func (s *Storer) References(names []string) (map[string]string, bool) {
-	ids := map[string]string{}
 	want := make(map[string]bool, len(names))
+	uniq := make([]string, 0, len(names))
 	for _, n := range names {
 		if want[n] {
 			continue // many places name one target
 		}
-		want[n] = true
-		if !strings.HasPrefix(n, "refs/") || !LooseRefs(s.Dir, n, ids) {
+		if !strings.HasPrefix(n, "refs/") {
 			return nil, false
 		}
+		want[n] = true
+		uniq = append(uniq, n)
+	}
+	const step = 64
+	ids := map[string]string{}
+	var mu sync.Mutex
+	ok := par.Each((len(uniq)+step-1)/step, func(c int) bool {
+		part := map[string]string{}
+		for _, n := range uniq[c*step : min(len(uniq), (c+1)*step)] {
+			if !LooseRefs(s.Dir, n, part) {
+				return false
+			}
+		}
+		mu.Lock()
+		maps.Copy(ids, part)
+		mu.Unlock()
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
 	return ids, s.packedRefs.Lookup(s.Dir, want, ids)
 }
