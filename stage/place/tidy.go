@@ -433,7 +433,7 @@ func (w repoWorktrees) RemoveWithSteps(ctx context.Context, p *record.Place) (st
 	return "", nil
 }
 
-// keepPlace records why tidying kept a place, so status shows it. The
+// keepPlace records why tidying kept a place, so status shows it (T2). The
 // note is tidy's judgment of the worktree and branch, not of the record:
 // a record that moved meanwhile (a watcher giving up its lease) is read
 // again and the note written there, a few times at most: on a runner's

@@ -132,14 +132,9 @@ type Proc struct {
 // Alive reports whether the process runs, as host sees it: another
 // host's process is taken as alive, for its own host to judge.
 func (p *Proc) Alive(host string) bool {
-	if p.Host != host {
-		return true
-	}
-	if !proc.Alive(p.PID) {
-		return false
-	}
-	if p.Start == "" {
-		return true
+	alive := refs.ProcessAlive(p.Host, p.PID, host)
+	if !alive || p.Host != host || p.Start == "" {
+		return alive // another host's, or a record of an earlier version
 	}
 	start, ok := proc.Started(p.PID)
 	return ok && start == p.Start

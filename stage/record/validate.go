@@ -128,16 +128,17 @@ func placeState(_ string, p *Place) error {
 	if p.Current < 0 || p.Current >= len(p.Stages) {
 		return fmt.Errorf("current stage %d, want 0 to %d", p.Current, len(p.Stages)-1)
 	}
-	for _, pr := range []*Proc{p.Launcher, p.Watcher} {
+	procs := []*Proc{p.Launcher, p.Watcher}
+	if p.Ready != nil {
+		procs = append(procs, p.Ready.Running)
+	}
+	for _, pr := range procs {
 		if pr != nil && pr.PID < 0 {
 			return fmt.Errorf("process id %d", pr.PID)
 		}
 		if pr != nil && (len(pr.Start) > 20 || strings.Trim(pr.Start, "0123456789") != "") {
 			return fmt.Errorf("process start %q, want clock ticks", pr.Start)
 		}
-	}
-	if p.Ready != nil && p.Ready.Running != nil && p.Ready.Running.PID < 0 {
-		return fmt.Errorf("process id %d", p.Ready.Running.PID)
 	}
 	if p.Tidied != nil && p.Tidied.BranchHead != "" && !git.IsObjectID(p.Tidied.BranchHead) {
 		return fmt.Errorf("tidied branch head %q", p.Tidied.BranchHead)
