@@ -363,12 +363,14 @@ func attachConflicts(st *Status, byPlace map[string][]record.Conflict) {
 // treeOrder puts each delegated place right after its commissioner, in
 // the order it was delegated, and sets its depth; top-level
 // places, and places whose commissioner is not shown, keep their order.
+// It moves the places within their slice: a second slice of 10,000
+// places' status was 7 MB of status's peak memory.
 func treeOrder(places []PlaceStatus) []PlaceStatus {
 	byID := make(map[string]int, len(places))
 	for i, p := range places {
 		byID[p.Place] = i
 	}
-	out := make([]PlaceStatus, 0, len(places))
+	order := make([]int, 0, len(places))
 	seen := make([]bool, len(places))
 	// linked reports child j of place i: the link is in both records, of
 	// one host (a place is delegated on the host that launched it: another
@@ -384,7 +386,7 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 		}
 		seen[i] = true
 		places[i].Depth = depth
-		out = append(out, places[i])
+		order = append(order, i)
 		for _, c := range places[i].Children {
 			if j, ok := byID[c]; ok && linked(i, j, depth) {
 				visit(j, depth+1)
@@ -405,7 +407,26 @@ func treeOrder(places []PlaceStatus) []PlaceStatus {
 	for i := range places {
 		visit(i, 0) // a cycle no valid record makes: shown anyway
 	}
-	return out
+	permute(places, order)
+	return places
+}
+
+// permute puts s[order[k]] at k for every k, order a permutation of s's
+// indexes, by following each cycle of it: one element held aside, no
+// second slice. order is spent.
+func permute[T any](s []T, order []int) {
+	for k := range order {
+		if order[k] < 0 {
+			continue
+		}
+		held, j := s[k], k
+		for order[j] != k {
+			next := order[j]
+			s[j], order[j] = s[next], -1
+			j = next
+		}
+		s[j], order[j] = held, -1
+	}
 }
 
 // read makes the status of each place among the records opts names, as
