@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -594,6 +595,9 @@ func (repo *Repo) WorktreeBranch(path string) (string, error) {
 // GlobalConfigAll returns every value of key in the user's global git
 // configuration (git config --global --get-all), none when it has none.
 func (r *Runner) GlobalConfigAll(ctx context.Context, key string) ([]string, error) {
+	if values, ok := gitconfig.GlobalValues(r.envLookup, key); ok {
+		return values, nil // read in process: status --host starts no git for it
+	}
 	out, err := r.run(ctx, call{readOnly: true, args: []string{"config", "--global", "--get-all", "-z", key}})
 	if exitCode(err) == 1 {
 		return nil, nil
@@ -601,13 +605,7 @@ func (r *Runner) GlobalConfigAll(ctx context.Context, key string) ([]string, err
 	if err != nil {
 		return nil, fmt.Errorf("read %s from the global git configuration: %w", key, err)
 	}
-	var values []string
-	for v := range strings.SplitSeq(string(out), "\x00") {
-		if v != "" {
-			values = append(values, v)
-		}
-	}
-	return values, nil
+	return slices.DeleteFunc(strings.Split(string(out), "\x00"), func(v string) bool { return v == "" }), nil
 }
 
 // AddGlobalConfig adds value to key in the user's global git configuration

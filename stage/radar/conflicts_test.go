@@ -82,3 +82,19 @@ func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 		t.Fatal("the case finds no conflict at all")
 	}
 }
+
+// TestPairedAnswersKeepThoseOfConflictingHeads: the answers kept beside
+// the cache are those whose head is a tip of a conflicting pair, and
+// only those.
+func TestPairedAnswersKeepThoseOfConflictingHeads(t *testing.T) {
+	a, b, c, main := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40), strings.Repeat("f", 40)
+	graph := map[string]graphAnswer{
+		a + " " + main: {Base: main, Ahead: 1},
+		b + " " + main: {Base: main, Ahead: 0},
+		c + " " + main: {Base: main, Ahead: 2},
+	}
+	got := pairedAnswers(graph, map[string][]string{a + ":" + b: {"f.txt"}})
+	if len(got) != 2 || got[a+" "+main] != graph[a+" "+main] || got[b+" "+main] != graph[b+" "+main] {
+		t.Fatalf("kept %v, want the answers of %s and %s only", got, a[:7], b[:7])
+	}
+}

@@ -106,3 +106,38 @@ func Bool(v string) (on, known bool) {
 	}
 	return false, false
 }
+
+// GlobalValues are key's values as `git config --global --get-all` prints
+// them, empty ones left out; ok is false when git must read the file
+// (ReadFiles, or no HOME: git refuses). key is lowercase and has no
+// subsection. Unlike git's reading of all its files, `git config
+// --global` reads one: GIT_CONFIG_GLOBAL's, else ~/.gitconfig, or the
+// XDG file when ~/.gitconfig is not there.
+func GlobalValues(env func(name string) (string, bool), key string) (values []string, ok bool) {
+	files := GlobalFiles(env)
+	if _, set := env("GIT_CONFIG_GLOBAL"); !set {
+		if home, _ := env("HOME"); home == "" || len(files) != 2 {
+			return nil, false
+		}
+		if exists(files[1]) || !exists(files[0]) {
+			files = files[1:]
+		} else {
+			files = files[:1]
+		}
+	}
+	entries, ok := ReadFiles(files)
+	if !ok {
+		return nil, false
+	}
+	for _, e := range entries {
+		if e.Key == key && e.Value != "" {
+			values = append(values, e.Value)
+		}
+	}
+	return values, true
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
