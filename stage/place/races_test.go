@@ -249,7 +249,7 @@ func TestHookRefreshesQueueBehindTheRefreshers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := radar.KnownConflicts(env, store.Repo(), record.DecodePlaces(records))
+	got := radar.KnownConflicts(env, store.Repo(), radar.Views(record.DecodePlaces(records)))
 	if len(got["fix--p000"]) != 1 || len(got["fix--p001"]) != 1 {
 		t.Fatalf("known conflicts after the queue ran: %v", got)
 	}

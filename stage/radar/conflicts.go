@@ -35,7 +35,10 @@ import (
 
 // openPlace is an open place as the radar reads it.
 type openPlace struct {
-	p *record.Place
+	p Seen
+	// full is its whole record, where the radar's own commands read it
+	// (withRecords); nil where a reader gave views alone (status).
+	full *record.Place
 	// local: this host's, its branch and target here; head and target
 	// are their commits, tip what the radar merges.
 	local             bool
@@ -84,7 +87,7 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 	if err != nil {
 		return nil, err
 	}
-	out := radarPlaces(ctx, env, repo, record.DecodePlaces(recs))
+	out := withRecords(ctx, env, repo, record.DecodePlaces(recs))
 	g := loadGraph(repo)
 	defer g.save(ctx)
 	for i := range out {
@@ -96,8 +99,8 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 			}
 			o.toLand = a.Ahead
 		}
-		last := o.p.Stages[len(o.p.Stages)-1].State
-		o.finished = o.p.Current >= len(o.p.Stages)-1 && (last == agentrun.StateDelivered || last == record.StateLanded)
+		last := o.full.Stages[len(o.full.Stages)-1].State
+		o.finished = o.full.Current >= len(o.full.Stages)-1 && (last == agentrun.StateDelivered || last == record.StateLanded)
 	}
 	return out, nil
 }
@@ -106,11 +109,11 @@ func openPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 // whose branch and target exist, with their heads, targets' tips and tips
 // (refs read in process, no git process), and other hosts' that carry a
 // fingerprint that validates. By id.
-func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*record.Place) []openPlace {
+func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []Seen) []openPlace {
 	var names []string
 	for _, p := range places {
 		if p.Host == env.Host {
-			names = append(names, p.BranchRef(), "refs/heads/"+p.Target)
+			names = append(names, p.branchRef(), "refs/heads/"+p.Target)
 		}
 	}
 	tips, err := repo.RefValues(ctx, names) // the packed refs read once for all
@@ -119,7 +122,7 @@ func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*
 	}
 	var out []openPlace
 	for _, p := range places {
-		if p.Phase != record.PhaseMade || p.Dropped != nil {
+		if p.Phase != record.PhaseMade || p.Dropped {
 			continue
 		}
 		o := openPlace{p: p, local: p.Host == env.Host}
@@ -137,7 +140,7 @@ func radarPlaces(ctx context.Context, env *stage.Env, repo *git.Repo, places []*
 			}
 			continue
 		}
-		o.head, o.target = tips[p.BranchRef()], tips["refs/heads/"+p.Target]
+		o.head, o.target = tips[p.branchRef()], tips["refs/heads/"+p.Target]
 		if o.head == "" || o.target == "" {
 			continue
 		}
@@ -501,9 +504,9 @@ func landWhy(id string, with map[string][]string, left map[string]openPlace) str
 // alone is still paired with the others; of each it reads only what View
 // keeps. Each place's list names its target first, then the others by
 // name.
-func KnownConflicts(env *stage.Env, repo *git.Repo, places []*record.Place) map[string][]record.Conflict {
+func KnownConflicts(env *stage.Env, repo *git.Repo, places []Seen) map[string][]record.Conflict {
 	known := readKnownConflicts(repo)
-	if len(known) == 0 && !slices.ContainsFunc(places, func(p *record.Place) bool { return p.Host != env.Host && p.Fingerprint != nil }) {
+	if len(known) == 0 && !slices.ContainsFunc(places, func(p Seen) bool { return p.Host != env.Host && p.Fingerprint != nil }) {
 		// No conflicting pair known here and no other host's fingerprint
 		// to judge: no conflict, and no place's tip to read (10,000
 		// branches read for nothing cost status an eighth of its time).
@@ -545,11 +548,43 @@ func KnownConflicts(env *stage.Env, repo *git.Repo, places []*record.Place) map[
 	return byPlace
 }
 
-// View is what KnownConflicts reads of place p and nothing else, for a
-// caller that holds every place until it pairs them (status: 10,000 whole
-// records held 17 MB).
-func View(p *record.Place) *record.Place {
-	return &record.Place{ID: p.ID, Host: p.Host, Branch: p.Branch, Target: p.Target, Phase: p.Phase, Dropped: p.Dropped, Fingerprint: p.Fingerprint}
+// Seen is what KnownConflicts reads of a place and nothing else, for a
+// caller that holds every place until it pairs them (status: 10,000
+// whole records held 17 MB, a record.Place of each 4 MB, these 1 MB).
+type Seen struct {
+	ID, Host, Branch, Target, Phase string
+	Dropped                         bool
+	Fingerprint                     *record.Fingerprint
+}
+
+func (s Seen) branchRef() string { return "refs/heads/" + s.Branch }
+
+// View is what KnownConflicts reads of place p.
+func View(p *record.Place) Seen {
+	return Seen{ID: p.ID, Host: p.Host, Branch: p.Branch, Target: p.Target, Phase: p.Phase, Dropped: p.Dropped != nil, Fingerprint: p.Fingerprint}
+}
+
+// Views are the views of places, in their order.
+func Views(places []*record.Place) []Seen {
+	out := make([]Seen, len(places))
+	for i, p := range places {
+		out[i] = View(p)
+	}
+	return out
+}
+
+// withRecords are the open places among places (radarPlaces), each with
+// its whole record: the radar's own commands fingerprint them.
+func withRecords(ctx context.Context, env *stage.Env, repo *git.Repo, places []*record.Place) []openPlace {
+	byID := make(map[string]*record.Place, len(places))
+	for _, p := range places {
+		byID[p.ID] = p
+	}
+	out := radarPlaces(ctx, env, repo, Views(places))
+	for i := range out {
+		out[i].full = byID[out[i].p.ID]
+	}
+	return out
 }
 
 // markLanded sets what each of this host's open places has to land, as
@@ -731,7 +766,7 @@ func RefreshConflicts(ctx context.Context, env *stage.Env, repoDir, id string) (
 	})
 	// Told outside the lock: a notifier may take its time.
 	for _, c := range tell {
-		notifyConflict(ctx, env, repo, places[i].p, c)
+		notifyConflict(ctx, env, repo, places[i].full, c)
 	}
 	return mine, nil
 }
@@ -751,13 +786,13 @@ func RefreshFingerprints(ctx context.Context, env *stage.Env, repoDir string, al
 	}
 	g := loadGraph(repo)
 	defer g.save(ctx)
-	places := radarPlaces(ctx, env, repo, record.DecodePlaces(recs))
+	places := withRecords(ctx, env, repo, record.DecodePlaces(recs))
 	if all {
 		g.prestamp(places)
 	}
 	for _, o := range places {
 		if o.local {
-			if err := refreshFingerprint(ctx, env, g, store, o.p, o.head, o.target, !all); err != nil {
+			if err := refreshFingerprint(ctx, env, g, store, o.full, o.head, o.target, !all); err != nil {
 				return fmt.Errorf("%s: fingerprint: %w", o.p.ID, err)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 // overlaps before more; places with nothing to land are left out.
 func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
 	place := func(id string, toLand int, finished bool) openPlace {
-		return openPlace{p: &record.Place{ID: id}, toLand: toLand, finished: finished}
+		return openPlace{p: Seen{ID: id}, toLand: toLand, finished: finished}
 	}
 	places := []openPlace{place("a", 1, false), place("b", 1, true), place("c", 2, false), place("d", 1, true), place("e", 0, true)}
 	conflicts := []record.Conflict{
@@ -44,7 +44,7 @@ func TestLandOrderLandsTheIndependentFirst(t *testing.T) {
 // target included.
 func TestCachedConflictsAgreeWithEveryPair(t *testing.T) {
 	place := func(id, tip, target string) openPlace {
-		return openPlace{p: &record.Place{ID: id, Target: "main"}, local: true, here: true, head: tip, tip: tip, target: target, toLand: 1}
+		return openPlace{p: Seen{ID: id, Target: "main"}, local: true, here: true, head: tip, tip: tip, target: target, toLand: 1}
 	}
 	open := []openPlace{
 		place("a", "t1", "m"), place("b", "t2", "m"), place("c", "t2", "m"), place("d", "t3", "m"),

@@ -50,7 +50,7 @@ func (g *graph) prestamp(places []openPlace) {
 	var ids, dirs []string
 	for _, o := range places {
 		if o.local {
-			ids, dirs = append(ids, o.p.ID), append(dirs, o.p.Path)
+			ids, dirs = append(ids, o.p.ID), append(dirs, o.full.Path)
 		}
 	}
 	got := make([]stamped, len(ids))

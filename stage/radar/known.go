@@ -28,15 +28,15 @@ func PlaceConflicts(ctx context.Context, env *stage.Env, repo *git.Repo, store *
 		if err != nil {
 			return nil
 		}
-		return KnownConflicts(env, repo, record.DecodePlaces(recs))[p.ID]
+		return KnownConflicts(env, repo, Views(record.DecodePlaces(recs)))[p.ID]
 	}
-	places := []*record.Place{p}
+	places := []Seen{View(p)}
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(append(ids, foreign...)))) {
 		if id == p.ID {
 			continue
 		}
 		if _, q, err := record.ReadPlace(ctx, store, id); err == nil {
-			places = append(places, q)
+			places = append(places, View(q))
 		}
 	}
 	return KnownConflicts(env, repo, places)[p.ID]

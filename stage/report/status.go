@@ -225,11 +225,12 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	}
 	sort.Slice(st.Places, func(i, j int) bool { return st.Places[i].Place < st.Places[j].Place })
 	st.Places = treeOrder(st.Places)
-	places := r.seen
+	places, adopters := r.seen, r.adopters
 	if opts.Place != "" && len(st.Places) > 0 {
 		// One place shown: the radar pairs it with the others too.
 		if all, _, err := store.List(ctx, record.PlacePrefix); err == nil {
-			places = record.DecodePlaces(all)
+			adopters = record.DecodePlaces(all)
+			places = radar.Views(adopters)
 		}
 	}
 	if len(st.Places) > 0 {
@@ -237,7 +238,7 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	}
 	attachLanding(st, byPlace(others, land.Prefix))
 	attachHeard(ctx, store, st, byPlace(others, record.HostPrefix), opts.Place != "", env.ClockNow())
-	attachLost(st, places)
+	attachLost(st, adopters)
 	return st, nil
 }
 
@@ -521,9 +522,11 @@ type statusReader struct {
 	store *refs.Store
 	book  *cost.PriceBook
 	all   bool // tidied places too
-	// seen is what the radar pairs and lost places are marked by, of
-	// each place read: not whole records, held until every place is.
-	seen []*record.Place
+	// seen is what the radar pairs of each place read, and adopters the
+	// places that adopted a lost one: not whole records, held until
+	// every place is.
+	seen     []radar.Seen
+	adopters []*record.Place
 }
 
 // place is the status of the place record rec (its claim attached after):
@@ -537,9 +540,10 @@ func (r *statusReader) place(ctx context.Context, rec *refs.Record) (*PlaceStatu
 	if err != nil {
 		return nil, err.Error(), nil
 	}
-	v := radar.View(decoded)
-	v.Adopts = decoded.Adopts
-	r.seen = append(r.seen, v)
+	r.seen = append(r.seen, radar.View(decoded))
+	if decoded.Adopts != nil {
+		r.adopters = append(r.adopters, &record.Place{ID: decoded.ID, Host: decoded.Host, Adopts: decoded.Adopts})
+	}
 	p := *decoded
 	if p.Host == env.Host {
 		// A record of ours that does not live here is shown as a

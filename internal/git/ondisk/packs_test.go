@@ -35,20 +35,7 @@ func TestPackedObjectsReadAsGitReadsThem_R4(t *testing.T) {
 		{name: "two packs", repack: [][]string{{"repack", "-d", "-q"}, {"commit", "-q", "--allow-empty", "-m", "more"}, {"repack", "-d", "-q"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b",
-				"GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b", "GIT_DIR="+filepath.Join(dir, ".git"), "GIT_WORK_TREE="+dir)
-			run := func(args ...string) string {
-				t.Helper()
-				cmd := exec.Command("git", args...)
-				cmd.Env = env
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("git %v: %v\n%s", args, err, out)
-				}
-				return string(out)
-			}
-			run("init", "-q", dir)
+			dir, env, run := gitTestRepo(t)
 			for _, kv := range c.config {
 				k, v, _ := strings.Cut(kv, "=")
 				run("config", k, v)

@@ -16,20 +16,7 @@ import (
 // prefix of one) is not found; a file whose header does not say sorted
 // is read whole, with the same answers.
 func TestPackedRefsFoundAsGitFindsThem_R4(t *testing.T) {
-	dir := t.TempDir()
-	env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b",
-		"GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b", "GIT_DIR="+filepath.Join(dir, ".git"), "GIT_WORK_TREE="+dir)
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	run("init", "-q", dir)
+	dir, env, run := gitTestRepo(t)
 	run("commit", "-q", "--allow-empty", "-m", "one")
 	var stdin strings.Builder
 	head := strings.TrimSpace(run("rev-parse", "HEAD"))
@@ -83,4 +70,24 @@ func TestPackedRefsFoundAsGitFindsThem_R4(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gitTestRepo is a new repository in a folder of its own, with an
+// environment of its own, and a way to run git there that fails the test.
+func gitTestRepo(t *testing.T) (dir string, env []string, run func(args ...string) string) {
+	dir = t.TempDir()
+	env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b",
+		"GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b", "GIT_DIR="+filepath.Join(dir, ".git"), "GIT_WORK_TREE="+dir)
+	run = func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("init", "-q", dir)
+	return dir, env, run
 }
