@@ -11,12 +11,12 @@ import (
 	"github.com/git-flume/git-flume/internal/git"
 )
 
-// TestGlobalConfigAllReadsAsGit: the user's config files read in process
+// TestGlobalConfigAllReadsAsGit_R9: the user's config files read in process
 // give what `git config --global --get-all` gives, for texts git reads
 // in several ways, from GIT_CONFIG_GLOBAL, ~/.gitconfig or, without it,
 // the XDG file (git config --global reads one file); an include sends the
 // read to git.
-func TestGlobalConfigAllReadsAsGit(t *testing.T) {
+func TestGlobalConfigAllReadsAsGit_R9(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name, global, xdg string
