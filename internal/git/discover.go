@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 
@@ -166,9 +165,8 @@ func (r *Runner) configInProcess(repo *Repo) ([]gitconfig.Entry, bool) {
 }
 
 // systemConfig is the system-wide config file git reads: none under
-// GIT_CONFIG_NOSYSTEM, GIT_CONFIG_SYSTEM when set, /etc/gitconfig for a
-// Linux distribution's /usr/bin/git. Any other git was built with a
-// location only it knows: ok is false.
+// GIT_CONFIG_NOSYSTEM, GIT_CONFIG_SYSTEM when set, else the one its build
+// names (gitconfig.SystemFile). ok is false where only git knows.
 func (r *Runner) systemConfig() (path string, ok bool) {
 	if v, set := r.envLookup("GIT_CONFIG_NOSYSTEM"); set {
 		if on, known := gitconfig.Bool(v); !known {
@@ -180,9 +178,6 @@ func (r *Runner) systemConfig() (path string, ok bool) {
 	if v, set := r.envLookup("GIT_CONFIG_SYSTEM"); set {
 		return v, v != ""
 	}
-	if runtime.GOOS != "linux" {
-		return "", false
-	}
 	prog := r.program()
 	if !filepath.IsAbs(prog) {
 		var err error
@@ -190,10 +185,7 @@ func (r *Runner) systemConfig() (path string, ok bool) {
 			return "", false
 		}
 	}
-	if real, err := filepath.EvalSymlinks(prog); err != nil || real != "/usr/bin/git" {
-		return "", false
-	}
-	return "/etc/gitconfig", true
+	return gitconfig.SystemFile(prog)
 }
 
 // lookPathIn finds prog on the PATH of the environment git runs with.

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -90,6 +92,25 @@ func GlobalFiles(env func(name string) (string, bool)) []string {
 		files = append(files, filepath.Join(home, ".gitconfig"))
 	}
 	return files
+}
+
+// distributionGits are where a Linux distribution's git package puts the
+// git program: on PATH, and in its exec path (Debian's, and Fedora's,
+// Arch's and Alpine's), which git puts first on PATH for the commands it
+// runs, `git flume` among them. Each is built with prefix /usr, for which
+// git's Makefile puts the system config in /etc.
+var distributionGits = []string{"/usr/bin/git", "/usr/lib/git-core/git", "/usr/libexec/git-core/git"}
+
+// SystemFile is the system-wide config file the git program at prog reads
+// when the environment leaves it to git's build: /etc/gitconfig for a
+// Linux distribution's git (distributionGits). Any other git was built
+// with a location only it knows: ok is false.
+func SystemFile(prog string) (path string, ok bool) {
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil || runtime.GOOS != "linux" || !slices.Contains(distributionGits, real) {
+		return "", false
+	}
+	return "/etc/gitconfig", true
 }
 
 // Bool reads a boolean as git's environment does; known is false for
