@@ -189,11 +189,48 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 		return nil, err
 	}
 	rep := &SyncReport{Schema: 1, Remote: remote, Kept: map[string]string{}}
-	var local []git.RefUpdate
-	var push []git.PushUpdate
-	// refused are the remote's records this clone does not take: their
-	// tracking refs stay as they were.
-	refused := map[string]bool{}
+	local, push, refused := planSync(facts, host, rep)
+	if s.Fault != nil {
+		s.Fault("fetched")
+	}
+	if local, err = s.leftIncoming(ctx, remote, local); err != nil {
+		return nil, err
+	}
+	after := trackedAfter(tracked, there, refused, push)
+	if len(push) == 0 {
+		// Nothing goes out: the tracking list moves with the records
+		// taken, in their transaction.
+		moves, err := s.trackingMoves(ctx, remote, tracked, after)
+		if err != nil {
+			return nil, err
+		}
+		local = append(local, moves...)
+	}
+	if len(local) > 0 {
+		if err := s.update(ctx, "", local); err != nil {
+			return nil, err
+		}
+	}
+	if len(push) == 0 {
+		return rep, nil
+	}
+	if err := s.repo.PushLeasedAmong(ctx, remote, len(there), push); err != nil {
+		return nil, err
+	}
+	if s.Fault != nil {
+		s.Fault("pushed")
+	}
+	if err := s.moveTracking(ctx, remote, tracked, after); err != nil {
+		return rep, fmt.Errorf("synced, but the tracking list did not follow (the next sync fetches again): %w", err)
+	}
+	return rep, nil
+}
+
+// planSync decides each record from its facts (decideSync) and returns
+// what moves here, what is pushed and which of the remote's records are
+// refused (their tracking refs stay as they were), reporting each in rep.
+func planSync(facts []syncFact, host string, rep *SyncReport) (local []git.RefUpdate, push []git.PushUpdate, refused map[string]bool) {
+	refused = map[string]bool{}
 	for _, f := range facts {
 		mv := decideSync(f, host)
 		switch mv.Action {
@@ -220,27 +257,7 @@ func (s *Store) syncOnce(ctx context.Context, remote, host string) (*SyncReport,
 			rep.Kept[f.Ref] = mv.Why
 		}
 	}
-	if s.Fault != nil {
-		s.Fault("fetched")
-	}
-	if local, err = s.leftIncoming(ctx, remote, local); err != nil {
-		return nil, err
-	}
-	if len(local) > 0 {
-		if err := s.update(ctx, "", local); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.repo.PushLeasedAmong(ctx, remote, len(there), push); err != nil {
-		return nil, err
-	}
-	if s.Fault != nil {
-		s.Fault("pushed")
-	}
-	if err := s.moveTracking(ctx, remote, tracked, trackedAfter(tracked, there, refused, push)); err != nil {
-		return rep, fmt.Errorf("synced, but the tracking list did not follow (the next sync fetches again): %w", err)
-	}
-	return rep, nil
+	return local, push, refused
 }
 
 // leftIncoming adds to local the deletion of each incoming ref an older

@@ -372,6 +372,40 @@ func TestSyncTakesRecordsWritingEachOnce_R7(t *testing.T) {
 	}
 }
 
+// TestSyncTakesRecordsAndItsListUnheard_R7: a sync that only takes
+// records moves them and the tracking list in one transaction, as flume's
+// own refs are moved: no reference-transaction hook runs (a shell per
+// phase, telling nothing outside flume).
+func TestSyncTakesRecordsAndItsListUnheard_R7(t *testing.T) {
+	ctx := context.Background()
+	env, root, _, a := sharedRemote(t)
+	sa := syncStore(t, env, a)
+	for i := range 3 {
+		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
+	}
+	if _, err := sa.Sync(ctx, "shared", "A"); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(root, "b")
+	run(t, env, "git", "init", "-q", b)
+	run(t, env, "git", "-C", b, "remote", "add", "shared", "../remote.git")
+	heard := filepath.Join(root, "heard")
+	hook := filepath.Join(b, ".git", "hooks", "reference-transaction")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\ncat >>'"+heard+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := syncStore(t, env, b).Sync(ctx, "shared", "B")
+	if err != nil || len(rep.Fetched) != 3 {
+		t.Fatalf("sync: %v, %+v; want 3 records taken", err, rep)
+	}
+	if list := trackedList(t, env, b, "shared"); strings.Count(list, "\n") != 3 {
+		t.Errorf("tracking list after taking 3 records:\n%s", list)
+	}
+	if data, err := os.ReadFile(heard); err == nil {
+		t.Errorf("the reference-transaction hook heard flume's own refs move:\n%s", data)
+	}
+}
+
 // TestSyncLeasesNewRecordsOnBeingAbsent_R7: a push of many new records
 // (one lease for all that must be absent) still loses to a push
 // of one of them made between its fetch and its push, though the remote's

@@ -108,42 +108,53 @@ func fullHex(id string) bool {
 // it meanwhile, the list is read again and only the entries this sync
 // decided, and the other left as they were, are changed.
 func (s *Store) moveTracking(ctx context.Context, remote string, base, want map[string]string) error {
-	ref := TrackedRef(remote)
 	return DefaultRetry.Retry(ctx, func(ctx context.Context) error {
-		cur, err := s.readTracking(ctx, remote)
-		if err != nil {
+		updates, err := s.trackingMoves(ctx, remote, base, want)
+		if err != nil || len(updates) == 0 {
 			return err
-		}
-		next := maps.Clone(cur.ids)
-		for r := range joinKeys(base, want) {
-			if want[r] == base[r] || cur.ids[r] != base[r] {
-				continue
-			}
-			if want[r] == "" {
-				delete(next, r)
-			} else {
-				next[r] = want[r]
-			}
-		}
-		// A first sync writes the list even when it is empty: it is
-		// also the mark that this clone chose to share with remote.
-		if maps.Equal(next, cur.ids) && len(cur.legacy) == 0 && cur.commit != "" {
-			return nil
-		}
-		commit, err := s.writeTracked(ctx, remote, next)
-		if err != nil {
-			return err
-		}
-		updates := []git.RefUpdate{{Op: git.Create, Name: ref, New: commit}}
-		if cur.commit != "" {
-			updates[0] = git.RefUpdate{Op: git.Update, Name: ref, New: commit, Old: cur.commit}
-		}
-		for _, name := range slices.Sorted(maps.Keys(cur.legacy)) {
-			updates = append(updates, git.RefUpdate{Op: git.Delete, Name: name, Old: cur.legacy[name]})
 		}
 		// A list moved by another sync is a *ConflictError: read again.
 		return s.update(ctx, "", updates)
 	})
+}
+
+// trackingMoves are the ref updates that move remote's tracking list from
+// what it holds now to want where this clone read base (moveTracking),
+// leased on the list read; none when the list stays as it is.
+func (s *Store) trackingMoves(ctx context.Context, remote string, base, want map[string]string) ([]git.RefUpdate, error) {
+	cur, err := s.readTracking(ctx, remote)
+	if err != nil {
+		return nil, err
+	}
+	next := maps.Clone(cur.ids)
+	for r := range joinKeys(base, want) {
+		if want[r] == base[r] || cur.ids[r] != base[r] {
+			continue
+		}
+		if want[r] == "" {
+			delete(next, r)
+		} else {
+			next[r] = want[r]
+		}
+	}
+	// A first sync writes the list even when it is empty: it is
+	// also the mark that this clone chose to share with remote.
+	if maps.Equal(next, cur.ids) && len(cur.legacy) == 0 && cur.commit != "" {
+		return nil, nil
+	}
+	commit, err := s.writeTracked(ctx, remote, next)
+	if err != nil {
+		return nil, err
+	}
+	ref := TrackedRef(remote)
+	updates := []git.RefUpdate{{Op: git.Create, Name: ref, New: commit}}
+	if cur.commit != "" {
+		updates[0] = git.RefUpdate{Op: git.Update, Name: ref, New: commit, Old: cur.commit}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cur.legacy)) {
+		updates = append(updates, git.RefUpdate{Op: git.Delete, Name: name, Old: cur.legacy[name]})
+	}
+	return updates, nil
 }
 
 // Synced reports whether this clone has synced with remote before (it

@@ -301,10 +301,12 @@ func updateRefArgs(message string, hooks bool) []string {
 // FlumePrefix is the namespace of flume's own refs.
 const FlumePrefix = "refs/flume/"
 
-// flumeOnly reports updates that touch only flume's own refs.
+// flumeOnly reports updates that touch only flume's own refs: its records,
+// and beside them refs/flume-tracked/ and the like (what sync knows of a
+// remote).
 func flumeOnly(updates []RefUpdate) bool {
 	for _, u := range updates {
-		if !strings.HasPrefix(u.Name, FlumePrefix) {
+		if !strings.HasPrefix(u.Name, "refs/flume/") && !strings.HasPrefix(u.Name, "refs/flume-") {
 			return false
 		}
 	}

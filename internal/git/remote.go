@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,9 +16,14 @@ import (
 // remote atomically: all the destination refs move, or none; prune deletes
 // those the remote no longer has; no tags, no FETCH_HEAD. An object id the
 // remote advertised fetches it and its history, moving no ref (nothing
-// is transferred where they are here and complete).
+// is transferred where they are here and complete). Such a fetch is not
+// --atomic: git would open a transaction for no ref, and hand the
+// reference-transaction hook its empty phases.
 func (repo *Repo) FetchRefs(ctx context.Context, remote string, prune bool, refspecs ...string) error {
-	args := []string{"fetch", "--quiet", "--atomic", "--no-tags", "--no-write-fetch-head", "--stdin"}
+	args := []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--stdin"}
+	if prune || slices.ContainsFunc(refspecs, func(r string) bool { return strings.Contains(r, ":") }) {
+		args = append(args, "--atomic")
+	}
 	if prune {
 		args = append(args, "--prune")
 	}
