@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/git-flume/git-flume/agents/sandbox"
+	"github.com/git-flume/git-flume/internal/gcpace"
 )
 
 func init() {
@@ -20,6 +21,7 @@ func init() {
 }
 
 func main() {
+	gcpace.Tighten()
 	// A closed terminal (SIGHUP) ends a command as Ctrl-C and SIGTERM do:
 	// through its context, so that a launch finishes or undoes the step
 	// it is in instead of dying inside it.
