@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -348,10 +349,12 @@ func (c *mergeCache) write(repo *git.Repo) {
 	if tips, err := json.Marshal(c.Tips); err == nil && c.Tips != nil {
 		_ = stage.ReplaceFile(tipPlacesPath(repo), tips, 0o644)
 	}
+	_ = stage.ReplaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
+	// After the graph: a paired file no older than it holds every answer
+	// it has for the paired heads (readPairedAnswers).
 	if paired, err := json.Marshal(pairedAnswers(c.Graph, known)); err == nil {
 		_ = stage.ReplaceFile(pairedGraphPath(repo), paired, 0o644)
 	}
-	_ = stage.ReplaceFile(mergeCachePath(repo), data, 0o644) // a cache not written is computed again
 }
 
 func knownConflictsPath(repo *git.Repo) string {
@@ -603,6 +606,7 @@ func markLanded(repo *git.Repo, open []openPlace, known map[string][]string) {
 		inPair[a], inPair[b] = true, true
 	}
 	var paired, graph map[string]graphAnswer
+	whole := false
 	for i := range open {
 		o := &open[i]
 		if !o.local {
@@ -615,10 +619,10 @@ func markLanded(repo *git.Repo, open []openPlace, known map[string][]string) {
 			o.toLand = 0
 		case inPair[o.tip]:
 			if paired == nil {
-				paired = readPairedAnswers(repo)
+				paired, whole = readPairedAnswers(repo)
 			}
 			a, ok := paired[o.head+" "+o.target]
-			if !ok && graph == nil {
+			if !ok && !whole && graph == nil {
 				graph = readMergeCache(repo).Graph // every place's: 1.4 MB at 10,000
 			}
 			if !ok {
@@ -655,12 +659,18 @@ func pairedGraphPath(repo *git.Repo) string {
 }
 
 // readPairedAnswers reads what pairedAnswers kept; none when unreadable.
-func readPairedAnswers(repo *git.Repo) map[string]graphAnswer {
-	answers := map[string]graphAnswer{}
-	if data, err := os.ReadFile(pairedGraphPath(repo)); err == nil {
-		_ = json.Unmarshal(data, &answers)
+// whole says the file was written after the graph it came from: an
+// answer it lacks for a paired head, the graph lacks too (after a landing
+// moved the target, say), and is not looked for there.
+func readPairedAnswers(repo *git.Repo) (answers map[string]graphAnswer, whole bool) {
+	answers = map[string]graphAnswer{}
+	data, err := os.ReadFile(pairedGraphPath(repo))
+	if err != nil || json.Unmarshal(data, &answers) != nil {
+		return answers, false
 	}
-	return answers
+	paired, perr := os.Stat(pairedGraphPath(repo))
+	graph, gerr := os.Stat(mergeCachePath(repo))
+	return answers, perr == nil && (errors.Is(gerr, fs.ErrNotExist) || gerr == nil && !paired.ModTime().Before(graph.ModTime()))
 }
 
 // cachedConflicts are the exact conflicts of this host's open places that
