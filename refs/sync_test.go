@@ -326,6 +326,24 @@ func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 	}
 }
 
+// sharedRecordsAndReceiver is a remote holding n records host A shared
+// from clone a, and a new repository b with that remote, not yet synced.
+func sharedRecordsAndReceiver(t *testing.T, n int) (env []string, root, a, b string) {
+	t.Helper()
+	env, root, _, a = sharedRemote(t)
+	sa := syncStore(t, env, a)
+	for i := range n {
+		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
+	}
+	if _, err := sa.Sync(context.Background(), "shared", "A"); err != nil {
+		t.Fatal(err)
+	}
+	b = filepath.Join(root, "b")
+	run(t, env, "git", "init", "-q", b)
+	run(t, env, "git", "-C", b, "remote", "add", "shared", "../remote.git")
+	return env, root, a, b
+}
+
 // TestSyncTakesRecordsWritingEachOnce_R7: a receiving sync judges the
 // remote's records by their commits and writes no ref of its own for
 // them (a fetch into refs wrote each twice): afterwards the clone holds
@@ -333,17 +351,7 @@ func TestSyncPushesManyRecordsFromScratchRepository_R7(t *testing.T) {
 // the incoming refs an older git-flume fetched into are gone.
 func TestSyncTakesRecordsWritingEachOnce_R7(t *testing.T) {
 	ctx := context.Background()
-	env, root, _, a := sharedRemote(t)
-	sa := syncStore(t, env, a)
-	for i := range 10 {
-		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
-	}
-	if _, err := sa.Sync(ctx, "shared", "A"); err != nil {
-		t.Fatal(err)
-	}
-	b := filepath.Join(root, "b")
-	run(t, env, "git", "init", "-q", b)
-	run(t, env, "git", "-C", b, "remote", "add", "shared", "../remote.git")
+	env, _, a, b := sharedRecordsAndReceiver(t, 10)
 	sb := syncStore(t, env, b)
 	bump(t, sb, refs.Prefix+"things/mine", "B")
 	old := gitOut(t, env, "-C", b, "rev-parse", refs.Prefix+"things/mine")
@@ -378,17 +386,7 @@ func TestSyncTakesRecordsWritingEachOnce_R7(t *testing.T) {
 // phase, telling nothing outside flume).
 func TestSyncTakesRecordsAndItsListUnheard_R7(t *testing.T) {
 	ctx := context.Background()
-	env, root, _, a := sharedRemote(t)
-	sa := syncStore(t, env, a)
-	for i := range 3 {
-		bump(t, sa, refs.Prefix+"things/t"+strconv.Itoa(i), "A")
-	}
-	if _, err := sa.Sync(ctx, "shared", "A"); err != nil {
-		t.Fatal(err)
-	}
-	b := filepath.Join(root, "b")
-	run(t, env, "git", "init", "-q", b)
-	run(t, env, "git", "-C", b, "remote", "add", "shared", "../remote.git")
+	env, root, _, b := sharedRecordsAndReceiver(t, 3)
 	heard := filepath.Join(root, "heard")
 	hook := filepath.Join(b, ".git", "hooks", "reference-transaction")
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\ncat >>'"+heard+"'\n"), 0o755); err != nil {
