@@ -22,23 +22,22 @@ func TestGCTightensOnlyPastItsSize(t *testing.T) {
 		metrics.Read(sample)
 		return sample[0].Value.Uint64(), sample[1].Value.Uint64()
 	}
-	// settled waits for a collection's finalizers to have run.
-	settled := func() uint64 {
+	// moved collects until GOGC leaves 100 or wait has passed (a
+	// collection's finalizers run after it), and reads it then.
+	moved := func(wait time.Duration) uint64 {
 		runtime.GC()
 		runtime.GC()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		for deadline := time.Now().Add(wait); ; runtime.GC() {
 			if gogc, _ := read(); gogc != 100 || time.Now().After(deadline) {
 				return gogc
 			}
 			time.Sleep(10 * time.Millisecond)
-			runtime.GC()
 		}
 	}
 	Tighten()
 	runtime.GC()
 	if _, live := read(); live < TightAt/2 {
-		if gogc := settledBriefly(read); gogc != 100 {
+		if gogc := moved(100 * time.Millisecond); gogc != 100 {
 			t.Fatalf("GOGC %d with %d bytes live; want 100 under %d", gogc, live, TightAt)
 		}
 	}
@@ -46,18 +45,8 @@ func TestGCTightensOnlyPastItsSize(t *testing.T) {
 	for range 32 {
 		held = append(held, make([]byte, 1<<20))
 	}
-	if gogc := settled(); gogc != 50 {
+	if gogc := moved(5 * time.Second); gogc != 50 {
 		t.Errorf("GOGC %d with 32 MB live; want 50 past %d", gogc, TightAt)
 	}
 	runtime.KeepAlive(held)
-}
-
-// settledBriefly reads GOGC after two collections and a moment for their
-// finalizers.
-func settledBriefly(read func() (uint64, uint64)) uint64 {
-	runtime.GC()
-	runtime.GC()
-	time.Sleep(50 * time.Millisecond)
-	gogc, _ := read()
-	return gogc
 }
