@@ -1,9 +1,12 @@
 package stage
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+
+	"github.com/git-flume/git-flume/internal/git"
 )
 
 // UnlandedCache is what tidy judged of branches whose work had not
@@ -15,7 +18,8 @@ import (
 // Tidy writes it, under its lock, with the judgements of its own run.
 type UnlandedCache struct {
 	path        string
-	known, used map[string]int // "head target" → commits unlanded
+	known, used map[string]int    // "head target" → commits unlanded
+	tips        map[string]string // ref → id as ReadTips read it
 }
 
 // ReadUnlandedCache reads the repository's cache; an unreadable one knows
@@ -27,6 +31,17 @@ func ReadUnlandedCache(commonDir string) *UnlandedCache {
 	}
 	return c
 }
+
+// ReadTips reads refs (the places' branches and targets) once for the
+// whole tidy, side by side: judging a place then reads no ref file
+// (three reads a place were a fifth of a tidy at 1,000 places). An error
+// leaves them unread, and each place is judged by reading its own.
+func (c *UnlandedCache) ReadTips(ctx context.Context, repo *git.Repo, refs []string) {
+	c.tips, _ = repo.RefValues(ctx, refs)
+}
+
+// Tip is ref's id as ReadTips read it, "" when absent or unread.
+func (c *UnlandedCache) Tip(ref string) string { return c.tips[ref] }
 
 // Known is how many commits of a branch at head were judged not on
 // target at tip, when they were; a judgement used is kept.

@@ -270,3 +270,28 @@ func JudgeLanding(ctx context.Context, repo *git.Repo, p *record.Place) (Landing
 	}
 	return j, nil
 }
+
+// JudgeCached is tidy's judgement of place p's branch (T4), judge's made
+// once: from its head and target as the tidy first read them
+// (UnlandedCache.ReadTips), nothing to land when the head is its base, as
+// JudgeLanding finds; the cached judgement when both stand where they
+// stood when it was judged unlanded; judge's otherwise. A head read early
+// that moved since only keeps the place: its branch is deleted leased on
+// the head judged. A judgement is kept only when the target did not move
+// while it was made.
+func JudgeCached(ctx context.Context, repo *git.Repo, c *stage.UnlandedCache, p *record.Place, judge func(context.Context, *record.Place) (LandingJudgement, error)) (LandingJudgement, error) {
+	head, target := c.Tip(p.BranchRef()), c.Tip("refs/heads/"+p.Target)
+	if head != "" && head == p.Base {
+		return LandingJudgement{Head: head}, nil
+	}
+	if n, ok := c.Known(head, target); ok && head != "" && target != "" {
+		return LandingJudgement{Head: head, Unlanded: n}, nil
+	}
+	j, err := judge(ctx, p)
+	if err == nil && head != "" && target != "" && j.Head == head && !j.Landed && !j.Unknown && j.Unlanded > 0 {
+		if after, err := repo.ResolveRef(ctx, "refs/heads/"+p.Target); err == nil && after == target {
+			c.Keep(head, target, j.Unlanded)
+		}
+	}
+	return j, err
+}

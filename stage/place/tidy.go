@@ -63,15 +63,26 @@ func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, err
 	if err != nil {
 		return nil, err
 	}
+	places, derrs := record.DecodeEach(records)
+	errs := multierror.Append((*multierror.Error)(nil), derrs...)
 	var cache *stage.UnlandedCache
 	if ps.r.Git != nil && !opts.DryRun {
 		cache = stage.ReadUnlandedCache(ps.r.Git.CommonDir)
 		defer cache.Save()
+		var tips []string
+		for _, p := range places {
+			if p != nil && p.Host == ps.r.Env.Host {
+				tips = append(tips, p.BranchRef(), "refs/heads/"+p.Target)
+			}
+		}
+		cache.ReadTips(ctx, ps.r.Git, tips)
 	}
 	var results []TidyResult
-	var errs *multierror.Error
-	for _, rec := range records {
-		res, err := ps.tidyRecord(ctx, rec, wts, opts, cache)
+	for i, rec := range records {
+		if places[i] == nil {
+			continue // not a place record: said in errs
+		}
+		res, err := ps.tidyRecord(ctx, rec, places[i], wts, opts, cache)
 		if err != nil {
 			errs = multierror.Append(errs, err)
 		}
@@ -88,12 +99,8 @@ func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, err
 // tidyRecord tidies the place of record rec if opts select it and this host
 // owns it (R7): a launch cut short is finished or undone, a made place
 // judged and cleared. It returns nil for a place it leaves alone.
-func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, wts []git.Worktree, opts TidyOptions, cache *stage.UnlandedCache) (*TidyResult, error) {
+func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, decoded *record.Place, wts []git.Worktree, opts TidyOptions, cache *stage.UnlandedCache) (*TidyResult, error) {
 	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
-	decoded, err := record.DecodePlace(rec)
-	if err != nil {
-		return nil, err
-	}
 	p := *decoded
 	if opts.Place != "" && p.ID != opts.Place || p.Host != env.Host {
 		return nil, nil // not asked for, or another host's place: its owner tidies it (R7)

@@ -18,3 +18,17 @@ func DecodePlaces(records []*refs.Record) []*Place {
 	}
 	return out
 }
+
+// DecodeEach decodes each of records as a place: nil, and its error in
+// errs, where one does not decode.
+func DecodeEach(records []*refs.Record) (places []*Place, errs []error) {
+	places = make([]*Place, len(records))
+	for i, rec := range records {
+		p, err := DecodePlace(rec)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		places[i] = p
+	}
+	return places, errs
+}
