@@ -281,14 +281,17 @@ func JudgeLanding(ctx context.Context, repo *git.Repo, p *record.Place) (Landing
 // while it was made.
 func JudgeCached(ctx context.Context, repo *git.Repo, c *stage.UnlandedCache, p *record.Place, judge func(context.Context, *record.Place) (LandingJudgement, error)) (LandingJudgement, error) {
 	head, target := c.Tip(p.BranchRef()), c.Tip("refs/heads/"+p.Target)
-	if head != "" && head == p.Base {
+	switch {
+	case head != "" && head == p.Base:
 		return LandingJudgement{Head: head}, nil
+	case head == "" || target == "":
+		return judge(ctx, p) // unread, or gone: judge reads its own
 	}
-	if n, ok := c.Known(head, target); ok && head != "" && target != "" {
+	if n, ok := c.Known(head, target); ok {
 		return LandingJudgement{Head: head, Unlanded: n}, nil
 	}
 	j, err := judge(ctx, p)
-	if err == nil && head != "" && target != "" && j.Head == head && !j.Landed && !j.Unknown && j.Unlanded > 0 {
+	if err == nil && j.Head == head && !j.Landed && !j.Unknown && j.Unlanded > 0 {
 		if after, err := repo.ResolveRef(ctx, "refs/heads/"+p.Target); err == nil && after == target {
 			c.Keep(head, target, j.Unlanded)
 		}
