@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,11 +46,15 @@ var errNoStamp = errors.New("no stamp")
 // (where matchers part ways; any folder is then entered), a file that
 // cannot be read, or a system other than Linux (no change time read).
 func WorkStamp(dir, commonDir string) (stamp string, ok bool) {
+	if !stampable {
+		return "", false
+	}
+	dir = filepath.Clean(dir) // paths below are dir + "/" + name
 	gitDir, err := GitDirOf(dir)
 	if err != nil {
 		return "", false
 	}
-	s := &stamper{sum: sha256.New(), since: time.Now().Add(-stampRacy)}
+	s := &stamper{sum: sha256.New(), since: time.Now().Add(-stampRacy).UnixNano()}
 	home, _ := os.UserHomeDir()
 	xdg := os.Getenv("XDG_CONFIG_HOME")
 	if xdg == "" {
@@ -59,14 +65,15 @@ func WorkStamp(dir, commonDir string) (stamp string, ok bool) {
 		filepath.Join(commonDir, "config"), filepath.Join(commonDir, "info", "exclude"), filepath.Join(commonDir, "info", "attributes"),
 		filepath.Join(home, ".gitconfig"), filepath.Join(xdg, "git", "config"), filepath.Join(xdg, "git", "attributes"),
 	} {
-		s.file(f)
+		s.file(atCWD, f, f)
 	}
 	exclude, err := s.patterns(filepath.Join(commonDir, "info", "exclude"), nil)
 	if err != nil {
 		return "", false
 	}
 	s.walked = map[string]bool{}
-	if err := s.walk(dir, nil, exclude); err != nil {
+	s.file(atCWD, dir, dir)
+	if err := s.walk(atCWD, dir, dir, nil, exclude); err != nil {
 		return "", false
 	}
 	if err := s.tracked(dir, filepath.Join(gitDir, "index")); err != nil {
@@ -77,10 +84,11 @@ func WorkStamp(dir, commonDir string) (stamp string, ok bool) {
 
 type stamper struct {
 	sum     hash.Hash
-	since   time.Time
+	since   int64 // Unix nanoseconds: a change since is racy
+	buf     []byte
 	entries int
 	// unsure: something seen that the stamp cannot vouch for (a change
-	// within stampRacy, no change time): git looks.
+	// within stampRacy): git looks.
 	unsure bool
 	// entered: an ignore file the matcher may read otherwise than git
 	// (a negation, an escape): every folder is entered.
@@ -90,26 +98,29 @@ type stamper struct {
 	walked map[string]bool
 }
 
-// file adds path's stat data (or its absence) to the stamp.
-func (s *stamper) file(path string) {
-	info, err := os.Lstat(path)
+// fileStat is what a stamp takes of a file: its mode (st_mode), size,
+// inode, device, and modification and change times in nanoseconds.
+type fileStat struct {
+	mode, size, ino, dev uint64
+	mtime, ctime         int64
+}
+
+// file adds the stat data of name in the folder open as dirfd (atCWD:
+// name is a path), or its absence, to the stamp under path.
+func (s *stamper) file(dirfd int, name, path string) {
+	st, err := lstatAt(dirfd, name)
 	if err != nil {
 		s.add(path, "-")
 		return
 	}
-	ino, dev, ctime, ok := statIdentity(info)
-	if !ok {
-		s.unsure = true // no change time here
-		return
-	}
 	var b [48]byte
-	binary.LittleEndian.PutUint64(b[0:], uint64(info.Mode()))
-	binary.LittleEndian.PutUint64(b[8:], uint64(info.Size()))
-	binary.LittleEndian.PutUint64(b[16:], ino)
-	binary.LittleEndian.PutUint64(b[24:], uint64(info.ModTime().UnixNano()))
-	binary.LittleEndian.PutUint64(b[32:], uint64(ctime.UnixNano()))
-	binary.LittleEndian.PutUint64(b[40:], dev)
-	if !info.ModTime().Before(s.since) || !ctime.Before(s.since) {
+	binary.LittleEndian.PutUint64(b[0:], st.mode)
+	binary.LittleEndian.PutUint64(b[8:], st.size)
+	binary.LittleEndian.PutUint64(b[16:], st.ino)
+	binary.LittleEndian.PutUint64(b[24:], uint64(st.mtime))
+	binary.LittleEndian.PutUint64(b[32:], uint64(st.ctime))
+	binary.LittleEndian.PutUint64(b[40:], st.dev)
+	if st.mtime >= s.since || st.ctime >= s.since {
 		s.unsure = true // racy
 	}
 	s.add(path, string(b[:]))
@@ -117,9 +128,8 @@ func (s *stamper) file(path string) {
 
 func (s *stamper) add(path, data string) {
 	s.entries++
-	s.sum.Write([]byte(path))
-	s.sum.Write([]byte{0})
-	s.sum.Write([]byte(data))
+	s.buf = append(append(append(s.buf[:0], path...), 0), data...)
+	s.sum.Write(s.buf)
 }
 
 // tracked stamps every file the index tracks that the walk did not (one
@@ -141,8 +151,8 @@ func (s *stamper) tracked(dir, indexFile string) error {
 		if e.SkipWorktree {
 			continue // sparse: git reads no file for it
 		}
-		if path := filepath.Join(dir, filepath.FromSlash(e.Name)); !s.walked[path] {
-			s.file(path)
+		if path := dir + "/" + filepath.FromSlash(e.Name); !s.walked[path] {
+			s.file(atCWD, path, path)
 		}
 	}
 	return s.check()
@@ -179,18 +189,24 @@ func (s *stamper) patterns(path string, domain []string) ([]gitignore.Pattern, e
 	return ps, nil
 }
 
-// walk stamps folder dir (path parts rel under the work tree) and all in
-// it: each entry's stat data, then each folder not excluded by ps and
-// the ignore files met on the way.
-func (s *stamper) walk(dir string, rel []string, ps []gitignore.Pattern) error {
-	entries, err := os.ReadDir(dir)
+// walk stamps folder name in the folder open as parent (path its path,
+// rel its path parts under the work tree; its own stat data the caller
+// stamped): each entry's stat data, then each folder not excluded by ps
+// and the ignore files met on the way.
+func (s *stamper) walk(parent int, name, path string, rel []string, ps []gitignore.Pattern) error {
+	d, err := openDirAt(parent, name, path)
 	if err != nil {
 		return err
 	}
-	s.file(dir)
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range entries {
 		if e.Name() == ".gitignore" { // read only where the listing has one
-			more, err := s.patterns(filepath.Join(dir, ".gitignore"), rel)
+			more, err := s.patterns(path+"/.gitignore", rel)
 			if err != nil {
 				return err
 			}
@@ -198,6 +214,7 @@ func (s *stamper) walk(dir string, rel []string, ps []gitignore.Pattern) error {
 		}
 	}
 	m := gitignore.NewMatcher(ps)
+	fd := int(d.Fd())
 	for _, e := range entries {
 		name := e.Name()
 		if name == ".git" {
@@ -206,17 +223,18 @@ func (s *stamper) walk(dir string, rel []string, ps []gitignore.Pattern) error {
 			}
 			continue
 		}
-		path := filepath.Join(dir, name)
+		sub := path + "/" + name
 		if !e.IsDir() {
-			s.file(path)
-			s.walked[path] = true
+			s.file(fd, name, sub)
+			s.walked[sub] = true
 			continue
 		}
-		sub := append(rel[:len(rel):len(rel)], name)
-		if !s.entered && m.Match(sub, true) {
+		parts := append(rel[:len(rel):len(rel)], name)
+		if !s.entered && m.Match(parts, true) {
 			continue // excluded: git never enters it
 		}
-		if err := s.walk(path, sub, ps); err != nil {
+		s.file(fd, name, sub)
+		if err := s.walk(fd, name, sub, parts, ps); err != nil {
 			return err
 		}
 	}

@@ -3,12 +3,18 @@
 package ondisk
 
 import (
-	"io/fs"
-	"time"
+	"errors"
+	"os"
 )
 
-// statIdentity: a stamp vouches for a work tree on Linux only; elsewhere
-// the radar asks git each time.
-func statIdentity(fs.FileInfo) (ino, dev uint64, ctime time.Time, ok bool) {
-	return 0, 0, time.Time{}, false
-}
+// stampable: a stamp vouches for a work tree on Linux only; elsewhere the
+// radar asks git each time.
+const stampable = false
+
+const atCWD = -100
+
+var errNoStat = errors.New("no stamp on this system")
+
+func lstatAt(int, string) (fileStat, error) { return fileStat{}, errNoStat }
+
+func openDirAt(int, string, string) (*os.File, error) { return nil, errNoStat }
