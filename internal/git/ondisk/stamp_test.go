@@ -15,8 +15,9 @@ import (
 // with every change `git add -A` would take into a snapshot (a tracked
 // file rewritten at the same size, its mode, an untracked file, one in a
 // new folder and a second one there, an untracked file rewritten, a
-// tracked file in an ignored folder, an ignore file, the index) and holds
-// over a file in a folder git never enters. It vouches for nothing
+// tracked file in an ignored folder, an ignore file, the index, a link
+// pointed elsewhere) and holds over a file in a folder git never enters
+// or behind a link to a folder. It vouches for nothing
 // changed within its racy window, a repository nested in the work tree,
 // and with a negation among the ignore rules it enters every folder.
 func TestWorkStampMovesWithWhatGitAddReads_W3(t *testing.T) {
@@ -57,6 +58,14 @@ func TestWorkStampMovesWithWhatGitAddReads_W3(t *testing.T) {
 	git("add", "-f", "ignored/kept.txt")
 	git("commit", "-q", "-m", "init")
 	common := filepath.Join(wt, ".git")
+	// A link to a folder outside: git takes the link, never what is behind it.
+	outside := filepath.Join(dir, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(wt, "link")); err != nil {
+		t.Fatal(err)
+	}
 	settled := func() string {
 		t.Helper()
 		time.Sleep(150 * time.Millisecond) // past the racy window
@@ -86,6 +95,11 @@ func TestWorkStampMovesWithWhatGitAddReads_W3(t *testing.T) {
 		{"an ignore file", func() { write(".gitignore", "ignored/\n*.log\n") }, true},
 		{"the index", func() { git("add", "a.txt") }, true},
 		{"a file in a folder of a tracked one", func() { write("dir/d.txt", "d\n") }, true},
+		{"a file behind a link to a folder", func() { os.WriteFile(filepath.Join(outside, "o.txt"), []byte("o\n"), 0o644) }, false},
+		{"the link pointed elsewhere", func() {
+			os.Remove(filepath.Join(wt, "link"))
+			os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(wt, "link"))
+		}, true},
 	} {
 		c.do()
 		now := settled()
