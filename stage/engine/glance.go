@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/stage"
@@ -32,12 +33,15 @@ func GlanceAt(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Pla
 	if stage.CheckHome(ctx, env, repo, p) != nil {
 		return nil
 	}
+	// Two git processes, side by side: the commits' is done while the
+	// work tree's status still reads.
+	var commits []string
+	var cerr error
+	var wg sync.WaitGroup
+	wg.Go(func() { commits, cerr = repo.Subjects(ctx, p.Base, "refs/heads/"+p.Branch, glanceCommits) })
 	dirty, err := repo.Dirty(ctx, p.Path)
-	if err != nil {
-		return nil
-	}
-	commits, err := repo.Subjects(ctx, p.Base, "refs/heads/"+p.Branch, glanceCommits)
-	if err != nil {
+	wg.Wait()
+	if err != nil || cerr != nil {
 		return nil
 	}
 	g := &Glance{Dirty: dirty[:min(len(dirty), glanceDirty)], DirtyMore: max(0, len(dirty)-glanceDirty), Commits: commits}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	agent "github.com/git-flume/git-flume/agents"
@@ -65,12 +66,26 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 		return nil, err
 	}
 	x := &Explanation{Schema: 1, Place: p.ID, Evidence: []Evidence{}}
-	if x.History, err = repo.History(ctx, rec.Ref, 5); err != nil {
+	// The record's history is its own git process: read beside the rest.
+	var history []git.Move
+	var herr error
+	var wg sync.WaitGroup
+	wg.Go(func() { history, herr = repo.History(ctx, rec.Ref, 5) })
+	err = explainStage(ctx, env, repo, store, p, x)
+	wg.Wait()
+	if err = cmp.Or(herr, err); err != nil {
 		return nil, err
 	}
+	x.History = history
+	return x, nil
+}
+
+// explainStage fills x with where place p's stage stands and why, the
+// evidence, and the command that moves it on.
+func explainStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, p *record.Place, x *Explanation) error {
 	if p.Current >= len(p.Stages) {
 		x.State, x.Why = p.Phase, "the place has no current stage"
-		return x, nil
+		return nil
 	}
 	st := &p.Stages[p.Current]
 	x.Stage, x.Index, x.Count, x.Run, x.State = st.Name, p.Current+1, len(p.Stages), st.Runs, st.State
@@ -78,8 +93,9 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	var seen engine.StepSeen
 	if local && st.State != record.StagePending {
 		// What the engine's own step would read; nothing is written.
+		var err error
 		if seen, err = engine.Inspect(ctx, env, repo, p, st); err != nil {
-			return nil, err
+			return err
 		}
 		if a := st.Agent; a != nil && !a.Ended && a.Pane != "print" && seen.Screen == nil {
 			if seen.Up = env.Engine.Up(ctx, a); seen.Up {
@@ -106,7 +122,7 @@ func Explain(ctx context.Context, env *stage.Env, o stage.PlaceOptions) (*Explan
 	if local && p.Phase == record.PhaseMade {
 		x.Next = explainNext(p, agentStatus(ctx, env, p), e, conflicts)
 	}
-	return x, nil
+	return nil
 }
 
 // worktreeEvidence is what this host's place p holds beyond its record:
