@@ -33,8 +33,8 @@ func GlanceAt(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Pla
 	if stage.CheckHome(ctx, env, repo, p) != nil {
 		return nil
 	}
-	// Two git processes, side by side: the commits' is done while the
-	// work tree's status still reads.
+	// Two git processes side by side: the branch's commits are read while
+	// the work tree's status runs.
 	var commits []string
 	var cerr error
 	var wg sync.WaitGroup
