@@ -192,7 +192,7 @@ func (s Sandbox) Enter() error {
 	if err := cfg.Restrict(rules...); err != nil {
 		return fmt.Errorf("enter the agent's sandbox: %w", err)
 	}
-	return refuseUnixSockets()
+	return refuseSideDoors()
 }
 
 // Exec is agent-sandbox's work: enter the sandbox, then replace

@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("SANDBOX_HELPER_DIR"); dir != "" {
 		os.Exit(helper(dir))
 	}
+	if os.Getenv("SANDBOX_SIDE_DOORS") != "" {
+		os.Exit(sideDoorHelper())
+	}
 	os.Exit(m.Run())
 }
 
