@@ -31,6 +31,9 @@ type Sandbox struct {
 	// Files are written in place only: no file is made or removed beside
 	// them. One missing is skipped.
 	Files []string
+	// View: the agent gets its own view of the machine too (A13's first
+	// layer), where all else is read-only.
+	View bool
 }
 
 // AddWorktree lets the sandbox write what a commit on branch (a full ref
@@ -127,6 +130,9 @@ func Unavailable() string {
 // sandbox, entered by flume's own program (exe): the command follows it.
 func (s *Sandbox) Wrap(exe string) []string {
 	out := []string{exe, Subcommand}
+	if s.View {
+		out = append(out, "--view")
+	}
 	for _, d := range s.Dirs {
 		out = append(out, "--dir", d)
 	}
@@ -136,26 +142,43 @@ func (s *Sandbox) Wrap(exe string) []string {
 	return append(out, "--")
 }
 
+// inNamespace marks the second process of a view entered through a user
+// namespace (enterUserNamespace): its namespaces are made already.
+const inNamespace = "--in-namespace"
+
 // Parse reads the arguments Wrap wrote after the command's name.
 func Parse(args []string) (Sandbox, []string, error) {
-	var s Sandbox
+	s, argv, _, err := parse(args)
+	return s, argv, err
+}
+
+// parse is Parse, and whether the arguments say the namespaces are made.
+func parse(args []string) (s Sandbox, argv []string, inner bool, err error) {
 	for len(args) > 0 {
 		switch {
+		case args[0] == "--view":
+			s.View = true
+			args = args[1:]
+			continue
+		case args[0] == inNamespace:
+			inner = true
+			args = args[1:]
+			continue
 		case args[0] == "--":
 			if len(args) == 1 {
-				return s, nil, errors.New("agent-sandbox: no command after --")
+				return s, nil, inner, errors.New("agent-sandbox: no command after --")
 			}
-			return s, args[1:], nil
+			return s, args[1:], inner, nil
 		case len(args) >= 2 && args[0] == "--dir":
 			s.Dirs = append(s.Dirs, args[1])
 		case len(args) >= 2 && args[0] == "--file":
 			s.Files = append(s.Files, args[1])
 		default:
-			return s, nil, fmt.Errorf("agent-sandbox: unexpected %q", args[0])
+			return s, nil, inner, fmt.Errorf("agent-sandbox: unexpected %q", args[0])
 		}
 		args = args[2:]
 	}
-	return s, nil, errors.New("agent-sandbox: no command")
+	return s, nil, inner, errors.New("agent-sandbox: no command")
 }
 
 // writeRights are the rights a sandbox handles: every way to change the
@@ -169,9 +192,18 @@ const writeRights = ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRem
 const fileRights = ll.AccessFSWriteFile | ll.AccessFSTruncate
 
 // Enter restricts this process, and every process it starts, to the
-// sandbox. It fails, restricting nothing, where the kernel cannot hold it
-// or a folder is missing: an agent never runs believed sandboxed and not.
+// sandbox's Landlock and seccomp layers. It fails, restricting nothing,
+// where the kernel cannot hold it or a folder is missing: an agent never
+// runs believed sandboxed and not.
 func (s Sandbox) Enter() error {
+	if err := s.restrict(); err != nil {
+		return err
+	}
+	return refuseSideDoors()
+}
+
+// restrict enters the Landlock layer.
+func (s Sandbox) restrict() error {
 	if why := Unavailable(); why != "" {
 		return errors.New(why)
 	}
@@ -192,21 +224,57 @@ func (s Sandbox) Enter() error {
 	if err := cfg.Restrict(rules...); err != nil {
 		return fmt.Errorf("enter the agent's sandbox: %w", err)
 	}
-	return refuseSideDoors()
+	return nil
 }
 
 // Exec is agent-sandbox's work: enter the sandbox, then replace
 // this process with argv, found on this environment's PATH, with this
 // environment. It returns only on failure.
-func Exec(args []string) error {
-	s, argv, err := Parse(args)
+func Exec(args []string) error { return execBehind(args, allLayers) }
+
+// layers are the sandbox's layers to enter: all of them, but where one
+// is tested alone.
+type layers int
+
+const (
+	layerView layers = 1 << iota
+	layerFilter
+	layerLandlock
+	allLayers = layerView | layerFilter | layerLandlock
+)
+
+func execBehind(args []string, with layers) error {
+	s, argv, inner, err := parse(args)
 	if err != nil {
 		return err
 	}
-	if err := s.Enter(); err != nil {
-		return err
-	}
 	env := slices.Clone(os.Environ())
+	if s.View && with&layerView != 0 {
+		if !inner {
+			if os.Geteuid() != 0 {
+				return enterUserNamespace(args)
+			}
+			if err := unshareMounts(); err != nil {
+				return err
+			}
+		}
+		if err := s.enterView(env); err != nil {
+			return err
+		}
+		if err := dropCapabilities(); err != nil {
+			return err
+		}
+	}
+	if with&layerLandlock != 0 {
+		if err := s.restrict(); err != nil {
+			return err
+		}
+	}
+	if with&layerFilter != 0 {
+		if err := refuseSideDoors(); err != nil {
+			return err
+		}
+	}
 	path, err := proc.LookPath(argv[0], env)
 	if err != nil {
 		return fmt.Errorf("find %s on the agent's PATH: %w", argv[0], err)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -15,6 +17,9 @@ import (
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("SANDBOX_HELPER_DIR"); dir != "" {
 		os.Exit(helper(dir))
+	}
+	if os.Getenv("SANDBOX_VIEW_ALONE") != "" && len(os.Args) > 1 && os.Args[1] == Subcommand {
+		os.Exit(viewHelper())
 	}
 	if os.Getenv("SANDBOX_SIDE_DOORS") != "" {
 		os.Exit(sideDoorHelper())

@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// viewHelper is the child of TestViewHoldsAlone_A13: started as
+// "agent-sandbox" arguments, it enters the view alone (no filter, no
+// Landlock) and executes the probe, as the launcher executes an agent.
+func viewHelper() int {
+	runtime.LockOSThread()
+	err := execBehind(os.Args[2:], layerView)
+	os.Stdout.WriteString("enter: " + err.Error() + "\n")
+	return 1
+}
+
+// viewProbe tries, as an agent's shell would, what the view must hold;
+// each line is one attempt and its result.
+const viewProbe = `
+try() { what=$1; shift; if "$@" 2>/dev/null; then echo "$what: ok"; else echo "$what: refused"; fi; }
+try 'write its place' sh -c "echo x > $D/in/a"
+try 'write beside its place' sh -c "echo x > $D/outside"
+try 'write the file it may' sh -c "echo x >> $D/log"
+try 'write its home' sh -c "echo x >> $HOME/.bashrc"
+try 'write a temp file' sh -c "echo x > $TMPDIR/new"
+try 'write a temp entry that was there' sh -c "echo x >> $TMPDIR/kept"
+try 'read a temp entry that was there' grep -q keep $TMPDIR/kept
+try 'see flume.s runtime folder' test -e $TMPDIR/flume-` + "`id -u`" + `
+try 'see tmux.s socket folder' test -e $TMPDIR/tmux-` + "`id -u`" + `
+try 'see the runtime folder.s files' test -e $XDG_RUNTIME_DIR/bus
+try 'write /etc' sh -c "echo x >> /etc/hostname"
+try 'hold a capability' sh -c "grep -q '^CapEff:.*[1-9a-f]' /proc/self/status"
+try 'mount over its place' mount -t tmpfs none $D/in
+`
+
+// TestViewHoldsAlone_A13: behind its own view alone, a process writes its
+// place and the file it may, a temp folder of its own where what was
+// there shows read-only and flume's and tmux's folders are not, nothing
+// else (its home, the folder beside its place, /etc), holds no
+// capability and cannot mount; what it wrote to temp is not seen
+// outside. As root (a mount namespace) and as another user (a user
+// namespace too), where the test runs as root.
+func TestViewHoldsAlone_A13(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Run("as this user", func(t *testing.T) { viewHolds(t, nil) })
+		return
+	}
+	t.Run("as root", func(t *testing.T) { viewHolds(t, nil) })
+	t.Run("as nobody", func(t *testing.T) { viewHolds(t, &syscall.Credential{Uid: 65534, Gid: 65534}) })
+}
+
+func viewHolds(t *testing.T, as *syscall.Credential) {
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir makes it its user's alone
+	os.Chmod(dir, 0o755)
+	uid := os.Getuid()
+	if as != nil {
+		uid = int(as.Uid)
+	}
+	tmp, run, home := filepath.Join(dir, "tmp"), filepath.Join(dir, "run"), filepath.Join(dir, "home")
+	for _, d := range []string{"in", "tmp", "run", "home", "tmp/flume-" + strconv.Itoa(uid), "tmp/tmux-" + strconv.Itoa(uid)} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
+	for f, data := range map[string]string{"outside": "keep", "log": "", "tmp/kept": "keep", "run/bus": "", "home/.bashrc": "keep"} {
+		os.WriteFile(filepath.Join(dir, f), []byte(data), 0o644)
+	}
+	if as != nil {
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, int(as.Uid), int(as.Gid)) })
+	}
+	// The test binary, where the other user may run it too.
+	self := filepath.Join(dir, "sandbox.test")
+	if b, err := os.ReadFile(os.Args[0]); err != nil || os.WriteFile(self, b, 0o755) != nil {
+		t.Fatalf("copy the test binary: %v", err)
+	}
+	s := Sandbox{Dirs: []string{filepath.Join(dir, "in")}, Files: []string{filepath.Join(dir, "log")}, View: true}
+	args := append(s.Wrap(self)[1:], "sh", "-c", viewProbe)
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), "SANDBOX_VIEW_ALONE=1", "D="+dir, "TMPDIR="+tmp, "XDG_RUNTIME_DIR="+run, "HOME="+home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("probe: %v\n%s", err, out)
+	}
+	want := map[string]string{
+		"write its place": "ok", "write the file it may": "ok", "write a temp file": "ok",
+		"read a temp entry that was there": "ok",
+		"write beside its place":           "refused", "write its home": "refused",
+		"write a temp entry that was there": "refused", "see flume.s runtime folder": "refused",
+		"see tmux.s socket folder": "refused", "see the runtime folder.s files": "refused",
+		"write /etc": "refused", "hold a capability": "refused", "mount over its place": "refused",
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if what, res, ok := strings.Cut(line, ": "); ok {
+			got[what] = res
+		}
+	}
+	for what, res := range want {
+		if got[what] != res {
+			t.Errorf("%s: %q, want %q\n%s", what, got[what], res, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "new")); err == nil {
+		t.Error("the temp file it wrote is seen outside its view")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "in", "a")); string(b) != "x\n" {
+		t.Errorf("its place holds %q outside, want what it wrote", b)
+	}
+	for _, f := range []string{"outside", "tmp/kept", "home/.bashrc"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, f)); string(b) != "keep" {
+			t.Errorf("%s holds %q, want it unchanged", f, b)
+		}
+	}
+}
