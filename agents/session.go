@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/git-flume/git-flume/agents/launchfile"
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
@@ -30,7 +31,7 @@ func ProcessesWithEnv(kv string) []int { return proc.WithEnv(kv) }
 // group, and the agent an operator started from a printed command. The
 // stage engine and the workspace worker both end their agents here.
 func End(ctx context.Context, panes PaneHost, pane, session string) error {
-	markEnding(session)
+	launchfile.MarkEnding(session)
 	if pane != "print" {
 		if err := panes.Kill(ctx, pane); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/git-flume/git-flume/agents/launchfile"
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
@@ -90,7 +91,7 @@ func (t *Tmux) Start(ctx context.Context, name, dir string, env, argv []string) 
 	if len(t.Launcher) == 0 {
 		return 0, fmt.Errorf("tmux: no launcher to start %s with", name)
 	}
-	file, err := WriteLaunchFile(dir, env, argv)
+	file, err := launchfile.Write(dir, env, argv)
 	if err != nil {
 		return 0, fmt.Errorf("write the agent's launch file: %w", err)
 	}

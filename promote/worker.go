@@ -81,7 +81,7 @@ func startWorker(ctx context.Context, env *Env, ws *Workspace, prog agent.Progra
 	sb, unsandboxed := workerSandbox(env, ws, prog)
 	w := &request.Worker{
 		Agent: run.Agent{Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(),
-			Pane: pane, PaneHost: env.Pane, Host: env.Host, PromptFile: promptFile, Started: now, SentAt: now, Sends: 1, Sandbox: sandbox.Note(sb, unsandboxed)},
+			Pane: pane, PaneHost: env.Pane, Host: env.Host, PromptFile: promptFile, Started: now, SentAt: now, Sends: 1, Sandbox: sandbox.Note(sb, unsandboxed), Layers: sb.Held()},
 		Home: agent.HomeOf(env.CallerEnv), Life: run.Life{State: run.StateStarting},
 	}
 	if env.Pane == "print" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/launchfile"
 )
 
 // Sources are where a step reads a run from, beside its record.
@@ -153,7 +154,7 @@ func observePane(ctx context.Context, r Run, panes agent.PaneHost, o *Observatio
 	o.Up = !ended
 	// An end flume is making (stop, drop, tidy) is recorded by the
 	// command making it, never as the agent's own.
-	if ended && !agent.Ending(a.Session) {
+	if ended && !launchfile.Ending(a.Session) {
 		o.Exit = &exit
 		if !exit.Closed && Starting(r.State) {
 			o.EndScreen = agent.EndScreen(ctx, panes, a.Pane)

@@ -31,6 +31,9 @@ type Agent struct {
 	// Sandbox is what holds what the agent writes (A12): "landlock", or
 	// "off: " and why it runs without one; "" in records older than it.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Layers are the sandbox's layers it ran behind (A13), outermost
+	// first: "own view, seccomp, Landlock".
+	Layers string `json:"layers,omitempty"`
 	// Ended reports the agent ended and verified gone (X5), by flume or by
 	// itself.
 	Ended bool `json:"ended"`

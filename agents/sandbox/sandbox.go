@@ -93,8 +93,11 @@ func Note(sb *Sandbox, why string) string {
 }
 
 // AddCommon lets the sandbox write what every program writes: the temp
-// folder (TMPDIR of environ, else /tmp) and /dev.
+// folder (TMPDIR of environ, else /tmp) and /dev; and gives it its own
+// view of the machine where this one holds it (A13), where that temp
+// folder is its own.
 func (s *Sandbox) AddCommon(environ []string) {
+	s.View = ViewUnavailable() == ""
 	tmp := "/tmp"
 	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && filepath.IsAbs(v) {
@@ -130,14 +133,14 @@ func Unavailable() string {
 // sandbox, entered by flume's own program (exe): the command follows it.
 func (s *Sandbox) Wrap(exe string) []string {
 	out := []string{exe, Subcommand}
-	if s.View {
-		out = append(out, "--view")
-	}
 	for _, d := range s.Dirs {
 		out = append(out, "--dir", d)
 	}
 	for _, f := range s.Files {
 		out = append(out, "--file", f)
+	}
+	if s.View {
+		out = append(out, "--view")
 	}
 	return append(out, "--")
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 // The sandbox's first layer (A13): the agent's own view of the machine,
@@ -58,9 +58,9 @@ func envValue(environ []string, name string) string {
 }
 
 // runtimeName is a temp folder's entry a view never shows: flume's
-// runtime folder and tmux's socket folder of any user, and X's and ICE's
-// socket folders.
-var runtimeName = regexp.MustCompile(`^(flume-[0-9]+|tmux-[0-9]+|\.X11-unix|\.ICE-unix)$`)
+// runtime folder and tmux's socket folder of any user, and the X server's and
+// ICE's socket folders.
+var runtimeName = regexp.MustCompile(`^(flume-[0-9]+|tmux-[0-9]+|\.X1[1]-unix|\.ICE-unix)$`)
 
 // mountStep is one step of building a view, at a path.
 type mountStep struct {
@@ -84,8 +84,14 @@ const (
 
 // enterView builds the view in this thread's mount namespace, new and
 // its own (unshared before, by the caller). Every copy of the machine's
-// tree is taken before anything is mounted over it.
+// tree is taken before anything is mounted over it; the working folder
+// is entered again at the end, found in the view (the one held before
+// is the machine's, now read-only).
 func (s Sandbox) enterView(environ []string) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("view: %w", err)
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make the view's mounts its own: %w", err)
 	}
@@ -108,6 +114,9 @@ func (s Sandbox) enterView(environ []string) error {
 			return fmt.Errorf("view: %s: %w", st.path, err)
 		}
 	}
+	if err := os.Chdir(wd); err != nil {
+		return fmt.Errorf("view: enter %s again: %w", wd, err)
+	}
 	return nil
 }
 
@@ -121,31 +130,9 @@ func (s Sandbox) viewSteps(environ []string) ([]mountStep, error) {
 			continue
 		}
 		seen[t] = true
-		steps = append(steps, mountStep{path: t, kind: stepTemp})
-		entries, err := os.ReadDir(t)
-		if err != nil {
-			return steps, fmt.Errorf("view: read %s: %w", t, err)
-		}
-		for _, e := range entries {
-			p := filepath.Join(t, e.Name())
-			switch {
-			case runtimeName.MatchString(e.Name()) || e.Type()&os.ModeSocket != 0:
-				continue
-			case e.Type()&os.ModeSymlink != 0:
-				target, err := os.Readlink(p)
-				if err == nil {
-					steps = append(steps, mountStep{path: p, kind: stepLink, link: target})
-				}
-				continue
-			}
-			st, err := copyOf(p, stepShow)
-			if errors.Is(err, unix.ENOENT) {
-				continue // gone meanwhile
-			}
-			if err != nil {
-				return steps, err
-			}
-			steps = append(steps, st)
+		var err error
+		if steps, err = tempSteps(steps, t); err != nil {
+			return steps, err
 		}
 	}
 	for _, h := range hiddenFolders(environ) {
@@ -175,6 +162,37 @@ func (s Sandbox) viewSteps(environ []string) ([]mountStep, error) {
 		}
 		return int(a.kind) - int(b.kind)
 	})
+	return steps, nil
+}
+
+// tempSteps adds temp folder t's steps to steps: a tmpfs over it, where
+// each entry shows read-only but flume's and tmux's folders and sockets.
+func tempSteps(steps []mountStep, t string) ([]mountStep, error) {
+	steps = append(steps, mountStep{path: t, kind: stepTemp})
+	entries, err := os.ReadDir(t)
+	if err != nil {
+		return steps, fmt.Errorf("view: read %s: %w", t, err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(t, e.Name())
+		switch {
+		case runtimeName.MatchString(e.Name()) || e.Type()&os.ModeSocket != 0:
+			continue
+		case e.Type()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(p); err == nil {
+				steps = append(steps, mountStep{path: p, kind: stepLink, link: target})
+			}
+			continue
+		}
+		st, err := copyOf(p, stepShow)
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone meanwhile
+		}
+		if err != nil {
+			return steps, err
+		}
+		steps = append(steps, st)
+	}
 	return steps, nil
 }
 
@@ -278,51 +296,22 @@ func unshareMounts() error {
 
 // enterUserNamespace starts the sandbox again in a user namespace and a
 // mount namespace of its own, mapped to this user alone, holding only
-// the capability to mount until the view is built; a process may make
-// a user namespace only while it has one thread, so this one waits for
-// it as its parent, passes on what ends it, and ends as it did.
+// the capability to mount until the view is built. A process may make a
+// user namespace only while it has one thread, so this one stays as its
+// parent (proc.Relay) and ends as it does.
 func enterUserNamespace(args []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find flume's own program: %w", err)
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	cmd := exec.Command(self, append([]string{Subcommand, inNamespace}, args...)...)
-	cmd.Args[0] = os.Args[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{
+	err = proc.Relay(self, append([]string{os.Args[0], Subcommand, inNamespace}, args...), &syscall.SysProcAttr{
 		Cloneflags:                 unix.CLONE_NEWUSER | unix.CLONE_NEWNS,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 		GidMappingsEnableSetgroups: false,
 		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN},
 		Pdeathsig:                  syscall.SIGKILL,
-	}
-	// A terminal's signals reach the agent by its process group; what is
-	// sent to this process alone is passed on.
-	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("enter a user namespace of its own: %w", err)
-	}
-	go func() {
-		for sig := range sigs {
-			cmd.Process.Signal(sig)
-		}
-	}()
-	err = cmd.Wait()
-	var ws syscall.WaitStatus
-	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		ws = st
-	} else if err != nil {
-		return err
-	}
-	if ws.Signaled() {
-		signal.Reset(ws.Signal())
-		syscall.Kill(os.Getpid(), ws.Signal())
-		os.Exit(128 + int(ws.Signal()))
-	}
-	os.Exit(ws.ExitStatus())
-	return nil
+	})
+	return fmt.Errorf("enter a user namespace of its own: %w", err)
 }

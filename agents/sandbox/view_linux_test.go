@@ -26,6 +26,7 @@ func viewHelper() int {
 const viewProbe = `
 try() { what=$1; shift; if "$@" 2>/dev/null; then echo "$what: ok"; else echo "$what: refused"; fi; }
 try 'write its place' sh -c "echo x > $D/in/a"
+try 'write where it works' sh -c "echo x > b"
 try 'write beside its place' sh -c "echo x > $D/outside"
 try 'write the file it may' sh -c "echo x >> $D/log"
 try 'write its home' sh -c "echo x >> $HOME/.bashrc"
@@ -84,12 +85,13 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), "SANDBOX_VIEW_ALONE=1", "D="+dir, "TMPDIR="+tmp, "XDG_RUNTIME_DIR="+run, "HOME="+home)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
+	cmd.Dir = filepath.Join(dir, "in")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("probe: %v\n%s", err, out)
 	}
 	want := map[string]string{
-		"write its place": "ok", "write the file it may": "ok", "write a temp file": "ok",
+		"write its place": "ok", "write where it works": "ok", "write the file it may": "ok", "write a temp file": "ok",
 		"read a temp entry that was there": "ok",
 		"write beside its place":           "refused", "write its home": "refused",
 		"write a temp entry that was there": "refused", "see flume.s runtime folder": "refused",

@@ -16,8 +16,8 @@ import (
 
 	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/broker"
+	"github.com/git-flume/git-flume/agents/launchfile"
 	agentrun "github.com/git-flume/git-flume/agents/run"
-	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/cliargs"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/term"
@@ -245,16 +245,8 @@ func (a *app) commands() []*cli.Command {
 
 // run is the program: it returns the exit code.
 func run(ctx context.Context, args []string, io *streams, environ []string) int {
-	if len(args) == 3 && args[1] == agentExec || len(args) > 1 && args[1] == sandbox.Subcommand {
-		// tmux runs agent-exec in an agent's new pane, and agent-sandbox
-		// starts an agent's command line (A12): no repository, no flags,
-		// nothing read but the launch file or the arguments (A10).
-		var err error
-		if args[1] == agentExec {
-			err = agent.Exec(args[2])
-		} else {
-			err = sandbox.Exec(args[2:])
-		}
+	if launchfile.Launcher(args) {
+		err := launchfile.Become(args)
 		fmt.Fprintf(io.Err, "git-flume: %v\n", err)
 		return exitLaunch
 	}

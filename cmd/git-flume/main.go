@@ -7,12 +7,12 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/git-flume/git-flume/agents/sandbox"
+	"github.com/git-flume/git-flume/agents/launchfile"
 	"github.com/git-flume/git-flume/internal/gcpace"
 )
 
 func init() {
-	if len(os.Args) > 1 && (os.Args[1] == agentExec || os.Args[1] == sandbox.Subcommand) {
+	if len(os.Args) > 1 && launchfile.Launcher(os.Args) {
 		// The launcher becomes the agent on the process's first thread:
 		// while another thread executes, the kernel shows the process as
 		// a zombie with status 0 to anyone who looks (A10).

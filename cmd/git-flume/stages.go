@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	agent "github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/launchfile"
 	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/stage"
@@ -509,10 +510,6 @@ func exportCommand(a *app) *cli.Command {
 	}
 }
 
-// agentExec is the hidden command tmux runs in an agent's new pane: it
-// reads the agent's launch file and becomes the agent (agent.Exec).
-const agentExec = "agent-exec"
-
 // exitLaunch is the launcher's exit status when it could not start the
 // agent: what a shell says of a command found but not runnable.
 const exitLaunch = 126
@@ -527,7 +524,7 @@ func (a *app) paneHost(pane string) agent.PaneHost {
 	a.tmuxOnce.Do(func() {
 		a.tmux = &agent.Tmux{Socket: a.env.vars["FLUME_TMUX_SOCKET"]}
 		if exe, err := os.Executable(); err == nil {
-			a.tmux.Launcher = []string{exe, agentExec}
+			a.tmux.Launcher = []string{exe, launchfile.ExecCommand}
 		}
 	})
 	return a.tmux

@@ -257,17 +257,18 @@ type stageRun struct {
 // (A9, A12): a role that limits tools or paths needs flume's
 // guard before every tool use, and only a program that runs it (Guarded,
 // with a guard command set) does; a role that limits paths needs the
-// sandbox too, since a shell command asks no guard (unsandboxed says why
-// the run has none). "" when there is nothing to hold or it holds.
-func unenforced(role *stage.Role, prog agent.Program, guard, unsandboxed string) string {
+// sandbox too, whole (A13), since a shell command asks no guard (missing
+// names what the run would go without, and why). "" when there is
+// nothing to hold or it holds.
+func unenforced(role *stage.Role, prog agent.Program, guard, missing string) string {
 	if role == nil || len(role.Tools) == 0 && len(role.PathRestrictions) == 0 {
 		return ""
 	}
 	if guard == "" || !prog.Guarded() {
 		return fmt.Sprintf("role %s limits its tools or paths, and %s cannot be held to them (flume's guard runs in Claude Code, Codex and pi as shipped, or in a declared command that names {settings}); nothing was started rather than the limits silently not enforced", role.Name, prog.Name)
 	}
-	if len(role.PathRestrictions) > 0 && unsandboxed != "" {
-		return fmt.Sprintf("role %s limits paths, and its agent would run without a sandbox (%s): a shell command asks no guard, so nothing was started rather than the limits silently not enforced", role.Name, unsandboxed)
+	if len(role.PathRestrictions) > 0 && missing != "" {
+		return fmt.Sprintf("role %s limits paths, and its agent would run without %s: a shell command asks no guard, so nothing was started rather than the limits silently not enforced", role.Name, missing)
 	}
 	return ""
 }

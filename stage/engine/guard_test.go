@@ -41,7 +41,7 @@ func TestUnenforcedRoleLimits_A9(t *testing.T) {
 			t.Errorf("%s: unenforced = %q, want refused %v", c.name, why, c.refused)
 		}
 		// A12: path limits need the sandbox too; tools alone do not.
-		unheld := unenforced(c.role, c.prog, c.guard, "no landlock")
+		unheld := unenforced(c.role, c.prog, c.guard, "a sandbox (no landlock)")
 		if wantRefused := c.refused || c.role != nil && len(c.role.PathRestrictions) > 0; (unheld != "") != wantRefused {
 			t.Errorf("%s without a sandbox: unenforced = %q, want refused %v", c.name, unheld, wantRefused)
 		}

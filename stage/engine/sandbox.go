@@ -124,10 +124,18 @@ func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Place,
 	if err != nil {
 		return "", err
 	}
-	if why := unenforced(r.role, r.prog, env.Engine.Guard, unsandboxed); why != "" {
+	var missing string
+	switch {
+	case unsandboxed != "":
+		missing = fmt.Sprintf("a sandbox (%s)", unsandboxed)
+	case !sb.View:
+		// A13: path rules are held by every layer or not offered.
+		missing = fmt.Sprintf("its own view of the machine (%s)", sandbox.ViewUnavailable())
+	}
+	if why := unenforced(r.role, r.prog, env.Engine.Guard, missing); why != "" {
 		st.Blocked(agentrun.BlockRole, why)
 		return "blocked: " + why, nil
 	}
-	r.sandbox, r.agent.Sandbox = sb, sandbox.Note(sb, unsandboxed)
+	r.sandbox, r.agent.Sandbox, r.agent.Layers = sb, sandbox.Note(sb, unsandboxed), sb.Held()
 	return "", nil
 }

@@ -43,6 +43,9 @@ type Doctor struct {
 	// run in one: A12).
 	Landlock       int    `json:"landlock"`
 	SandboxProblem string `json:"sandboxProblem"`
+	// Layers are the boundary's layers (A13), each held here or not and
+	// why.
+	Layers []sandbox.Layer `json:"layers"`
 	// Default is the agent program a launch uses with no --agent.
 	Default string            `json:"default"`
 	Agents  []agent.Readiness `json:"agents"`
@@ -74,7 +77,7 @@ func Diagnose(ctx context.Context, env *stage.Env, repoDir string) (*Doctor, err
 			d.PaneHostProblem = err.Error()
 		}
 	}
-	d.Landlock, d.SandboxProblem = sandbox.LandlockABI(), env.Engine.NoLandlock()
+	d.Landlock, d.SandboxProblem, d.Layers = sandbox.LandlockABI(), env.Engine.NoLandlock(), sandbox.Layers()
 	if env.Engine.Sandbox == "" {
 		d.SandboxProblem = "FLUME_SANDBOX=off"
 	}

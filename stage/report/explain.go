@@ -214,7 +214,7 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Pla
 	}
 	if a := st.Agent; a != nil {
 		add("agent", agentEvidence(a, seen, local, now))
-		add("sandbox", sandboxEvidence(a.Sandbox, seen.Refused))
+		add("sandbox", sandboxEvidence(a.Sandbox, a.Layers, seen.Refused))
 		add("transcript", transcriptEvidence(a, seen, local))
 		add("screen", screenEvidence(seen.Screen))
 	}
@@ -230,15 +230,17 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Pla
 	return ev
 }
 
-// sandboxEvidence is what holds what the agent writes (A12) and, when its
-// transcript has one, the last write the system refused it, in its tool's
-// own words.
-func sandboxEvidence(note, refused string) string {
+// sandboxEvidence is what holds what the agent writes (A12), by the
+// layers it runs behind (A13; a record before them names Landlock alone)
+// and, when its transcript has one, the last write the system refused
+// it, in its tool's own words.
+func sandboxEvidence(note, layers, refused string) string {
+	layers = cmp.Or(layers, "Landlock")
 	switch {
 	case note == "landlock" && refused != "":
-		return fmt.Sprintf("Landlock: it writes only its place and its branch; the last write refused, in its transcript: %q", term.Clean(refused))
+		return fmt.Sprintf("%s: it writes only its place and its branch; the last write refused, in its transcript: %q", term.Clean(layers), term.Clean(refused))
 	case note == "landlock":
-		return "Landlock: it writes only its place and its branch; anything else it tries is refused by the kernel (its tools then say Permission denied)"
+		return term.Clean(layers) + ": it writes only its place and its branch; anything else it tries is refused by the kernel (its tools then say Permission denied or Read-only file system)"
 	case strings.HasPrefix(note, "off: "):
 		return "none: " + strings.TrimPrefix(note, "off: ") + "; it writes whatever you may"
 	}

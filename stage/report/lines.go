@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	agent "github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/agents/sandbox"
 
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/internal/words"
@@ -48,6 +49,20 @@ func WriteDoctor(w io.Writer, d *place.Doctor) {
 		fmt.Fprintf(w, "agent sandbox: none: %s; agents write whatever you may, and roles with path-restrictions are refused\n", d.SandboxProblem)
 	} else {
 		fmt.Fprintf(w, "agent sandbox: Landlock %d: an agent writes only its place\n", d.Landlock)
+	}
+	refused := ""
+	for _, l := range d.Layers {
+		held := "held"
+		if !l.Held {
+			held = "not held"
+			if l.Name != sandbox.LayerObjects {
+				refused = "; a role with path-restrictions is refused while a layer is not held"
+			}
+		}
+		fmt.Fprintf(w, "  layer %s: %s: %s\n", l.Name, held, l.Why)
+	}
+	if refused != "" {
+		fmt.Fprintf(w, "  %s\n", strings.TrimPrefix(refused, "; "))
 	}
 	fmt.Fprintf(w, "agents (a launch uses %s unless --agent or FLUME_AGENT says otherwise):\n", d.Default)
 	for _, r := range d.Agents {

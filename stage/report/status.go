@@ -133,6 +133,8 @@ type AgentStatus struct {
 	// Sandbox is what holds what the agent writes (A12): "landlock", or
 	// "off: " and why; "" for a run recorded before it was kept.
 	Sandbox string `json:"sandbox"`
+	// Layers are the sandbox's layers the agent runs behind (A13).
+	Layers string `json:"layers,omitempty"`
 }
 
 // StageStatus is the current stage: index is 1-based. Delivered is set
@@ -622,7 +624,7 @@ func agentStatus(ctx context.Context, env *stage.Env, p *record.Place) *AgentSta
 	if a == nil {
 		return nil
 	}
-	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: record.AgentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, Sandbox: a.Sandbox,
+	return &AgentStatus{Program: a.Program, Session: a.Session, Pane: a.Pane, PaneHost: record.AgentPaneHost(a), Transcript: a.Transcript, Sends: a.Sends, Sandbox: a.Sandbox, Layers: a.Layers,
 		State: engine.AgentState(ctx, env, p)}
 }
 

@@ -1,4 +1,8 @@
-package agent
+// Package launchfile keeps flume's runtime folder (A13): the launch files
+// a pane's launcher becomes an agent from, and the marks that flume is
+// ending a session. It lives where no agent's sandbox can write (its own
+// view hides it), and every file in it is read only if flume wrote it.
+package launchfile
 
 import (
 	"crypto/rand"
@@ -6,12 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
@@ -32,8 +38,13 @@ func envDir() (string, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
-	// A folder someone else made, or opened to others, is not ours to
-	// trust with a key.
+	return ownFolder(dir)
+}
+
+// ownFolder is dir if it is a folder private to this user: one someone
+// else made, or opened to others, or a link to one, is not ours to trust
+// with a key.
+func ownFolder(dir string) (string, error) {
 	info, err := os.Lstat(dir)
 	if err != nil {
 		return "", err
@@ -53,11 +64,11 @@ type launchFile struct {
 	Env  []string `json:"env"`
 }
 
-// WriteLaunchFile writes what the launcher needs to start argv in dir with
+// Write writes what the launcher needs to start argv in dir with
 // exactly env to a new file readable only by the user, and returns its
 // path. The command line stays off every command line too: tmux ends a
 // command at an argument ending in ";", and a prompt may.
-func WriteLaunchFile(dir string, env, argv []string) (string, error) {
+func Write(dir string, env, argv []string) (string, error) {
 	folder, err := envDir()
 	if err != nil {
 		return "", err
@@ -92,7 +103,7 @@ func WriteLaunchFile(dir string, env, argv []string) (string, error) {
 // command, found on its environment's PATH, with exactly that environment.
 // It returns only on failure.
 func Exec(file string) error {
-	data, err := os.ReadFile(file)
+	data, err := readOwnFile(file)
 	os.Remove(file)
 	if err != nil {
 		return fmt.Errorf("read the agent's launch file: %w", err)
@@ -120,16 +131,60 @@ func Exec(file string) error {
 	return syscall.Exec(path, l.Argv, env)
 }
 
+// ExecCommand is the hidden command tmux runs in an agent's new pane: it
+// reads the agent's launch file and becomes the agent (Exec).
+const ExecCommand = "agent-exec"
+
+// Launcher reports a command line that becomes an agent: agent-exec in an
+// agent's new pane, or agent-sandbox starting an agent's command line in
+// its boundary (A12, A13). Either reads nothing but its launch file or
+// its arguments: no repository, no flags (A10).
+func Launcher(args []string) bool {
+	return len(args) == 3 && args[1] == ExecCommand || len(args) > 1 && args[1] == sandbox.Subcommand
+}
+
+// Become is a launcher's work (Launcher): it returns only on failure.
+func Become(args []string) error {
+	if args[1] == ExecCommand {
+		return Exec(args[2])
+	}
+	return sandbox.Exec(args[2:])
+}
+
+// readOwnFile reads a runtime file flume wrote (A13): opened without
+// following a link, and only if it is a regular file with one name, this
+// user's and private to it, in a folder that is too. A file that is not
+// so was put there by someone else and is never acted on.
+func readOwnFile(path string) ([]byte, error) {
+	if _, err := ownFolder(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !info.Mode().IsRegular() || !ok || int(st.Uid) != os.Getuid() || st.Nlink != 1 || info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s is not a file flume wrote (a regular file, this user's alone, with one name)", path)
+	}
+	return io.ReadAll(f)
+}
+
 // endingFor is how long a mark that flume is ending a session holds: the
 // time an end takes to be verified and recorded, with room for a loaded
 // machine.
 const endingFor = 30 * time.Second
 
-// markEnding notes that flume is about to end session, so that a watcher
+// MarkEnding notes that flume is about to end session, so that a watcher
 // that sees its agent go meanwhile does not record an end flume caused as
 // the agent's own (A10). Best effort: without the mark a watcher may only
 // misname who ended it.
-func markEnding(session string) {
+func MarkEnding(session string) {
 	dir, err := envDir()
 	if err != nil || session == "" {
 		return
