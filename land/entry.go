@@ -73,11 +73,14 @@ type Proof struct {
 	Tree      string `json:"tree"`
 	// Places are the entries whose merges the candidate carries onto
 	// Base, in the order they were merged: more than one for a batch (Q5).
-	Places []string  `json:"places,omitempty"`
-	Checks []Check   `json:"checks"`
-	Passed bool      `json:"passed"`
-	Digest string    `json:"digest"`
-	At     time.Time `json:"at"`
+	Places []string `json:"places,omitempty"`
+	Checks []Check  `json:"checks"`
+	// Boundary is what the checks ran behind (Q13): the sandbox's layers,
+	// or "off: " and why they ran without one.
+	Boundary string    `json:"boundary,omitempty"`
+	Passed   bool      `json:"passed"`
+	Digest   string    `json:"digest"`
+	At       time.Time `json:"at"`
 }
 
 // Check is one check of a proof.
@@ -174,6 +177,9 @@ func checkProof(p *Proof) error {
 		if pid, err := record.PlaceID(place); err != nil || pid != place {
 			return fmt.Errorf("proof names place %q", place)
 		}
+	}
+	if len(p.Boundary) > maxTail {
+		return fmt.Errorf("a boundary of %d bytes", len(p.Boundary))
 	}
 	if len(p.Checks) > maxChecks {
 		return fmt.Errorf("%d checks, want at most %d", len(p.Checks), maxChecks)

@@ -254,6 +254,8 @@ type batch struct {
 	tip    string
 	links  []link
 	checks []stage.Step
+	// caches are the folders [land] cache lets its checks write (Q13).
+	caches []string
 	runs   int
 	// squash: each link has one parent, the entry's change squashed onto
 	// the link before ([land] merge = squash).
@@ -348,7 +350,7 @@ func (l *Lander) newBatch(ctx context.Context, queued []*Entry) (*batch, []*Entr
 		return nil, nil, waiting, err
 	}
 
-	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, remote: t.remote, squash: cfg.LandSquash, approve: t.approve, size: cfg.LandBatch}
+	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, caches: cfg.LandCaches, remote: t.remote, squash: cfg.LandSquash, approve: t.approve, size: cfg.LandBatch}
 	if b.remote == "" {
 		if b.checkout, err = l.checkout(ctx, mine[0]); err != nil {
 			return nil, nil, waiting, err
@@ -589,15 +591,34 @@ func (l *Lander) prove(ctx context.Context, b *batch, from, i int) (*Proof, erro
 	for _, v := range vars {
 		fmt.Fprintf(digest, "env %s\n", v)
 	}
+	if err := l.runChecks(ctx, b, dir, vars, proof, digest); err != nil {
+		return nil, err
+	}
+	proof.Digest = hex.EncodeToString(digest.Sum(nil))
+	return proof, nil
+}
+
+// runChecks runs batch b's checks in worktree dir with environment vars,
+// behind their boundary (Q13), one after another until one fails, each
+// with its exit and the end of its output in proof, and what was run in
+// its digest.
+func (l *Lander) runChecks(ctx context.Context, b *batch, dir string, vars []string, proof *Proof, digest io.Writer) error {
+	boundary, wrap, err := l.checkBoundary(dir, b.caches, vars)
+	if err != nil {
+		return err
+	}
+	proof.Boundary = boundary
+	fmt.Fprintf(digest, "boundary %s\n", boundary)
 	for _, st := range b.checks {
 		argv, err := st.Argv()
 		if err != nil {
-			return nil, fmt.Errorf("check %q: %w", st.Command, err)
+			return fmt.Errorf("check %q: %w", st.Command, err)
 		}
 		fmt.Fprintf(digest, "check %q\n", argv)
 		var out bytes.Buffer
 		start := time.Now()
-		code, err := proc.RunStep(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: dir, Env: vars, Stdout: &out, Stderr: &out})
+		line := append(wrap[:len(wrap):len(wrap)], argv...)
+		code, err := proc.RunStep(ctx, proc.Cmd{Path: line[0], Args: line[1:], Dir: dir, Env: vars, Stdout: &out, Stderr: &out})
 		if err != nil {
 			fmt.Fprintf(&out, "%v\n", err)
 		}
@@ -607,8 +628,7 @@ func (l *Lander) prove(ctx context.Context, b *batch, from, i int) (*Proof, erro
 			break
 		}
 	}
-	proof.Digest = hex.EncodeToString(digest.Sum(nil))
-	return proof, nil
+	return nil
 }
 
 // settleOne records entry e's outcome.

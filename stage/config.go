@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,10 @@ type Config struct {
 	// LandSquash: a candidate is the entry's change squashed onto the tip
 	// (one parent) rather than merged ([land] merge = squash; Q2).
 	LandSquash bool
+	// LandCaches are folders a check may write besides its worktree and
+	// its own temp folder ([land] cache, absolute or under ~/; Q13): a
+	// build's or a package manager's cache.
+	LandCaches []string
 	// Runners are the runners places may be launched on (launch --on),
 	// by name: the user's declaration of a name wins over the
 	// repository's.
@@ -314,6 +319,11 @@ func (c *Config) applyLand(name, value string) error {
 		c.LandAuto = isTrue(value)
 	case "merge":
 		return c.applyLandMerge(value)
+	case "cache":
+		if !filepath.IsAbs(value) && !strings.HasPrefix(value, "~/") {
+			return fmt.Errorf("[land] cache = %q: want an absolute folder or one under ~/", value)
+		}
+		c.LandCaches = append(c.LandCaches, value)
 	}
 	return nil
 }
