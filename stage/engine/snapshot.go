@@ -103,6 +103,9 @@ func (op *Operator) Rollback(ctx context.Context, o stage.PlaceOptions) (*record
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := callerMay(ctx, env, store, p, "roll back"); err != nil {
+		return nil, nil, err
+	}
 	st := &p.Stages[p.Current]
 	if st.Base == "" {
 		return nil, nil, &stage.RefusedError{Place: id, Reason: "stage " + st.Name + " has not started; nothing to roll back"}
@@ -192,3 +195,33 @@ func ResetPlace(ctx context.Context, repo *git.Repo, p *record.Place, st *record
 	}
 	return kept, repo.RestoreTree(ctx, p.Path, to, tree)
 }
+
+// callerMay refuses verb on place p when an agent runs it for another
+// place (A13): an agent acts on its own place and the places it
+// delegated, and theirs, never on a stranger's, claimed or not. A
+// person's shell (no caller place) may act on any.
+func callerMay(ctx context.Context, env *stage.Env, store *refs.Store, p *record.Place, verb string) error {
+	from := stage.CallerPlace(env)
+	if from == "" || from == p.ID {
+		return nil
+	}
+	cur := p
+	for range maxAncestors {
+		if cur.Parent == nil {
+			break
+		}
+		if cur.Parent.Parent == from {
+			return nil
+		}
+		_, next, err := record.ReadPlace(ctx, store, cur.Parent.Parent)
+		if err != nil {
+			break
+		}
+		cur = next
+	}
+	return &stage.RefusedError{Place: p.ID, Reason: fmt.Sprintf("the agent of %s may %s only its own place and the places it delegated", from, verb)}
+}
+
+// maxAncestors bounds the walk up a place's commissioners: records are
+// hostile input (R5), and a cycle among them never ends it.
+const maxAncestors = 64
