@@ -82,6 +82,10 @@ const (
 	stepWritable                 // a folder or file the sandbox writes
 )
 
+// testHookViewCopied, set by tests alone, runs once the machine's tree
+// is copied and before anything is mounted.
+var testHookViewCopied func()
+
 // enterView builds the view in this thread's mount namespace, new and
 // its own (unshared before, by the caller). Every copy of the machine's
 // tree is taken before anything is mounted over it; the working folder
@@ -106,11 +110,21 @@ func (s Sandbox) enterView(environ []string) error {
 	if err != nil {
 		return err
 	}
+	if testHookViewCopied != nil {
+		testHookViewCopied()
+	}
 	if err := unix.MountSetattr(-1, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return fmt.Errorf("make the machine read-only in the view: %w", err)
 	}
 	for _, st := range steps {
-		if err := st.run(); err != nil {
+		err := st.run()
+		if st.kind == stepShow && errors.Is(err, unix.ENOENT) {
+			// an entry of another's in a temp folder, removed since it
+			// was copied: it is not shown
+			_ = os.Remove(st.path)
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("view: %s: %w", st.path, err)
 		}
 	}
@@ -206,6 +220,9 @@ func copyOf(p string, kind stepKind) (mountStep, error) {
 		return mountStep{}, unix.ENOENT
 	}
 	fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		return mountStep{}, unix.ENOENT
+	}
 	if err != nil {
 		return mountStep{}, fmt.Errorf("view: copy %s: %w", p, err)
 	}

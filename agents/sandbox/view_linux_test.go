@@ -16,6 +16,10 @@ import (
 // Landlock) and executes the probe, as the launcher executes an agent.
 func viewHelper() int {
 	runtime.LockOSThread()
+	if gone := os.Getenv("SANDBOX_VIEW_GONE"); gone != "" {
+		// another's temp entry removed while the view is built
+		testHookViewCopied = func() { os.RemoveAll(gone) }
+	}
 	err := execBehind(os.Args[2:], layerView)
 	os.Stdout.WriteString("enter: " + err.Error() + "\n")
 	return 1
@@ -33,6 +37,7 @@ try 'write its home' sh -c "echo x >> $HOME/.bashrc"
 try 'write a temp file' sh -c "echo x > $TMPDIR/new"
 try 'write a temp entry that was there' sh -c "echo x >> $TMPDIR/kept"
 try 'read a temp entry that was there' grep -q keep $TMPDIR/kept
+try 'see a temp entry removed meanwhile' test -e $TMPDIR/gone
 try 'see flume.s runtime folder' test -e $TMPDIR/flume-` + "`id -u`" + `
 try 'see tmux.s socket folder' test -e $TMPDIR/tmux-` + "`id -u`" + `
 try 'see the runtime folder.s files' test -e $XDG_RUNTIME_DIR/bus
@@ -66,7 +71,7 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 		uid = int(as.Uid)
 	}
 	tmp, run, home := filepath.Join(dir, "tmp"), filepath.Join(dir, "run"), filepath.Join(dir, "home")
-	for _, d := range []string{"in", "tmp", "run", "home", "tmp/flume-" + strconv.Itoa(uid), "tmp/tmux-" + strconv.Itoa(uid)} {
+	for _, d := range []string{"in", "tmp", "run", "home", "tmp/gone", "tmp/flume-" + strconv.Itoa(uid), "tmp/tmux-" + strconv.Itoa(uid)} {
 		os.Mkdir(filepath.Join(dir, d), 0o755)
 	}
 	for f, data := range map[string]string{"outside": "keep", "log": "", "tmp/kept": "keep", "run/bus": "", "home/.bashrc": "keep"} {
@@ -83,7 +88,7 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 	s := Sandbox{Dirs: []string{filepath.Join(dir, "in")}, Files: []string{filepath.Join(dir, "log")}, View: true}
 	args := append(s.Wrap(self)[1:], "sh", "-c", viewProbe)
 	cmd := exec.Command(self, args...)
-	cmd.Env = append(os.Environ(), "SANDBOX_VIEW_ALONE=1", "D="+dir, "TMPDIR="+tmp, "XDG_RUNTIME_DIR="+run, "HOME="+home)
+	cmd.Env = append(os.Environ(), "SANDBOX_VIEW_ALONE=1", "SANDBOX_VIEW_GONE="+filepath.Join(tmp, "gone"), "D="+dir, "TMPDIR="+tmp, "XDG_RUNTIME_DIR="+run, "HOME="+home)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
 	cmd.Dir = filepath.Join(dir, "in")
 	out, err := cmd.CombinedOutput()
@@ -96,7 +101,8 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 		"write beside its place":           "refused", "write its home": "refused",
 		"write a temp entry that was there": "refused", "see flume.s runtime folder": "refused",
 		"see tmux.s socket folder": "refused", "see the runtime folder.s files": "refused",
-		"write /etc": "refused", "hold a capability": "refused", "mount over its place": "refused",
+		"see a temp entry removed meanwhile": "refused",
+		"write /etc":                         "refused", "hold a capability": "refused", "mount over its place": "refused",
 	}
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -18,9 +18,11 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/cost"
 	"github.com/git-flume/git-flume/stage/engine"
+	"github.com/git-flume/git-flume/stage/guard"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
+	"github.com/git-flume/git-flume/stage/toollog"
 )
 
 // engineOptions are the engine's options as this process's environment
@@ -448,7 +450,7 @@ func logCommand(a *app) *cli.Command {
 			if err != nil {
 				return err
 			}
-			return engine.CopyLog(c.Context, a.stageEnv(), c.String("repo"), id, a.io.Out, c.Bool("follow"), a.watchInterval())
+			return toollog.CopyLog(c.Context, a.stageEnv(), c.String("repo"), id, a.io.Out, c.Bool("follow"), a.watchInterval())
 		},
 	}
 }
@@ -468,10 +470,10 @@ func guardCommand(a *app) *cli.Command {
 			if id == "" {
 				id = a.env.vars["FLUME_PLACE"]
 			}
-			var in engine.GuardInput
+			var in guard.GuardInput
 			err := json.NewDecoder(a.io.In).Decode(&in)
 			if err == nil {
-				err = engine.GuardPayload(c.Context, a.stageEnv(), id, in, c.Bool("codex"))
+				err = guard.GuardPayload(c.Context, a.stageEnv(), id, in, c.Bool("codex"))
 			}
 			if err != nil {
 				// Fail closed: a tool use the guard cannot judge is

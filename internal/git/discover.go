@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -37,35 +36,10 @@ func (r *Runner) envLookup(name string) (string, bool) {
 	return "", false
 }
 
-// fromCommandLine reports what makes git, not this package, the one to
-// answer: settings given as `git -c` (GIT_CONFIG_PARAMETERS, whose
-// quoting is git's) or that change how discovery goes, and settings from
-// GIT_CONFIG_COUNT that gitconfig.FromCount cannot read as git would or
-// that bear on finding the repository.
-func (r *Runner) fromCommandLine() bool {
-	for _, name := range []string{"GIT_CONFIG_PARAMETERS", "GIT_CONFIG", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
-		if _, ok := r.envLookup(name); ok {
-			return true
-		}
-	}
-	entries, ok := gitconfig.FromCount(r.envLookup)
-	if !ok {
-		return true
-	}
-	for _, e := range entries {
-		switch {
-		case gitconfig.Includes(e), strings.HasPrefix(e.Key, "extensions."), strings.HasPrefix(e.Key, "safe."),
-			e.Key == "core.bare", e.Key == "core.worktree", e.Key == "core.repositoryformatversion":
-			return true
-		}
-	}
-	return false
-}
-
 // openInProcess finds the repository containing abs as `git rev-parse`
 // would, in the plain case only; ok is false when git must answer.
 func (r *Runner) openInProcess(abs string) (repo *Repo, ok bool) {
-	if r.fromCommandLine() {
+	if gitconfig.Overridden(r.envLookup) {
 		return nil, false
 	}
 	dir, err := filepath.EvalSymlinks(abs) // git works in the real path
@@ -139,69 +113,7 @@ func statOf(path string) (*syscall.Stat_t, bool) {
 }
 
 // configInProcess lists repo's configuration in every scope as `git
-// config --includes --list` would (system, global, local); ok is false
-// when git must.
+// config --includes --list` would; ok is false when git must.
 func (r *Runner) configInProcess(repo *Repo) ([]gitconfig.Entry, bool) {
-	if repo.localConfig == nil || r.fromCommandLine() {
-		return nil, false
-	}
-	var files []string
-	if system, ok := r.systemConfig(); !ok {
-		return nil, false
-	} else if system != "" {
-		files = append(files, system)
-	}
-	files = append(files, gitconfig.GlobalFiles(r.envLookup)...)
-	all, ok := gitconfig.ReadFiles(files)
-	if !ok {
-		return nil, false
-	}
-	cmdline, ok := gitconfig.FromCount(r.envLookup)
-	if !ok {
-		return nil, false
-	}
-	all = append(all, repo.localConfig...)
-	return append(all, cmdline...), true
-}
-
-// systemConfig is the system-wide config file git reads: none under
-// GIT_CONFIG_NOSYSTEM, GIT_CONFIG_SYSTEM when set, else the one its build
-// names (gitconfig.SystemFile). ok is false where only git knows.
-func (r *Runner) systemConfig() (path string, ok bool) {
-	if v, set := r.envLookup("GIT_CONFIG_NOSYSTEM"); set {
-		if on, known := gitconfig.Bool(v); !known {
-			return "", false
-		} else if on {
-			return "", true
-		}
-	}
-	if v, set := r.envLookup("GIT_CONFIG_SYSTEM"); set {
-		return v, v != ""
-	}
-	prog := r.program()
-	if !filepath.IsAbs(prog) {
-		var err error
-		if prog, err = lookPathIn(prog, r); err != nil {
-			return "", false
-		}
-	}
-	return gitconfig.SystemFile(prog)
-}
-
-// lookPathIn finds prog on the PATH of the environment git runs with.
-func lookPathIn(prog string, r *Runner) (string, error) {
-	path, _ := r.envLookup("PATH")
-	if r.Env == nil {
-		return exec.LookPath(prog)
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, prog)
-		if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
+	return gitconfig.Scopes(r.envLookup, r.program(), repo.localConfig)
 }

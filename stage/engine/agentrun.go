@@ -20,6 +20,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/runenv"
+	"github.com/git-flume/git-flume/stage/toollog"
 
 	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/broker"
@@ -322,7 +323,7 @@ func prepareRun(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.P
 	if err := os.WriteFile(promptFile, []byte(r.prompt), 0o644); err != nil {
 		return nil, err
 	}
-	_ = logTools(ctx, repo.CommonDir, p) // the log is evidence beside the record (W4)
+	_ = toollog.Append(ctx, repo.CommonDir, p) // the log is evidence beside the record (W4)
 	now := env.ClockNow()
 	r.agent = &agentrun.Agent{
 		Program: prog.Name, Format: prog.Format, Pattern: prog.Transcript, Session: agent.NewSessionID(), Host: env.Host,

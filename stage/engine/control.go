@@ -12,6 +12,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/record"
+	"github.com/git-flume/git-flume/stage/toollog"
 )
 
 // TellOptions are what tell sends, and to which place.
@@ -378,7 +379,7 @@ func Wait(ctx context.Context, r *stage.Repository, o WaitOptions) (*Outcome, er
 			if p.Parent != nil {
 				// its commissioner sees what it last did, and
 				// the role it asks in.
-				o.LastTools, o.Role, o.Worktree = LastTools(&st, ChildTools), st.Role, GlanceAt(ctx, env, r.Git, p)
+				o.LastTools, o.Role, o.Worktree = toollog.LastTools(&st, toollog.ChildTools), st.Role, GlanceAt(ctx, env, r.Git, p)
 			}
 			if p.Current != start {
 				o.Next = p.Stages[p.Current].Name

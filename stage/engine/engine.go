@@ -17,6 +17,7 @@ import (
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/record"
+	"github.com/git-flume/git-flume/stage/toollog"
 )
 
 // reminder is the one message after a turn that ended with neither the
@@ -82,7 +83,7 @@ func Advance(ctx context.Context, r *stage.Repository, id string) (*record.Place
 				// show (startStage catches up again before it replaces an
 				// agent). The record, not the log, is the truth: a log
 				// that cannot be written stops nothing.
-				_ = logTools(ctx, repo.CommonDir, p)
+				_ = toollog.Append(ctx, repo.CommonDir, p)
 			}
 			moved, err = step(ctx, r, rec, p)
 			return err

@@ -9,9 +9,9 @@ import (
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
-	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/record"
+	"github.com/git-flume/git-flume/stage/toollog"
 )
 
 // ChildProgress is what a commissioner sees of its open delegated place:
@@ -53,7 +53,7 @@ func openChildProgress(ctx context.Context, env *stage.Env, store *refs.Store, p
 	if st.Started != nil {
 		cp.ElapsedMs = env.ClockNow().Sub(*st.Started).Milliseconds()
 	}
-	cp.LastTools = engine.LastTools(&st, engine.ChildTools)
+	cp.LastTools = toollog.LastTools(&st, toollog.ChildTools)
 	return cp
 }
 

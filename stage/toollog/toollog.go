@@ -1,4 +1,4 @@
-package engine
+package toollog
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 	"github.com/git-flume/git-flume/stage/record"
 )
 
-// logTools appends to the place's live log (W4) every tool call its
+// Append appends to the place's live log (W4) every tool call its
 // agents' transcripts show that the log does not hold yet, one line each:
 // "<stage>/<run> <tool>: <input>". How many calls of each agent session
 // are in the log is kept beside it, under the log's lock, so the processes
 // that advance a place never write a call twice; once an ended agent's
 // calls are all in, its transcript is not read again. An agent replaced
 // by a retry keeps the lines it had, so the log holds every run.
-func logTools(ctx context.Context, commonDir string, p *record.Place) error {
+func Append(ctx context.Context, commonDir string, p *record.Place) error {
 	var todo []int
 	for i := range p.Stages {
 		if a := p.Stages[i].Agent; a != nil && a.Transcript != "" && a.Session != "" {
@@ -145,7 +145,7 @@ func ReadLog(ctx context.Context, env *stage.Env, repoDir, id string, offset int
 	if err != nil {
 		return nil, offset, err
 	}
-	if err := logTools(ctx, repo.CommonDir, p); err != nil {
+	if err := Append(ctx, repo.CommonDir, p); err != nil {
 		return nil, offset, err
 	}
 	f, err := os.Open(filepath.Join(stage.LogDir(repo.CommonDir, id), "place.log"))
