@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage/record"
 )
@@ -32,7 +33,8 @@ func (e *HomeError) Error() string {
 // checked before flume acts on a place: the record is this host's, its
 // repo is this repository's main checkout, and neither places/ nor the
 // place's own folder is a symlink (or anything but a folder), so that
-// every path flume acts on resolves inside <repo>/places/ (T2).
+// every path flume acts on resolves inside <repo>/places/ (T2); and the
+// git files its agent may write are as git wrote them (A13).
 func CheckHome(ctx context.Context, env *Env, repo *git.Repo, p *record.Place) error {
 	if err := OwnedHere(env, p); err != nil {
 		return err
@@ -47,6 +49,13 @@ func CheckHome(ctx context.Context, env *Env, repo *git.Repo, p *record.Place) e
 	for _, dir := range []string{filepath.Join(p.Repo, record.PlacesDir), p.Path} {
 		if why := NotRealDir(dir); why != "" {
 			return &HomeError{Place: p.ID, Reason: why + "; flume acts only inside the repository's own places/ folder"}
+		}
+	}
+	// A13: its agent may write these; git run there, or a move of its
+	// branch, would follow them.
+	if _, err := os.Lstat(p.Path); err == nil {
+		if changed := ondisk.PlaceFilesChanged(repo.CommonDir, p.Path, p.BranchRef()); changed != "" {
+			return &HomeError{Place: p.ID, Reason: "its git files were changed, and flume follows none of them: " + changed}
 		}
 	}
 	return nil

@@ -389,3 +389,31 @@ func TestHookFileOnlyWhenKnown_L1(t *testing.T) {
 		t.Error("a reference-transaction hook file there: said absent")
 	}
 }
+
+// TestSymbolicBranchMovesNeverItsTarget_A13: a branch whose file an agent
+// made a symbolic ref to main is moved or deleted itself by a
+// transaction; main keeps its commit.
+func TestSymbolicBranchMovesNeverItsTarget_A13(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	mustGit(t, env, "init", "-q", "-b", "main", dir)
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "one")
+	first := strings.TrimSpace(mustGit(t, env, "-C", dir, "rev-parse", "HEAD"))
+	mustGit(t, env, "-C", dir, "commit", "-q", "--allow-empty", "-m", "two")
+	main := strings.TrimSpace(mustGit(t, env, "-C", dir, "rev-parse", "HEAD"))
+	repo := mustOpen(t, &git.Runner{Env: env}, dir)
+	ctx := context.Background()
+	branch := filepath.Join(dir, ".git", "refs", "heads", "place")
+	for _, u := range []git.RefUpdate{
+		{Op: git.Update, Name: "refs/heads/place", New: first, Old: main},
+		{Op: git.Delete, Name: "refs/heads/place", Old: main},
+	} {
+		if err := os.WriteFile(branch, []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = repo.UpdateRefs(ctx, []git.RefUpdate{u}) // refused or applied to the branch alone
+		if got := strings.TrimSpace(mustGit(t, env, "-C", dir, "rev-parse", "refs/heads/main")); got != main {
+			t.Fatalf("op %v of a symbolic branch moved main from %s to %s", u.Op, main, got)
+		}
+	}
+}

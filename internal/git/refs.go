@@ -286,6 +286,10 @@ func (repo *Repo) encodeUpdates(updates []RefUpdate) ([]byte, error) {
 // shell per phase and tell nothing outside flume. One that moves a branch
 // keeps them: a branch moved is news (a landing, T1), unless its caller
 // knows no hook would act on it (BranchesUnheard).
+//
+// --no-deref: every ref flume moves is a branch or a record, never HEAD;
+// a branch an agent made a symbolic ref ("ref: refs/heads/main") is
+// moved itself, never the branch it names (A13).
 func updateRefArgs(message string, hooks bool) []string {
 	args := []string{"-c", "core.warnAmbiguousRefs=false"}
 	if !hooks {
@@ -295,7 +299,7 @@ func updateRefArgs(message string, hooks bool) []string {
 	if message != "" {
 		args = append(args, "-m", message)
 	}
-	return append(args, "-z", "--stdin")
+	return append(args, "--no-deref", "-z", "--stdin")
 }
 
 // FlumePrefix is the namespace of flume's own refs.

@@ -89,7 +89,15 @@ func explainStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *re
 	}
 	st := &p.Stages[p.Current]
 	x.Stage, x.Index, x.Count, x.Run, x.State = st.Name, p.Current+1, len(p.Stages), st.Runs, st.State
-	local := p.Host == env.Host && stage.CheckHome(ctx, env, repo, p) == nil
+	// away says why nothing but the record is read: another host's place,
+	// or one of ours flume may not act on (its folder or git files).
+	var away string
+	if p.Host != env.Host {
+		away = fmt.Sprintf("a place of host %s: explained from its record alone; only its owner observes it", p.Host)
+	} else if err := stage.CheckHome(ctx, env, repo, p); err != nil {
+		away = err.Error() + "; explained from its record alone"
+	}
+	local := away == ""
 	var seen engine.StepSeen
 	if local && st.State != record.StagePending {
 		// What the engine's own step would read; nothing is written.
@@ -107,7 +115,7 @@ func explainStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *re
 		}
 	}
 	x.Why = why(p, st, seen)
-	x.Evidence = evidence(ctx, env, repo, p, st, seen, local)
+	x.Evidence = evidence(ctx, env, repo, p, st, seen, away)
 	if local {
 		x.Evidence = append(x.Evidence, worktreeEvidence(ctx, env, repo, store, p)...)
 	}
@@ -192,16 +200,15 @@ func why(p *record.Place, st *record.StageRecord, seen engine.StepSeen) string {
 
 // evidence lists what flume read: the record's last move, the agent, its
 // transcript and screen, the branch, the timers, the readying.
-func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, st *record.StageRecord, seen engine.StepSeen, local bool) []Evidence {
+func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, st *record.StageRecord, seen engine.StepSeen, away string) []Evidence {
 	var ev []Evidence
 	add := func(source, text string) {
 		if text != "" {
 			ev = append(ev, Evidence{Source: source, Text: text})
 		}
 	}
-	if !local {
-		add("record", fmt.Sprintf("a place of host %s: explained from its record alone; only its owner observes it", p.Host))
-	}
+	add("record", away)
+	local := away == ""
 	if r := p.Ready; r != nil && !r.OK && r.Running == nil {
 		add("readying", fmt.Sprintf("step %q exited %d", r.Step, r.Exit))
 	}

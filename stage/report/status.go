@@ -213,6 +213,13 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 		return nil, err
 	}
 	if opts.Place != "" && len(st.Places) == 0 {
+		for _, pr := range st.Problems {
+			if pr.Ref == record.PlacePrefix+opts.Place {
+				// a place whose record cannot be acted on says why,
+				// as the whole listing does
+				return nil, errors.New(pr.Error)
+			}
+		}
 		return nil, &record.NotFoundError{Place: opts.Place}
 	}
 	if opts.Place != "" && st.Places[0].Parent != "" {

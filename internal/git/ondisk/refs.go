@@ -3,6 +3,7 @@ package ondisk
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -334,4 +335,21 @@ func ReflogHas(commonDir, ref, id string) (known, has bool) {
 		}
 	}
 	return known, false
+}
+
+// SymbolicTarget is the ref a loose ref file of commonDir points to when
+// it holds "ref: …" (a symbolic ref; git follows it, writes included), ""
+// when it holds an id or is not a loose file. A place's branch is never
+// symbolic as flume made it: one that is was written by another hand.
+func SymbolicTarget(commonDir, ref string) string {
+	var buf [512]byte
+	data, err := ReadSmall(filepath.Join(commonDir, filepath.FromSlash(ref)), buf[:])
+	if err != nil {
+		return ""
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref:")
+	if !ok {
+		return ""
+	}
+	return cmp.Or(strings.TrimSpace(target), "(nothing)")
 }

@@ -282,6 +282,35 @@ func WorktreeChanged(commonDir, admin, dir string) string {
 	return ""
 }
 
+// PlaceFilesChanged says how the git files of the linked worktree at dir,
+// on branch (a full ref name), that its agent may write differ from what
+// git and flume wrote (A13): a config.worktree (its fsmonitor, hooks and
+// filters would run), the branch's own file made a symbolic ref, or its
+// HEAD (read from git's folder, never through dir/.git) naming another
+// branch. git run there, or a move of the branch, would follow them; ""
+// when they agree or git has no folder for dir. A detached HEAD (a rebase
+// under way) is still the place's; a missing one (a worktree git was
+// stopped making) and the files that tie the worktree to its repository
+// are WorktreeChanged's, judged where a half-made worktree is repaired.
+func PlaceFilesChanged(commonDir, dir, branch string) string {
+	admin := WorktreeAdmin(commonDir, dir)
+	if admin == "" {
+		return ""
+	}
+	if _, err := os.Lstat(filepath.Join(admin, "config.worktree")); err == nil {
+		return filepath.Join(admin, "config.worktree") + " exists: git in the work tree may read it"
+	}
+	if target := SymbolicTarget(commonDir, branch); target != "" {
+		return fmt.Sprintf("its branch %s is a symbolic ref to %s", strings.TrimPrefix(branch, "refs/heads/"), target)
+	}
+	var buf [512]byte
+	head, err := ReadSmall(filepath.Join(admin, "HEAD"), buf[:])
+	if ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: "); err == nil && ok && ref != branch {
+		return fmt.Sprintf("its HEAD names %s, not its branch %s", ref, strings.TrimPrefix(branch, "refs/heads/"))
+	}
+	return ""
+}
+
 // WorktreeBranch returns the branch (full ref name) checked out in the
 // worktree at path, "" when its HEAD is detached: path/.git names the
 // worktree's git folder, whose HEAD is read. A worktree that is not one of
