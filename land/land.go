@@ -183,7 +183,7 @@ func (l *Lander) notify(ctx context.Context, o *Outcome) {
 	if err != nil || p.Parent != nil {
 		return // a delegated place answers to its commissioner, not a person
 	}
-	cfg, err := l.r.Config(ctx, p.Base)
+	cfg, err := l.r.Config(ctx, p.ConfigRev())
 	if err != nil || cfg.Notify.Command == "" {
 		return
 	}

@@ -163,7 +163,7 @@ func Read(ctx context.Context, env *stage.Env, repoDir, only string) (*Table, er
 	book := NewPriceBook(env, repo)
 	unpriced := map[string]bool{}
 	for _, p := range places {
-		prices, err := book.At(ctx, p.Base)
+		prices, err := book.At(ctx, p.ConfigRev())
 		if err != nil {
 			return nil, err
 		}

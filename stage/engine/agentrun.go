@@ -168,7 +168,7 @@ func startStage(ctx context.Context, r *stage.Repository, rec *refs.Record, p *r
 // place ready again (prepareAgain); it returns the record as it then
 // stands.
 func readyToStart(ctx context.Context, r *stage.Repository, rec *refs.Record, p *record.Place) (*refs.Record, *stage.Config, error) {
-	cfg, err := r.Config(ctx, p.Base)
+	cfg, err := r.Config(ctx, p.ConfigRev())
 	if err != nil {
 		return rec, nil, err
 	}
@@ -291,13 +291,13 @@ func prepareRun(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.P
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := renderPrompt(ctx, repo, p.Base, p, st, cfg)
+	prompt, err := renderPrompt(ctx, repo, p.ConfigRev(), p, st, cfg)
 	if err != nil {
 		return nil, err
 	}
 	r := &stageRun{prog: prog}
 	if name := cfg.Stages[st.Name].Role; name != "" {
-		if r.role, err = stage.LoadRole(ctx, repo, p.Base, name); err != nil {
+		if r.role, err = stage.LoadRole(ctx, repo, p.ConfigRev(), name); err != nil {
 			return nil, err
 		}
 	}

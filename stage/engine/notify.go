@@ -86,7 +86,7 @@ func notify(ctx context.Context, r *stage.Repository, p *record.Place, i int) {
 	if i == len(p.Stages)-1 && (st.State == agentrun.StateDelivered || st.State == record.StateLanded || st.State == agentrun.StateCut) {
 		costs = endSummary(ctx, env, repo, p)
 	}
-	cfg, err := r.Config(ctx, p.Base)
+	cfg, err := r.Config(ctx, p.ConfigRev())
 	if err != nil {
 		return
 	}
@@ -181,7 +181,7 @@ func NotifyDelegated(ctx context.Context, r *stage.Repository, p *record.Place, 
 	if p.Parent != nil || p.Current >= len(p.Stages) {
 		return
 	}
-	cfg, err := r.Config(ctx, p.Base)
+	cfg, err := r.Config(ctx, p.ConfigRev())
 	if err != nil {
 		return
 	}

@@ -111,7 +111,7 @@ func Guard(ctx context.Context, env *stage.Env, repoDir, id string, in GuardInpu
 	if p.Current < len(p.Stages) {
 		st := p.Stages[p.Current]
 		if st.Role != "" {
-			if role, err = stage.LoadRole(ctx, repo, p.Base, st.Role); err != nil {
+			if role, err = stage.LoadRole(ctx, repo, p.ConfigRev(), st.Role); err != nil {
 				return err
 			}
 			if !role.AllowsTool(in.ToolName) {

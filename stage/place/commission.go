@@ -52,7 +52,7 @@ func checkDelegation(ctx context.Context, env *stage.Env, repo *git.Repo, store 
 	if p.Current >= len(p.Stages) || p.Stages[p.Current].Role == "" {
 		return nil, refuse("its stage names no role that delegates")
 	}
-	role, err := stage.LoadRole(ctx, repo, p.Base, p.Stages[p.Current].Role)
+	role, err := stage.LoadRole(ctx, repo, p.ConfigRev(), p.Stages[p.Current].Role)
 	if err != nil {
 		return nil, refuse(err.Error())
 	}

@@ -78,7 +78,7 @@ func makeLaunch(ctx context.Context, r *stage.Repository, opts LaunchOptions, st
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := r.Config(ctx, o.base)
+	cfg, err := r.Config(ctx, o.config)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func makeLaunch(ctx context.Context, r *stage.Repository, opts LaunchOptions, st
 		}
 	}
 	p := newPlace(env, opts, kind, o.main, o.target, o.base)
-	p.Parent = o.parent
+	p.Parent, p.ConfigAt = o.parent, o.config
 	if cfg.Run.Declared() {
 		// until its setup is recorded, the place says it lacks it.
 		p.Run = &record.RunSetup{Unfinished: true}
@@ -114,7 +114,9 @@ func makeLaunch(ctx context.Context, r *stage.Repository, opts LaunchOptions, st
 // place its link to the commissioner.
 type origin struct {
 	main, target, base string
-	parent             *record.Delegation
+	// config is the commit its configuration is read from (A13).
+	config string
+	parent *record.Delegation
 }
 
 // placeOrigin finds where a launch's place starts: from its commissioner's
@@ -135,8 +137,9 @@ func placeOrigin(ctx context.Context, env *stage.Env, repo *git.Repo, c *commiss
 	o := origin{main: mainPath}
 	if c != nil {
 		o.target, o.base, o.parent, err = delegate(ctx, env, repo, c, opts)
+		o.config = c.p.ConfigRev()
 	} else {
-		o.target, o.base, err = launchBase(ctx, repo, mainPath, opts)
+		o.target, o.base, o.config, err = launchBase(ctx, repo, mainPath, opts)
 	}
 	return o, err
 }
@@ -205,34 +208,37 @@ func checkLaunch(opts LaunchOptions) error {
 }
 
 // launchBase is the place's target branch (--target, else the main
-// checkout's branch) and its base commit (--from, else the target's tip).
-func launchBase(ctx context.Context, repo *git.Repo, mainPath string, opts LaunchOptions) (target, base string, err error) {
+// checkout's branch), its base commit (--from, else the target's tip) and
+// the commit its configuration is read from: the target's tip, whatever
+// --from names (A13).
+func launchBase(ctx context.Context, repo *git.Repo, mainPath string, opts LaunchOptions) (target, base, config string, err error) {
 	target = opts.Target
 	if target == "" {
 		branch, err := repo.WorktreeBranch(mainPath)
 		if err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
 		if branch == "" {
-			return "", "", fmt.Errorf("the main checkout %s is not on a branch; pass --target", mainPath)
+			return "", "", "", fmt.Errorf("the main checkout %s is not on a branch; pass --target", mainPath)
 		}
 		target = strings.TrimPrefix(branch, "refs/heads/")
 	}
 	base, err = repo.BranchCommit(ctx, "refs/heads/"+target)
 	if errors.Is(err, git.ErrNotExist) {
-		return "", "", fmt.Errorf("target branch %q does not exist (it needs a commit); pass --target", target)
+		return "", "", "", fmt.Errorf("target branch %q does not exist (it needs a commit); pass --target", target)
 	}
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
+	config = base
 	if opts.From != "" {
 		if base, err = repo.ResolveCommit(ctx, opts.From); errors.Is(err, git.ErrNotExist) {
-			return "", "", fmt.Errorf("--from %q names no commit", opts.From)
+			return "", "", "", fmt.Errorf("--from %q names no commit", opts.From)
 		} else if err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
 	}
-	return target, base, nil
+	return target, base, config, nil
 }
 
 // newPlace is the record a launch writes first (L1): phase making, its

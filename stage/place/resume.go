@@ -55,7 +55,7 @@ func (ps *Places) Resume(ctx context.Context, o ResumeOptions, term agent.Termin
 	if !a.Ended {
 		return refuse("run %d's agent is still up: git flume attach %s", n, p.ID)
 	}
-	cfg, err := r.Config(ctx, p.Base)
+	cfg, err := r.Config(ctx, p.ConfigRev())
 	if err != nil {
 		return err
 	}

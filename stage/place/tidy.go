@@ -415,9 +415,12 @@ func claimCommit(cs refs.ClaimState) string {
 // "". A failed removal is never followed by a recursive delete.
 func (w repoWorktrees) RemoveWithSteps(ctx context.Context, p *record.Place) (string, error) {
 	env, repo := w.env, w.repo
+	// The target's remove steps as it stands now; a delegated place's
+	// target is its commissioner's branch, an agent's, so its steps are
+	// those it was launched with (A13).
 	rev := "refs/heads/" + p.Target
-	if _, err := repo.ResolveCommit(ctx, rev); err != nil {
-		rev = p.Base
+	if _, err := repo.ResolveCommit(ctx, rev); err != nil || p.Parent != nil {
+		rev = p.ConfigRev()
 	}
 	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, rev, "")
 	if err != nil {

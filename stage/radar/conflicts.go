@@ -884,7 +884,7 @@ func notifyConflict(ctx context.Context, env *stage.Env, repo *git.Repo, p *reco
 	if p.Parent != nil {
 		return // a delegated place answers to its commissioner, not a person
 	}
-	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+	cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.ConfigRev(), env.UserConfig)
 	if err != nil || cfg.Notify.Command == "" {
 		return
 	}

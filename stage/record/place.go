@@ -55,6 +55,12 @@ type Place struct {
 	Branch    string `json:"branch"` // short name: <kind>/<name>
 	Base      string `json:"base"`
 	Target    string `json:"target"`
+	// ConfigAt is the commit its .flume/config (kinds, roles, prompts,
+	// steps, notifier) is read from (A13): its target's tip at launch, or
+	// its commissioner's ConfigAt for a delegated place; never a commit of
+	// an agent's branch that --from or a delegation starts it from. A
+	// record older than it has none: ConfigRev is then its base.
+	ConfigAt string `json:"configAt,omitempty"`
 	Brief     string `json:"brief"`
 	Agent     string `json:"agent,omitempty"`
 	// Pane is where the place's agents run (tmux, herdr or print), as
@@ -371,4 +377,12 @@ func AgentPaneHost(a *run.Agent) string {
 		return "tmux"
 	}
 	return a.PaneHost
+}
+
+// ConfigRev is the commit place p's configuration is read from (A13).
+func (p *Place) ConfigRev() string {
+	if p.ConfigAt != "" {
+		return p.ConfigAt
+	}
+	return p.Base
 }

@@ -119,6 +119,9 @@ func placeState(_ string, p *Place) error {
 	if !git.IsObjectID(p.Base) {
 		return fmt.Errorf("base %q is not a full object id", p.Base)
 	}
+	if p.ConfigAt != "" && !git.IsObjectID(p.ConfigAt) {
+		return fmt.Errorf("configAt %q is not a full object id", p.ConfigAt)
+	}
 	if err := git.CheckRefName("refs/heads/" + p.Target); err != nil || p.Target == "" {
 		return fmt.Errorf("target %q is not a branch name", p.Target)
 	}

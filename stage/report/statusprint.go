@@ -238,7 +238,7 @@ func spent(ctx context.Context, book *cost.PriceBook, commonDir string, p *recor
 		return // removed, or not written yet
 	}
 	ss.Tokens = u.Sum()
-	if prices, err := book.At(ctx, p.Base); err == nil {
+	if prices, err := book.At(ctx, p.ConfigRev()); err == nil {
 		ss.Cost, _, _ = cost.OfUsage(u, prices)
 	}
 }

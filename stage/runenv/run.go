@@ -536,7 +536,7 @@ func PlaceEnv(ctx context.Context, env *stage.Env, o EnvOptions) ([]string, []re
 		return nil, nil, &stage.RefusedError{Place: p.ID, Reason: "a place of host " + p.Host + ": only its own host copies its env files"}
 	}
 	if lacking != "" {
-		cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.Base, env.UserConfig)
+		cfg, err := stage.LoadConfig(ctx, env.Runner, repo, p.ConfigRev(), env.UserConfig)
 		if err != nil {
 			return nil, nil, err
 		}
