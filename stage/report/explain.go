@@ -116,6 +116,9 @@ func explainStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *re
 	}
 	x.Why = why(p, st, seen)
 	x.Evidence = evidence(ctx, env, repo, p, st, seen, away)
+	if local && p.Phase == record.PhaseMade && branchGone(ctx, repo, p) {
+		x.Evidence = append(x.Evidence, Evidence{Source: "branch", Text: p.Branch + " is gone: deleted outside flume; its work is what " + p.Path + " holds"})
+	}
 	if local {
 		x.Evidence = append(x.Evidence, worktreeEvidence(ctx, env, repo, store, p)...)
 	}

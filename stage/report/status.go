@@ -55,6 +55,10 @@ type PlaceStatus struct {
 	// its stage's state is as it was when its work ended.
 	Tidied   string `json:"tidied,omitempty"`
 	Worktree string `json:"worktree"` // present, missing, removed, elsewhere
+	// BranchGone is set when a made place's branch is no longer in the
+	// repository (deleted outside flume): its work is what its worktree
+	// holds.
+	BranchGone bool `json:"branchGone,omitempty"`
 	// Run is what the place was given to run: its ports, its env files;
 	// null when its repository declares no [run].
 	Run *record.RunSetup `json:"run"`
@@ -582,6 +586,7 @@ func (r *statusReader) place(ctx context.Context, rec *refs.Record) (*PlaceStatu
 		ps.Stage.Next = engine.NextStep(&p, agentStateOf(ps.Agent))
 	}
 	ps.Worktree, ps.Foreign = r.worktree(&p)
+	ps.BranchGone = !ps.Foreign && p.Phase == record.PhaseMade && branchGone(ctx, r.repo, &p)
 	return &ps, problem, nil
 }
 
@@ -615,6 +620,12 @@ func (r *statusReader) worktree(p *record.Place) (state string, foreign bool) {
 		return "removed", false
 	}
 	return "missing", false
+}
+
+// branchGone says whether place p's branch is no longer in the repository.
+func branchGone(ctx context.Context, repo *git.Repo, p *record.Place) bool {
+	_, err := repo.ResolveRef(ctx, p.BranchRef())
+	return errors.Is(err, git.ErrNotExist)
 }
 
 // agentStateOf is a's state; "" when there is no agent.

@@ -111,6 +111,9 @@ func reasonNotes(p *PlaceStatus) []string {
 	if p.Worktree != "present" && !p.Foreign {
 		notes = append(notes, "worktree "+p.Worktree)
 	}
+	if p.BranchGone {
+		notes = append(notes, "branch "+p.Branch+" gone: deleted outside flume")
+	}
 	if p.Stage.Need != "" {
 		notes = append(notes, "needs: "+words.OneLine(p.Stage.Need))
 	}

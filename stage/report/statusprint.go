@@ -110,6 +110,9 @@ func placeNotes(p *PlaceStatus) []string {
 	if p.Worktree != "present" && !p.Foreign {
 		notes = append(notes, "worktree "+p.Worktree)
 	}
+	if p.BranchGone {
+		notes = append(notes, "branch "+p.Branch+" gone: deleted outside flume")
+	}
 	if p.Kept != nil {
 		notes = append(notes, "kept: "+*p.Kept)
 	}
