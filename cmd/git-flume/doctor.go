@@ -4,7 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-flume/git-flume/internal/jsonfmt"
-	"github.com/git-flume/git-flume/stage/place"
+	"github.com/git-flume/git-flume/stage/doctor"
 	"github.com/git-flume/git-flume/stage/report"
 )
 
@@ -24,7 +24,7 @@ func doctorCommand(a *app) *cli.Command {
 			if on := c.String("on"); on != "" {
 				return a.onRunner(c, on)
 			}
-			d, err := place.Diagnose(c.Context, a.stageEnv(), c.String("repo"))
+			d, err := doctor.Diagnose(c.Context, a.stageEnv(), c.String("repo"))
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 
 	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/sandbox"
+	"github.com/git-flume/git-flume/internal/sidedoor"
 )
 
 var update = flag.Bool("update", false, "rewrite testscript files with actual output")
@@ -43,6 +44,9 @@ func TestMain(m *testing.M) {
 		},
 		"fake-claude": func() { fakeClaude(); os.Exit(0) },
 		"mcp-client":  func() { os.Exit(mcpClient()) },
+		// side-door NAME tries one side door out of an agent's boundary
+		// (internal/sidedoor): exit 0 where it got through.
+		"side-door": func() { os.Exit(sideDoor(os.Args[1:])) },
 	})
 }
 
@@ -223,4 +227,23 @@ func hermetic(e *testscript.Env) error {
 		}
 	})
 	return os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o644)
+}
+
+// sideDoor tries the side doors named, as an agent's shell would run a
+// program that opens them: 0 when every one got through, 1 with the
+// kernel's answer otherwise.
+func sideDoor(names []string) int {
+	probes := sidedoor.Probes()
+	for _, name := range names {
+		err, ok := probes[name]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "side-door: no probe %q\n", name)
+			return 2
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "side-door: %s: %v\n", name, err)
+			return 1
+		}
+	}
+	return 0
 }

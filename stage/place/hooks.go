@@ -195,3 +195,9 @@ func HookAdvance(hook, cwd string, sandboxed bool) (args []string, dir string) {
 	}
 	return nil, ""
 }
+
+// HookInstalled reports whether the hook name in dir is one flume wrote.
+func HookInstalled(dir, name string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	return err == nil && bytes.Contains(data, []byte(hookMarker))
+}

@@ -18,13 +18,13 @@ import (
 	"github.com/git-flume/git-flume/internal/words"
 	"github.com/git-flume/git-flume/land"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage/doctor"
 	"github.com/git-flume/git-flume/stage/engine"
-	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/record"
 )
 
 // WriteDoctor writes what doctor found, a line a check.
-func WriteDoctor(w io.Writer, d *place.Doctor) {
+func WriteDoctor(w io.Writer, d *doctor.Doctor) {
 	fmt.Fprintf(w, "git %s\n", d.Git)
 	if d.PaneHostProblem != "" {
 		fmt.Fprintf(w, "pane host %s: missing: %s\n", d.PaneHost, d.PaneHostProblem)

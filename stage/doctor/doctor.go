@@ -1,11 +1,6 @@
-// git flume doctor: what a stage needs on this machine, checked
-// before a first launch — git, a pane host, the hooks, and per agent
-// program whether it can start here unattended and what to set up.
-
-package place
+package doctor
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"os"
@@ -17,6 +12,7 @@ import (
 	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/runenv"
 )
@@ -92,8 +88,8 @@ func Diagnose(ctx context.Context, env *stage.Env, repoDir string) (*Doctor, err
 		d.CopyOnWrite, d.CopyOnWriteProblem = runenv.CloneProbe(filepath.Join(repo.CommonDir, "flume", "tmp"))
 		if dir, err := repo.HooksDir(ctx); err == nil {
 			d.Hooks = true
-			for _, h := range Hooks {
-				d.Hooks = d.Hooks && hasHook(dir, h.Name)
+			for _, h := range place.Hooks {
+				d.Hooks = d.Hooks && place.HookInstalled(dir, h.Name)
 			}
 		}
 		if cfg, err := stage.LoadConfig(ctx, env.Runner, repo, "HEAD", env.UserConfig); err == nil {
@@ -127,9 +123,4 @@ func Diagnose(ctx context.Context, env *stage.Env, repoDir string) (*Doctor, err
 	}
 	wg.Wait()
 	return d, nil
-}
-
-func hasHook(dir, name string) bool {
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	return err == nil && bytes.Contains(data, []byte(hookMarker))
 }
