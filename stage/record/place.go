@@ -61,8 +61,8 @@ type Place struct {
 	// an agent's branch that --from or a delegation starts it from. A
 	// record older than it has none: ConfigRev is then its base.
 	ConfigAt string `json:"configAt,omitempty"`
-	Brief     string `json:"brief"`
-	Agent     string `json:"agent,omitempty"`
+	Brief    string `json:"brief"`
+	Agent    string `json:"agent,omitempty"`
 	// Pane is where the place's agents run (tmux, herdr or print), as
 	// chosen at launch; "" means each command's own default. Every stage
 	// starts there, whichever shell starts it.
