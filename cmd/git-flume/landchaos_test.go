@@ -136,8 +136,14 @@ func (c *chaos) must(dir string, extra []string, name string, args ...string) st
 
 const chaosCheck = `# a place's .bad file fails the check, and one run in seven fails at random;
 # while both hosts land at once, each check takes a while, so that the
-# second lander finds the first one holding main's queue
+# second lander finds the first one holding main's queue; while main is
+# moved during a land, the check says it has started and waits for the move
 [ -f "$HOME/slow" ] && sleep 0.15
+if [ -f "$HOME/hold" ]; then
+	: > "$HOME/signal/checking"
+	n=0
+	while [ ! -f "$HOME/signal/moved" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done
+fi
 if git ls-files | grep -q '\.bad$'; then echo "found a bad file"; exit 1; fi
 if [ ! -f "$HOME/steady" ] && [ "$(od -An -N1 -tu1 /dev/urandom | tr -d ' ')" -lt 36 ]; then echo "flaked"; exit 1; fi
 echo ok
@@ -152,7 +158,7 @@ func (c *chaos) setUp() {
 	if err := os.MkdirAll(filepath.Join(seed, ".flume"), 0o755); err != nil {
 		c.ts.Fatalf("%v", err)
 	}
-	writeFile(c.ts, filepath.Join(seed, ".flume", "config"), "[land]\n\tcheck = sh check.sh\n\tremote = origin\n\tbatch = 4\n")
+	writeFile(c.ts, filepath.Join(seed, ".flume", "config"), "[land]\n\tcheck = sh check.sh\n\tremote = origin\n\tbatch = 4\n\tcache = ~/signal\n")
 	writeFile(c.ts, filepath.Join(seed, "check.sh"), chaosCheck)
 	c.must(seed, nil, "git", "add", ".")
 	c.must(seed, nil, "git", "commit", "-q", "-m", "init")
@@ -288,17 +294,47 @@ func (c *chaos) startLand(h *chaosHost, vars []string) (*exec.Cmd, *bytes.Buffer
 	return cmd, out
 }
 
-// landWhileMoved submits work on h and runs h's lander, its checks slow,
-// and moves main by hand while it runs.
+// landWhileMoved submits work on h, runs h's lander and moves main by
+// hand while its first check runs: the check says it has started
+// (chaosCheck) and waits for the move, so the proof it gives names a
+// tip main has left, however loaded the machine.
 func (c *chaos) landWhileMoved(h *chaosHost) string {
 	c.work1(h)
-	defer c.slowChecks()()
+	home := c.ts.Getenv("HOME")
+	checking, moved := filepath.Join(home, "signal", "checking"), filepath.Join(home, "signal", "moved")
+	for _, p := range []string{checking, moved} {
+		_ = os.Remove(p)
+	}
+	hold := filepath.Join(home, "hold")
+	writeFile(c.ts, hold, "")
+	defer func() {
+		for _, p := range []string{hold, checking, moved} {
+			_ = os.Remove(p)
+		}
+	}()
 	cmd, out := c.startLand(h, h.vars())
-	time.Sleep(time.Duration(c.rnd.IntN(150)) * time.Millisecond)
-	moved := c.moveByHand()
-	_ = cmd.Wait()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	waited := "before its check"
+wait:
+	for deadline := time.After(30 * time.Second); ; {
+		if fileExists(checking) {
+			waited = "during its check"
+			break
+		}
+		select {
+		case <-done:
+			break wait
+		case <-deadline:
+			break wait
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	what := c.moveByHand()
+	writeFile(c.ts, moved, "")
+	<-done
 	c.count(out.String())
-	return h.name + " lands, and " + moved + " meanwhile"
+	return h.name + " lands, and " + what + " " + waited
 }
 
 // landBoth submits work on both hosts and runs both hosts' landers at
