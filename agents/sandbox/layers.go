@@ -40,7 +40,10 @@ func Layers() []Layer {
 	if why := Unavailable(); why != "" {
 		ll.Held, ll.Why = false, why
 	}
-	objects := Layer{Name: LayerObjects, Why: "not built: an agent writes new objects into the repository's shared store"}
+	objects := Layer{Name: LayerObjects, Held: view.Held, Why: "new objects in a folder of its own, the shared store read-only in its view; flume hashes each again as it takes them in"}
+	if !view.Held {
+		objects.Why = "it needs its own view: an agent writes new objects into the repository's shared store"
+	}
 	return []Layer{view, filter, ll, objects}
 }
 
@@ -94,7 +97,7 @@ func filterUnavailable() string {
 }
 
 // Held names the layers a sandbox entered holds, for a run's record:
-// "own view, seccomp, Landlock".
+// "own view, seccomp, Landlock, private objects".
 func (s *Sandbox) Held() string {
 	if s == nil {
 		return ""
@@ -102,6 +105,9 @@ func (s *Sandbox) Held() string {
 	names := []string{LayerFilter, LayerLandlock}
 	if s.View {
 		names = append([]string{LayerView}, names...)
+		if len(s.Objects) > 0 {
+			names = append(names, LayerObjects)
+		}
 	}
 	return strings.Join(names, ", ")
 }

@@ -34,7 +34,22 @@ type Sandbox struct {
 	// View: the agent gets its own view of the machine too (A13's first
 	// layer), where all else is read-only.
 	View bool
+	// Objects are the object stores the agent writes only a folder of
+	// its own for, in its view (A13's private objects).
+	Objects []ObjectStore
 }
+
+// ObjectStore is a repository's shared object store and the agent's own
+// folder beside it. In the agent's view, Own is mounted where Shared is,
+// and Shared beneath it, read-only, at Below(Shared), named in Own as
+// its alternate: the agent's git reads every shared object and writes
+// new ones in Own alone. flume takes them into the shared store
+// (internal/git/ownobjects), where each is hashed again.
+type ObjectStore struct{ Shared, Own string }
+
+// Below is where, in the agent's view, the shared store at shared shows,
+// read-only, beneath the agent's own folder.
+func Below(shared string) string { return filepath.Join(shared, "shared") }
 
 // AddWorktree lets the sandbox write what a commit on branch (a full ref
 // name) in the linked worktree at tree writes: the tree, the repository's
@@ -46,8 +61,16 @@ func (s *Sandbox) AddWorktree(commonDir, admin, tree, branch string) error {
 	if info, err := os.Stat(refDir); err != nil || !info.IsDir() {
 		return fmt.Errorf("branch %s has no folder %s to commit through", strings.TrimPrefix(branch, "refs/heads/"), refDir)
 	}
-	s.Dirs = append(s.Dirs, tree, filepath.Join(commonDir, "objects"), admin, refDir)
+	objects := filepath.Join(commonDir, "objects")
+	s.Dirs = append(s.Dirs, tree, objects, admin, refDir)
 	s.Files = append(s.Files, ondisk.ReflogPath(commonDir, branch))
+	if !slices.ContainsFunc(s.Objects, func(o ObjectStore) bool { return o.Shared == objects }) {
+		own := ondisk.OwnObjects(commonDir, admin)
+		if err := prepareOwn(own, objects); err != nil {
+			return fmt.Errorf("the agent's own object folder %s: %w", own, err)
+		}
+		s.Objects = append(s.Objects, ObjectStore{Shared: objects, Own: own})
+	}
 	return nil
 }
 
@@ -141,6 +164,9 @@ func (s *Sandbox) Wrap(exe string) []string {
 	}
 	if s.View {
 		out = append(out, "--view")
+		for _, o := range s.Objects {
+			out = append(out, "--objects", o.Shared, o.Own)
+		}
 	}
 	return append(out, "--")
 }
@@ -166,6 +192,10 @@ func parse(args []string) (s Sandbox, argv []string, inner bool, err error) {
 		case args[0] == inNamespace:
 			inner = true
 			args = args[1:]
+			continue
+		case len(args) >= 3 && args[0] == "--objects":
+			s.Objects = append(s.Objects, ObjectStore{Shared: args[1], Own: args[2]})
+			args = args[3:]
 			continue
 		case args[0] == "--":
 			if len(args) == 1 {

@@ -155,6 +155,17 @@ func (s Sandbox) viewSteps(environ []string) ([]mountStep, error) {
 			steps = append(steps, mountStep{path: h, kind: stepHidden})
 		}
 	}
+	for _, o := range s.Objects {
+		shared := filepath.Clean(o.Shared)
+		if seen[shared] {
+			continue
+		}
+		seen[shared] = true
+		var err error
+		if steps, err = objectSteps(steps, shared, o.Own); err != nil {
+			return steps, err
+		}
+	}
 	for _, w := range slices.Concat(s.Dirs, s.Files) {
 		w = filepath.Clean(w)
 		if seen[w] {
@@ -208,6 +219,28 @@ func tempSteps(steps []mountStep, t string) ([]mountStep, error) {
 		steps = append(steps, st)
 	}
 	return steps, nil
+}
+
+// objectSteps adds an object store's steps to steps: the agent's own
+// folder where the shared store is, and the shared store beneath it,
+// read-only (ObjectStore). The own folder's mount point for the shared
+// store must be a folder: a link there would take it elsewhere.
+func objectSteps(steps []mountStep, shared, own string) ([]mountStep, error) {
+	if info, err := os.Lstat(filepath.Join(own, filepath.Base(Below(shared)))); err != nil || !info.IsDir() {
+		return steps, fmt.Errorf("view: %s is not as flume made it", own)
+	}
+	mine, err := copyOf(own, stepWritable)
+	if err != nil {
+		return steps, fmt.Errorf("view: %s: %w", own, err)
+	}
+	mine.path = shared
+	below, err := copyOf(shared, stepShow)
+	if err != nil {
+		unix.Close(mine.fd)
+		return steps, fmt.Errorf("view: %s: %w", shared, err)
+	}
+	below.path = Below(shared)
+	return append(steps, mine, below), nil
 }
 
 func depth(p string) int { return strings.Count(p, "/") }

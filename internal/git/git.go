@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,6 +141,7 @@ type call struct {
 	dir      string
 	args     []string
 	stdin    []byte
+	in       io.Reader // stdin, streamed
 	readOnly bool
 	env      []string
 }
@@ -150,6 +152,8 @@ func (r *Runner) run(ctx context.Context, c call) ([]byte, error) {
 	cmd.Env = r.env(c.readOnly, c.env...)
 	if c.stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.stdin)
+	} else if c.in != nil {
+		cmd.Stdin = c.in
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout

@@ -36,6 +36,13 @@ func (repo *Repo) WriteBlob(ctx context.Context, data []byte) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// IndexPack takes the pack read from in into the object store: git
+// hashes every object in it and checks each as fsck does.
+func (repo *Repo) IndexPack(ctx context.Context, in io.Reader) error {
+	_, err := repo.r.run(ctx, call{dir: repo.Dir, args: []string{"index-pack", "--stdin", "--fsck-objects"}, in: in})
+	return err
+}
+
 // WriteTree stores a flat tree of regular files and returns its id.
 func (repo *Repo) WriteTree(ctx context.Context, entries []TreeEntry) (string, error) {
 	if w := repo.writes(); inProcess(w) {

@@ -2,8 +2,10 @@ package place
 
 import (
 	"context"
+	"os"
 
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
@@ -84,7 +86,25 @@ func (w repoWorktrees) Dirty(ctx context.Context, path string) ([]string, error)
 }
 
 func (w repoWorktrees) Remove(ctx context.Context, path string) error {
-	return w.repo.RemoveWorktree(ctx, path, false)
+	return removeTree(ctx, w.repo, path, "")
+}
+
+// removeTree removes the worktree at path (place id's, "" where not
+// known) with git: what its agent wrote in its own object folder is taken
+// into the shared store first, and the folder goes after (A13). Where
+// the objects cannot be taken in, nothing is removed.
+func removeTree(ctx context.Context, repo *git.Repo, path, id string) error {
+	admin := ondisk.WorktreeAdmin(repo.CommonDir, path)
+	if err := engine.TakeOwnObjects(ctx, repo, path, id); err != nil {
+		return err
+	}
+	if err := repo.RemoveWorktree(ctx, path, false); err != nil {
+		return err
+	}
+	if admin != "" {
+		_ = os.RemoveAll(ondisk.OwnObjects(repo.CommonDir, admin))
+	}
+	return nil
 }
 
 func (w repoWorktrees) DeleteBranch(ctx context.Context, ref, old string) error {

@@ -437,7 +437,7 @@ func (w repoWorktrees) RemoveWithSteps(ctx context.Context, p *record.Place) (st
 			return fmt.Sprintf("remove step %q exited %d", failure.Step, failure.Exit), nil
 		}
 	}
-	if err := repo.RemoveWorktree(ctx, p.Path, false); err != nil {
+	if err := removeTree(ctx, repo, p.Path, p.ID); err != nil {
 		return "git worktree remove failed: " + words.FirstLine(err.Error()), nil
 	}
 	return "", nil

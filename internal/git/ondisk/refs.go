@@ -353,3 +353,10 @@ func SymbolicTarget(commonDir, ref string) string {
 	}
 	return cmp.Or(strings.TrimSpace(target), "(nothing)")
 }
+
+// OwnObjects is the object folder of its own an agent in the linked
+// worktree whose folder in git is admin writes new objects in (A13): in
+// flume's folder of the repository, named as git names the worktree.
+func OwnObjects(commonDir, admin string) string {
+	return filepath.Join(commonDir, "flume", "objects", filepath.Base(admin))
+}
