@@ -123,6 +123,7 @@ func workerSandbox(env *Env, ws *Workspace, prog agent.Program) (*sandbox.Sandbo
 	if err == nil {
 		var sb *sandbox.Sandbox
 		if sb, err = sandbox.ForTrees(env.CallerEnv, trees, dirs, files); err == nil {
+			sb.Objects = nil // nothing takes a worker's own objects in yet: it writes the shared stores (A13)
 			return sb, ""
 		}
 	}
