@@ -127,3 +127,67 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 		}
 	}
 }
+
+// noTempVarsProbe is viewProbe's part that matters where TMPDIR,
+// XDG_RUNTIME_DIR and TMUX_TMPDIR are unset: the place is under /tmp.
+const noTempVarsProbe = `
+try() { what=$1; shift; if "$@" 2>/dev/null; then echo "$what: ok"; else echo "$what: refused"; fi; }
+try 'write its place' sh -c "echo x > $D/in/a"
+try 'write beside its place' sh -c "echo x > $D/outside"
+try 'write a temp file' sh -c "echo x > /tmp/$NEW"
+try 'write /var/tmp' sh -c "echo x > /var/tmp/$NEW"
+try 'see flume.s runtime folder' test -e /tmp/flume-` + "`id -u`" + `
+try 'see tmux.s socket folder' test -e /tmp/tmux-` + "`id -u`" + `
+`
+
+// TestViewWithNoTempVariables_A13: with TMPDIR, XDG_RUNTIME_DIR and
+// TMUX_TMPDIR unset and the place under /tmp (where flume's runtime
+// folder and tmux's sockets then are), the view alone still lets it write
+// its place alone, /tmp and /var/tmp its own, and hides flume's and
+// tmux's folders.
+func TestViewWithNoTempVariables_A13(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "flume-view-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	os.Mkdir(filepath.Join(dir, "in"), 0o755)
+	os.WriteFile(filepath.Join(dir, "outside"), []byte("keep"), 0o644)
+	for _, d := range []string{"/tmp/flume-" + strconv.Itoa(os.Getuid()), "/tmp/tmux-" + strconv.Itoa(os.Getuid())} {
+		if err := os.Mkdir(d, 0o700); err == nil {
+			t.Cleanup(func() { os.Remove(d) })
+		}
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "TMPDIR" && name != "XDG_RUNTIME_DIR" && name != "TMUX_TMPDIR" {
+			env = append(env, kv)
+		}
+	}
+	newName := filepath.Base(dir) + "-new"
+	s := Sandbox{Dirs: []string{filepath.Join(dir, "in")}, View: true}
+	cmd := exec.Command(os.Args[0], append(s.Wrap(os.Args[0])[1:], "sh", "-c", noTempVarsProbe)...)
+	cmd.Env = append(env, "SANDBOX_VIEW_ALONE=1", "D="+dir, "NEW="+newName)
+	cmd.Dir = filepath.Join(dir, "in")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("probe: %v\n%s", err, out)
+	}
+	want := map[string]string{"write its place": "ok", "write a temp file": "ok", "write /var/tmp": "ok",
+		"write beside its place": "refused", "see flume.s runtime folder": "refused", "see tmux.s socket folder": "refused"}
+	for what, res := range want {
+		if !strings.Contains(string(out), what+": "+res+"\n") {
+			t.Errorf("%s: want %s\n%s", what, res, out)
+		}
+	}
+	for _, p := range []string{"/tmp/" + newName, "/var/tmp/" + newName} {
+		if _, err := os.Stat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("%s, written in its view, is seen outside", p)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "outside")); string(b) != "keep" {
+		t.Errorf("the file beside its place holds %q", b)
+	}
+}
