@@ -59,6 +59,11 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	defer lock.Unlock()
 	l.held = map[string]string{}
 	defer l.letGo(ctx)
+	// the candidates merge places' commits, whose objects may wait in
+	// their agents' own folders (A13)
+	if err := stage.TakeAllOwnObjects(ctx, l.r.Git); err != nil {
+		return nil, err
+	}
 	all, err := l.entries(ctx)
 	if err != nil {
 		return nil, err

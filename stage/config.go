@@ -62,6 +62,10 @@ type Config struct {
 	// its own temp folder ([land] cache, absolute or under ~/; Q13): a
 	// build's or a package manager's cache.
 	LandCaches []string
+	// ReadyCaches are the folders a readying step behind the boundary (a
+	// place started from an agent's commit, A13) may write besides its
+	// place: [ready] cache, as [land] cache.
+	ReadyCaches []string
 	// Runners are the runners places may be launched on (launch --on),
 	// by name: the user's declaration of a name wins over the
 	// repository's.
@@ -198,6 +202,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 		switch {
 		case section == "land" && name != "check" && name != "shell" && repoFile:
 			err = c.applyLand(name, e.Value)
+		case section == "ready" && name == "cache" && repoFile:
+			err = cacheValue(&c.ReadyCaches, "ready", e.Value)
 		case steps[section] != nil && repoFile:
 			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:
@@ -320,11 +326,17 @@ func (c *Config) applyLand(name, value string) error {
 	case "merge":
 		return c.applyLandMerge(value)
 	case "cache":
-		if !filepath.IsAbs(value) && !strings.HasPrefix(value, "~/") {
-			return fmt.Errorf("[land] cache = %q: want an absolute folder or one under ~/", value)
-		}
-		c.LandCaches = append(c.LandCaches, value)
+		return cacheValue(&c.LandCaches, "land", value)
 	}
+	return nil
+}
+
+// cacheValue adds a section's cache folder: absolute, or under ~/.
+func cacheValue(into *[]string, section, value string) error {
+	if !filepath.IsAbs(value) && !strings.HasPrefix(value, "~/") {
+		return fmt.Errorf("[%s] cache = %q: want an absolute folder or one under ~/", section, value)
+	}
+	*into = append(*into, value)
 	return nil
 }
 

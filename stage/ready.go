@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
@@ -43,10 +44,11 @@ func (e *StepFailure) Error() string {
 	return fmt.Sprintf("step %q exited %d", e.Step, e.Exit)
 }
 
-// RunSteps runs steps in order in dir, streaming each line of output to out
-// with the step's name and appending everything to the log. It stops at the
-// first failure and returns it as a *StepFailure.
-func RunSteps(ctx context.Context, steps []Step, dir string, env []string, what string, out io.Writer, log io.Writer) error {
+// RunSteps runs steps in order in dir, each behind wrap (the start of its
+// command line, sandbox.ForStep; nil: none), streaming each line of
+// output to out with the step's name and appending everything to the
+// log. It stops at the first failure and returns it as a *StepFailure.
+func RunSteps(ctx context.Context, wrap []string, steps []Step, dir string, env []string, what string, out io.Writer, log io.Writer) error {
 	for i, st := range steps {
 		fmt.Fprintf(out, "%s %d/%d: %s\n", what, i+1, len(steps), st.Command)
 		fmt.Fprintf(log, "== %s %d/%d: %s\n", what, i+1, len(steps), st.Command)
@@ -55,6 +57,7 @@ func RunSteps(ctx context.Context, steps []Step, dir string, env []string, what 
 			return &StepFailure{Step: st.Command, Exit: proc.NotFound, Tail: err.Error()}
 		}
 		tail := &tailWriter{prefix: "  " + what + ": ", out: out, log: log}
+		argv = append(wrap[:len(wrap):len(wrap)], argv...)
 		code, err := proc.RunStep(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: dir, Env: env, Stdout: tail, Stderr: tail})
 		tail.flush()
 		if err != nil {
@@ -163,10 +166,24 @@ func OpenLog(commonDir, id string) (*os.File, error) {
 	return os.OpenFile(filepath.Join(dir, "place.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 }
 
-// Ready runs the readying steps in a place and records the outcome with it
-// (L2). A failure is recorded and returned as a *StepFailure; the place
-// stays.
-func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, steps []Step) (*refs.Record, error) {
+// Ready runs the readying steps of cfg in a place and records the
+// outcome with it (L2). A place started from a commit other than the one
+// its configuration is read at (--from, a delegated child) holds an
+// agent's code, which its steps run: they run behind an agent's boundary
+// (A13), writing the place and [ready] cache alone. A failure is
+// recorded and returned as a *StepFailure; the place stays.
+func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec *refs.Record, p *record.Place, cfg *Config) (*refs.Record, error) {
+	steps := cfg.Ready
+	stepEnv := StepEnv(env.CallerEnv, p)
+	var wrap []string
+	boundary := ""
+	if p.Base != p.ConfigRev() {
+		var err error
+		if boundary, wrap, err = sandbox.ForStep(env.Engine.Sandbox, repo.CommonDir, p.Path, cfg.ReadyCaches, stepEnv); err != nil {
+			return nil, fmt.Errorf("readying %s: [ready] %w", p.ID, err)
+		}
+		fmt.Fprintf(env.Out, "ready: its tree is an agent's: the steps run behind %s\n", boundaryName(boundary))
+	}
 	p.Ready = &record.ReadyResult{Steps: len(steps), Running: env.Self()}
 	if _, err := record.SavePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
 		return nil, err
@@ -176,8 +193,8 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 		return nil, err
 	}
 	defer log.Close()
-	runErr := RunSteps(ctx, steps, p.Path, StepEnv(env.CallerEnv, p), "ready", env.Out, log)
-	result := &record.ReadyResult{OK: runErr == nil, Steps: len(steps)}
+	runErr := RunSteps(ctx, wrap, steps, p.Path, stepEnv, "ready", env.Out, log)
+	result := &record.ReadyResult{OK: runErr == nil, Steps: len(steps), Boundary: boundary}
 	msg := "ready " + p.ID + ": ok"
 	var failure *StepFailure
 	if errors.As(runErr, &failure) {
@@ -198,4 +215,13 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 		return rec, fmt.Errorf("readying %s: %w", p.ID, runErr)
 	}
 	return rec, nil
+}
+
+// boundaryName is a step boundary's note as a line says it: its layers,
+// or none and why.
+func boundaryName(b string) string {
+	if why, ok := strings.CutPrefix(b, "off: "); ok {
+		return "no boundary (" + why + ")"
+	}
+	return b
 }

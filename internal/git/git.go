@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/git-flume/git-flume/internal/git/gitconfig"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
 	"github.com/git-flume/git-flume/internal/proc"
 )
 
@@ -143,13 +144,24 @@ type call struct {
 	stdin    []byte
 	in       io.Reader // stdin, streamed
 	readOnly bool
+	common   string // the repository's common folder: a read sees its agents' own objects
 	env      []string
 }
+
+// writesObjects are the reads that write objects: an object an agent
+// planted in its own folder under an id git is about to write would be
+// taken for it, so they never see those folders (A13).
+var writesObjects = map[string]bool{"merge-tree": true}
 
 func (r *Runner) run(ctx context.Context, c call) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, r.program(), c.args...)
 	cmd.Dir = c.dir
 	cmd.Env = r.env(c.readOnly, c.env...)
+	if c.readOnly && c.common != "" && !writesObjects[c.args[0]] {
+		if own := ondisk.OwnObjectFolders(c.common); len(own) > 0 {
+			cmd.Env = append(cmd.Env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+strings.Join(own, ":"))
+		}
+	}
 	if c.stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.stdin)
 	} else if c.in != nil {
@@ -326,7 +338,7 @@ func (repo *Repo) ZeroID() string {
 }
 
 func (repo *Repo) read(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	return repo.r.run(ctx, call{dir: repo.Dir, args: args, stdin: stdin, readOnly: true})
+	return repo.r.run(ctx, call{dir: repo.Dir, args: args, stdin: stdin, readOnly: true, common: repo.CommonDir})
 }
 
 func (repo *Repo) write(ctx context.Context, stdin []byte, env []string, args ...string) ([]byte, error) {

@@ -536,7 +536,7 @@ func (r *Runner) ConfigIn(ctx context.Context, dir string) ([]gitconfig.Entry, e
 // inTree is call c in the work tree at dir, a linked worktree's folders named
 // outright: git reads no dir/.git or commondir its agent wrote (A12).
 func (repo *Repo) inTree(dir string, c call) call {
-	c.dir = dir
+	c.dir, c.common = dir, repo.CommonDir
 	if admin := repo.worktreeAdmin(dir); admin != "" {
 		c.env = append(c.env[:len(c.env):len(c.env)], "GIT_DIR="+admin, "GIT_COMMON_DIR="+repo.CommonDir, "GIT_WORK_TREE="+dir)
 	}

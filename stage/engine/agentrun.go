@@ -198,7 +198,7 @@ func readyAgain(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs
 		return rec, nil
 	}
 	var failure *stage.StepFailure
-	rec, err := stage.Ready(ctx, env, repo, store, rec, p, cfg.Ready)
+	rec, err := stage.Ready(ctx, env, repo, store, rec, p, cfg)
 	if err != nil && !errors.As(err, &failure) {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func Advance(ctx context.Context, r *stage.Repository, id string) (*record.Place
 			}
 			p = cur
 			if n == 0 && p.Host == env.Host {
-				if err := TakeOwnObjects(ctx, repo, p.Path, p.ID); err != nil {
+				if err := stage.TakeOwnObjects(ctx, repo, p.Path, p.ID); err != nil {
 					return err
 				}
 				if err := stage.CheckHome(ctx, env, repo, p); err != nil {

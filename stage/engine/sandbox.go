@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,8 +11,6 @@ import (
 	"github.com/git-flume/git-flume/agents/sandbox"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
-	"github.com/git-flume/git-flume/internal/git/ownobjects"
-	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/record"
 )
@@ -141,29 +138,4 @@ func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Place,
 	}
 	r.sandbox, r.agent.Sandbox, r.agent.Layers = sb, sandbox.Note(sb, unsandboxed), sb.Held()
 	return "", nil
-}
-
-// TakeOwnObjects takes what the agent of the place at path (id, "" where
-// no record names it) wrote in its own object folder into the shared
-// store, each object hashed again (A13), before anything reads its
-// branch. Each one refused is said in the place's log.
-func TakeOwnObjects(ctx context.Context, repo *git.Repo, path, id string) error {
-	admin := ondisk.WorktreeAdmin(repo.CommonDir, path)
-	if admin == "" {
-		return nil
-	}
-	res, err := ownobjects.Import(ctx, repo, ondisk.OwnObjects(repo.CommonDir, admin))
-	if len(res.Refused) > 0 && id != "" {
-		if log, lerr := stage.OpenLog(repo.CommonDir, id); lerr == nil {
-			w := stage.Stamped(log, "objects")
-			for _, r := range res.Refused {
-				fmt.Fprintf(w, "refused from the agent's own objects: %s\n", term.Clean(r))
-			}
-			log.Close()
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("place at %s: %w", path, err)
-	}
-	return nil
 }

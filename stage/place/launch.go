@@ -156,7 +156,7 @@ func prepare(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.St
 	if len(cfg.Ready) == 0 {
 		return nil
 	}
-	_, err := stage.Ready(ctx, env, repo, store, rec, p, cfg.Ready)
+	_, err := stage.Ready(ctx, env, repo, store, rec, p, cfg)
 	var failure *stage.StepFailure
 	if errors.As(err, &failure) && p.PlaceKind == "fix" {
 		return nil
@@ -366,9 +366,16 @@ func addWorktree(ctx context.Context, env *stage.Env, repo *git.Repo, steps reco
 		ready <- prepared{pr, err}
 	}()
 	var err error
-	if steps.branch {
+	if p.Base != p.ConfigRev() {
+		// it starts from another place's commit, whose objects may wait in
+		// that place's agent's own folder (A13)
+		err = stage.TakeAllOwnObjects(ctx, repo)
+	}
+	switch {
+	case err != nil:
+	case steps.branch:
 		err = repo.CheckoutWorktree(ctx, p.Path, p.Branch)
-	} else {
+	default:
 		err = repo.AddWorktree(ctx, p.Path, p.Branch, p.Base)
 	}
 	if err != nil && steps.branch && repairedOthers(ctx, env, repo, store) {

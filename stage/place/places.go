@@ -95,7 +95,7 @@ func (w repoWorktrees) Remove(ctx context.Context, path string) error {
 // the objects cannot be taken in, nothing is removed.
 func removeTree(ctx context.Context, repo *git.Repo, path, id string) error {
 	admin := ondisk.WorktreeAdmin(repo.CommonDir, path)
-	if err := engine.TakeOwnObjects(ctx, repo, path, id); err != nil {
+	if err := stage.TakeOwnObjects(ctx, repo, path, id); err != nil {
 		return err
 	}
 	if err := repo.RemoveWorktree(ctx, path, false); err != nil {

@@ -433,7 +433,7 @@ func (w repoWorktrees) RemoveWithSteps(ctx context.Context, p *record.Place) (st
 		}
 		defer log.Close()
 		var failure *stage.StepFailure
-		if err := stage.RunSteps(ctx, cfg.Remove, p.Path, stage.StepEnv(env.CallerEnv, p), "remove", env.Out, log); errors.As(err, &failure) {
+		if err := stage.RunSteps(ctx, nil, cfg.Remove, p.Path, stage.StepEnv(env.CallerEnv, p), "remove", env.Out, log); errors.As(err, &failure) {
 			return fmt.Sprintf("remove step %q exited %d", failure.Step, failure.Exit), nil
 		}
 	}

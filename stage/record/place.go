@@ -249,6 +249,9 @@ type ReadyResult struct {
 	Step  string `json:"step,omitempty"` // the failing step
 	Exit  int    `json:"exit,omitempty"`
 	Tail  string `json:"tail,omitempty"` // its last 40 lines
+	// Boundary is what the steps ran behind where the place's tree is an
+	// agent's (A13): its layers, or "off: " and why; empty otherwise.
+	Boundary string `json:"boundary,omitempty"`
 	// Running is set while steps run, with the process running them.
 	Running *Proc `json:"running,omitempty"`
 }

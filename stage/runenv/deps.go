@@ -243,7 +243,7 @@ func runInstall(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.P
 		return err
 	}
 	defer log.Close()
-	return stage.RunSteps(ctx, []stage.Step{{Command: d.DepsInstall, Shell: true}}, dir, stage.StepEnv(env.CallerEnv, p), "deps", env.Out, log)
+	return stage.RunSteps(ctx, nil, []stage.Step{{Command: d.DepsInstall, Shell: true}}, dir, stage.StepEnv(env.CallerEnv, p), "deps", env.Out, log)
 }
 
 // partialName names a folder a copy is made in: the process's pid, so

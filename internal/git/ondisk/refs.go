@@ -360,3 +360,48 @@ func SymbolicTarget(commonDir, ref string) string {
 func OwnObjects(commonDir, admin string) string {
 	return filepath.Join(commonDir, "flume", "objects", filepath.Base(admin))
 }
+
+// OwnObjectFolders are the agents' own object folders of the repository
+// at commonDir that hold objects flume has not taken in yet (A13): git
+// run by flume to read is shown them as alternates, so that a place's
+// commit reads at once, before its objects are taken in.
+func OwnObjectFolders(commonDir string) []string {
+	root := filepath.Join(commonDir, "flume", "objects")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if e.IsDir() && holdsObjects(dir) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// holdsObjects reports an object folder with a loose object folder or a
+// pack in it.
+func holdsObjects(dir string) bool {
+	names, err := readNames(dir)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if len(n) == 2 && n != ".." {
+			return true
+		}
+	}
+	packs, _ := readNames(filepath.Join(dir, "pack"))
+	return len(packs) > 0
+}
+
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
