@@ -14,9 +14,10 @@ import (
 	"sync"
 	"text/template"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/promote/inputs"
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -70,7 +71,7 @@ func startDirect(ctx context.Context, env *Env, ws *Workspace, req *request.Requ
 			return errors.Join(err, releaseWorkspace(ctx, ws.Root, req.ID))
 		}
 	}
-	inputs, err := copyInputs(ws.Root, req.ID, req.Inputs())
+	copies, err := inputs.Copy(filepath.Join(Dir(ws.Root, req.ID), "inputs"), req.Inputs())
 	if err != nil {
 		return errors.Join(err, releaseWorkspace(ctx, ws.Root, req.ID))
 	}
@@ -82,7 +83,7 @@ func startDirect(ctx context.Context, env *Env, ws *Workspace, req *request.Requ
 		}
 		m.r = request.Record{
 			Schema: 1, Kind: "workspace", ID: req.ID, Member: m.t.Name, Host: env.Host, Root: ws.Root, Repository: m.t.Repo,
-			Request: req, Phase: request.PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Inputs: inputs, Limits: limits,
+			Request: req, Phase: request.PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Inputs: copies, Limits: limits,
 			WorkerTree: &request.Tree{Path: m.t.Repo, Branch: m.t.Branch}, Start: start,
 		}
 		changes := []refs.Change{recordChange(nil, m.r, fmt.Sprintf("workspace %s: %s, direct work from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base))}
@@ -538,6 +539,9 @@ func (ws *Workspace) afterRun(ctx context.Context, env *Env, r run.Run) (bool, e
 		return ws.afterDelivery(ctx, env)
 	}
 	phase, reason := workerEnd(r)
+	if _, err := ws.takeWorkerObjects(ctx); err != nil { // its ending was saved, its objects not yet taken in
+		return false, err
+	}
 	if ws.direct() {
 		return true, ws.finishDirect(ctx, env, phase, reason, phase+": "+reason)
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"

@@ -10,9 +10,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
+	"github.com/git-flume/git-flume/internal/git/ownobjects"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/promote/inputs"
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -72,20 +74,20 @@ func Begin(ctx context.Context, env *Env, root string, data []byte, opts StartOp
 	if req.Direct() {
 		return ws, startDirect(ctx, env, ws, req, opts.Program, limits)
 	}
-	inputs, err := copyInputs(root, req.ID, req.Inputs())
+	copies, err := inputs.Copy(filepath.Join(Dir(root, req.ID), "inputs"), req.Inputs())
 	if err != nil {
 		return nil, err
 	}
 	dir := Dir(root, req.ID)
 	for _, m := range ws.members {
-		pinned, err := pinScript(ctx, m.repo, m.t.Base)
+		pinned, err := inputs.PinScript(ctx, m.repo, m.t.Base)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.t.Name, err)
 		}
 		m.r = request.Record{
 			Schema: 1, Kind: "workspace", ID: req.ID, Member: m.t.Name, Host: env.Host, Root: root, Repository: m.t.Repo,
 			Request: req, Phase: request.PhaseAllocating, Branch: m.t.Branch, Base: m.t.Base, Pinned: pinned,
-			Inputs: inputs, Limits: limits,
+			Inputs: copies, Limits: limits,
 			WorkerTree: &request.Tree{Path: filepath.Join(dir, "worker", m.t.Name), Branch: workerBranch(req.ID)},
 		}
 		w, err := m.store.Write(ctx, []refs.Change{recordChange(nil, m.r, fmt.Sprintf("workspace %s: %s allocating from %s %.12s", req.ID, m.t.Name, m.t.Branch, m.t.Base))})
@@ -503,7 +505,8 @@ func Abort(ctx context.Context, env *Env, o RequestOptions) (*Workspace, error) 
 	if ws.direct() {
 		return ws, ws.finishDirect(ctx, env, "", "", "reported; its workers are stopped")
 	}
-	return ws, nil
+	_, err = ws.takeWorkerObjects(ctx) // the retained work readable by git by hand too
+	return ws, err
 }
 
 // Cleanup removes a fully promoted request's owned resources (P8): each
@@ -591,9 +594,14 @@ func (m *member) removeOwned(ctx context.Context, t *request.Tree, commit string
 		} else if len(dirty) > 0 {
 			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("worktree %s has changes (%s): retained", t.Path, dirty[0])}
 		}
+		own := m.ownObjects(t)
+		if _, err := ownobjects.Import(ctx, m.repo, own); err != nil {
+			return fmt.Errorf("%s: %w", m.t.Name, err)
+		}
 		if err := m.repo.RemoveWorktree(ctx, t.Path, false); err != nil {
 			return fmt.Errorf("%s: %w", m.t.Name, err)
 		}
+		_ = os.RemoveAll(own) // taken in above; "" names nothing
 	}
 	at, err := m.repo.RefValue(ctx, "refs/heads/"+t.Branch)
 	if err != nil || at == "" {

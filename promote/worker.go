@@ -15,10 +15,13 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/agents/run"
 	"github.com/git-flume/git-flume/agents/sandbox"
+	"github.com/git-flume/git-flume/internal/git/ondisk"
+	"github.com/git-flume/git-flume/internal/git/ownobjects"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -123,7 +126,6 @@ func workerSandbox(env *Env, ws *Workspace, prog agent.Program) (*sandbox.Sandbo
 	if err == nil {
 		var sb *sandbox.Sandbox
 		if sb, err = sandbox.ForTrees(env.CallerEnv, trees, dirs, files); err == nil {
-			sb.Objects = nil // nothing takes a worker's own objects in yet: it writes the shared stores (A13)
 			return sb, ""
 		}
 	}
@@ -306,6 +308,11 @@ func (ws *Workspace) saveRun(env *Env, w request.Worker, o run.Observation, sett
 				return false, fmt.Errorf("end worker %s (session %s): %w", w.Pane, w.Session, err)
 			}
 			phase, reason = workerEnd(r)
+			if refused, err := ws.takeWorkerObjects(ctx); err != nil {
+				return false, err
+			} else if len(refused) > 0 {
+				reason += "; objects it wrote that are not what their names say were refused (" + strings.Join(refused, "; ") + ")"
+			}
 			msg = phase + ": " + reason
 		}
 		var wrote []string
@@ -344,6 +351,12 @@ func workerEnd(r run.Run) (phase, reason string) {
 // task checks on the complete set (P3). A worktree left dirty fails the
 // request: the deliverable is clean committed candidates.
 func (ws *Workspace) checkCandidates(ctx context.Context, env *Env) error {
+	if refused, err := ws.takeWorkerObjects(ctx); err != nil {
+		return err
+	} else if len(refused) > 0 {
+		reason := fmt.Sprintf("the worker wrote objects that are not what their names say (%s): refused", strings.Join(refused, "; "))
+		return ws.saveAll(ctx, "failed: "+reason, func(m *member) { m.r.Phase, m.r.Reason = request.PhaseFailed, reason })
+	}
 	for _, m := range ws.members {
 		id, dirty, err := m.identity(ctx, m.r.WorkerTree, true)
 		if err != nil {
@@ -369,4 +382,37 @@ func (ws *Workspace) checkCandidates(ctx context.Context, env *Env) error {
 		msg = "failed: " + reason
 	}
 	return ws.saveAll(ctx, msg, func(m *member) { m.r.Phase, m.r.Reason, m.r.Checks = phase, reason, results })
+}
+
+// takeWorkerObjects takes what the worker wrote in each member's own
+// object folder into that member's shared store, each object hashed again
+// (A13): before its candidates are read, or when its work is retained at
+// an abort. What was refused is returned, each named with its member.
+func (ws *Workspace) takeWorkerObjects(ctx context.Context) ([]string, error) {
+	var refused []string
+	for _, m := range ws.members {
+		own := m.ownObjects(m.r.WorkerTree)
+		if own == "" {
+			continue
+		}
+		res, err := ownobjects.Import(ctx, m.repo, own)
+		for _, r := range res.Refused {
+			refused = append(refused, m.t.Name+": "+term.Clean(r))
+		}
+		if err != nil {
+			return refused, fmt.Errorf("%s: the worker's own objects: %w", m.t.Name, err)
+		}
+	}
+	return refused, nil
+}
+
+// ownObjects is the own object folder of the agent working in t, or "".
+func (m *member) ownObjects(t *request.Tree) string {
+	if t == nil {
+		return ""
+	}
+	if admin := ondisk.WorktreeAdmin(m.repo.CommonDir, t.Path); admin != "" {
+		return ondisk.OwnObjects(m.repo.CommonDir, admin)
+	}
+	return ""
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/lockfile"
+	"github.com/git-flume/git-flume/promote/inputs"
 	"github.com/git-flume/git-flume/promote/request"
 	"github.com/git-flume/git-flume/refs"
 )
@@ -329,7 +330,7 @@ func (ws *Workspace) positions(ctx context.Context, tree func(*member) *request.
 			return &RefusedError{Member: m.t.Name, Reason: fmt.Sprintf("branch %s is at %.12s, not the validated %.12s", t.Branch, at, w.Commit)}
 		}
 	}
-	return checkInputCopies(ws.members[0].r.Inputs)
+	return ws.inputsUnchanged()
 }
 
 // inspect checks the complete set (P2, P3, P4): every member's worktree at
@@ -353,7 +354,18 @@ func (ws *Workspace) inspect(ctx context.Context, tree func(*member) *request.Tr
 			return err
 		}
 	}
-	return checkInputCopies(ws.members[0].r.Inputs)
+	return ws.inputsUnchanged()
+}
+
+// inputsUnchanged refuses when an input's source or copy changed (P2).
+func (ws *Workspace) inputsUnchanged() error {
+	var changed *inputs.ChangedError
+	if err := inputs.Verify(ws.members[0].r.Inputs); errors.As(err, &changed) {
+		return &RefusedError{Member: "input " + changed.Name, Reason: changed.Reason}
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 func (m *member) inspect(ctx context.Context, t *request.Tree, w *request.Identity) error {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-flume/git-flume/agents"
+	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/promote"
 	"github.com/git-flume/git-flume/promote/request"
