@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/ondisk"
@@ -62,6 +65,32 @@ func logRefused(commonDir, id string, refused []string) {
 	defer log.Close()
 	w := Stamped(log, "objects")
 	for _, r := range refused {
-		fmt.Fprintf(w, "refused from the agent's own objects: %s\n", term.Clean(r))
+		fmt.Fprintf(w, "%s%s\n", refusedSay, term.Clean(r))
 	}
+}
+
+// refusedSay begins each line of a place's log that names an object
+// refused from its agent's own folder.
+const refusedSay = "refused from the agent's own objects: "
+
+// RefusedObjects reads place id's log for the objects refused from its
+// agent's own folder (logRefused): how many in its last MiB, and the
+// last one as said there. A read: nothing is written.
+func RefusedObjects(commonDir, id string) (n int, last string) {
+	f, err := os.Open(filepath.Join(LogDir(commonDir, id), "place.log"))
+	if err != nil {
+		return 0, ""
+	}
+	defer f.Close()
+	const tail = 1 << 20
+	if fi, err := f.Stat(); err == nil && fi.Size() > tail {
+		_, _ = f.Seek(-tail, io.SeekEnd)
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, tail))
+	for line := range strings.Lines(string(data)) {
+		if _, said, ok := strings.Cut(line, refusedSay); ok {
+			n, last = n+1, strings.TrimSpace(said)
+		}
+	}
+	return n, last
 }

@@ -225,6 +225,9 @@ func evidence(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Pla
 	if a := st.Agent; a != nil {
 		add("agent", agentEvidence(a, seen, local, now))
 		add("sandbox", sandboxEvidence(a.Sandbox, a.Layers, seen.Refused))
+		if n, last := stage.RefusedObjects(repo.CommonDir, p.ID); n > 0 {
+			add("objects", fmt.Sprintf("%d refused as flume took in what its agent wrote, each not what its name says (the last: %s); the shared store has none of them", n, term.Clean(last)))
+		}
 		add("transcript", transcriptEvidence(a, seen, local))
 		add("screen", screenEvidence(seen.Screen))
 	}
