@@ -38,8 +38,15 @@ func (s Step) Argv() ([]string, error) {
 // Config is what .flume/config (at a commit) and the user-level file
 // declare. The repository's file wins on conflicts.
 type Config struct {
-	Ready  []Step
+	Ready []Step
+	// Remove run in a place before its worktree is removed, behind an
+	// agent's boundary: its tree is its agent's (T3, A13).
 	Remove []Step
+	// RemoveOutside run as the person, before Remove, in an empty folder
+	// of flume's, never the place ([remove] outside): a step that must
+	// reach the person's services (a compose project stopped through
+	// docker's socket) and that reads nothing the agent wrote.
+	RemoveOutside []Step
 	// Land are the checks a candidate passes before the lander moves the
 	// target to it ([land] check, repository file only: Q2).
 	Land []Step
@@ -66,6 +73,9 @@ type Config struct {
 	// place started from an agent's commit, A13) may write besides its
 	// place: [ready] cache, as [land] cache.
 	ReadyCaches []string
+	// RemoveCaches are the folders a remove step may write besides its
+	// place: [remove] cache, as [land] cache.
+	RemoveCaches []string
 	// Runners are the runners places may be launched on (launch --on),
 	// by name: the user's declaration of a name wins over the
 	// repository's.
@@ -194,7 +204,9 @@ func LoadFiles(ctx context.Context, runner *git.Runner, paths ...string) (*Confi
 // apply adds one file's entries. Only the repository's file declares
 // readying and remove steps: they run in its worktrees.
 func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
-	steps := stepSections{"ready": {key: "step", into: &c.Ready}, "remove": {key: "step", into: &c.Remove}, "land": {key: "check", into: &c.Land}}
+	steps := stepSections{"ready": {key: "step", into: &c.Ready}, "land": {key: "check", into: &c.Land},
+		"remove": {key: "step", into: &c.Remove, outsideKey: "outside", outside: &c.RemoveOutside}}
+	caches := map[string]*[]string{"ready": &c.ReadyCaches, "remove": &c.RemoveCaches}
 	kindsHere := map[string]bool{}
 	for _, e := range entries {
 		section, sub, name := splitKey(e.Key)
@@ -202,8 +214,8 @@ func (c *Config) apply(entries []gitconfig.Entry, repoFile bool) error {
 		switch {
 		case section == "land" && name != "check" && name != "shell" && repoFile:
 			err = c.applyLand(name, e.Value)
-		case section == "ready" && name == "cache" && repoFile:
-			err = cacheValue(&c.ReadyCaches, "ready", e.Value)
+		case name == "cache" && caches[section] != nil && repoFile:
+			err = cacheValue(caches[section], section, e.Value)
 		case steps[section] != nil && repoFile:
 			steps[section].take(name, e.Value)
 		case section == "run" && repoFile:
@@ -269,14 +281,19 @@ func exportMoments(v string) ([]string, error) {
 }
 
 // stepSections are the sections that list repository steps ([ready] step,
-// [remove] step, [land] check), each with a shell key for all its steps.
+// [remove] step and outside, [land] check), each with a shell key for all
+// its steps.
 type stepSections map[string]*stepSection
 
 type stepSection struct {
-	key      string
-	commands []string
-	shell    bool
-	into     *[]Step
+	key                string
+	commands, outsides []string
+	shell              bool
+	into               *[]Step
+	// outsideKey names the section's steps run outside its boundary,
+	// gathered in outside; "" where it has none.
+	outsideKey string
+	outside    *[]Step
 }
 
 func (s *stepSection) take(name, value string) {
@@ -285,6 +302,8 @@ func (s *stepSection) take(name, value string) {
 		s.commands = append(s.commands, value)
 	case "shell":
 		s.shell = isTrue(value)
+	case s.outsideKey:
+		s.outsides = append(s.outsides, value)
 	}
 }
 
@@ -292,6 +311,9 @@ func (s *stepSection) take(name, value string) {
 func (s *stepSection) done() {
 	for _, cmd := range s.commands {
 		*s.into = append(*s.into, Step{Command: cmd, Shell: s.shell})
+	}
+	for _, cmd := range s.outsides {
+		*s.outside = append(*s.outside, Step{Command: cmd, Shell: s.shell})
 	}
 }
 

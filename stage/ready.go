@@ -179,10 +179,9 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 	boundary := ""
 	if p.Base != p.ConfigRev() {
 		var err error
-		if boundary, wrap, err = sandbox.ForStep(env.Engine.Sandbox, repo.CommonDir, p.Path, cfg.ReadyCaches, stepEnv); err != nil {
-			return nil, fmt.Errorf("readying %s: [ready] %w", p.ID, err)
+		if boundary, wrap, err = StepBoundary(env, repo, p, "ready", cfg.ReadyCaches, stepEnv); err != nil {
+			return nil, fmt.Errorf("readying %s: %w", p.ID, err)
 		}
-		fmt.Fprintf(env.Out, "ready: its tree is an agent's: the steps run behind %s\n", boundaryName(boundary))
 	}
 	p.Ready = &record.ReadyResult{Steps: len(steps), Running: env.Self()}
 	if _, err := record.SavePlace(ctx, store, rec, p, "ready "+p.ID+": running"); err != nil {
@@ -215,6 +214,19 @@ func Ready(ctx context.Context, env *Env, repo *git.Repo, store *refs.Store, rec
 		return rec, fmt.Errorf("readying %s: %w", p.ID, runErr)
 	}
 	return rec, nil
+}
+
+// StepBoundary is the boundary the steps of section what ("ready",
+// "remove") run behind in place p's tree, its agent's (sandbox.ForStep,
+// writing the place and caches), said on env.Out: the note a record
+// keeps and the start of each step's command line.
+func StepBoundary(env *Env, repo *git.Repo, p *record.Place, what string, caches, stepEnv []string) (string, []string, error) {
+	boundary, wrap, err := sandbox.ForStep(env.Engine.Sandbox, repo.CommonDir, p.Path, caches, stepEnv)
+	if err != nil {
+		return "", nil, fmt.Errorf("[%s] %w", what, err)
+	}
+	fmt.Fprintf(env.Out, "%s: its tree is an agent's: the steps run behind %s\n", what, boundaryName(boundary))
+	return boundary, wrap, nil
 }
 
 // boundaryName is a step boundary's note as a line says it: its layers,

@@ -426,19 +426,48 @@ func (w repoWorktrees) RemoveWithSteps(ctx context.Context, p *record.Place) (st
 	if err != nil {
 		return "", err
 	}
-	if len(cfg.Remove) > 0 {
-		log, err := stage.OpenLog(repo.CommonDir, p.ID)
-		if err != nil {
-			return "", err
-		}
-		defer log.Close()
-		var failure *stage.StepFailure
-		if err := stage.RunSteps(ctx, nil, cfg.Remove, p.Path, stage.StepEnv(env.CallerEnv, p), "remove", env.Out, log); errors.As(err, &failure) {
-			return fmt.Sprintf("remove step %q exited %d", failure.Step, failure.Exit), nil
+	if len(cfg.Remove)+len(cfg.RemoveOutside) > 0 {
+		if kept, err := removeSteps(ctx, env, repo, p, cfg); kept != "" || err != nil {
+			return kept, err
 		}
 	}
 	if err := removeTree(ctx, repo, p.Path, p.ID); err != nil {
 		return "git worktree remove failed: " + words.FirstLine(err.Error()), nil
+	}
+	return "", nil
+}
+
+// removeSteps runs the repository's remove steps for place p (T3): those
+// declared outside as the person, in an empty folder of flume's, never the
+// place; then those in the place, behind an agent's boundary, since its
+// tree is its agent's (A13). It returns why the worktree is kept, or "".
+func removeSteps(ctx context.Context, env *stage.Env, repo *git.Repo, p *record.Place, cfg *stage.Config) (string, error) {
+	log, err := stage.OpenLog(repo.CommonDir, p.ID)
+	if err != nil {
+		return "", err
+	}
+	defer log.Close()
+	stepEnv := stage.StepEnv(env.CallerEnv, p)
+	var failure *stage.StepFailure
+	if len(cfg.RemoveOutside) > 0 {
+		empty, err := os.MkdirTemp("", "flume-remove-")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(empty)
+		if err := stage.RunSteps(ctx, nil, cfg.RemoveOutside, empty, stepEnv, "remove outside", env.Out, log); errors.As(err, &failure) {
+			return fmt.Sprintf("remove outside step %q exited %d", failure.Step, failure.Exit), nil
+		}
+	}
+	if len(cfg.Remove) == 0 {
+		return "", nil
+	}
+	_, wrap, err := stage.StepBoundary(env, repo, p, "remove", cfg.RemoveCaches, stepEnv)
+	if err != nil {
+		return "remove steps not run: " + words.FirstLine(err.Error()), nil
+	}
+	if err := stage.RunSteps(ctx, wrap, cfg.Remove, p.Path, stepEnv, "remove", env.Out, log); errors.As(err, &failure) {
+		return fmt.Sprintf("remove step %q exited %d", failure.Step, failure.Exit), nil
 	}
 	return "", nil
 }

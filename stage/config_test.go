@@ -1,0 +1,52 @@
+package stage
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/git-flume/git-flume/internal/git/gitconfig"
+)
+
+// T3, A13: [remove] keeps its steps in the place apart from those run
+// outside it, each in its order, with the section's shell and its caches;
+// the user's own file declares none of them.
+func TestRemoveStepsInsideAndOutside_T3(t *testing.T) {
+	file := []byte(`[remove]
+	step = make clean
+	outside = docker compose -p x down
+	step = rm -rf build
+	cache = ~/.cache/go-build
+	shell = true
+`)
+	entries, ok := gitconfig.Parse(file)
+	if !ok {
+		t.Fatal("the config did not parse")
+	}
+	cfg := newConfig()
+	if err := cfg.apply(entries, true); err != nil {
+		t.Fatal(err)
+	}
+	inside := []Step{{Command: "make clean", Shell: true}, {Command: "rm -rf build", Shell: true}}
+	if !slices.Equal(cfg.Remove, inside) {
+		t.Errorf("remove steps: got %+v, want %+v", cfg.Remove, inside)
+	}
+	if want := []Step{{Command: "docker compose -p x down", Shell: true}}; !slices.Equal(cfg.RemoveOutside, want) {
+		t.Errorf("outside steps: got %+v, want %+v", cfg.RemoveOutside, want)
+	}
+	if want := []string{"~/.cache/go-build"}; !slices.Equal(cfg.RemoveCaches, want) {
+		t.Errorf("caches: got %q, want %q", cfg.RemoveCaches, want)
+	}
+
+	user := newConfig()
+	if err := user.apply(entries, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(user.Remove)+len(user.RemoveOutside)+len(user.RemoveCaches) > 0 {
+		t.Errorf("the user's file declared remove steps: %+v %+v %q", user.Remove, user.RemoveOutside, user.RemoveCaches)
+	}
+
+	bad, _ := gitconfig.Parse([]byte("[remove]\n\tcache = relative/dir\n"))
+	if err := newConfig().apply(bad, true); err == nil {
+		t.Error("a relative [remove] cache was taken")
+	}
+}
