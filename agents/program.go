@@ -133,7 +133,8 @@ var uuidShape = lazyRegexp(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 //
 // Claude Code (the shipped program) also gets the settings file with
 // flume's guard hook (--settings) and the role's allowlist
-// (--allowedTools), before its prompt (A9).
+// (--allowedTools), before its prompt (A9). The options of Claude Code and
+// Codex end with -- before the prompt.
 //
 // A role's model goes to each shipped program as --model (Claude Code,
 // Codex and pi all take it), and to a declared command where it says
@@ -194,6 +195,13 @@ func (p Program) argv(template []string, v Vars) []string {
 			}
 			if p.Name == "codex" && v.CodexHook != "" {
 				argv = append(argv, "-c", v.CodexHook)
+			}
+			if p.Name != "pi" {
+				// The options end here: Claude's --allowedTools takes
+				// every word after it, the prompt too. pi has no such
+				// mark (its parser reads -- as an option taking the next
+				// word); flume's prompts never start with - or @.
+				argv = append(argv, "--")
 			}
 		}
 		argv = append(argv, v.expand(w))

@@ -36,8 +36,8 @@ func TestVersionIsNotAWarning(t *testing.T) {
 // where it says {model}; with no model nothing is added.
 func TestRoleModelReachesEveryProgram(t *testing.T) {
 	for name, want := range map[string]string{
-		"claude": "claude --session-id S --model opus PROMPT",
-		"codex":  "codex --model opus PROMPT",
+		"claude": "claude --session-id S --model opus -- PROMPT",
+		"codex":  "codex --model opus -- PROMPT",
 		"pi":     "pi --session H/.pi/agent/flume-sessions/S.jsonl --model opus PROMPT",
 	} {
 		got := strings.Join(Builtin[name].Argv(Vars{Prompt: "PROMPT", SessionID: "S", Home: "H", Model: "opus"}), " ")
