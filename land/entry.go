@@ -89,6 +89,8 @@ type Check struct {
 	Exit       int      `json:"exit"`
 	DurationMs int64    `json:"durationMs"`
 	Tail       string   `json:"tail"`
+	// TimedOut: it ran past [land] timeout and was ended (Exit -1).
+	TimedOut bool `json:"timedOut,omitempty"`
 }
 
 // Bounds on what an entry may hold (R5).

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -121,9 +123,45 @@ func (l *Lander) lock(ctx context.Context) (*lockfile.Lock, error) {
 	}
 	lock, err := take(filepath.Join(dir, "land.lock"))
 	if errors.Is(err, lockfile.ErrBusy) {
-		return nil, errors.New("another git flume land runs in this repository: it lands what is queued")
+		why := "another git flume land runs in this repository"
+		if h := Running(l.r.Git.CommonDir, l.r.Env.Host); h != "" {
+			why = "the lander runs in this repository (" + h + ")"
+		}
+		return nil, &stage.RefusedError{Place: "land", Reason: why + ": it lands what is queued; git flume land --wait waits for it"}
+	}
+	if err == nil {
+		data, _ := json.Marshal(holder{Proc: *l.r.Env.Self(), Since: l.r.Env.NowUTC()})
+		_ = stage.ReplaceFile(filepath.Join(dir, holderFile), data, 0o644) // what status says of it; the lock is what holds
 	}
 	return lock, err
+}
+
+// holderFile is where the lander that holds the lock says who it is,
+// beside the lock, for status and a second lander to name it.
+const holderFile = "land.holder"
+
+type holder struct {
+	record.Proc
+	Since time.Time `json:"since"`
+}
+
+// Running names the lander that runs in the repository whose common
+// folder is commonDir, as host sees it ("pid 4242 since 2026-12-06
+// 10:00:00 UTC"), or "" when none does. A read: its file is flume's,
+// read without following a link, and named only while that very process
+// runs.
+func Running(commonDir, host string) string {
+	f, err := os.OpenFile(filepath.Join(commonDir, "flume", holderFile), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1024))
+	var h holder
+	if err != nil || json.Unmarshal(data, &h) != nil || h.Host != host || h.PID <= 0 || !h.Alive(host) {
+		return ""
+	}
+	return fmt.Sprintf("pid %d since %s", h.PID, h.Since.UTC().Format("2006-01-02 15:04:05 UTC"))
 }
 
 // landOrder is the radar's land order of this host's places, by place:
@@ -261,7 +299,9 @@ type batch struct {
 	checks []stage.Step
 	// caches are the folders [land] cache lets its checks write (Q13).
 	caches []string
-	runs   int
+	// timeout is how long one check may run ([land] timeout).
+	timeout time.Duration
+	runs    int
 	// squash: each link has one parent, the entry's change squashed onto
 	// the link before ([land] merge = squash).
 	squash bool
@@ -355,7 +395,7 @@ func (l *Lander) newBatch(ctx context.Context, queued []*Entry) (*batch, []*Entr
 		return nil, nil, waiting, err
 	}
 
-	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, caches: cfg.LandCaches, remote: t.remote, squash: cfg.LandSquash, approve: t.approve, size: cfg.LandBatch}
+	b := &batch{target: first.Target, tip: t.tip, checks: cfg.Land, caches: cfg.LandCaches, timeout: cfg.LandTimeout, remote: t.remote, squash: cfg.LandSquash, approve: t.approve, size: cfg.LandBatch}
 	if b.remote == "" {
 		if b.checkout, err = l.checkout(ctx, mine[0]); err != nil {
 			return nil, nil, waiting, err
@@ -495,6 +535,9 @@ func (l *Lander) bisect(ctx context.Context, b *batch) ([]Outcome, error) {
 // redReason says why a red proof of link k returns its entry.
 func redReason(b *batch, k link, red *Proof) string {
 	last := red.Checks[len(red.Checks)-1]
+	if last.TimedOut {
+		return fmt.Sprintf("check %q timed out after %s on its merge onto %s at %.12s", strings.Join(last.Argv, " "), b.timeout, b.target, k.parent)
+	}
 	return fmt.Sprintf("check %q exited %d on its merge onto %s at %.12s", strings.Join(last.Argv, " "), last.Exit, b.target, k.parent)
 }
 
@@ -623,11 +666,19 @@ func (l *Lander) runChecks(ctx context.Context, b *batch, dir string, vars []str
 		var out bytes.Buffer
 		start := time.Now()
 		line := append(wrap[:len(wrap):len(wrap)], argv...)
-		code, err := proc.RunStep(ctx, proc.Cmd{Path: line[0], Args: line[1:], Dir: dir, Env: vars, Stdout: &out, Stderr: &out})
+		cctx, cancel := context.WithTimeout(ctx, b.timeout)
+		code, err := proc.RunStep(cctx, proc.Cmd{Path: line[0], Args: line[1:], Dir: dir, Env: vars, Stdout: &out, Stderr: &out})
+		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		cancel()
+		if timedOut {
+			err = fmt.Errorf("timed out after %s ([land] timeout): ended with every process it started", b.timeout)
+		} else if ctx.Err() != nil {
+			return ctx.Err() // the lander itself was stopped: no proof
+		}
 		if err != nil {
 			fmt.Fprintf(&out, "%v\n", err)
 		}
-		proof.Checks = append(proof.Checks, Check{Argv: argv, Exit: code, DurationMs: time.Since(start).Milliseconds(), Tail: tail(out.String())})
+		proof.Checks = append(proof.Checks, Check{Argv: argv, Exit: code, DurationMs: time.Since(start).Milliseconds(), Tail: tail(out.String()), TimedOut: timedOut})
 		if code != 0 {
 			proof.Passed = false
 			break

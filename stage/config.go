@@ -69,6 +69,10 @@ type Config struct {
 	// its own temp folder ([land] cache, absolute or under ~/; Q13): a
 	// build's or a package manager's cache.
 	LandCaches []string
+	// LandTimeout is how long one check may run ([land] timeout;
+	// DefaultLandTimeout when unset): past it, the check is ended with
+	// its process group and its entry returned.
+	LandTimeout time.Duration
 	// ReadyCaches are the folders a readying step behind the boundary (a
 	// place started from an agent's commit, A13) may write besides its
 	// place: [ready] cache, as [land] cache.
@@ -177,7 +181,7 @@ func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, us
 }
 
 func newConfig() *Config {
-	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agent.Program{}, Prices: map[string]Price{}, LandBatch: DefaultLandBatch, Runners: map[string]RunnerDecl{}}
+	return &Config{Kinds: map[string][]string{}, Stages: map[string]StageDecl{}, Agents: map[string]agent.Program{}, Prices: map[string]Price{}, LandBatch: DefaultLandBatch, LandTimeout: DefaultLandTimeout, Runners: map[string]RunnerDecl{}}
 }
 
 // LoadFiles reads config files on disk, later files winning: the
@@ -349,9 +353,22 @@ func (c *Config) applyLand(name, value string) error {
 		return c.applyLandMerge(value)
 	case "cache":
 		return cacheValue(&c.LandCaches, "land", value)
+	case "timeout":
+		d, err := time.ParseDuration(strings.TrimSpace(value))
+		if err != nil || d < time.Second || d > MaxLandTimeout {
+			return fmt.Errorf("[land] timeout = %q: want a duration from 1s to %s (say 30m)", value, MaxLandTimeout)
+		}
+		c.LandTimeout = d
 	}
 	return nil
 }
+
+// DefaultLandTimeout is how long one lander check may run when the
+// repository does not say ([land] timeout); MaxLandTimeout bounds it.
+const (
+	DefaultLandTimeout = 30 * time.Minute
+	MaxLandTimeout     = 24 * time.Hour
+)
 
 // cacheValue adds a section's cache folder: absolute, or under ~/.
 func cacheValue(into *[]string, section, value string) error {

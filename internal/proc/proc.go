@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrNotFound is a program that is not on PATH.
@@ -85,7 +86,15 @@ type Cmd struct {
 	Stdin  io.Reader // nil reads as empty
 	Stdout io.Writer // nil discards
 	Stderr io.Writer // nil discards
+	// Group runs it in a process group of its own: when ctx ends the
+	// whole group is killed, not its first process alone, and its output
+	// is waited for GroupWait at most (a child that left the group may
+	// hold it open).
+	Group bool
 }
+
+// GroupWait is how long a killed group's output is read for.
+const GroupWait = 5 * time.Second
 
 // ExitError is a program that ran and exited with a status other than 0.
 type ExitError struct{ Code int }
@@ -112,6 +121,11 @@ func Run(ctx context.Context, c Cmd) error {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Dir, cmd.Env = c.Dir, c.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	if c.Group {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = GroupWait
+	}
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() >= 0 {
@@ -144,9 +158,11 @@ const NotFound = 127
 // c.Stderr. It returns the step's exit status; a program that cannot be
 // found or started exits NotFound, its reason written to c.Stderr, as in a
 // shell. err is set only when the step did not run to an exit of its own
-// (killed, or ctx cancelled). Readying, removal steps and workspace checks
-// all run through it.
+// (killed, or ctx cancelled: then its whole process group is killed).
+// Readying, removal steps, the lander's and workspace checks all run
+// through it.
 func RunStep(ctx context.Context, c Cmd) (int, error) {
+	c.Group = true // a step's whole tree ends with it
 	err := Run(ctx, c)
 	switch code := ExitCode(err); {
 	case code >= 0:

@@ -216,3 +216,34 @@ func TestCleanGitEnv(t *testing.T) {
 		t.Fatalf("CleanGitEnv = %s", got)
 	}
 }
+
+// TestRunStepEndsItsWholeGroup: a step whose time is up is ended with
+// every process it started, not its first alone, and returns at once,
+// though a child still held its output open (issue 61: a hung check held
+// the lander for ever).
+func TestRunStepEndsItsWholeGroup(t *testing.T) {
+	dir := t.TempDir()
+	child := filepath.Join(dir, "child")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	code, err := proc.RunStep(ctx, proc.Cmd{Path: "/bin/sh", Args: []string{"-c", "sleep 60 & echo $! > " + child + "; wait"}, Stdout: &strings.Builder{}})
+	if err == nil || code != -1 {
+		t.Fatalf("a step past its time: exit %d, %v; want -1 and an error", code, err)
+	}
+	if took := time.Since(start); took > proc.GroupWait {
+		t.Fatalf("it returned after %s", took)
+	}
+	data, err := os.ReadFile(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	deadline := time.Now().Add(5 * time.Second)
+	for proc.Alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("its child %d still runs", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -131,7 +131,7 @@ func explainStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *re
 		x.Evidence = append(x.Evidence, Evidence{Source: "lander", Text: landEvidence(e)})
 	}
 	if local && p.Phase == record.PhaseMade {
-		x.Next = explainNext(p, agentStatus(ctx, env, p), e, conflicts)
+		x.Next = explainNext(p, agentStatus(ctx, env, p), e, conflicts, land.Running(repo.CommonDir, env.Host))
 	}
 	return nil
 }
@@ -157,11 +157,12 @@ func worktreeEvidence(ctx context.Context, env *stage.Env, repo *git.Repo, store
 
 // explainNext is what moves a made place of this host on: its stage's
 // next step, else its land entry's, else bringing a branch that
-// conflicts up to date while no agent runs.
-func explainNext(p *record.Place, a *AgentStatus, e *land.Entry, conflicts []record.Conflict) string {
+// conflicts up to date while no agent runs. lander names the lander
+// running here, if one is.
+func explainNext(p *record.Place, a *AgentStatus, e *land.Entry, conflicts []record.Conflict, lander string) string {
 	next := engine.NextStep(p, agentStateOf(a))
 	if next == "" && e != nil {
-		next = landNext(e)
+		next = landNext(e, lander)
 	}
 	if next == "" && (a == nil || a.State != "up") {
 		next = radar.CatchUpStep(p.Branch, p.Path, conflicts)

@@ -249,7 +249,7 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if len(st.Places) > 0 {
 		attachConflicts(st, radar.KnownConflicts(env, repo, places))
 	}
-	attachLanding(st, byPlace(others, land.Prefix))
+	attachLanding(st, byPlace(others, land.Prefix), land.Running(repo.CommonDir, env.Host))
 	attachHeard(ctx, store, st, byPlace(others, record.HostPrefix), opts.Place != "", env.ClockNow())
 	attachLost(st, adopters)
 	return st, nil
@@ -328,8 +328,9 @@ func byPlace(records []*refs.Record, prefix string) map[string]*refs.Record {
 }
 
 // attachLanding gives each place shown its entry with the lander (Q12), and, as
-// its next step when it has none, what moves that entry on.
-func attachLanding(st *Status, lands map[string]*refs.Record) {
+// its next step when it has none, what moves that entry on; lander names
+// the lander running here, if one is.
+func attachLanding(st *Status, lands map[string]*refs.Record, lander string) {
 	for i := range st.Places {
 		ps := &st.Places[i]
 		var e land.Entry
@@ -341,18 +342,21 @@ func attachLanding(st *Status, lands map[string]*refs.Record) {
 			ps.Land.Approval = e.Approval
 		}
 		if !ps.Foreign && ps.Stage.Next == "" {
-			ps.Stage.Next = landNext(&e)
+			ps.Stage.Next = landNext(&e, lander)
 		}
 	}
 }
 
 // landNext is what moves a land entry on, "" when nothing waits on a
 // person: land a queued one, review and approve a proven one, fix and
-// submit again a returned one.
-func landNext(e *land.Entry) string {
+// submit again a returned one; none while the lander running here (lander)
+// takes it.
+func landNext(e *land.Entry, lander string) string {
 	switch {
 	case e.State == land.Proven && !e.Approved():
 		return fmt.Sprintf("review its candidate (git diff %.12s %.12s), then git flume approve %s", e.Proof.Base, e.Proof.Candidate, e.Place)
+	case (e.State == land.Queued || e.State == land.Proven || e.State == land.Landing) && lander != "":
+		return "none: the lander runs here (" + lander + ") and takes it"
 	case e.State == land.Queued || e.State == land.Proven || e.State == land.Landing:
 		return "git flume land"
 	case e.State == land.Returned:
