@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-flume/git-flume/internal/git"
@@ -111,57 +109,29 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 }
 
 // lock takes the repository's lander lock: at once, or with Wait once
-// the lander that holds it ends.
+// the lander that holds it ends. Holding it, it says who it is (status
+// and a second lander name it).
 func (l *Lander) lock(ctx context.Context) (*lockfile.Lock, error) {
-	dir := filepath.Join(l.r.Git.CommonDir, "flume")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	commonDir := l.r.Git.CommonDir
+	if err := os.MkdirAll(filepath.Dir(stage.LandLock(commonDir)), 0o755); err != nil {
 		return nil, err
 	}
 	take := lockfile.TryTake
 	if l.Wait {
 		take = func(path string) (*lockfile.Lock, error) { return lockfile.Take(ctx, path) }
 	}
-	lock, err := take(filepath.Join(dir, "land.lock"))
+	lock, err := take(stage.LandLock(commonDir))
 	if errors.Is(err, lockfile.ErrBusy) {
 		why := "another git flume land runs in this repository"
-		if h := Running(l.r.Git.CommonDir, l.r.Env.Host); h != "" {
+		if h := stage.LanderRunning(commonDir, l.r.Env.Host); h != "" {
 			why = "the lander runs in this repository (" + h + ")"
 		}
 		return nil, &stage.RefusedError{Place: "land", Reason: why + ": it lands what is queued; git flume land --wait waits for it"}
 	}
 	if err == nil {
-		data, _ := json.Marshal(holder{Proc: *l.r.Env.Self(), Since: l.r.Env.NowUTC()})
-		_ = stage.ReplaceFile(filepath.Join(dir, holderFile), data, 0o644) // what status says of it; the lock is what holds
+		stage.SayLander(l.r.Env, commonDir)
 	}
 	return lock, err
-}
-
-// holderFile is where the lander that holds the lock says who it is,
-// beside the lock, for status and a second lander to name it.
-const holderFile = "land.holder"
-
-type holder struct {
-	record.Proc
-	Since time.Time `json:"since"`
-}
-
-// Running names the lander that runs in the repository whose common
-// folder is commonDir, as host sees it ("pid 4242 since 2026-12-06
-// 10:00:00 UTC"), or "" when none does. A read: its file is flume's,
-// read without following a link, and named only while that very process
-// runs.
-func Running(commonDir, host string) string {
-	f, err := os.OpenFile(filepath.Join(commonDir, "flume", holderFile), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 1024))
-	var h holder
-	if err != nil || json.Unmarshal(data, &h) != nil || h.Host != host || h.PID <= 0 || !h.Alive(host) {
-		return ""
-	}
-	return fmt.Sprintf("pid %d since %s", h.PID, h.Since.UTC().Format("2006-01-02 15:04:05 UTC"))
 }
 
 // landOrder is the radar's land order of this host's places, by place:
@@ -613,7 +583,7 @@ func (l *Lander) prove(ctx context.Context, b *batch, from, i int) (*Proof, erro
 			return nil, err
 		}
 	}
-	dir := filepath.Join(repo.CommonDir, "flume", "land", k.e.Place)
+	dir := filepath.Join(stage.LandChecks(repo.CommonDir), k.e.Place)
 	// A worktree a lander killed mid-check left is removed first.
 	_ = repo.RemoveWorktree(ctx, dir, true)
 	_ = os.RemoveAll(dir)
@@ -718,7 +688,15 @@ func (l *Lander) settle(ctx context.Context, entries []*Entry, state, reason str
 		changes = append(changes, refs.Change{Ref: Ref(e.Place), Old: rec, State: cur, Message: msg})
 		done = append(done, cur)
 	}
-	if _, err := l.r.Store.Write(ctx, changes, extra...); err != nil {
+	reflog := "" // the target's own move says what landed and on which proof
+	if state == Landed && len(extra) > 0 {
+		places := make([]string, len(done))
+		for i, e := range done {
+			places[i] = e.Place
+		}
+		reflog = fmt.Sprintf("flume land %s: proven candidate %.12s on %.12s (proof %.12s)", strings.Join(places, " "), proof.Candidate, proof.Base, proof.Digest)
+	}
+	if _, err := l.r.Store.WriteLogged(ctx, reflog, changes, extra...); err != nil {
 		return nil, err
 	}
 	return done, nil

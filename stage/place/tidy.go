@@ -90,17 +90,38 @@ func (ps *Places) Tidy(ctx context.Context, opts TidyOptions) ([]TidyResult, err
 			results = append(results, *res)
 		}
 	}
+	if opts.Place == "" && ps.r.Git != nil {
+		left, err := ps.landLeftovers(ctx, opts.DryRun)
+		results = append(results, left...)
+		errs = multierror.Append(errs, err)
+	}
 	if errs != nil {
 		errs.ErrorFormat = listErrors
 	}
 	return results, errs.ErrorOrNil()
 }
 
+// landLeftovers removes the check worktrees a lander killed mid-check
+// left (stage.RemoveLandLeftovers), or names them in a dry run.
+func (ps *Places) landLeftovers(ctx context.Context, dryRun bool) ([]TidyResult, error) {
+	paths, verdict, err := stage.LandLeftovers(ps.r.Git.CommonDir, ps.r.Env.Host), "would-remove", error(nil)
+	if !dryRun {
+		paths, err = stage.RemoveLandLeftovers(ctx, ps.r.Git)
+		verdict = "removed"
+	}
+	var out []TidyResult
+	for _, path := range paths {
+		out = append(out, TidyResult{Place: filepath.Base(path), Reason: "the check worktree " + path + " a killed lander left",
+			Worktree: verdict, Branch: "none", Tidied: !dryRun})
+	}
+	return out, err
+}
+
 // tidyRecord tidies the place of record rec if opts select it and this host
 // owns it (R7): a launch cut short is finished or undone, a made place
 // judged and cleared. It returns nil for a place it leaves alone.
 func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, decoded *record.Place, wts []git.Worktree, opts TidyOptions, cache *stage.UnlandedCache) (*TidyResult, error) {
-	env, repo, store := ps.r.Env, ps.r.Git, ps.r.Store
+	env := ps.r.Env
 	p := *decoded
 	if opts.Place != "" && p.ID != opts.Place || p.Host != env.Host {
 		return nil, nil // not asked for, or another host's place: its owner tidies it (R7)
@@ -110,10 +131,7 @@ func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, decoded *rec
 	}
 	switch p.Phase {
 	case record.PhaseMaking:
-		if _, err := ReconcileMaking(ctx, env, repo, store, rec, &p, true); err != nil {
-			return nil, fmt.Errorf("%s: %w", p.ID, err)
-		}
-		return nil, nil
+		return ps.tidyMaking(ctx, rec, &p, opts.DryRun)
 	case record.PhaseMade:
 		res, err := ps.tidyPlace(ctx, rec, &p, wts, opts, cache)
 		if err != nil {
@@ -122,6 +140,39 @@ func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, decoded *rec
 		return res, err
 	}
 	return nil, nil
+}
+
+// tidyMaking settles an interrupted launch of p (ReconcileMaking) and
+// says what it removed; a dry run moves nothing and names it.
+func (ps *Places) tidyMaking(ctx context.Context, rec *refs.Record, p *record.Place, dryRun bool) (*TidyResult, error) {
+	env, repo := ps.r.Env, ps.r.Git
+	if p.Launcher != nil && p.Launcher.Alive(env.Host) {
+		return nil, nil // its launch still runs
+	}
+	res := &TidyResult{Place: p.ID, Reason: "launch interrupted", Worktree: "absent", Branch: "absent"}
+	if dryRun {
+		res.Worktree, res.Branch = "would-settle", "would-settle"
+		return res, nil
+	}
+	_, err := os.Lstat(p.Path)
+	was := err == nil
+	if head, err := repo.ResolveRef(ctx, p.BranchRef()); err == nil && head == p.Base {
+		res.Branch = "deleted"
+	}
+	cleaned, err := ReconcileMaking(ctx, env, repo, ps.r.Store, rec, p, true)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.ID, err)
+	}
+	if !cleaned {
+		return nil, nil // kept as made (it held work), or settled by another
+	}
+	if _, err := os.Lstat(p.Path); was && err != nil {
+		res.Worktree = "removed"
+	} else if err == nil {
+		res.Worktree = "left: " + p.Path + " holds what flume did not make"
+	}
+	res.Tidied = true
+	return res, nil
 }
 
 func (ps *Places) tidyPlace(ctx context.Context, rec *refs.Record, p *record.Place, wts []git.Worktree, opts TidyOptions, cache *stage.UnlandedCache) (*TidyResult, error) {

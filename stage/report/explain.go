@@ -131,7 +131,7 @@ func explainStage(ctx context.Context, env *stage.Env, repo *git.Repo, store *re
 		x.Evidence = append(x.Evidence, Evidence{Source: "lander", Text: landEvidence(e)})
 	}
 	if local && p.Phase == record.PhaseMade {
-		x.Next = explainNext(p, agentStatus(ctx, env, p), e, conflicts, land.Running(repo.CommonDir, env.Host))
+		x.Next = explainNext(p, agentStatus(ctx, env, p), e, conflicts, stage.LanderRunning(repo.CommonDir, env.Host))
 	}
 	return nil
 }

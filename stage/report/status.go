@@ -249,9 +249,14 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if len(st.Places) > 0 {
 		attachConflicts(st, radar.KnownConflicts(env, repo, places))
 	}
-	attachLanding(st, byPlace(others, land.Prefix), land.Running(repo.CommonDir, env.Host))
+	attachLanding(st, byPlace(others, land.Prefix), stage.LanderRunning(repo.CommonDir, env.Host))
 	attachHeard(ctx, store, st, byPlace(others, record.HostPrefix), opts.Place != "", env.ClockNow())
 	attachLost(st, adopters)
+	if opts.Place == "" {
+		for _, path := range stage.LandLeftovers(repo.CommonDir, env.Host) {
+			st.Problems = append(st.Problems, StatusProblem{Error: "a lander killed mid-check left its check worktree " + path + ": git flume tidy removes it"})
+		}
+	}
 	return st, nil
 }
 
