@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -102,8 +104,12 @@ func (l *Lander) hold(ctx context.Context, remote, target string) error {
 	default:
 		expect = rf.ID
 		var c Claim
-		if json.Unmarshal(rf.Data, &c) == nil && checkClaim(target, &c) == nil && c.Host != env.Host && env.ClockNow().Before(c.Until) {
-			return &HeldError{Target: target, Remote: remote, Host: c.Host, Until: c.Until}
+		if json.Unmarshal(rf.Data, &c) == nil && checkClaim(target, &c) == nil && c.Host != env.Host {
+			// judged by this host's clock, never by the times it says
+			until := l.firstSeen(remote, target, rf.ID).Add(min(c.Until.Sub(c.At), claimFor))
+			if env.ClockNow().Before(until) {
+				return &HeldError{Target: target, Remote: remote, Host: c.Host, Until: until}
+			}
 		}
 		// Ours (a lander of this host holds the repository's lock only
 		// while it runs: this is the one, or one that is gone), past its
@@ -127,6 +133,26 @@ func (l *Lander) hold(ctx context.Context, remote, target string) error {
 	}
 	l.held[remote+" "+target] = commit
 	return nil
+}
+
+// firstSeen is when this clone first saw the claim id on target's queue
+// at remote, by its own clock (kept in .git/flume/land-claims): a claim
+// holds at most claimFor from then, whatever times it says. One that
+// said 2099 held every other host off until then, whose clock lied.
+func (l *Lander) firstSeen(remote, target, id string) time.Time {
+	sum := sha256.Sum256([]byte(remote + "\x00" + target))
+	path := filepath.Join(l.r.Git.CommonDir, "flume", "land-claims", hex.EncodeToString(sum[:8]))
+	now := l.r.Env.ClockNow()
+	data, err := os.ReadFile(path)
+	if f := strings.Fields(string(data)); err == nil && len(f) == 2 && f[0] == id {
+		if t, err := time.Parse(time.RFC3339Nano, f[1]); err == nil && !t.After(now) {
+			return t
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		_ = stage.ReplaceFile(path, []byte(id+" "+now.UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
+	}
+	return now
 }
 
 // letGo removes each claim this run holds, leased on what it pushed; one
