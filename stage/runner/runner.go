@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,6 +116,9 @@ func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place,
 	if err != nil {
 		return nil, err
 	}
+	if err := wroteOrder(repo.CommonDir, id, order); err != nil {
+		return nil, err
+	}
 	err = repo.PushLeased(ctx, o.Remote, []git.PushUpdate{{Ref: OrderPrefix + id, Local: order, Expect: ""}})
 	if errors.As(err, new(*git.PushRejectedError)) {
 		err = takeUp(ctx, r, id, o, run)
@@ -168,10 +174,46 @@ func takeUp(ctx context.Context, r *stage.Repository, id string, o Options, run 
 	if rf.ID != "" { // read here only: the order stays the runner's
 		_ = r.Git.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: OrderPrefix + id, Old: rf.ID}})
 	}
-	if err == nil && waiting.From == r.Host && waiting.Runner == run.Name && waiting.Brief == o.Brief {
+	if err == nil && slices.Contains(ordersWritten(r.Git.CommonDir, id), rf.ID) && waiting.From == r.Host && waiting.Runner == run.Name &&
+		waiting.Brief == o.Brief && waiting.Target == o.Target && waiting.Agent == o.Agent {
 		return nil
 	}
-	return &stage.RefusedError{Place: id, Reason: "a launch of it waits on " + o.Remote + " already (" + OrderPrefix + id + "), not this one"}
+	why := "no launch of this clone wrote it"
+	if slices.Contains(ordersWritten(r.Git.CommonDir, id), rf.ID) {
+		why = "this clone's earlier launch, with another brief, target, agent or runner"
+	}
+	return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("a launch order for it waits on %s already (%s%s at %.12s), not this one: %s; nothing was made. "+
+		"Look at it (git fetch %s %s%s && git show FETCH_HEAD); git push %s :%s%s removes it",
+		o.Remote, OrderPrefix, id, rf.ID, why, o.Remote, OrderPrefix, id, o.Remote, OrderPrefix, id)}
+}
+
+// ordersFile keeps, per place, the launch orders this clone wrote, one
+// commit id a line: a waiting order is taken up only if it is one of them.
+// Someone who can push to the shared remote could write the order first,
+// with this host's name, runner and brief, on a commit of theirs.
+func ordersFile(commonDir, id string) string {
+	return filepath.Join(commonDir, "flume", "orders", id)
+}
+
+// wroteOrder notes order as one this clone wrote for place id, before it
+// is pushed; the newest 16 are kept.
+func wroteOrder(commonDir, id, order string) error {
+	ids := ordersWritten(commonDir, id)
+	if len(ids) >= 16 {
+		ids = ids[len(ids)-15:]
+	}
+	ids = append(ids, order)
+	if err := os.MkdirAll(filepath.Dir(ordersFile(commonDir, id)), 0o755); err != nil {
+		return err
+	}
+	return stage.ReplaceFile(ordersFile(commonDir, id), []byte(strings.Join(ids, "\n")+"\n"), 0o644)
+}
+
+// ordersWritten are the launch orders this clone wrote for place id,
+// oldest first.
+func ordersWritten(commonDir, id string) []string {
+	data, _ := os.ReadFile(ordersFile(commonDir, id))
+	return strings.Fields(string(data))
 }
 
 // madeBy reports whether place p is what a launch o on runner run makes:
