@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	agent "github.com/git-flume/git-flume/agents"
 	"github.com/git-flume/git-flume/internal/git"
 	"github.com/git-flume/git-flume/internal/git/gitconfig"
+	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/refs"
 )
 
@@ -403,7 +405,23 @@ type RunnerDecl struct {
 	// SSHCommand is the ssh an ssh runner runs (default ssh), words split
 	// as a step's are: as git's core.sshCommand.
 	SSHCommand string
-	user       bool
+	// Env names the caller's variables its lines get besides a
+	// repository step's (X4): say a cluster's credentials ([runner] env,
+	// names split by spaces or commas; a trailing * keeps every variable
+	// it begins). An ssh runner gets SSH_AUTH_SOCK too.
+	Env  []string
+	user bool
+}
+
+// Environ is the environment a runner's lines run in (issue 61): a
+// repository step's (X4), with the caller's variables its declaration
+// names; never the caller's whole environment.
+func (r RunnerDecl) Environ(caller []string) []string {
+	names := slices.Clip(r.Env)
+	if r.Kind == "ssh" {
+		names = append(names, "SSH_AUTH_SOCK")
+	}
+	return proc.StepEnv(caller, proc.KeepEnv(caller, names...)...)
 }
 
 func (c *Config) applyRunner(name, key, value string, repoFile bool) error {
@@ -433,10 +451,20 @@ func (c *Config) applyRunner(name, key, value string, repoFile bool) error {
 		r.Attach = value
 	case "sshcommand":
 		r.SSHCommand = value
+	case "env":
+		for _, n := range strings.FieldsFunc(value, func(c rune) bool { return c == ' ' || c == ',' || c == '\t' }) {
+			if !envName.MatchString(n) {
+				return fmt.Errorf("[runner %q] env = %q: %q is not a variable's name", name, value, n)
+			}
+			r.Env = append(r.Env, n)
+		}
 	}
 	c.Runners[name] = r
 	return nil
 }
+
+// envName is a variable's name, or the start of some ending in *.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
 
 // Check says what a runner lacks to be used, nil when it has it all.
 func (r RunnerDecl) Check() error {

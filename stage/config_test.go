@@ -50,3 +50,26 @@ func TestRemoveStepsInsideAndOutside_T3(t *testing.T) {
 		t.Error("a relative [remove] cache was taken")
 	}
 }
+
+// TestRunnerLinesGetAStepsEnvironmentAndWhatTheyName: a runner's lines
+// run with a repository step's environment (X4) and the variables its
+// declaration names, never the caller's whole environment (issue 61): a
+// secret there stays there. An ssh runner keeps ssh's agent.
+func TestRunnerLinesGetAStepsEnvironmentAndWhatTheyName(t *testing.T) {
+	entries, _ := gitconfig.Parse([]byte("[runner \"k8s\"]\n\tkind = command\n\tstart = kubectl run x\n\tenv = KUBECONFIG, AWS_*\n[runner \"big\"]\n\tkind = ssh\n\thost = b\n\tpath = ~/x\n"))
+	cfg := newConfig()
+	if err := cfg.apply(entries, true); err != nil {
+		t.Fatal(err)
+	}
+	caller := []string{"PATH=/bin", "HOME=/h", "SECRET_TOKEN=hunter2", "KUBECONFIG=/h/kube", "AWS_PROFILE=p", "SSH_AUTH_SOCK=/s", "FLUME_PLACE=x"}
+	if got, want := cfg.Runners["k8s"].Environ(caller), []string{"PATH=/bin", "HOME=/h", "KUBECONFIG=/h/kube", "AWS_PROFILE=p"}; !slices.Equal(got, want) {
+		t.Errorf("command runner: %q, want %q", got, want)
+	}
+	if got, want := cfg.Runners["big"].Environ(caller), []string{"PATH=/bin", "HOME=/h", "SSH_AUTH_SOCK=/s"}; !slices.Equal(got, want) {
+		t.Errorf("ssh runner: %q, want %q", got, want)
+	}
+	bad, _ := gitconfig.Parse([]byte("[runner \"x\"]\n\tenv = $(id)\n"))
+	if err := newConfig().apply(bad, true); err == nil {
+		t.Error("a runner env that names no variable was taken")
+	}
+}

@@ -127,15 +127,15 @@ func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place,
 		return nil, err
 	}
 	r.FaultAt("runner:ordered")
-	// The start runs with this host's environment (ssh's agent, a
-	// cluster's credentials), less flume's own session: what crosses to
-	// the runner is the order alone.
+	// The start runs with a repository step's environment and what the
+	// runner's declaration names (ssh's agent, a cluster's credentials):
+	// what crosses to the runner is the order alone.
 	argv, err := startArgv(run, id, o.Remote)
 	if err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
-	if err := proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdout: &out, Stderr: &out}); err != nil {
+	if err := proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: run.Environ(r.CallerEnv), Stdout: &out, Stderr: &out}); err != nil {
 		return nil, fmt.Errorf("%s: runner %s did not start: %w: %s; its order waits on %s (%s%s): the same launch again takes it up",
 			id, run.Name, err, strings.TrimSpace(out.String()), o.Remote, OrderPrefix, id)
 	}
@@ -146,7 +146,7 @@ func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place,
 // launchTarget is the runner o names, declared and complete, and the id
 // of the place it launches (o.Name made from the brief when empty).
 func launchTarget(ctx context.Context, r *stage.Repository, o *Options) (stage.RunnerDecl, string, error) {
-	cfg, err := r.Config(ctx, "HEAD")
+	cfg, err := runnerConfig(ctx, r, o.Target)
 	if err != nil {
 		return stage.RunnerDecl{}, "", err
 	}

@@ -84,7 +84,7 @@ func Forward(ctx context.Context, r *stage.Repository, id string, args []string,
 	if err != nil || p.Host == r.Host || p.Runner == "" {
 		return false, nil
 	}
-	cfg, err := r.Config(ctx, "HEAD")
+	cfg, err := runnerConfig(ctx, r, p.Target)
 	if err != nil {
 		return false, err
 	}
@@ -105,7 +105,7 @@ func Forward(ctx context.Context, r *stage.Repository, id string, args []string,
 			fmt.Fprintf(io.Out, "# %s runs on %s: its ports are here while this runs: %s\n", id, p.Host, strings.Join(quoted(fwd), " "))
 		}
 	}()
-	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdin: io.In, Stdout: io.Out, Stderr: io.Err})
+	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: run.Environ(r.CallerEnv), Stdin: io.In, Stdout: io.Out, Stderr: io.Err})
 	if sshFailedOn(run, err) {
 		return true, unreachable(ctx, r, id, run, p.Host)
 	}
@@ -193,7 +193,7 @@ func TidyThere(ctx context.Context, r *stage.Repository, args []string, io Stdio
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := r.Config(ctx, "HEAD")
+	cfg, err := runnerConfig(ctx, r, "")
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func TidyThere(ctx context.Context, r *stage.Repository, args []string, io Stdio
 		argv, err := verbArgv(run, p, append([]string{"tidy"}, args...), Stdio{Shares: true})
 		if err == nil {
 			fmt.Fprintf(io.Out, "on runner %s:\n", key)
-			err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdout: io.Out, Stderr: io.Err})
+			err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: run.Environ(r.CallerEnv), Stdout: io.Out, Stderr: io.Err})
 		}
 		exit := (*proc.ExitError)(nil)
 		switch {
@@ -243,7 +243,7 @@ func TidyThere(ctx context.Context, r *stage.Repository, args []string, io Stdio
 // --on, M3). A command runner's lines reach its places, not the runner
 // itself, and it is refused.
 func On(ctx context.Context, r *stage.Repository, name string, args []string, io Stdio) error {
-	cfg, err := r.Config(ctx, "HEAD")
+	cfg, err := runnerConfig(ctx, r, "")
 	if err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func On(ctx context.Context, r *stage.Repository, name string, args []string, io
 	if err != nil {
 		return err
 	}
-	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: stage.BackgroundEnv(r.CallerEnv), Stdin: io.In, Stdout: io.Out, Stderr: io.Err})
+	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: run.Environ(r.CallerEnv), Stdin: io.In, Stdout: io.Out, Stderr: io.Err})
 	if sshFailedOn(run, err) {
 		return fmt.Errorf("runner %s (ssh %s) is unreachable: ssh exited %d and ran nothing there", name, run.Host, sshFailed)
 	}
