@@ -441,7 +441,9 @@ func paneName(p *record.Place, run int) string {
 // AgentState is where the current stage's agent of p stands: "up",
 // "operator" (started by a person from a printed command), "exited" (by
 // itself, as its record says, or found gone), "ended" (by flume); "" when
-// the stage has none.
+// the stage has none. Another host's agent is as its record says: "up"
+// while its run has not ended there (its own host judges it; status says
+// when that host is silent), never guessed "exited" from here.
 func AgentState(ctx context.Context, env *stage.Env, p *record.Place) string {
 	a := record.CurrentRun(p)
 	switch {
@@ -453,7 +455,9 @@ func AgentState(ctx context.Context, env *stage.Env, p *record.Place) string {
 		return "ended"
 	case a.Pane == "print":
 		return "operator"
-	case p.Host == env.Host && env.Engine.Up(ctx, a):
+	case p.Host != env.Host:
+		return "up"
+	case env.Engine.Up(ctx, a):
 		return "up"
 	}
 	return "exited"

@@ -131,7 +131,8 @@ type AgentStatus struct {
 	Transcript string `json:"transcript"`
 	// State is "up", "ended" (flume ended it), "exited" (it ended by
 	// itself) or "operator" (started by the operator from a printed
-	// command).
+	// command); another host's is "up" while its record says its run goes
+	// on, "silent" once that host is past its limit unheard.
 	State string `json:"state"`
 	Sends int    `json:"sends"`
 	// Sandbox is what holds what the agent writes (A12): "landlock", or
@@ -317,6 +318,9 @@ func attachHeard(ctx context.Context, store *refs.Store, st *Status, records map
 		}
 		if h != nil {
 			ps.Heard = &HeardStatus{At: h.Heard, LimitSeconds: int(h.SilentAfter() / time.Second), Silent: ps.kept && h.Silent(now)}
+		}
+		if ps.Heard != nil && ps.Heard.Silent && ps.Agent != nil && ps.Agent.State == "up" {
+			ps.Agent.State = "silent" // as its record last said, from a host not heard since
 		}
 	}
 }
