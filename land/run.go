@@ -780,7 +780,56 @@ func (l *Lander) push(ctx context.Context, b *batch, entries []*Entry, p *Proof)
 		return nil, err
 	}
 	l.r.FaultAt("land:pushed")
-	return l.settle(ctx, entries, Landed, "", nil, p)
+	landed, err := l.settle(ctx, entries, Landed, "", nil, p)
+	if err != nil {
+		return nil, err
+	}
+	return landed, l.bringLocal(ctx, b, landed, p)
+}
+
+// bringLocal brings the local target along to the candidate the lander
+// pushed to the shared remote (Q8), as a pull would and as Q6 brings a
+// checkout: moved by compare-and-swap, only from where it was behind the
+// proof's base, and only when its checkout, if any, is clean; a local
+// target ahead or apart, or checked out with changes, is the person's and
+// stays. Then the
+// stage's landing reads on the local target, and tidy's judging too.
+func (l *Lander) bringLocal(ctx context.Context, b *batch, landed []*Entry, p *Proof) error {
+	repo, ref := l.r.Git, "refs/heads/"+b.target
+	at, err := repo.RefValue(ctx, ref)
+	if err != nil || at == "" {
+		return err
+	}
+	if behind, err := repo.IsAncestor(ctx, at, p.Base); err != nil || !behind {
+		return err // ahead of the remote, or apart from it: the person's
+	}
+	wt, err := repo.CheckedOut(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if wt != nil {
+		if dirty, err := repo.Dirty(ctx, wt.Path); err != nil || len(dirty) > 0 {
+			return err
+		}
+	}
+	places := make([]string, len(landed))
+	for i, e := range landed {
+		places[i] = e.Place
+	}
+	msg := fmt.Sprintf("flume land %s: brought along to %s on %s (proof %.12s)", strings.Join(places, " "), b.target, b.remote, p.Digest)
+	if _, err := l.r.Store.WriteLogged(ctx, msg, nil, git.RefUpdate{Op: git.Update, Name: ref, New: p.Candidate, Old: at}); err != nil {
+		var conflict *refs.ConflictError
+		if errors.As(err, &conflict) {
+			return nil // moved meanwhile: the person's
+		}
+		return err
+	}
+	if wt != nil {
+		if err := repo.SwitchTree(ctx, wt.Path, at, p.Candidate); err != nil {
+			return fmt.Errorf("%s was brought along to %.12s, but its checkout did not follow: %w", b.target, p.Candidate, err)
+		}
+	}
+	return nil
 }
 
 // settleLanding settles each landing entry of this host a run killed or
