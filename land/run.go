@@ -71,7 +71,7 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 	if err := l.follow(ctx, all); err != nil {
 		return nil, err
 	}
-	done, err := l.settleLanding(ctx, all)
+	done, err := l.settleFirst(ctx, all)
 	for i := range done {
 		l.notify(ctx, &done[i])
 	}
@@ -106,6 +106,39 @@ func (l *Lander) Run(ctx context.Context) ([]Outcome, error) {
 			return done, err
 		}
 	}
+}
+
+// settleFirst settles what needs no batch: the landings a run killed
+// between intent and receipt left (Q8), then the entries whose place was
+// dropped.
+func (l *Lander) settleFirst(ctx context.Context, all []*Entry) ([]Outcome, error) {
+	done, err := l.settleLanding(ctx, all)
+	if err != nil {
+		return done, err
+	}
+	dropped, err := l.withdrawDropped(ctx, all)
+	return append(done, dropped...), err
+}
+
+// withdrawDropped returns each queued or proven entry of this host whose
+// place was dropped since it was submitted: a person gave that work up,
+// and nothing of it lands.
+func (l *Lander) withdrawDropped(ctx context.Context, all []*Entry) ([]Outcome, error) {
+	var outs []Outcome
+	for _, e := range all {
+		if e.Host != l.r.Host || e.State != Queued && e.State != Proven {
+			continue
+		}
+		if _, p, err := record.ReadPlace(ctx, l.r.Store, e.Place); err != nil || p.Dropped == nil {
+			continue
+		}
+		o, err := l.settleOne(ctx, e, Returned, "its place was dropped: nothing of it lands", nil, e.Proof)
+		if err != nil {
+			return outs, err
+		}
+		outs = append(outs, *o)
+	}
+	return outs, nil
 }
 
 // lock takes the repository's lander lock: at once, or with Wait once
