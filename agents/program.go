@@ -134,7 +134,7 @@ var uuidShape = lazyRegexp(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 // Claude Code (the shipped program) also gets the settings file with
 // flume's guard hook (--settings) and the role's allowlist
 // (--allowedTools), before its prompt (A9). The options of Claude Code and
-// Codex end with -- before the prompt.
+// Codex end with -- before the prompt (L3).
 //
 // A role's model goes to each shipped program as --model (Claude Code,
 // Codex and pi all take it), and to a declared command where it says

@@ -32,12 +32,12 @@ func TestCodexGetsItsGuardHook_A9(t *testing.T) {
 	}
 }
 
-// TestOptionsEndBeforeThePrompt: Claude Code's --allowedTools takes every
+// TestOptionsEndBeforeThePrompt_L3: Claude Code's --allowedTools takes every
 // word after it, so a role's tools took the prompt too (issue 61): the
 // options of Claude Code and Codex end with -- before the prompt, fresh
 // or resumed, and a prompt that looks like an option stays the prompt. pi
 // reads -- as an option that takes the next word: it gets none.
-func TestOptionsEndBeforeThePrompt(t *testing.T) {
+func TestOptionsEndBeforeThePrompt_L3(t *testing.T) {
 	v := Vars{Prompt: "--help me", SessionID: "S", ResumeID: "R", Home: "H", AllowedTools: []string{"Read", "Edit"}}
 	claude := Builtin["claude"]
 	for _, got := range [][]string{claude.Argv(v), claude.ResumeArgv(v)} {

@@ -135,7 +135,7 @@ func (l *Lander) hold(ctx context.Context, remote, target string) error {
 	return nil
 }
 
-// firstSeen is when this clone first saw the claim id on target's queue
+// firstSeen (Q11) is when this clone first saw the claim id on target's queue
 // at remote, by its own clock (kept in .git/flume/land-claims): a claim
 // holds at most claimFor from then, whatever times it says. One that
 // said 2099 held every other host off until then, whose clock lied.

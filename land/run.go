@@ -120,7 +120,7 @@ func (l *Lander) settleFirst(ctx context.Context, all []*Entry) ([]Outcome, erro
 	return append(done, dropped...), err
 }
 
-// withdrawDropped returns each queued or proven entry of this host whose
+// withdrawDropped (Q4) returns each queued or proven entry of this host whose
 // place was dropped since it was submitted: a person gave that work up,
 // and nothing of it lands.
 func (l *Lander) withdrawDropped(ctx context.Context, all []*Entry) ([]Outcome, error) {
@@ -669,7 +669,7 @@ func (l *Lander) runChecks(ctx context.Context, b *batch, dir string, vars []str
 		var out bytes.Buffer
 		start := time.Now()
 		line := append(wrap[:len(wrap):len(wrap)], argv...)
-		cctx, cancel := context.WithTimeout(ctx, b.timeout)
+		cctx, cancel := context.WithTimeout(ctx, b.timeout) // [land] timeout (Q4)
 		code, err := proc.RunStep(cctx, proc.Cmd{Path: line[0], Args: line[1:], Dir: dir, Env: vars, Stdout: &out, Stderr: &out})
 		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
@@ -721,13 +721,9 @@ func (l *Lander) settle(ctx context.Context, entries []*Entry, state, reason str
 		changes = append(changes, refs.Change{Ref: Ref(e.Place), Old: rec, State: cur, Message: msg})
 		done = append(done, cur)
 	}
-	reflog := "" // the target's own move says what landed and on which proof
+	reflog := "" // the target's own move says what landed and on which proof (Q4)
 	if state == Landed && len(extra) > 0 {
-		places := make([]string, len(done))
-		for i, e := range done {
-			places[i] = e.Place
-		}
-		reflog = fmt.Sprintf("flume land %s: proven candidate %.12s on %.12s (proof %.12s)", strings.Join(places, " "), proof.Candidate, proof.Base, proof.Digest)
+		reflog = fmt.Sprintf("flume land %s: proven candidate %.12s on %.12s (proof %.12s)", placesOf(done), proof.Candidate, proof.Base, proof.Digest)
 	}
 	if _, err := l.r.Store.WriteLogged(ctx, reflog, changes, extra...); err != nil {
 		return nil, err
@@ -820,13 +816,22 @@ func (l *Lander) push(ctx context.Context, b *batch, entries []*Entry, p *Proof)
 	return landed, l.bringLocal(ctx, b, landed, p)
 }
 
+// placesOf names entries' places, as a reflog message lists them.
+func placesOf(entries []*Entry) string {
+	places := make([]string, len(entries))
+	for i, e := range entries {
+		places[i] = e.Place
+	}
+	return strings.Join(places, " ")
+}
+
 // bringLocal brings the local target along to the candidate the lander
 // pushed to the shared remote (Q8), as a pull would and as Q6 brings a
 // checkout: moved by compare-and-swap, only from where it was behind the
 // proof's base, and only when its checkout, if any, is clean; a local
 // target ahead or apart, or checked out with changes, is the person's and
-// stays. Then the
-// stage's landing reads on the local target, and tidy's judging too.
+// stays. Then the stage's landing reads on the local target, and tidy's
+// judging too.
 func (l *Lander) bringLocal(ctx context.Context, b *batch, landed []*Entry, p *Proof) error {
 	repo, ref := l.r.Git, "refs/heads/"+b.target
 	at, err := repo.RefValue(ctx, ref)
@@ -845,11 +850,7 @@ func (l *Lander) bringLocal(ctx context.Context, b *batch, landed []*Entry, p *P
 			return err
 		}
 	}
-	places := make([]string, len(landed))
-	for i, e := range landed {
-		places[i] = e.Place
-	}
-	msg := fmt.Sprintf("flume land %s: brought along to %s on %s (proof %.12s)", strings.Join(places, " "), b.target, b.remote, p.Digest)
+	msg := fmt.Sprintf("flume land %s: brought along to %s on %s (proof %.12s)", placesOf(landed), b.target, b.remote, p.Digest)
 	if _, err := l.r.Store.WriteLogged(ctx, msg, nil, git.RefUpdate{Op: git.Update, Name: ref, New: p.Candidate, Old: at}); err != nil {
 		var conflict *refs.ConflictError
 		if errors.As(err, &conflict) {

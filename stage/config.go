@@ -413,7 +413,7 @@ type RunnerDecl struct {
 	user bool
 }
 
-// Environ is the environment a runner's lines run in (issue 61): a
+// Environ is the environment a runner's lines run in (M1, X4): a
 // repository step's (X4), with the caller's variables its declaration
 // names; never the caller's whole environment.
 func (r RunnerDecl) Environ(caller []string) []string {

@@ -51,11 +51,11 @@ func TestRemoveStepsInsideAndOutside_T3(t *testing.T) {
 	}
 }
 
-// TestRunnerLinesGetAStepsEnvironmentAndWhatTheyName: a runner's lines
+// TestRunnerLinesGetAStepsEnvironmentAndWhatTheyName_M1_X4: a runner's lines
 // run with a repository step's environment (X4) and the variables its
 // declaration names, never the caller's whole environment (issue 61): a
 // secret there stays there. An ssh runner keeps ssh's agent.
-func TestRunnerLinesGetAStepsEnvironmentAndWhatTheyName(t *testing.T) {
+func TestRunnerLinesGetAStepsEnvironmentAndWhatTheyName_M1_X4(t *testing.T) {
 	entries, _ := gitconfig.Parse([]byte("[runner \"k8s\"]\n\tkind = command\n\tstart = kubectl run x\n\tenv = KUBECONFIG, AWS_*\n[runner \"big\"]\n\tkind = ssh\n\thost = b\n\tpath = ~/x\n"))
 	cfg := newConfig()
 	if err := cfg.apply(entries, true); err != nil {

@@ -16,8 +16,8 @@ import (
 	"github.com/git-flume/git-flume/stage/record"
 )
 
-// What the lander keeps beside git's files: its lock (one lander runs in
-// a repository at a time), the file where the one holding it says who it
+// What the lander keeps beside git's files (Q4): its lock (one lander runs
+// in a repository at a time), the file where the one holding it says who it
 // is, and the folder of its throwaway check worktrees.
 
 // LandLock is the lander's lock of the repository at commonDir.

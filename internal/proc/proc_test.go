@@ -217,11 +217,11 @@ func TestCleanGitEnv(t *testing.T) {
 	}
 }
 
-// TestRunStepEndsItsWholeGroup: a step whose time is up is ended with
+// TestRunStepEndsItsWholeGroup_Q4_X4: a step whose time is up is ended with
 // every process it started, not its first alone, and returns at once,
 // though a child still held its output open (issue 61: a hung check held
 // the lander for ever).
-func TestRunStepEndsItsWholeGroup(t *testing.T) {
+func TestRunStepEndsItsWholeGroup_Q4_X4(t *testing.T) {
 	dir := t.TempDir()
 	child := filepath.Join(dir, "child")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

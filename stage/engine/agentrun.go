@@ -455,10 +455,8 @@ func AgentState(ctx context.Context, env *stage.Env, p *record.Place) string {
 		return "ended"
 	case a.Pane == "print":
 		return "operator"
-	case p.Host != env.Host:
-		return "up"
-	case env.Engine.Up(ctx, a):
-		return "up"
+	case p.Host != env.Host || env.Engine.Up(ctx, a):
+		return "up" // another host's as its record says (L4)
 	}
 	return "exited"
 }

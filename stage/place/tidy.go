@@ -146,11 +146,11 @@ func (ps *Places) tidyRecord(ctx context.Context, rec *refs.Record, decoded *rec
 // says what it removed; a dry run moves nothing and names it.
 func (ps *Places) tidyMaking(ctx context.Context, rec *refs.Record, p *record.Place, dryRun bool) (*TidyResult, error) {
 	env, repo := ps.r.Env, ps.r.Git
-	if p.Launcher != nil && p.Launcher.Alive(env.Host) {
-		return nil, nil // its launch still runs
-	}
 	res := &TidyResult{Place: p.ID, Reason: "launch interrupted", Worktree: "absent", Branch: "absent"}
 	if dryRun {
+		if p.Launcher != nil && p.Launcher.Alive(env.Host) {
+			return nil, nil // its launch still runs
+		}
 		res.Worktree, res.Branch = "would-settle", "would-settle"
 		return res, nil
 	}
@@ -164,7 +164,7 @@ func (ps *Places) tidyMaking(ctx context.Context, rec *refs.Record, p *record.Pl
 		return nil, fmt.Errorf("%s: %w", p.ID, err)
 	}
 	if !cleaned {
-		return nil, nil // kept as made (it held work), or settled by another
+		return nil, nil // its launch still runs, kept as made (it held work), or settled by another
 	}
 	if _, err := os.Lstat(p.Path); was && err != nil {
 		res.Worktree = "removed"

@@ -250,7 +250,11 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	if len(st.Places) > 0 {
 		attachConflicts(st, radar.KnownConflicts(env, repo, places))
 	}
-	attachLanding(st, byPlace(others, land.Prefix), stage.LanderRunning(repo.CommonDir, env.Host))
+	lands, lander := byPlace(others, land.Prefix), ""
+	if len(lands) > 0 {
+		lander = stage.LanderRunning(repo.CommonDir, env.Host) // named only when an entry could wait on it
+	}
+	attachLanding(st, lands, lander)
 	attachHeard(ctx, store, st, byPlace(others, record.HostPrefix), opts.Place != "", env.ClockNow())
 	attachLost(st, adopters)
 	if opts.Place == "" {

@@ -174,12 +174,13 @@ func takeUp(ctx context.Context, r *stage.Repository, id string, o Options, run 
 	if rf.ID != "" { // read here only: the order stays the runner's
 		_ = r.Git.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: OrderPrefix + id, Old: rf.ID}})
 	}
-	if err == nil && slices.Contains(ordersWritten(r.Git.CommonDir, id), rf.ID) && waiting.From == r.Host && waiting.Runner == run.Name &&
+	ours := slices.Contains(ordersWritten(r.Git.CommonDir, id), rf.ID)
+	if err == nil && ours && waiting.From == r.Host && waiting.Runner == run.Name &&
 		waiting.Brief == o.Brief && waiting.Target == o.Target && waiting.Agent == o.Agent {
 		return nil
 	}
 	why := "no launch of this clone wrote it"
-	if slices.Contains(ordersWritten(r.Git.CommonDir, id), rf.ID) {
+	if ours {
 		why = "this clone's earlier launch, with another brief, target, agent or runner"
 	}
 	return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("a launch order for it waits on %s already (%s%s at %.12s), not this one: %s; nothing was made. "+
@@ -187,7 +188,7 @@ func takeUp(ctx context.Context, r *stage.Repository, id string, o Options, run 
 		o.Remote, OrderPrefix, id, rf.ID, why, o.Remote, OrderPrefix, id, o.Remote, OrderPrefix, id)}
 }
 
-// ordersFile keeps, per place, the launch orders this clone wrote, one
+// ordersFile keeps, per place, the launch orders this clone wrote (M1), one
 // commit id a line: a waiting order is taken up only if it is one of them.
 // Someone who can push to the shared remote could write the order first,
 // with this host's name, runner and brief, on a commit of theirs.

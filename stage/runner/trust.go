@@ -8,7 +8,7 @@ import (
 	"github.com/git-flume/git-flume/stage/record"
 )
 
-// runnerConfig is the configuration whose runner lines flume runs here,
+// runnerConfig (M1) is the configuration whose runner lines flume runs here,
 // as the person (issue 61): the user's own file over .flume/config at the
 // tip of target (the branch the main checkout is on when ""), never at a
 // place's branch: that is an agent's, and its start or sshCommand line
