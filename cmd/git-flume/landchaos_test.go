@@ -48,7 +48,8 @@ func cmdLandChaos(ts *testscript.TestScript, neg bool, args []string) {
 	c.setUp()
 	for i := 0; i < steps; i++ {
 		// No lander runs between steps: a claim on main's queue one
-		// killed left is over by the next (its 15 minutes pass).
+		// killed left holds another host off for one step at most
+		// (Q11: 15 minutes from when that host first sees it).
 		cmdClock(ts, false, []string{"16m"})
 		what := c.step()
 		if err := c.invariant(); err != nil {
@@ -304,6 +305,12 @@ func (c *chaos) landWhileMoved(h *chaosHost) string {
 	checking, moved := filepath.Join(home, "signal", "checking"), filepath.Join(home, "signal", "moved")
 	for _, p := range []string{checking, moved} {
 		_ = os.Remove(p)
+	}
+	// The lander makes its cache folder only once it checks; one another
+	// host's killed lander holds off (Q11: 15 minutes from when this host
+	// first sees its claim) never does.
+	if err := os.MkdirAll(filepath.Dir(moved), 0o755); err != nil {
+		c.ts.Fatalf("%v", err)
 	}
 	hold := filepath.Join(home, "hold")
 	writeFile(c.ts, hold, "")
