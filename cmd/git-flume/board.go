@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	agent "github.com/git-flume/git-flume/agents"
-	"github.com/git-flume/git-flume/stage/report"
+	"github.com/git-flume/git-flume/stage/board"
 )
 
 func boardCommand(a *app) *cli.Command {
@@ -17,7 +17,7 @@ func boardCommand(a *app) *cli.Command {
 		Usage:     "every place on this host as a numbered list, with keys to open, tell, stop, retry and launch (the herdr plugin's pane)",
 		UsageText: "git flume board [--interval DURATION]",
 		Description: "Reads the host's index as status --host does, and redraws every --interval. Type a key, a row " +
-			"number and its words, then Enter: " + report.BoardKeys + ". Each runs the git flume command of the same name " +
+			"number and its words, then Enter: " + board.Keys + ". Each runs the git flume command of the same name " +
 			"in the row's repository. A row that starts to need a person (waiting, blocked, stuck, never-started, cut) " +
 			"sounds the terminal's bell once and is marked !. Inside herdr, open opens the agent's pane beside the board.",
 		Flags: []cli.Flag{&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "how often the board is read again"}},
@@ -25,8 +25,8 @@ func boardCommand(a *app) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			return report.RunBoard(c.Context, a.stageEnv(), report.BoardTerminal{In: a.io.In, Out: a.io.Out, Raw: a.io.RawOut,
-				TTY: isTerminal(a.io.RawOut)}, c.Duration("interval"), report.BoardRunner{In: a.io.In, RawOut: a.io.RawOut, RawErr: a.io.RawErr,
+			return board.Run(c.Context, a.stageEnv(), board.Terminal{In: a.io.In, Out: a.io.Out, Raw: a.io.RawOut,
+				TTY: isTerminal(a.io.RawOut)}, c.Duration("interval"), board.KeyRunner{In: a.io.In, RawOut: a.io.RawOut, RawErr: a.io.RawErr,
 				Env: a.env.list, Herdr: a.env.vars["HERDR_BIN_PATH"]}.Do)
 		},
 	}

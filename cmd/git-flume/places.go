@@ -17,6 +17,7 @@ import (
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/refs"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/board"
 	"github.com/git-flume/git-flume/stage/place"
 	"github.com/git-flume/git-flume/stage/record"
 	"github.com/git-flume/git-flume/stage/report"
@@ -254,7 +255,7 @@ func statusCommand(a *app) *cli.Command {
 				if c.Bool("json") {
 					return usagef("status: --watch and --json do not go together")
 				}
-				return report.WatchStatus(c.Context, report.BoardTerminal{Out: a.io.Out, Raw: a.io.RawOut, TTY: isTerminal(a.io.RawOut)}, a.watchInterval(), c.Bool("wide"),
+				return board.WatchStatus(c.Context, board.Terminal{Out: a.io.Out, Raw: a.io.RawOut, TTY: isTerminal(a.io.RawOut)}, a.watchInterval(), c.Bool("wide"),
 					func(ctx context.Context) (*report.Status, error) { return a.status(ctx, opts) })
 			}
 			st, err := a.status(c.Context, opts)
@@ -273,14 +274,14 @@ func statusCommand(a *app) *cli.Command {
 // (status --host): a table under each repository's path, or one JSON
 // document. It reads only: it starts no watcher.
 func (a *app) hostStatus(ctx context.Context, all, asJSON, wide bool) error {
-	hs, err := report.ReadHostStatus(ctx, a.stageEnv(), all)
+	hs, err := board.ReadHost(ctx, a.stageEnv(), all)
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		return jsonfmt.Write(a.io.Out, hs)
 	}
-	return report.WriteHostStatus(a.io.Out, hs, wide)
+	return board.WriteHost(a.io.Out, hs, wide)
 }
 
 // status reads the places' status, as `status` and the MCP status tool

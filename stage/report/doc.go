@@ -1,5 +1,5 @@
 // Package report holds every view and rendering for people: status (its
-// JSON document and its table), explain, the board, the HTML export, a
+// JSON document and its table), explain, the HTML export, a
 // delegation's children, what tidy did or kept, a workspace request's
 // status, what a launch made, what doctor found, what a sync moved. It
 // only reads: nothing here moves a ref or touches a worktree, so any view

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	agent "github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
@@ -437,4 +438,16 @@ func WriteExplain(w io.Writer, x *Explanation) {
 	for _, m := range x.History {
 		fmt.Fprintf(w, "  %s  %s\n", m.At.UTC().Format("2006-01-02 15:04:05"), term.Clean(m.Message))
 	}
+}
+
+// clip cuts s to n bytes at most, marking the cut, never inside a
+// character.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

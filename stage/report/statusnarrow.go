@@ -22,12 +22,12 @@ const TableColumns = 120
 // The widest the fixed columns get; a longer value is cut, marked "…"
 // (the whole of it is in --wide, explain and --json).
 const (
-	placeColumn = 36
-	stageColumn = 16
-	stateColumn = 22
+	PlaceColumn = 36
+	StageColumn = 16
+	StateColumn = 22
 	ageColumn   = 4
-	// reasonAtLeast is the room the reason keeps beside a long next step.
-	reasonAtLeast = 20
+	// ReasonAtLeast is the room the reason keeps beside a long next step.
+	ReasonAtLeast = 20
 )
 
 // summarize is the narrow line of place p at now, each part escaped
@@ -36,7 +36,7 @@ const (
 func summarize(p *PlaceStatus, now time.Time) term.Row {
 	return term.Row{
 		Cols:   []string{term.Clean(words.TreeName(p.Place, p.Depth)), term.Clean(stageText(p)), term.Clean(stateText(p)), ageOf(p, now)},
-		Reason: term.Clean(strings.Join(reasonNotes(p), "; ")),
+		Reason: term.Clean(strings.Join(ReasonNotes(p), "; ")),
 		Next:   term.Clean(words.OneLine(p.Stage.Next)),
 	}
 }
@@ -79,11 +79,11 @@ func ageOf(p *PlaceStatus, now time.Time) string {
 	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
 
-// reasonNotes are what a person reads first about place p, most urgent
+// ReasonNotes are what a person reads first about place p, most urgent
 // first: a lost host or failed setup, what its stage needs or why it
 // stopped, its child's question, its landing, its conflicts; the rest
 // (ports, cost, panes, snapshots) is in --wide and explain.
-func reasonNotes(p *PlaceStatus) []string {
+func ReasonNotes(p *PlaceStatus) []string {
 	var notes []string
 	if l := p.LostTo; l != nil {
 		notes = append(notes, "lost: adopted as "+l.Place+" on "+l.Host)
@@ -173,7 +173,7 @@ func writeNarrowTable(w io.Writer, st *Status, now time.Time) {
 	if !slices.ContainsFunc(rows[1:], func(r term.Row) bool { return r.Next != "" }) {
 		rows[0].Next = ""
 	}
-	for _, line := range term.FitLines(rows, []int{placeColumn, stageColumn, stateColumn, ageColumn}, TableColumns, reasonAtLeast) {
+	for _, line := range term.FitLines(rows, []int{PlaceColumn, StageColumn, StateColumn, ageColumn}, TableColumns, ReasonAtLeast) {
 		fmt.Fprintln(w, line)
 	}
 }

@@ -1,11 +1,14 @@
-package report
+package board
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/git-flume/git-flume/internal/term"
+	"github.com/git-flume/git-flume/stage/record"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
 // TestBoardSoundsOnceAndParsesKeys: a row sounds when it starts to need a
@@ -13,16 +16,16 @@ import (
 // key becomes the git flume command of its name in the row's repository;
 // a wrong key, row or missing word says what was expected.
 func TestBoardSoundsOnceAndParsesKeys(t *testing.T) {
-	row := func(n int, place, state string) BoardRow {
-		return BoardRow{N: n, Repo: "/r", Place: place, State: state}
+	row := func(n int, place, state string) Row {
+		return Row{N: n, Repo: "/r", Place: place, State: state}
 	}
-	first := []BoardRow{row(1, "fix--a", "waiting"), row(2, "fix--b", "working")}
+	first := []Row{row(1, "fix--a", "waiting"), row(2, "fix--b", "working")}
 	if got := Sounding(nil, first); !slices.Equal(got, []int{1}) {
 		t.Fatalf("first look sounds %v", got)
 	}
 	// fix--b moves to row 1 (a place was tidied) and starts waiting; fix--a
 	// still waits: only fix--b sounds.
-	second := []BoardRow{row(1, "fix--b", "blocked"), row(2, "fix--a", "waiting")}
+	second := []Row{row(1, "fix--b", "blocked"), row(2, "fix--a", "waiting")}
 	if got := Sounding(first, second); !slices.Equal(got, []int{1}) {
 		t.Fatalf("second look sounds %v", got)
 	}
@@ -30,7 +33,7 @@ func TestBoardSoundsOnceAndParsesKeys(t *testing.T) {
 		t.Fatalf("nothing new sounds %v", got)
 	}
 
-	rows := []BoardRow{row(1, "fix--a", "waiting"), {N: 2, Repo: "/gone", State: "unreadable"}}
+	rows := []Row{row(1, "fix--a", "waiting"), {N: 2, Repo: "/gone", State: "unreadable"}}
 	for _, c := range []struct {
 		line string
 		args string
@@ -49,7 +52,7 @@ func TestBoardSoundsOnceAndParsesKeys(t *testing.T) {
 		{"s 2", "", "could not be read, not a place"},
 		{"", "", "type a key"},
 	} {
-		cmd, err := ParseBoardCommand(c.line, rows)
+		cmd, err := ParseCommand(c.line, rows)
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("%q: error %v, want %q", c.line, err, c.err)
@@ -59,24 +62,29 @@ func TestBoardSoundsOnceAndParsesKeys(t *testing.T) {
 			t.Errorf("%q: args %q, want %q", c.line, strings.Join(cmd.Args, " "), c.args)
 		}
 	}
-	if cmd, _ := ParseBoardCommand("q", rows); !cmd.Quit {
+	if cmd, _ := ParseCommand("q", rows); !cmd.Quit {
 		t.Error("q does not quit")
 	}
-	if cmd, _ := ParseBoardCommand("o 1", rows); !cmd.Attach {
+	if cmd, _ := ParseCommand("o 1", rows); !cmd.Attach {
 		t.Error("o does not take the terminal")
 	}
 }
 
 // TestBoardRowShowsReasonAndNext: a board row says why the place waits and
-// the command that moves it on, within TableColumns however long its
+// the command that moves it on, within report.TableColumns however long its
 // question (issue 47).
 func TestBoardRowShowsReasonAndNext(t *testing.T) {
-	p := manyConflicts()
-	hs := &HostStatus{Repositories: []RepoStatus{{Repo: "/src/app", Status: &Status{Places: []PlaceStatus{p}}}}}
+	p := report.PlaceStatus{Place: "fix--p1", Branch: "fix/p1", Ready: report.ReadyStatus{OK: true}, Worktree: "present",
+		Stage: report.StageStatus{Name: "code", Index: 1, Count: 2, State: "waiting",
+			Need: strings.Repeat("which of the two staging databases do I use? ", 4), Next: "git flume tell fix--p1 'ANSWER'"}}
+	for i := 2; i <= 200; i++ {
+		p.Conflicts = append(p.Conflicts, record.Conflict{Place: "fix--p1", With: fmt.Sprintf("fix--p%d", i), Files: []string{"a.go", "b.go"}, Exact: true})
+	}
+	hs := &Host{Repositories: []Repo{{Repo: "/src/app", Status: &report.Status{Places: []report.PlaceStatus{p}}}}}
 	var out strings.Builder
-	WriteBoard(&out, BoardRows(hs), "")
+	Write(&out, Rows(hs), "")
 	line, _, _ := strings.Cut(out.String(), "\n")
-	if term.Width(line) > TableColumns {
+	if term.Width(line) > report.TableColumns {
 		t.Errorf("the row is %d columns:\n%s", term.Width(line), line)
 	}
 	for _, want := range []string{"!  1  app  fix--p1  code  waiting  needs", "fix--p1", "waiting", " needs: which of the two staging", "…  git flume tell fix--p1 'ANSWER'"} {

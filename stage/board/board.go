@@ -1,4 +1,4 @@
-package report
+package board
 
 import (
 	"bufio"
@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	agent "github.com/git-flume/git-flume/agents"
+	"github.com/git-flume/git-flume/stage/report"
 
 	"github.com/git-flume/git-flume/internal/proc"
 	"github.com/git-flume/git-flume/internal/term"
@@ -29,8 +29,8 @@ import (
 // layer reads the status, runs each command through git flume itself,
 // and prints.
 
-// BoardRow is one place on the board.
-type BoardRow struct {
+// Row is one place on the board.
+type Row struct {
 	N        int    // its number on the board, from 1
 	Repo     string // the repository's path
 	Place    string
@@ -45,7 +45,7 @@ type BoardRow struct {
 // Attention reports whether a row's state asks for a person: an open
 // question, a dialog or error, an agent that never started or stopped
 // short, or one that looks stuck.
-func (r BoardRow) Attention() bool {
+func (r Row) Attention() bool {
 	switch r.State {
 	case "waiting", "blocked", "stuck", "never-started", "cut", "unknown":
 		return true
@@ -53,22 +53,22 @@ func (r BoardRow) Attention() bool {
 	return false
 }
 
-// BoardRows are the open places of a host status, in the index's order,
+// Rows are the open places of a host status, in the index's order,
 // numbered from 1; a repository that could not be read is a row of its
 // own, with no place.
-func BoardRows(hs *HostStatus) []BoardRow {
-	var rows []BoardRow
+func Rows(hs *Host) []Row {
+	var rows []Row
 	for _, rs := range hs.Repositories {
 		if rs.Status == nil {
-			rows = append(rows, BoardRow{N: len(rows) + 1, Repo: rs.Repo, State: "unreadable", Note: rs.Error})
+			rows = append(rows, Row{N: len(rows) + 1, Repo: rs.Repo, State: "unreadable", Note: rs.Error})
 			continue
 		}
 		for _, p := range rs.Status.Places {
 			if p.Dropped {
 				continue
 			}
-			row := BoardRow{N: len(rows) + 1, Repo: rs.Repo, Place: p.Place, Stage: p.Stage.Name, State: p.Stage.State,
-				Note: strings.Join(reasonNotes(&p), "; "), Next: words.OneLine(p.Stage.Next)}
+			row := Row{N: len(rows) + 1, Repo: rs.Repo, Place: p.Place, Stage: p.Stage.Name, State: p.Stage.State,
+				Note: strings.Join(report.ReasonNotes(&p), "; "), Next: words.OneLine(p.Stage.Next)}
 			if a := p.Agent; a != nil && a.State == "up" {
 				row.PaneHost, row.Pane = a.PaneHost, a.Pane
 			}
@@ -79,7 +79,7 @@ func BoardRows(hs *HostStatus) []BoardRow {
 }
 
 // mark is "!" for a row that needs a person.
-func (r BoardRow) mark() string {
+func (r Row) mark() string {
 	if r.Attention() {
 		return "!"
 	}
@@ -88,7 +88,7 @@ func (r BoardRow) mark() string {
 
 // Sounding are the rows of cur that need a person and did not in prev (a
 // place keeps its identity by repository and place, whatever its number).
-func Sounding(prev, cur []BoardRow) []int {
+func Sounding(prev, cur []Row) []int {
 	before := map[string]bool{}
 	for _, r := range prev {
 		before[r.Repo+"\x00"+r.Place] = r.Attention()
@@ -102,16 +102,16 @@ func Sounding(prev, cur []BoardRow) []int {
 	return out
 }
 
-// BoardKeys is the board's help line.
-const BoardKeys = "o N open · t N TEXT tell · s N stop · r N retry · l N KIND BRIEF launch beside row N · q quit"
+// Keys is the board's help line.
+const Keys = "o N open · t N TEXT tell · s N stop · r N retry · l N KIND BRIEF launch beside row N · q quit"
 
-// WriteBoard prints the board: one line per row of at most TableColumns
+// Write prints the board: one line per row of at most report.TableColumns
 // (its reason cut to leave room for its next step), marked "!" when it
 // needs a person, then the keys and the last command's outcome. Every string from
 // a record is printed through the caller's escaping writer, so the bell of
 // the rows that sound (Sounding) is the caller's to ring on the terminal
 // itself.
-func WriteBoard(w io.Writer, rows []BoardRow, said string) {
+func Write(w io.Writer, rows []Row, said string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no places on this host (git flume launch makes one)")
 	}
@@ -122,7 +122,7 @@ func WriteBoard(w io.Writer, rows []BoardRow, said string) {
 				Reason: words.OneLine(r.Note), Next: r.Next})
 		}
 	}
-	lines := term.FitLines(places, []int{4, 16, placeColumn, stageColumn, stateColumn}, TableColumns, reasonAtLeast)
+	lines := term.FitLines(places, []int{4, 16, report.PlaceColumn, report.StageColumn, report.StateColumn}, report.TableColumns, report.ReasonAtLeast)
 	for _, r := range rows {
 		if r.Place == "" {
 			fmt.Fprintf(w, "%s%3d  %s: %s\n", r.mark(), r.N, r.Repo, r.Note)
@@ -131,65 +131,53 @@ func WriteBoard(w io.Writer, rows []BoardRow, said string) {
 		fmt.Fprintln(w, lines[0])
 		lines = lines[1:]
 	}
-	fmt.Fprintln(w, BoardKeys)
+	fmt.Fprintln(w, Keys)
 	if said != "" {
 		fmt.Fprintln(w, said)
 	}
 }
 
-// clip cuts s to n bytes at most, marking the cut, never inside a
-// character.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// BoardCommand is a line typed on the board, resolved against its rows:
+// Command is a line typed on the board, resolved against its rows:
 // the git flume command that carries it out, run in the row's repository.
-type BoardCommand struct {
+type Command struct {
 	Quit bool
-	Row  BoardRow
+	Row  Row
 	// Args are git flume's arguments; Attach marks a command that takes
 	// over the terminal until it ends (open).
 	Args   []string
 	Attach bool
 }
 
-// ParseBoardCommand reads one typed line: a key, a row number, and the
+// ParseCommand reads one typed line: a key, a row number, and the
 // words the key takes. An unknown key, a row not on the board or a missing
 // word is an error that says what was expected.
-func ParseBoardCommand(line string, rows []BoardRow) (BoardCommand, error) {
+func ParseCommand(line string, rows []Row) (Command, error) {
 	f := strings.Fields(line)
 	if len(f) == 0 {
-		return BoardCommand{}, fmt.Errorf("type a key: %s", BoardKeys)
+		return Command{}, fmt.Errorf("type a key: %s", Keys)
 	}
 	if f[0] == "q" {
-		return BoardCommand{Quit: true}, nil
+		return Command{Quit: true}, nil
 	}
 	if len(f) < 2 {
-		return BoardCommand{}, fmt.Errorf("%q needs a row number: %s", f[0], BoardKeys)
+		return Command{}, fmt.Errorf("%q needs a row number: %s", f[0], Keys)
 	}
 	n, err := strconv.Atoi(f[1])
 	if err != nil || n < 1 || n > len(rows) {
-		return BoardCommand{}, fmt.Errorf("%q is not a row of the board (1 to %d)", f[1], len(rows))
+		return Command{}, fmt.Errorf("%q is not a row of the board (1 to %d)", f[1], len(rows))
 	}
 	row := rows[n-1]
 	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), f[0])), f[1]))
 	if row.Place == "" && f[0] != "l" {
-		return BoardCommand{}, fmt.Errorf("row %d is a repository that could not be read, not a place", n)
+		return Command{}, fmt.Errorf("row %d is a repository that could not be read, not a place", n)
 	}
-	c := BoardCommand{Row: row}
+	c := Command{Row: row}
 	switch f[0] {
 	case "o":
 		c.Args, c.Attach = []string{"attach", "--repo", row.Repo, row.Place}, true
 	case "t":
 		if rest == "" {
-			return BoardCommand{}, fmt.Errorf("t %d needs the text to tell", n)
+			return Command{}, fmt.Errorf("t %d needs the text to tell", n)
 		}
 		c.Args = []string{"tell", "--repo", row.Repo, row.Place, rest}
 	case "s":
@@ -199,19 +187,19 @@ func ParseBoardCommand(line string, rows []BoardRow) (BoardCommand, error) {
 	case "l":
 		kind, brief, _ := strings.Cut(rest, " ")
 		if kind == "" || strings.TrimSpace(brief) == "" {
-			return BoardCommand{}, fmt.Errorf("l %d needs a kind and a brief: l %d KIND BRIEF", n, n)
+			return Command{}, fmt.Errorf("l %d needs a kind and a brief: l %d KIND BRIEF", n, n)
 		}
 		c.Args = []string{"launch", "--repo", row.Repo, "--kind", kind, "--brief", strings.TrimSpace(brief)}
 	default:
-		return BoardCommand{}, fmt.Errorf("%q is not a key: %s", f[0], BoardKeys)
+		return Command{}, fmt.Errorf("%q is not a key: %s", f[0], Keys)
 	}
 	return c, nil
 }
 
-// BoardTerminal is where the board reads what is typed and draws: Out
+// Terminal is where the board reads what is typed and draws: Out
 // escapes what a record holds, Raw takes the board's own control
 // sequences (clear, bell); TTY redraws in place.
-type BoardTerminal struct {
+type Terminal struct {
 	In       io.Reader
 	Out, Raw io.Writer
 	TTY      bool
@@ -220,7 +208,7 @@ type BoardTerminal struct {
 // WatchStatus redraws the status table read every interval until ctx
 // ends (O3): in place (cursor home, clear) on a terminal, else the table
 // again each time it changed.
-func WatchStatus(ctx context.Context, term BoardTerminal, interval time.Duration, wide bool, read func(context.Context) (*Status, error)) error {
+func WatchStatus(ctx context.Context, term Terminal, interval time.Duration, wide bool, read func(context.Context) (*report.Status, error)) error {
 	last := ""
 	for {
 		st, err := read(ctx)
@@ -228,7 +216,7 @@ func WatchStatus(ctx context.Context, term BoardTerminal, interval time.Duration
 			return err
 		}
 		var b strings.Builder
-		if err := WriteStatusTable(&b, st, wide); err != nil {
+		if err := report.WriteStatusTable(&b, st, wide); err != nil {
 			return err
 		}
 		if table := b.String(); table != last {
@@ -249,12 +237,12 @@ func WatchStatus(ctx context.Context, term BoardTerminal, interval time.Duration
 	}
 }
 
-// RunBoard draws the host's board every interval until q, the end of its
+// Run draws the host's board every interval until q, the end of its
 // input, or the end of ctx; a command typed is parsed against the rows
 // shown and done by do, which says what came of it.
 // Lines are read only when asked for, so a command that takes over the
 // terminal (open) has it to itself.
-func RunBoard(ctx context.Context, env *stage.Env, term BoardTerminal, interval time.Duration, do func(context.Context, BoardCommand) string) error {
+func Run(ctx context.Context, env *stage.Env, term Terminal, interval time.Duration, do func(context.Context, Command) string) error {
 	want, lines := make(chan struct{}), make(chan string)
 	go func() {
 		in := bufio.NewReader(term.In)
@@ -268,22 +256,22 @@ func RunBoard(ctx context.Context, env *stage.Env, term BoardTerminal, interval 
 		}
 	}()
 	defer close(want)
-	var prev []BoardRow
+	var prev []Row
 	said := ""
 	asked := false
 	for {
-		hs, err := ReadHostStatus(ctx, env, false)
+		hs, err := ReadHost(ctx, env, false)
 		if err != nil {
 			return err
 		}
-		rows := BoardRows(hs)
+		rows := Rows(hs)
 		if term.TTY {
 			fmt.Fprint(term.Raw, "\x1b[H\x1b[2J")
 		}
 		if len(Sounding(prev, rows)) > 0 {
 			fmt.Fprint(term.Raw, "\a") // a row starts to need a person
 		}
-		WriteBoard(term.Out, rows, said)
+		Write(term.Out, rows, said)
 		prev = rows
 		if !asked {
 			want <- struct{}{}
@@ -299,7 +287,7 @@ func RunBoard(ctx context.Context, env *stage.Env, term BoardTerminal, interval 
 			if !ok {
 				return nil
 			}
-			cmd, err := ParseBoardCommand(line, rows)
+			cmd, err := ParseCommand(line, rows)
 			switch {
 			case err != nil:
 				said = err.Error()
@@ -312,11 +300,11 @@ func RunBoard(ctx context.Context, env *stage.Env, term BoardTerminal, interval 
 	}
 }
 
-// BoardRunner runs what a key typed on the board asks, as git flume itself
+// KeyRunner runs what a key typed on the board asks, as git flume itself
 // in the row's repository: the terminal a command that takes it over
 // (open) gets, the environment the commands run with, and herdr's binary
 // where the board runs in herdr.
-type BoardRunner struct {
+type KeyRunner struct {
 	In             io.Reader
 	RawOut, RawErr io.Writer
 	Env            []string
@@ -325,7 +313,7 @@ type BoardRunner struct {
 
 // Do runs a board command through git flume itself and says how it
 // went: its output's last line, or its error.
-func (k BoardRunner) Do(ctx context.Context, cmd BoardCommand) string {
+func (k KeyRunner) Do(ctx context.Context, cmd Command) string {
 	exe, err := os.Executable()
 	if err != nil {
 		return err.Error()

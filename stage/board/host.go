@@ -1,6 +1,6 @@
 // Host-wide status (seed 002): every repository this host launched places in.
 
-package report
+package board
 
 import (
 	"context"
@@ -12,48 +12,49 @@ import (
 
 	"github.com/git-flume/git-flume/internal/term"
 	"github.com/git-flume/git-flume/stage"
+	"github.com/git-flume/git-flume/stage/report"
 )
 
-// HostStatus is every place of every repository this host launched places
+// Host is every place of every repository this host launched places
 // in (status --host): one entry per indexed main checkout, in the order
 // listed, each read as status reads one repository. A repository that
 // cannot be read says why and the others are still read.
-type HostStatus struct {
-	Schema       int          `json:"schema"`
-	Repositories []RepoStatus `json:"repositories"`
+type Host struct {
+	Schema       int    `json:"schema"`
+	Repositories []Repo `json:"repositories"`
 }
 
-// RepoStatus is one repository's part of a HostStatus.
-type RepoStatus struct {
-	Repo   string  `json:"repo"`
-	Status *Status `json:"status"`
-	Error  string  `json:"error,omitempty"`
+// Repo is one repository's part of a Host.
+type Repo struct {
+	Repo   string         `json:"repo"`
+	Status *report.Status `json:"status"`
+	Error  string         `json:"error,omitempty"`
 }
 
-// ReadHostStatus reads the status of every repository in the host's index
+// ReadHost reads the status of every repository in the host's index
 // (S1; the user's global flume.repository values), all at once, within
 // the engine's HostReadTimeout: one that cannot be read in it (a HEAD that
 // blocks, a disk that hangs) is named, and the others print. It writes
 // nothing: a repository gone from disk is reported, never dropped from
 // the index. Cancelling ctx returns at
 // once, whatever a read is stuck in.
-func ReadHostStatus(ctx context.Context, env *stage.Env, all bool) (*HostStatus, error) {
+func ReadHost(ctx context.Context, env *stage.Env, all bool) (*Host, error) {
 	repos, err := env.Runner.GlobalConfigAll(ctx, stage.RepositoryKey)
 	if err != nil {
 		return nil, err
 	}
-	hs := &HostStatus{Schema: 1, Repositories: []RepoStatus{}}
+	hs := &Host{Schema: 1, Repositories: []Repo{}}
 	seen := map[string]bool{}
-	var answers []chan RepoStatus
+	var answers []chan Repo
 	for _, r := range repos {
 		if seen[r] {
 			continue
 		}
 		seen[r] = true
-		answer := make(chan RepoStatus, 1)
+		answer := make(chan Repo, 1)
 		answers = append(answers, answer)
 		go func() { answer <- readRepoStatus(ctx, env, r, all) }()
-		hs.Repositories = append(hs.Repositories, RepoStatus{Repo: r})
+		hs.Repositories = append(hs.Repositories, Repo{Repo: r})
 	}
 	limit := env.Engine.HostReadTimeout()
 	deadline := time.NewTimer(limit)
@@ -82,8 +83,8 @@ func ReadHostStatus(ctx context.Context, env *stage.Env, all bool) (*HostStatus,
 }
 
 // readRepoStatus is one repository's part of the host's status.
-func readRepoStatus(ctx context.Context, env *stage.Env, r string, all bool) RepoStatus {
-	rs := RepoStatus{Repo: r}
+func readRepoStatus(ctx context.Context, env *stage.Env, r string, all bool) Repo {
+	rs := Repo{Repo: r}
 	// Each repository's places are judged by its own host name: a
 	// clone's own places were shown read-only by another's flume.host.
 	if set, err := stage.ReadSettings(ctx, env.Runner, r); err == nil {
@@ -95,7 +96,7 @@ func readRepoStatus(ctx context.Context, env *stage.Env, r string, all bool) Rep
 	}
 	if _, err := os.Stat(r); errors.Is(err, os.ErrNotExist) {
 		rs.Error = "its folder is gone (git config --global --unset flume.repository " + r + " forgets it)"
-	} else if st, err := ReadStatus(ctx, env, StatusOptions{Repo: r, All: all}); err != nil {
+	} else if st, err := report.ReadStatus(ctx, env, report.StatusOptions{Repo: r, All: all}); err != nil {
 		rs.Error = err.Error()
 	} else {
 		rs.Status = st
@@ -103,9 +104,9 @@ func readRepoStatus(ctx context.Context, env *stage.Env, r string, all bool) Rep
 	return rs
 }
 
-// WriteHostStatus prints hs as status --host shows it: each repository's
+// WriteHost prints hs as status --host shows it: each repository's
 // path over its table (wide: every note), or why it could not be read.
-func WriteHostStatus(w io.Writer, hs *HostStatus, wide bool) error {
+func WriteHost(w io.Writer, hs *Host, wide bool) error {
 	if len(hs.Repositories) == 0 {
 		fmt.Fprintf(w, "no repository: this host has launched no place yet (the index is %s in your global git configuration)\n", stage.RepositoryKey)
 		return nil
@@ -119,7 +120,7 @@ func WriteHostStatus(w io.Writer, hs *HostStatus, wide bool) error {
 			fmt.Fprintf(w, "  cannot be read: %s\n", term.Clean(r.Error))
 			continue
 		}
-		if err := WriteStatusTable(w, r.Status, wide); err != nil {
+		if err := report.WriteStatusTable(w, r.Status, wide); err != nil {
 			return err
 		}
 	}
