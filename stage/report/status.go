@@ -18,6 +18,7 @@ import (
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/radar"
 	"github.com/git-flume/git-flume/stage/record"
+	"github.com/git-flume/git-flume/stage/runner"
 )
 
 // StatusOptions select what status shows.
@@ -258,11 +259,25 @@ func ReadStatus(ctx context.Context, env *stage.Env, opts StatusOptions) (*Statu
 	attachHeard(ctx, store, st, byPlace(others, record.HostPrefix), opts.Place != "", env.ClockNow())
 	attachLost(st, adopters)
 	if opts.Place == "" {
-		for _, path := range stage.LandLeftovers(repo.CommonDir, env.Host) {
-			st.Problems = append(st.Problems, StatusProblem{Error: "a lander killed mid-check left its check worktree " + path + ": git flume tidy removes it"})
-		}
+		attachLeftovers(ctx, env, repo, store, st)
 	}
 	return st, nil
+}
+
+// attachLeftovers names, as problems, what no place shows: a check
+// worktree a killed lander left (Q4), a launch order of this clone's
+// still waiting for its runner (M1).
+func attachLeftovers(ctx context.Context, env *stage.Env, repo *git.Repo, store *refs.Store, st *Status) {
+	for _, path := range stage.LandLeftovers(repo.CommonDir, env.Host) {
+		st.Problems = append(st.Problems, StatusProblem{Error: "a lander killed mid-check left its check worktree " + path + ": git flume tidy removes it"})
+	}
+	read := func(id string) *record.Place {
+		_, p, _ := record.ReadPlace(ctx, store, id)
+		return p
+	}
+	for _, w := range runner.WaitingOrders(ctx, repo, read) {
+		st.Problems = append(st.Problems, StatusProblem{Error: w.String()})
+	}
 }
 
 // HeardStatus is when a place's host was last heard (M4): the time its

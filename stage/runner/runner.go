@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -116,12 +114,12 @@ func Launch(ctx context.Context, r *stage.Repository, o Options) (*record.Place,
 	if err != nil {
 		return nil, err
 	}
-	if err := wroteOrder(repo.CommonDir, id, order); err != nil {
+	if err := wroteOrder(repo.CommonDir, id, order, o.Remote); err != nil {
 		return nil, err
 	}
 	err = repo.PushLeased(ctx, o.Remote, []git.PushUpdate{{Ref: OrderPrefix + id, Local: order, Expect: ""}})
 	if errors.As(err, new(*git.PushRejectedError)) {
-		err = takeUp(ctx, r, id, o, run)
+		err = takeUp(ctx, r, id, o, run, order)
 	}
 	if err != nil {
 		return nil, err
@@ -168,13 +166,17 @@ func launchTarget(ctx context.Context, r *stage.Repository, o *Options) (stage.R
 
 // takeUp takes up the order for place id that waits on the remote when
 // it is this host's for the same launch (one cut short before its runner
-// made the place), else refuses the launch.
-func takeUp(ctx context.Context, r *stage.Repository, id string, o Options, run stage.RunnerDecl) error {
+// made the place), else refuses the launch and forgets order, the one it
+// could not push.
+func takeUp(ctx context.Context, r *stage.Repository, id string, o Options, run stage.RunnerDecl, order string) error {
 	waiting, rf, err := fetchOrder(ctx, r, o.Remote, id)
+	if rf.ID != order {
+		_ = forgetOrder(r.Git.CommonDir, id, order) // never pushed: it waits nowhere
+	}
 	if rf.ID != "" { // read here only: the order stays the runner's
 		_ = r.Git.UpdateRefs(ctx, []git.RefUpdate{{Op: git.Delete, Name: OrderPrefix + id, Old: rf.ID}})
 	}
-	ours := slices.Contains(ordersWritten(r.Git.CommonDir, id), rf.ID)
+	ours := slices.ContainsFunc(ordersWritten(r.Git.CommonDir, id), func(w written) bool { return w.order == rf.ID })
 	if err == nil && ours && waiting.From == r.Host && waiting.Runner == run.Name &&
 		waiting.Brief == o.Brief && waiting.Target == o.Target && waiting.Agent == o.Agent {
 		return nil
@@ -186,35 +188,6 @@ func takeUp(ctx context.Context, r *stage.Repository, id string, o Options, run 
 	return &stage.RefusedError{Place: id, Reason: fmt.Sprintf("a launch order for it waits on %s already (%s%s at %.12s), not this one: %s; nothing was made. "+
 		"Look at it (git fetch %s %s%s && git show FETCH_HEAD); git push %s :%s%s removes it",
 		o.Remote, OrderPrefix, id, rf.ID, why, o.Remote, OrderPrefix, id, o.Remote, OrderPrefix, id)}
-}
-
-// ordersFile keeps, per place, the launch orders this clone wrote (M1), one
-// commit id a line: a waiting order is taken up only if it is one of them.
-// Someone who can push to the shared remote could write the order first,
-// with this host's name, runner and brief, on a commit of theirs.
-func ordersFile(commonDir, id string) string {
-	return filepath.Join(commonDir, "flume", "orders", id)
-}
-
-// wroteOrder notes order as one this clone wrote for place id, before it
-// is pushed; the newest 16 are kept.
-func wroteOrder(commonDir, id, order string) error {
-	ids := ordersWritten(commonDir, id)
-	if len(ids) >= 16 {
-		ids = ids[len(ids)-15:]
-	}
-	ids = append(ids, order)
-	if err := os.MkdirAll(filepath.Dir(ordersFile(commonDir, id)), 0o755); err != nil {
-		return err
-	}
-	return stage.ReplaceFile(ordersFile(commonDir, id), []byte(strings.Join(ids, "\n")+"\n"), 0o644)
-}
-
-// ordersWritten are the launch orders this clone wrote for place id,
-// oldest first.
-func ordersWritten(commonDir, id string) []string {
-	data, _ := os.ReadFile(ordersFile(commonDir, id))
-	return strings.Fields(string(data))
 }
 
 // madeBy reports whether place p is what a launch o on runner run makes:
@@ -265,6 +238,7 @@ func heard(ctx context.Context, r *stage.Repository, id string, o Options, run s
 		}
 		_, p, err := record.ReadPlace(ctx, r.Store, id)
 		if err == nil && p.Phase == record.PhaseMade && madeBy(p, o, run) {
+			_ = keepOrders(r.Git.CommonDir, id, nil) // heard of: nothing of it waits
 			return p, nil
 		}
 		if time.Now().After(deadline) {

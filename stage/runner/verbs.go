@@ -187,7 +187,9 @@ func withForwards(argv []string, p *record.Place) []string {
 // runner's exec line; the output is the verb's (M3). It returns what it
 // ran on, "runner" or "runner place"; one that fails is said and the
 // others still run. A tidy there that kept a place (it says which, T2)
-// comes back as its *proc.ExitError.
+// comes back as its *proc.ExitError. First, the launch orders this clone
+// wrote whose place came, or that are gone from their remote, are
+// forgotten (M1).
 func TidyThere(ctx context.Context, r *stage.Repository, args []string, io Stdio) ([]string, error) {
 	recs, _, err := r.Store.List(ctx, record.PlacePrefix)
 	if err != nil {
@@ -211,7 +213,7 @@ func TidyThere(ctx context.Context, r *stage.Repository, args []string, io Stdio
 		due[key] = p
 	}
 	var ran []string
-	var errs []error
+	errs := []error{settleOrders(ctx, r, io.Out, slices.Contains(args, "--dry-run=true"))}
 	var kept *proc.ExitError
 	for _, key := range slices.Sorted(maps.Keys(due)) {
 		p := due[key]
@@ -232,7 +234,7 @@ func TidyThere(ctx context.Context, r *stage.Repository, args []string, io Stdio
 		}
 		ran = append(ran, key)
 	}
-	if len(errs) == 0 && kept != nil {
+	if errors.Join(errs...) == nil && kept != nil {
 		return ran, kept
 	}
 	return ran, errors.Join(errs...)
