@@ -265,7 +265,7 @@ func statusCommand(a *app) *cli.Command {
 			if c.Bool("json") {
 				return report.WriteStatusJSON(a.io.Out, st)
 			}
-			return report.WriteStatusTable(a.io.Out, st, c.Bool("wide"))
+			return report.WriteStatusTable(a.io.Out, st, c.Bool("wide"), term.Columns(a.io.RawOut))
 		},
 	}
 }

@@ -18,7 +18,8 @@ type Row struct {
 
 // FitLines lays rows out in lines of at most columns: each fixed column
 // as wide as its longest value up to its limit in limits, the next step
-// whole where it leaves the reason reasonAtLeast (else its command before
+// whole where it leaves the reason reasonAtLeast, or the longest reason
+// when shorter (else its command before
 // the words that explain it, else cut), the reason in what is left, cut;
 // "…" marks a cut.
 func FitLines(rows []Row, limits []int, columns, reasonAtLeast int) []string {
@@ -34,10 +35,13 @@ func FitLines(rows []Row, limits []int, columns, reasonAtLeast int) []string {
 		room -= widths[i] + 2
 	}
 	wn, wr := 0, 0
+	for _, r := range rows {
+		wr = max(wr, Width(r.Reason))
+	}
 	next := make([]string, len(rows))
 	for i, r := range rows {
-		next[i] = ShortNext(r.Next, room-2-reasonAtLeast)
-		wn, wr = max(wn, Width(next[i])), max(wr, Width(r.Reason))
+		next[i] = ShortNext(r.Next, room-2-min(reasonAtLeast, wr))
+		wn = max(wn, Width(next[i]))
 	}
 	if wn > 0 {
 		wr = min(wr, room-2-wn)

@@ -208,7 +208,7 @@ type Terminal struct {
 // WatchStatus redraws the status table read every interval until ctx
 // ends (O3): in place (cursor home, clear) on a terminal, else the table
 // again each time it changed.
-func WatchStatus(ctx context.Context, term Terminal, interval time.Duration, wide bool, read func(context.Context) (*report.Status, error)) error {
+func WatchStatus(ctx context.Context, t Terminal, interval time.Duration, wide bool, read func(context.Context) (*report.Status, error)) error {
 	last := ""
 	for {
 		st, err := read(ctx)
@@ -216,17 +216,17 @@ func WatchStatus(ctx context.Context, term Terminal, interval time.Duration, wid
 			return err
 		}
 		var b strings.Builder
-		if err := report.WriteStatusTable(&b, st, wide); err != nil {
+		if err := report.WriteStatusTable(&b, st, wide, term.Columns(t.Raw)); err != nil {
 			return err
 		}
 		if table := b.String(); table != last {
-			if term.TTY {
-				fmt.Fprint(term.Raw, "\x1b[H\x1b[2J") // flume's own control, past the escaping writer
-				fmt.Fprintf(term.Out, "git flume status — %s\n\n", time.Now().Format("15:04:05"))
+			if t.TTY {
+				fmt.Fprint(t.Raw, "\x1b[H\x1b[2J") // flume's own control, past the escaping writer
+				fmt.Fprintf(t.Out, "git flume status — %s\n\n", time.Now().Format("15:04:05"))
 			} else if last != "" {
-				fmt.Fprintln(term.Out)
+				fmt.Fprintln(t.Out)
 			}
-			fmt.Fprint(term.Out, table)
+			fmt.Fprint(t.Out, table)
 			last = table
 		}
 		select {

@@ -120,7 +120,7 @@ func WriteHost(w io.Writer, hs *Host, wide bool) error {
 			fmt.Fprintf(w, "  cannot be read: %s\n", term.Clean(r.Error))
 			continue
 		}
-		if err := report.WriteStatusTable(w, r.Status, wide); err != nil {
+		if err := report.WriteStatusTable(w, r.Status, wide, 0); err != nil {
 			return err
 		}
 	}

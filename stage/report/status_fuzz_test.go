@@ -35,9 +35,9 @@ func FuzzStatusShowsAnyCheckedRecord_R5(f *testing.F) {
 			t.Fatalf("the check accepted a record that does not decode: %v", err)
 		}
 		ps := placeStatus(&p, time.Now())
-		WriteStatusTable(io.Discard, &Status{Schema: 1, Places: []PlaceStatus{ps}}, true)
+		WriteStatusTable(io.Discard, &Status{Schema: 1, Places: []PlaceStatus{ps}}, true, 0)
 		var narrow bytes.Buffer
-		WriteStatusTable(&narrow, &Status{Schema: 1, Places: []PlaceStatus{ps}}, false)
+		WriteStatusTable(&narrow, &Status{Schema: 1, Places: []PlaceStatus{ps}}, false, 0)
 		table, _, _ := strings.Cut(narrow.String(), "\n\n") // the readying's output follows
 		for line := range strings.SplitSeq(strings.TrimRight(table, "\n"), "\n") {
 			if term.Width(line) > TableColumns && !strings.HasPrefix(line, "problem: ") {

@@ -80,8 +80,9 @@ func ageOf(p *PlaceStatus, now time.Time) string {
 }
 
 // ReasonNotes are what a person reads first about place p, most urgent
-// first: a lost host or failed setup, what its stage needs or why it
-// stopped, its child's question, its landing, its conflicts; the rest
+// first: a lost host or failed setup, what its stage needs, the
+// lander's verdict, why its stage stopped, its child's question, its
+// conflicts; the rest
 // (ports, cost, panes, snapshots) is in --wide and explain.
 func ReasonNotes(p *PlaceStatus) []string {
 	var notes []string
@@ -117,14 +118,18 @@ func ReasonNotes(p *PlaceStatus) []string {
 	if p.Stage.Need != "" {
 		notes = append(notes, "needs: "+words.OneLine(p.Stage.Need))
 	}
+	if l := p.Land; l != nil && l.Reason != "" {
+		// the lander's verdict, ahead of whatever the stage says since
+		// (a reminder to its agent), so that it stays in view
+		notes = append(notes, "land: "+l.State+": "+words.OneLine(l.Reason))
+	} else if l != nil {
+		notes = append(notes, "land: "+l.State)
+	}
 	if p.Stage.Reason != "" {
 		notes = append(notes, words.OneLine(p.Stage.Reason))
 	}
 	if c := p.Child; c != nil && c.Need != "" {
 		notes = append(notes, fmt.Sprintf("child %s: %s: %s", c.Place, c.Asks(), words.OneLine(c.Need)))
-	}
-	if l := p.Land; l != nil {
-		notes = append(notes, "land: "+l.State)
 	}
 	return append(notes, laterNotes(p)...)
 }
@@ -164,8 +169,9 @@ func laterNotes(p *PlaceStatus) []string {
 }
 
 // writeNarrowTable prints st's places a line each, every line at most
-// TableColumns wide (term.FitLines).
-func writeNarrowTable(w io.Writer, st *Status, now time.Time) {
+// TableColumns wide, or as wide as the terminal when it is narrower
+// (term.FitLines).
+func writeNarrowTable(w io.Writer, st *Status, now time.Time, columns int) {
 	rows := []term.Row{{Cols: []string{"PLACE", "STAGE", "STATE", "AGE"}, Reason: "REASON", Next: "NEXT"}}
 	for i := range st.Places {
 		rows = append(rows, summarize(&st.Places[i], now))
@@ -173,7 +179,19 @@ func writeNarrowTable(w io.Writer, st *Status, now time.Time) {
 	if !slices.ContainsFunc(rows[1:], func(r term.Row) bool { return r.Next != "" }) {
 		rows[0].Next = ""
 	}
-	for _, line := range term.FitLines(rows, []int{PlaceColumn, StageColumn, StateColumn, ageColumn}, TableColumns, ReasonAtLeast) {
+	width, limits := tableFit(columns)
+	for _, line := range term.FitLines(rows, limits, width, ReasonAtLeast) {
 		fmt.Fprintln(w, line)
 	}
+}
+
+// tableFit is the table's width on a terminal of columns (0: not a
+// terminal), TableColumns at most, and its fixed columns' limits, each
+// narrowed in step on a narrower terminal so that the reason keeps room.
+func tableFit(columns int) (int, []int) {
+	if columns <= 0 || columns >= TableColumns {
+		return TableColumns, []int{PlaceColumn, StageColumn, StateColumn, ageColumn}
+	}
+	columns = max(columns, 48)
+	return columns, []int{min(PlaceColumn, columns*3/10), min(StageColumn, columns/8), min(StateColumn, columns*3/20), ageColumn}
 }

@@ -27,10 +27,11 @@ import (
 )
 
 // WriteStatusTable prints status for people: a line a place that fits
-// TableColumns, or, wide, every note of a place on its line.
-func WriteStatusTable(w io.Writer, st *Status, wide bool) error {
+// TableColumns, or the terminal's columns when fewer (0: not a terminal),
+// or, wide, every note of a place on its line.
+func WriteStatusTable(w io.Writer, st *Status, wide bool, columns int) error {
 	if !wide {
-		writeNarrowTable(w, st, time.Now())
+		writeNarrowTable(w, st, time.Now(), columns)
 	} else if err := writeWideTable(w, st); err != nil {
 		return err
 	}

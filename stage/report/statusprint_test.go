@@ -36,10 +36,10 @@ func manyConflicts() PlaceStatus {
 func TestStatusLineOfAPlaceInManyConflictsFits(t *testing.T) {
 	st := &Status{Places: []PlaceStatus{manyConflicts()}}
 	var narrow, wide bytes.Buffer
-	if err := WriteStatusTable(&narrow, st, false); err != nil {
+	if err := WriteStatusTable(&narrow, st, false, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteStatusTable(&wide, st, true); err != nil {
+	if err := WriteStatusTable(&wide, st, true, 0); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(narrow.String(), "\n"), "\n")
@@ -72,7 +72,7 @@ func TestStatusWideLineOfManyConflictsFits200(t *testing.T) {
 	p := manyConflicts()
 	p.Run, p.Stage.Need, p.Stage.Next, p.Stage.State = nil, "", "", "working"
 	var wide bytes.Buffer
-	if err := WriteStatusTable(&wide, &Status{Places: []PlaceStatus{p}}, true); err != nil {
+	if err := WriteStatusTable(&wide, &Status{Places: []PlaceStatus{p}}, true, 0); err != nil {
 		t.Fatal(err)
 	}
 	line := lastLine(wide.String())
@@ -96,7 +96,7 @@ func TestStatusReasonPutsConflictsBeforeRoutine(t *testing.T) {
 	p.Stage.Need, p.Stage.State, p.Stage.Next = "", "working", ""
 	p.Stage.Tasks = &record.TaskCount{Done: 1, Total: 3}
 	var out bytes.Buffer
-	if err := WriteStatusTable(&out, &Status{Places: []PlaceStatus{p}}, false); err != nil {
+	if err := WriteStatusTable(&out, &Status{Places: []PlaceStatus{p}}, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	if want := "conflicts with fix--p2 and 198 more; tasks 1/3"; !strings.Contains(out.String(), want) {
@@ -126,6 +126,49 @@ func TestStatusJSONStreamedAsWritten(t *testing.T) {
 		}
 		if whole.String() != streamed.String() {
 			t.Errorf("streamed differs from whole:\n%s\n----\n%s", streamed.String(), whole.String())
+		}
+	}
+}
+
+// TestStatusKeepsTheLandersVerdictAfterAReminder (issue 61, point 9): a
+// returned place whose agent was since reminded shows the lander's
+// verdict with its reason ahead of the reminder on its narrow line.
+func TestStatusKeepsTheLandersVerdictAfterAReminder(t *testing.T) {
+	p := PlaceStatus{Place: "fix--one", Branch: "fix/one", Ready: ReadyStatus{OK: true}, Worktree: "present",
+		Stage: StageStatus{Name: "submit", Index: 2, Count: 2, State: "working",
+			Reason: "its turn ended at 10:00:00 with neither the deliverable nor NEEDS:; sent the one reminder"},
+		Land: &LandStatus{State: "returned", Reason: `check "make test" exited 1 on its merge onto main at 0123456789ab`}}
+	var narrow bytes.Buffer
+	if err := WriteStatusTable(&narrow, &Status{Places: []PlaceStatus{p}}, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	line := lastLine(narrow.String())
+	i, j := strings.Index(line, `land: returned: check "make test" exited 1`), strings.Index(line, "its turn ended")
+	if i < 0 || j >= 0 && j < i {
+		t.Errorf("the line does not lead with the lander's verdict:\n%s", line)
+	}
+}
+
+// TestStatusFitsAnEightyColumnTerminal (issue 61, point 9): on a terminal
+// narrower than TableColumns, every line fits it, and each place's line
+// still names it, its stage and its state.
+func TestStatusFitsAnEightyColumnTerminal(t *testing.T) {
+	st := &Status{Places: []PlaceStatus{manyConflicts()}}
+	for _, columns := range []int{80, 100} {
+		var out bytes.Buffer
+		if err := WriteStatusTable(&out, st, false, columns); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+		for _, line := range lines {
+			if term.Width(line) > columns {
+				t.Errorf("at %d columns a line is %d:\n%s", columns, term.Width(line), line)
+			}
+		}
+		for _, want := range []string{"fix--p1  ", "code (1/2)", "waiting  ", "needs: which"} {
+			if !strings.Contains(lines[1], want) {
+				t.Errorf("at %d columns the line\n%s\ndoes not hold %q", columns, lines[1], want)
+			}
 		}
 	}
 }
