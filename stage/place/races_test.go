@@ -265,3 +265,35 @@ func (f *fixture) commitIn(i int, file, text string) {
 	f.git("-C", dir, "add", ".")
 	f.git("-C", dir, "commit", "-q", "-m", "work")
 }
+
+// TestTidyKeepsABranchMovedAfterItWasJudged_T4: a branch that moves after
+// tidy judged its head landed (an agent's last commit, a person's push)
+// is kept, named, with the new commit on it: the delete is a
+// compare-and-swap on the head judged, never on the branch's value then.
+func TestTidyKeepsABranchMovedAfterItWasJudged_T4(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.launch(1)
+	f.git("-C", f.dir+"/places/fix--p000", "commit", "-q", "--allow-empty", "-m", "the fix")
+	f.git("-C", f.dir, "merge", "-q", "--ff-only", "fix/p000")
+	env := f.stageEnv(f.env)
+	var late string
+	env.Fault = func(point string) {
+		if point != "tidy:branch" || late != "" {
+			return
+		}
+		tree := f.git("-C", f.dir, "rev-parse", "fix/p000^{tree}")
+		late = f.git("-C", f.dir, "commit-tree", "-p", "fix/p000", "-m", "late work", tree)
+		f.git("-C", f.dir, "update-ref", "refs/heads/fix/p000", late)
+	}
+	res, err := tidyIn(ctx, env, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late == "" || len(res) != 1 || res[0].Branch != "kept" || res[0].Kept != "branch fix/p000 moved while it was judged" {
+		t.Fatalf("moved to %q; results %+v", late, res)
+	}
+	if head := f.git("-C", f.dir, "rev-parse", "--verify", "-q", "refs/heads/fix/p000"); head != late {
+		t.Errorf("the branch is at %q, want the late work %s", head, late)
+	}
+}

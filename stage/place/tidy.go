@@ -386,6 +386,7 @@ func (ps *Places) tidyBranch(ctx context.Context, p *record.Place, j engine.Land
 	case dryRun:
 		res.Branch = "would-delete"
 	default:
+		ps.r.Env.FaultAt("tidy:branch")
 		err := ps.wt.DeleteBranch(ctx, p.BranchRef(), j.Head)
 		var conflict *git.ConflictError
 		if errors.As(err, &conflict) {
