@@ -159,6 +159,19 @@ func (c *Config) StageBudget(stage string) time.Duration {
 	return min(max(b, MinBudget), MaxBudget)
 }
 
+// BudgetNote says what stage gets when the budget declared for it is
+// outside MinBudget–MaxBudget (W1); "" when it gets what was declared.
+func (c *Config) BudgetNote(stage string) string {
+	b, what := c.Stages[stage].Budget, "stage "+stage+": budget"
+	if b == 0 {
+		b, what = c.Budget, "flume.budget"
+	}
+	if got := c.StageBudget(stage); b != 0 && got != b {
+		return fmt.Sprintf("%s %s is outside %s–%s: stage %s gets %s (W1)", what, b, MinBudget, MaxBudget, stage, got)
+	}
+	return ""
+}
+
 // LoadConfig reads .flume/config as committed at rev, over the user-level
 // file at userPath (which may not exist).
 func LoadConfig(ctx context.Context, runner *git.Runner, repo *git.Repo, rev, userPath string) (*Config, error) {

@@ -3,6 +3,7 @@ package stage
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/git-flume/git-flume/internal/git/gitconfig"
 )
@@ -71,5 +72,38 @@ func TestRunnerLinesGetAStepsEnvironmentAndWhatTheyName_M1_X4(t *testing.T) {
 	bad, _ := gitconfig.Parse([]byte("[runner \"x\"]\n\tenv = $(id)\n"))
 	if err := newConfig().apply(bad, true); err == nil {
 		t.Error("a runner env that names no variable was taken")
+	}
+}
+
+// TestStageBudgetIsClampedAndSaid_W1: a budget below 5 minutes or above
+// 120 is clamped, and the note says what the stage gets instead; a
+// stage's own budget stands over flume.budget; none declared is 45
+// minutes, said nothing of.
+func TestStageBudgetIsClampedAndSaid_W1(t *testing.T) {
+	for _, c := range []struct {
+		file, stage string
+		want        time.Duration
+		note        string
+	}{
+		{"[flume]\n\tbudget = 1m\n", "code", 5 * time.Minute, "flume.budget 1m0s is outside 5m0s–2h0m0s: stage code gets 5m0s (W1)"},
+		{"[flume]\n\tbudget = 500m\n", "code", 120 * time.Minute, "flume.budget 8h20m0s is outside 5m0s–2h0m0s: stage code gets 2h0m0s (W1)"},
+		{"[flume]\n\tbudget = 30m\n", "code", 30 * time.Minute, ""},
+		{"[flume]\n\tbudget = 500m\n[stage \"code\"]\n\tbudget = 1m\n", "code", 5 * time.Minute, "stage code: budget 1m0s is outside 5m0s–2h0m0s: stage code gets 5m0s (W1)"},
+		{"", "code", 45 * time.Minute, ""},
+	} {
+		entries, ok := gitconfig.Parse([]byte(c.file))
+		if !ok {
+			t.Fatalf("%q did not parse", c.file)
+		}
+		cfg := newConfig()
+		if err := cfg.apply(entries, true); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.StageBudget(c.stage); got != c.want {
+			t.Errorf("%q: budget %s, want %s", c.file, got, c.want)
+		}
+		if got := cfg.BudgetNote(c.stage); got != c.note {
+			t.Errorf("%q: note %q, want %q", c.file, got, c.note)
+		}
 	}
 }

@@ -86,6 +86,11 @@ func makeLaunch(ctx context.Context, r *stage.Repository, opts LaunchOptions, st
 	if err != nil {
 		return nil, err
 	}
+	for _, st := range kind.Stages {
+		if note := cfg.BudgetNote(st.Name); note != "" {
+			fmt.Fprintln(env.Out, "note: "+note)
+		}
+	}
 	if starting {
 		if err := preflight(ctx, env, cfg, opts); err != nil {
 			return nil, err
