@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -113,5 +114,36 @@ func TestRoleToolWildcards_A9(t *testing.T) {
 		if got := r.AllowsTool(tool); got != want {
 			t.Errorf("%s: allowed %v, want %v", tool, got, want)
 		}
+	}
+}
+
+// TestRoleFoldersHeldForEveryTool_A12: a role's deny of a whole folder is
+// held by its agent's view: hidden where reading is denied, read-only
+// where writing or editing alone is; what a hidden folder holds goes
+// with it. A deny the view cannot hold (a pattern, a folder an earlier
+// rule allows some of, git's own folder) is an error naming the rule.
+func TestRoleFoldersHeldForEveryTool_A12(t *testing.T) {
+	role := func(rules ...PathRule) *Role { return &Role{Name: "r", PathRestrictions: rules} }
+	hidden, readOnly, err := role(PathRule{Deny: "secrets/**"}, PathRule{Ops: []string{OpWrite}, Deny: "docs/**"},
+		PathRule{Ops: []string{OpEdit}, Deny: "docs/**"}, PathRule{Ops: []string{OpRead}, Deny: "secrets/old/**"},
+		PathRule{Ops: []string{OpWrite}, Deny: "secrets/new/**"}, PathRule{Allow: "**"}).Folders()
+	if err != nil || !slices.Equal(hidden, []string{"secrets"}) || !slices.Equal(readOnly, []string{"docs"}) {
+		t.Errorf("hidden %q, read-only %q, err %v; want [secrets] [docs] nil", hidden, readOnly, err)
+	}
+	for _, rules := range [][]PathRule{
+		{{Deny: "**/*.pem"}},
+		{{Deny: "docs/*.md"}},
+		{{Deny: "../up/**"}},
+		{{Deny: ".git/**"}},
+		{{Allow: "docs/public/**"}, {Deny: "docs/**"}},
+		{{Allow: "**"}, {Ops: []string{OpWrite}, Deny: "docs/**"}},
+	} {
+		if _, _, err := role(rules...).Folders(); err == nil {
+			t.Errorf("%v: held, want an error naming the rule", rules)
+		}
+	}
+	// an earlier allow of another operation does not reach the deny
+	if _, ro, err := role(PathRule{Ops: []string{OpRead}, Allow: "docs/**"}, PathRule{Ops: []string{OpWrite}, Deny: "docs/**"}).Folders(); err != nil || !slices.Equal(ro, []string{"docs"}) {
+		t.Errorf("read allow then write deny: %q, %v", ro, err)
 	}
 }

@@ -37,6 +37,11 @@ type Sandbox struct {
 	// Objects are the object stores the agent writes only a folder of
 	// its own for, in its view (A13's private objects).
 	Objects []ObjectStore
+	// Hidden are folders, within what it writes, that its view shows
+	// empty and read-only; ReadOnly are ones it shows as they are,
+	// read-only: a role's path rules held for every tool (A12). Each must
+	// be a folder, not a link, when the view is built; they need the view.
+	Hidden, ReadOnly []string
 }
 
 // ObjectStore is a repository's shared object store and the agent's own
@@ -167,6 +172,12 @@ func (s *Sandbox) Wrap(exe string) []string {
 		for _, o := range s.Objects {
 			out = append(out, "--objects", o.Shared, o.Own)
 		}
+		for _, h := range s.Hidden {
+			out = append(out, "--hide", h)
+		}
+		for _, r := range s.ReadOnly {
+			out = append(out, "--read-only", r)
+		}
 	}
 	return append(out, "--")
 }
@@ -206,6 +217,10 @@ func parse(args []string) (s Sandbox, argv []string, inner bool, err error) {
 			s.Dirs = append(s.Dirs, args[1])
 		case len(args) >= 2 && args[0] == "--file":
 			s.Files = append(s.Files, args[1])
+		case len(args) >= 2 && args[0] == "--hide":
+			s.Hidden = append(s.Hidden, args[1])
+		case len(args) >= 2 && args[0] == "--read-only":
+			s.ReadOnly = append(s.ReadOnly, args[1])
 		default:
 			return s, nil, inner, fmt.Errorf("agent-sandbox: unexpected %q", args[0])
 		}

@@ -80,6 +80,7 @@ const (
 	stepShow                     // an entry of a temp folder, read-only
 	stepLink                     // a symbolic link of a temp folder, made anew
 	stepWritable                 // a folder or file the sandbox writes
+	stepDenied                   // a folder in what it writes, shown empty and read-only
 )
 
 // testHookViewCopied, set by tests alone, runs once the machine's tree
@@ -181,12 +182,39 @@ func (s Sandbox) viewSteps(environ []string) ([]mountStep, error) {
 		}
 		steps = append(steps, st)
 	}
+	steps, err := deniedSteps(steps, s.Hidden, s.ReadOnly)
+	if err != nil {
+		return steps, err
+	}
 	slices.SortStableFunc(steps, func(a, b mountStep) int {
 		if d := depth(a.path) - depth(b.path); d != 0 {
 			return d
 		}
 		return int(a.kind) - int(b.kind)
 	})
+	return steps, nil
+}
+
+// deniedSteps adds the steps of the folders a role's path rules deny
+// (A12): each hidden one an empty read-only tmpfs, each read-only one
+// itself, read-only. Each must be a folder where it is, not a link: the
+// agent may have put one there in an earlier run.
+func deniedSteps(steps []mountStep, hidden, readOnly []string) ([]mountStep, error) {
+	for _, p := range slices.Concat(hidden, readOnly) {
+		if info, err := os.Lstat(p); err != nil || !info.IsDir() {
+			return steps, fmt.Errorf("view: %s is not a folder to deny", p)
+		}
+	}
+	for _, h := range hidden {
+		steps = append(steps, mountStep{path: filepath.Clean(h), kind: stepDenied})
+	}
+	for _, r := range readOnly {
+		st, err := copyOf(filepath.Clean(r), stepShow)
+		if err != nil {
+			return steps, err
+		}
+		steps = append(steps, st)
+	}
 	return steps, nil
 }
 
@@ -278,6 +306,8 @@ func (st mountStep) run() error {
 		return unix.Mount("tmpfs", st.path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700,uid="+strconv.Itoa(os.Getuid())+",gid="+strconv.Itoa(os.Getgid()))
 	case stepLink:
 		return os.Symlink(st.link, st.path)
+	case stepDenied:
+		return unix.Mount("tmpfs", st.path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_RDONLY, "mode=0500")
 	}
 	if err := mountPoint(st.path, st.dir); err != nil {
 		return err

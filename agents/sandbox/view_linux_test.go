@@ -44,6 +44,12 @@ try 'see the runtime folder.s files' test -e $XDG_RUNTIME_DIR/bus
 try 'write /etc' sh -c "echo x >> /etc/hostname"
 try 'hold a capability' sh -c "grep -q '^CapEff:.*[1-9a-f]' /proc/self/status"
 try 'mount over its place' mount -t tmpfs none $D/in
+try 'read a hidden folder' cat $D/in/secrets/key.pem
+try 'write a hidden folder' sh -c "echo x > $D/in/secrets/new"
+try 'move a hidden folder away' mv $D/in/secrets $D/in/moved
+try 'read a read-only folder' grep -q keep $D/in/docs/guide.md
+try 'write a read-only folder' sh -c "echo x >> $D/in/docs/guide.md"
+try 'remove from a read-only folder' rm -f $D/in/docs/guide.md
 `
 
 // TestViewHoldsAlone_A13: behind its own view alone, a process writes its
@@ -51,7 +57,8 @@ try 'mount over its place' mount -t tmpfs none $D/in
 // there shows read-only and flume's and tmux's folders are not, nothing
 // else (its home, the folder beside its place, /etc), holds no
 // capability and cannot mount; what it wrote to temp is not seen
-// outside. As root (a mount namespace) and as another user (a user
+// outside. A folder of its place a role's rules hide is empty and
+// read-only to it, and one they let it read only is read-only (A12). As root (a mount namespace) and as another user (a user
 // namespace too), where the test runs as root.
 func TestViewHoldsAlone_A13(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -71,10 +78,10 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 		uid = int(as.Uid)
 	}
 	tmp, run, home := filepath.Join(dir, "tmp"), filepath.Join(dir, "run"), filepath.Join(dir, "home")
-	for _, d := range []string{"in", "tmp", "run", "home", "tmp/gone", "tmp/flume-" + strconv.Itoa(uid), "tmp/tmux-" + strconv.Itoa(uid)} {
+	for _, d := range []string{"in", "in/secrets", "in/docs", "tmp", "run", "home", "tmp/gone", "tmp/flume-" + strconv.Itoa(uid), "tmp/tmux-" + strconv.Itoa(uid)} {
 		os.Mkdir(filepath.Join(dir, d), 0o755)
 	}
-	for f, data := range map[string]string{"outside": "keep", "log": "", "tmp/kept": "keep", "run/bus": "", "home/.bashrc": "keep"} {
+	for f, data := range map[string]string{"outside": "keep", "log": "", "in/secrets/key.pem": "keep", "in/docs/guide.md": "keep", "tmp/kept": "keep", "run/bus": "", "home/.bashrc": "keep"} {
 		os.WriteFile(filepath.Join(dir, f), []byte(data), 0o644)
 	}
 	if as != nil {
@@ -85,7 +92,8 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 	if b, err := os.ReadFile(os.Args[0]); err != nil || os.WriteFile(self, b, 0o755) != nil {
 		t.Fatalf("copy the test binary: %v", err)
 	}
-	s := Sandbox{Dirs: []string{filepath.Join(dir, "in")}, Files: []string{filepath.Join(dir, "log")}, View: true}
+	s := Sandbox{Dirs: []string{filepath.Join(dir, "in")}, Files: []string{filepath.Join(dir, "log")}, View: true,
+		Hidden: []string{filepath.Join(dir, "in", "secrets")}, ReadOnly: []string{filepath.Join(dir, "in", "docs")}}
 	args := append(s.Wrap(self)[1:], "sh", "-c", viewProbe)
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), "SANDBOX_VIEW_ALONE=1", "SANDBOX_VIEW_GONE="+filepath.Join(tmp, "gone"), "D="+dir, "TMPDIR="+tmp, "XDG_RUNTIME_DIR="+run, "HOME="+home)
@@ -103,6 +111,9 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 		"see tmux.s socket folder": "refused", "see the runtime folder.s files": "refused",
 		"see a temp entry removed meanwhile": "refused",
 		"write /etc":                         "refused", "hold a capability": "refused", "mount over its place": "refused",
+		// a role's path rules, held for a shell too (A12)
+		"read a hidden folder": "refused", "write a hidden folder": "refused", "move a hidden folder away": "refused",
+		"read a read-only folder": "ok", "write a read-only folder": "refused", "remove from a read-only folder": "refused",
 	}
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -121,7 +132,7 @@ func viewHolds(t *testing.T, as *syscall.Credential) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "in", "a")); string(b) != "x\n" {
 		t.Errorf("its place holds %q outside, want what it wrote", b)
 	}
-	for _, f := range []string{"outside", "tmp/kept", "home/.bashrc"} {
+	for _, f := range []string{"outside", "tmp/kept", "home/.bashrc", "in/secrets/key.pem", "in/docs/guide.md"} {
 		if b, _ := os.ReadFile(filepath.Join(dir, f)); string(b) != "keep" {
 			t.Errorf("%s holds %q, want it unchanged", f, b)
 		}

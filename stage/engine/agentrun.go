@@ -139,7 +139,7 @@ func startStage(ctx context.Context, r *stage.Repository, rec *refs.Record, p *r
 	if err != nil {
 		return false, err
 	}
-	if blocked, err := holdRun(env, repo, cfg, p, st, run); err != nil {
+	if blocked, err := holdRun(ctx, env, repo, cfg, p, st, run); err != nil {
 		return false, err
 	} else if blocked != "" {
 		return write(blocked)

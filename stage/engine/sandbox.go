@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
+	"path/filepath"
+	"slices"
 
 	agent "github.com/git-flume/git-flume/agents"
 	agentrun "github.com/git-flume/git-flume/agents/run"
@@ -119,7 +123,7 @@ func worktreeAdmin(commonDir string, p *record.Place) (string, error) {
 // holdRun gives run r of stage st its sandbox and records it; where the
 // run's role cannot be held to (unenforced) it blocks st instead and
 // returns the record's message: then nothing starts.
-func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Place, st *record.StageRecord, r *stageRun) (string, error) {
+func holdRun(ctx context.Context, env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Place, st *record.StageRecord, r *stageRun) (string, error) {
 	sb, unsandboxed, err := sandboxFor(env, repo, cfg, p, r)
 	if err != nil {
 		return "", err
@@ -132,10 +136,58 @@ func holdRun(env *stage.Env, repo *git.Repo, cfg *stage.Config, p *record.Place,
 		// A13: path rules are held by every layer or not offered.
 		missing = fmt.Sprintf("its own view of the machine (%s)", sandbox.ViewUnavailable())
 	}
-	if why := unenforced(r.role, r.prog, env.Engine.Guard, missing); why != "" {
+	why := unenforced(r.role, r.prog, env.Engine.Guard, missing)
+	if why == "" && sb != nil && r.role != nil && len(r.role.PathRestrictions) > 0 {
+		if why, err = denyFolders(ctx, repo, p, r.role, sb); err != nil {
+			return "", err
+		}
+	}
+	if why != "" {
 		st.Blocked(agentrun.BlockRole, why)
 		return "blocked: " + why, nil
 	}
 	r.sandbox, r.agent.Sandbox, r.agent.Layers = sb, sandbox.Note(sb, unsandboxed), sb.Held()
+	return "", nil
+}
+
+// denyFolders gives sb the folders of place p that role's path rules deny
+// (Role.Folders), made where missing, so that its agent's view holds them
+// for every tool (A12); or says why they cannot be held: a rule over no
+// whole folder, a hidden folder whose files git tracks (they would read
+// as deleted to the agent's git), a folder that is a link.
+func denyFolders(ctx context.Context, repo *git.Repo, p *record.Place, role *stage.Role, sb *sandbox.Sandbox) (string, error) {
+	refused := func(why string) string {
+		return fmt.Sprintf("role %s limits paths, and %s: a shell command asks no guard, so nothing was started rather than the limits silently not enforced", role.Name, why)
+	}
+	hidden, readOnly, err := role.Folders()
+	if err != nil {
+		return refused(err.Error()), nil
+	}
+	for _, dir := range hidden {
+		if _, err := repo.ResolveRef(ctx, p.BranchRef()+":"+dir); err == nil {
+			return refused(fmt.Sprintf("git tracks files in %s, which its rules hide: hidden, they would read as deleted to its agent's git (deny writes alone there, or keep them out of git)", dir)), nil
+		}
+	}
+	root, err := os.OpenRoot(p.Path)
+	if err != nil {
+		return "", fmt.Errorf("place %s: %w", p.ID, err)
+	}
+	defer root.Close()
+	for _, dir := range slices.Concat(hidden, readOnly) {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return refused(fmt.Sprintf("%s cannot be made a folder of its place: %v", dir, err)), nil
+		}
+		for part := dir; part != "."; part = path.Dir(part) {
+			if info, err := root.Lstat(part); err != nil || !info.IsDir() {
+				return refused(fmt.Sprintf("%s in its place is not a folder (a link?)", part)), nil
+			}
+		}
+	}
+	for _, dir := range hidden {
+		sb.Hidden = append(sb.Hidden, filepath.Join(p.Path, dir))
+	}
+	for _, dir := range readOnly {
+		sb.ReadOnly = append(sb.ReadOnly, filepath.Join(p.Path, dir))
+	}
 	return "", nil
 }
