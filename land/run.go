@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,8 +117,40 @@ func (l *Lander) settleFirst(ctx context.Context, all []*Entry) ([]Outcome, erro
 	if err != nil {
 		return done, err
 	}
+	if err := l.catchUp(ctx, all); err != nil {
+		return done, err
+	}
 	dropped, err := l.withdrawDropped(ctx, all)
 	return append(done, dropped...), err
+}
+
+// catchUp brings each local target along to its shared remote's (Q8)
+// where this host's last landing there is not on it: a run killed between
+// its receipt and its local move left it behind. One read of the newest
+// landed entry a target; the remote is fetched only then.
+func (l *Lander) catchUp(ctx context.Context, all []*Entry) error {
+	newest := map[string]*Entry{}
+	for _, e := range all {
+		if e.Host == l.r.Host && e.State == Landed && e.Proof != nil {
+			if n := newest[e.Target]; n == nil || e.Proof.At.After(n.Proof.At) {
+				newest[e.Target] = e
+			}
+		}
+	}
+	for _, target := range slices.Sorted(maps.Keys(newest)) {
+		local, err := l.r.Git.RefValue(ctx, "refs/heads/"+target)
+		if err != nil || local == "" {
+			continue
+		}
+		if in, err := l.r.Git.IsAncestor(ctx, newest[target].Proof.Candidate, local); err != nil || in {
+			continue
+		}
+		l.tips = map[string]targetTip{}
+		if _, err := l.targetTip(ctx, target); err != nil { // fetches, and brings it along
+			return err
+		}
+	}
+	return nil
 }
 
 // withdrawDropped (Q4) returns each queued or proven entry of this host whose
@@ -264,6 +297,15 @@ func (l *Lander) targetTip(ctx context.Context, target string) (targetTip, error
 		}
 		if tip, err = repo.ResolveCommit(ctx, tracking); err != nil {
 			return t, fmt.Errorf("target %s on %s: %w", target, t.remote, err)
+		}
+		// kept current (Q8): a landing whose local move a kill cut off, or
+		// a runner's target behind, is brought along before anything lands
+		why, behind, err := stage.BringAlong(ctx, l.r, target, tip, "flume land: "+target+" brought along to "+t.remote+"'s")
+		if err != nil {
+			return t, err
+		}
+		if behind && why != "" {
+			fmt.Fprintf(l.r.Env.Out, "git-flume: %s; the lander lands on %s's %s all the same\n", why, t.remote, target)
 		}
 		if cfg, err = l.r.Config(ctx, tip); err != nil {
 			return t, err
@@ -813,6 +855,7 @@ func (l *Lander) push(ctx context.Context, b *batch, entries []*Entry, p *Proof)
 	if err != nil {
 		return nil, err
 	}
+	l.r.FaultAt("land:receipt")
 	return landed, l.bringLocal(ctx, b, landed, p)
 }
 
@@ -833,37 +876,9 @@ func placesOf(entries []*Entry) string {
 // stays. Then the stage's landing reads on the local target, and tidy's
 // judging too.
 func (l *Lander) bringLocal(ctx context.Context, b *batch, landed []*Entry, p *Proof) error {
-	repo, ref := l.r.Git, "refs/heads/"+b.target
-	at, err := repo.RefValue(ctx, ref)
-	if err != nil || at == "" {
-		return err
-	}
-	if behind, err := repo.IsAncestor(ctx, at, p.Base); err != nil || !behind {
-		return err // ahead of the remote, or apart from it: the person's
-	}
-	wt, err := repo.CheckedOut(ctx, ref)
-	if err != nil {
-		return err
-	}
-	if wt != nil {
-		if dirty, err := repo.Dirty(ctx, wt.Path); err != nil || len(dirty) > 0 {
-			return err
-		}
-	}
 	msg := fmt.Sprintf("flume land %s: brought along to %s on %s (proof %.12s)", placesOf(landed), b.target, b.remote, p.Digest)
-	if _, err := l.r.Store.WriteLogged(ctx, msg, nil, git.RefUpdate{Op: git.Update, Name: ref, New: p.Candidate, Old: at}); err != nil {
-		var conflict *refs.ConflictError
-		if errors.As(err, &conflict) {
-			return nil // moved meanwhile: the person's
-		}
-		return err
-	}
-	if wt != nil {
-		if err := repo.SwitchTree(ctx, wt.Path, at, p.Candidate); err != nil {
-			return fmt.Errorf("%s was brought along to %.12s, but its checkout did not follow: %w", b.target, p.Candidate, err)
-		}
-	}
-	return nil
+	_, _, err := stage.BringAlong(ctx, l.r, b.target, p.Candidate, msg)
+	return err
 }
 
 // settleLanding settles each landing entry of this host a run killed or

@@ -275,6 +275,7 @@ func RunHere(ctx context.Context, r *stage.Repository, remote, id string, launch
 		return nil, fmt.Errorf("%s: the order's base: %w", id, err)
 	}
 	r.FaultAt("runner:fetched")
+	keepCurrent(ctx, r, id, o.Target, base)
 	_, p, err := record.ReadPlace(ctx, r.Store, id)
 	if err != nil || p.Phase != record.PhaseMade || p.Host != r.Host || p.Runner != o.Runner || p.Brief != o.Brief || p.Base != base {
 		kind, name, _ := strings.Cut(id, "--")
@@ -317,4 +318,27 @@ func fetchOrder(ctx context.Context, r *stage.Repository, remote, id string) (*O
 type LaunchOrder struct {
 	Kind, Name, Brief, From, Target, Agent, Runner string
 	Adopts                                         *record.Adoption
+}
+
+// keepCurrent brings the runner's target branch (target, else its main
+// checkout's) along to base, the order's, when it is behind (M2), so that
+// the place's configuration and its lander read what the ordering host
+// has; when it cannot (its checkout has changes, it moved meanwhile), it
+// says so and the place starts from base all the same.
+func keepCurrent(ctx context.Context, r *stage.Repository, id, target, base string) {
+	if target == "" {
+		main, err := r.Git.MainCheckout(ctx)
+		if err != nil {
+			return
+		}
+		branch, err := r.Git.WorktreeBranch(main)
+		if err != nil || branch == "" {
+			return
+		}
+		target = strings.TrimPrefix(branch, "refs/heads/")
+	}
+	why, behind, err := stage.BringAlong(ctx, r, target, base, "flume run-here "+id+": "+target+" brought along to its order's base")
+	if err != nil || behind && why != "" {
+		fmt.Fprintf(r.Env.Out, "git-flume: %s: %s is behind the order's base %.12s and stays: %s\n", id, target, base, cmp.Or(why, fmt.Sprint(err)))
+	}
 }
