@@ -280,6 +280,19 @@ func hostLeases(ctx context.Context, env *stage.Env, store *refs.Store) (taken m
 	return taken, stale, nil
 }
 
+// PortsLeased are the ports this host's live leases hold, in every
+// repository its index lists: a port a forward from here must not take.
+func PortsLeased(ctx context.Context, env *stage.Env, store *refs.Store) (map[int]bool, error) {
+	taken, _, err := hostLeases(ctx, env, store)
+	ports := map[int]bool{}
+	for first, n := range taken {
+		for p := first; p < first+n; p++ {
+			ports[p] = true
+		}
+	}
+	return ports, err
+}
+
 // leaseLive reports whether lease l still holds its ports: its place's
 // record names it and is not tidied, or the process that took it still
 // runs (its place may not name it yet; that process may be this one,

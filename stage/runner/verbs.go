@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/git-flume/git-flume/stage"
 	"github.com/git-flume/git-flume/stage/engine"
 	"github.com/git-flume/git-flume/stage/record"
+	"github.com/git-flume/git-flume/stage/runenv"
 )
 
 // Stdio is the terminal a forwarded verb runs on.
@@ -50,12 +53,12 @@ func remoteLine(args []string, shares bool) string {
 // attach line, for a terminal, when it has one) with {command} the whole
 // line as one shell word. A command runner with no such line cannot be
 // reached, and refuses.
-func verbArgv(run stage.RunnerDecl, p *record.Place, args []string, io Stdio) ([]string, error) {
+func verbArgv(run stage.RunnerDecl, p *record.Place, args []string, io Stdio, local map[int]int) ([]string, error) {
 	line := remoteLine(args, io.Shares)
 	if run.Kind == "ssh" {
 		argv, err := sshArgv(run, line, io.TTY)
 		if io.TTY && p != nil {
-			argv = withForwards(argv, p)
+			argv = withForwards(argv, p, local)
 		}
 		return argv, err
 	}
@@ -92,7 +95,11 @@ func Forward(ctx context.Context, r *stage.Repository, id string, args []string,
 	if !ok || run.Check() != nil {
 		return false, nil
 	}
-	argv, err := verbArgv(run, p, args, io)
+	var local map[int]int
+	if run.Kind == "ssh" && (io.TTY || io.SayForwards) {
+		local = localPorts(ctx, r, p)
+	}
+	argv, err := verbArgv(run, p, args, io, local)
 	if err != nil {
 		return true, err
 	}
@@ -101,8 +108,13 @@ func Forward(ctx context.Context, r *stage.Repository, id string, args []string,
 			fwd, _ := sshArgv(run, "", false)
 			// ssh's options, less "--", the host and the line: -N
 			// runs nothing there and keeps the forwards open.
-			fwd = withForwards(append(fwd[:len(fwd)-3:len(fwd)-3], "-N", "--", run.Host), p)
+			fwd = withForwards(append(fwd[:len(fwd)-3:len(fwd)-3], "-N", "--", run.Host), p, local)
 			fmt.Fprintf(io.Out, "# %s runs on %s: its ports are here while this runs: %s\n", id, p.Host, strings.Join(quoted(fwd), " "))
+			for _, name := range slices.Sorted(maps.Keys(p.Run.Ports)) {
+				if port := p.Run.Ports[name]; local[port] != 0 && local[port] != port {
+					fmt.Fprintf(io.Out, "# %s=%d there is localhost:%d here (%d is taken here)\n", name, port, local[port], port)
+				}
+			}
 		}
 	}()
 	err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: run.Environ(r.CallerEnv), Stdin: io.In, Stdout: io.Out, Stderr: io.Err})
@@ -164,21 +176,54 @@ func quoted(words []string) []string {
 }
 
 // withForwards puts, before argv's "--", one ssh -L per port leased to
-// place p on its host: the same port here reaches it there.
-func withForwards(argv []string, p *record.Place) []string {
+// place p on its host, from the port here that local gives it.
+func withForwards(argv []string, p *record.Place, local map[int]int) []string {
 	if p.Run == nil || len(p.Run.Ports) == 0 {
 		return argv
 	}
 	var fwd []string
 	for _, name := range slices.Sorted(maps.Keys(p.Run.Ports)) {
 		port := p.Run.Ports[name]
-		fwd = append(fwd, "-L", fmt.Sprintf("%d:localhost:%d", port, port))
+		fwd = append(fwd, "-L", fmt.Sprintf("%d:localhost:%d", cmp.Or(local[port], port), port))
 	}
 	at := slices.Index(argv, "--")
 	if at < 0 {
 		return append(argv, fwd...)
 	}
 	return slices.Concat(argv[:at], fwd, argv[at:])
+}
+
+// localPorts gives each port leased to place p on its host the port here
+// that forwards to it: the same one where no lease of this host holds it
+// and nothing listens on it, else one the system finds free and no lease
+// holds. A place of this host's own could otherwise be reached by a
+// forward meant for the runner's.
+func localPorts(ctx context.Context, r *stage.Repository, p *record.Place) map[int]int {
+	local := map[int]int{}
+	if p.Run == nil || len(p.Run.Ports) == 0 {
+		return local
+	}
+	leased, _ := runenv.PortsLeased(ctx, r.Env, r.Store)
+	free := func(port int) bool {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			_ = l.Close()
+		}
+		return err == nil
+	}
+	for _, port := range p.Run.Ports {
+		for here, tries := port, 0; tries < 20; tries++ {
+			if !leased[here] && free(here) && !slices.Contains(slices.Collect(maps.Values(local)), here) {
+				local[port] = here
+				break
+			}
+			if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+				here = l.Addr().(*net.TCPAddr).Port
+				_ = l.Close()
+			}
+		}
+	}
+	return local
 }
 
 // TidyThere runs git flume tidy with args where this host's runners keep
@@ -218,7 +263,7 @@ func TidyThere(ctx context.Context, r *stage.Repository, args []string, io Stdio
 	for _, key := range slices.Sorted(maps.Keys(due)) {
 		p := due[key]
 		run := cfg.Runners[p.Runner]
-		argv, err := verbArgv(run, p, append([]string{"tidy"}, args...), Stdio{Shares: true})
+		argv, err := verbArgv(run, p, append([]string{"tidy"}, args...), Stdio{Shares: true}, nil)
 		if err == nil {
 			fmt.Fprintf(io.Out, "on runner %s:\n", key)
 			err = proc.Run(ctx, proc.Cmd{Path: argv[0], Args: argv[1:], Dir: r.Dir, Env: run.Environ(r.CallerEnv), Stdout: io.Out, Stderr: io.Err})
