@@ -138,7 +138,7 @@ func baseline(dir string, m mutation, passes map[[2]string]bool) string {
 	for _, t := range m.tests {
 		ok, ran := passes[t]
 		if !ran {
-			_, err := goCmd(dir, "test", "-count=1", "-timeout", "10m", "-run", t[1], t[0])
+			_, err := goCmd(dir, "test", "-count=1", "-timeout", "4m", "-run", t[1], t[0])
 			ok = err == nil
 			passes[t] = ok
 		}
@@ -168,7 +168,7 @@ func run(dir string, m mutation) string {
 		return "broken"
 	}
 	for _, t := range m.tests {
-		if _, err := goCmd(dir, "test", "-count=1", "-timeout", "10m", "-run", t[1], t[0]); err != nil {
+		if _, err := goCmd(dir, "test", "-count=1", "-timeout", "4m", "-run", t[1], t[0]); err != nil {
 			return "caught"
 		}
 	}
