@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-flume/git-flume/internal/jsonfmt"
 	"github.com/git-flume/git-flume/refs"
+	"github.com/git-flume/git-flume/stage/runner"
 )
 
 type fsckOptions struct {
@@ -56,6 +57,9 @@ func runFsck(ctx context.Context, a *app, opts fsckOptions) error {
 	for _, p := range problems {
 		report.Problems = append(report.Problems, fsckProblem{Ref: p.Ref, Error: p.Err.Error()})
 	}
+	for _, o := range runner.RefusedOrders(store.Repo().CommonDir) { // M1
+		report.Problems = append(report.Problems, fsckProblem{Ref: runner.OrderPrefix + o.Place, Error: o.String()})
+	}
 	if opts.JSON {
 		if err := jsonfmt.Write(a.io.Out, report); err != nil {
 			return err
@@ -64,9 +68,9 @@ func runFsck(ctx context.Context, a *app, opts fsckOptions) error {
 		for _, p := range report.Problems {
 			fmt.Fprintln(a.io.Out, p.Error)
 		}
-		fmt.Fprintf(a.io.Out, "%d records read, %d problems\n", len(records)+len(problems), len(problems))
+		fmt.Fprintf(a.io.Out, "%d records read, %d problems\n", len(records)+len(problems), len(report.Problems))
 	}
-	if len(problems) > 0 {
+	if len(report.Problems) > 0 {
 		return silentExit{code: exitError}
 	}
 	return nil

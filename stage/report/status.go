@@ -278,6 +278,9 @@ func attachLeftovers(ctx context.Context, env *stage.Env, repo *git.Repo, store 
 	for _, w := range runner.WaitingOrders(ctx, repo, read) {
 		st.Problems = append(st.Problems, StatusProblem{Error: w.String()})
 	}
+	for _, o := range runner.RefusedOrders(repo.CommonDir) {
+		st.Problems = append(st.Problems, StatusProblem{Error: o.String()})
+	}
 }
 
 // HeardStatus is when a place's host was last heard (M4): the time its

@@ -182,6 +182,9 @@ func takeUp(ctx context.Context, r *stage.Repository, id string, o Options, run 
 		return nil
 	}
 	why := "no launch of this clone wrote it"
+	if !ours && rf.ID != "" {
+		_ = refusedOrder(r.Git.CommonDir, id, rf.ID, o.Remote) // named by status and fsck until it goes
+	}
 	if ours {
 		why = "this clone's earlier launch, with another brief, target, agent or runner"
 	}

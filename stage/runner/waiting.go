@@ -126,6 +126,46 @@ func orderMade(p *record.Place, o *Order) bool {
 	return p.Runner == o.Runner && p.Brief == o.Brief
 }
 
+// refusedFile keeps the launch order for place id that waited on a remote
+// and that no launch of this clone wrote: refused (M1), named by status
+// and fsck until it is gone from the remote. One line: "<order> <remote>".
+func refusedFile(commonDir, id string) string {
+	return filepath.Join(commonDir, "flume", "orders-refused", id)
+}
+
+// refusedOrder notes order, refused for place id, as waiting on remote.
+func refusedOrder(commonDir, id, order, remote string) error {
+	path := refusedFile(commonDir, id)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return stage.ReplaceFile(path, []byte(order+" "+remote+"\n"), 0o644)
+}
+
+// Refused is a launch order on a remote that a launch here refused: no
+// launch of this clone wrote it.
+type Refused struct{ Place, Order, Remote string }
+
+func (o Refused) String() string {
+	return fmt.Sprintf("a launch order for %s waits on %s (%s%s at %.12s) that no launch of this clone wrote: refused, nothing made of it; "+
+		"git push %s :%s%s removes it, and git flume tidy then forgets it", o.Place, o.Remote, OrderPrefix, o.Place, o.Order, o.Remote, OrderPrefix, o.Place)
+}
+
+// RefusedOrders are the launch orders a launch here refused that were on
+// their remote when last looked at. A read.
+func RefusedOrders(commonDir string) []Refused {
+	entries, _ := os.ReadDir(filepath.Join(commonDir, "flume", "orders-refused"))
+	var out []Refused
+	for _, e := range entries {
+		data, _ := os.ReadFile(refusedFile(commonDir, e.Name()))
+		f := strings.Fields(string(data))
+		if _, err := record.PlaceID(e.Name()); err == nil && len(f) >= 2 {
+			out = append(out, Refused{Place: e.Name(), Order: f[0], Remote: strings.Join(f[1:], " ")})
+		}
+	}
+	return out
+}
+
 // settleOrders forgets each order of WaitingOrders' whose place has been
 // heard of since, or that is gone from its remote (its runner took it up,
 // or a person withdrew it), saying so on out; a dry run only says.
@@ -146,6 +186,22 @@ func settleOrders(ctx context.Context, r *stage.Repository, out io.Writer, dryRu
 		if !slices.ContainsFunc(waits, func(w Waiting) bool { return w.Place == e.Name() }) && !dryRun {
 			_ = os.Remove(ordersFile(r.Git.CommonDir, e.Name())) // its place came
 		}
+	}
+	for _, o := range RefusedOrders(r.Git.CommonDir) {
+		there, err := r.Git.ListRemote(ctx, o.Remote, OrderPrefix+o.Place)
+		if err != nil {
+			return fmt.Errorf("launch order of %s on %s: %w", o.Place, o.Remote, err)
+		}
+		if there[OrderPrefix+o.Place] == o.Order {
+			continue
+		}
+		verb := "forgotten"
+		if dryRun {
+			verb = "would forget"
+		} else if err := os.Remove(refusedFile(r.Git.CommonDir, o.Place)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		fmt.Fprintf(out, "refused launch order of %s: gone from %s, %s\n", o.Place, o.Remote, verb)
 	}
 	for _, w := range waits {
 		there, err := r.Git.ListRemote(ctx, w.Remote, OrderPrefix+w.Place)
