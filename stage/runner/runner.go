@@ -278,7 +278,7 @@ func RunHere(ctx context.Context, r *stage.Repository, remote, id string, launch
 		return nil, fmt.Errorf("%s: the order's base: %w", id, err)
 	}
 	r.FaultAt("runner:fetched")
-	keepCurrent(ctx, r, id, o.Target, base)
+	keepCurrent(ctx, r, remote, id, o.Target)
 	_, p, err := record.ReadPlace(ctx, r.Store, id)
 	if err != nil || p.Phase != record.PhaseMade || p.Host != r.Host || p.Runner != o.Runner || p.Brief != o.Brief || p.Base != base {
 		kind, name, _ := strings.Cut(id, "--")
@@ -324,11 +324,14 @@ type LaunchOrder struct {
 }
 
 // keepCurrent brings the runner's target branch (target, else its main
-// checkout's) along to base, the order's, when it is behind (M2), so that
+// checkout's) along to the shared remote's (M2) when it is behind, so that
 // the place's configuration and its lander read what the ordering host
-// has; when it cannot (its checkout has changes, it moved meanwhile), it
-// says so and the place starts from base all the same.
-func keepCurrent(ctx context.Context, r *stage.Repository, id, target, base string) {
+// shares. The remote's tip is read from the remote, never from the order
+// (a forged one would move main), and taken only when this clone has it
+// already (the order's base, in the usual launch); when it cannot bring
+// it along (its checkout has changes, it moved meanwhile) it says so, and
+// the place starts from the order's base all the same.
+func keepCurrent(ctx context.Context, r *stage.Repository, remote, id, target string) {
 	if target == "" {
 		main, err := r.Git.MainCheckout(ctx)
 		if err != nil {
@@ -340,8 +343,13 @@ func keepCurrent(ctx context.Context, r *stage.Repository, id, target, base stri
 		}
 		target = strings.TrimPrefix(branch, "refs/heads/")
 	}
-	why, behind, err := stage.BringAlong(ctx, r, target, base, "flume run-here "+id+": "+target+" brought along to its order's base")
+	there, err := r.Git.ListRemote(ctx, remote, "refs/heads/"+target)
+	tip := there["refs/heads/"+target]
+	if err != nil || tip == "" || !r.Git.HasCommit(tip) {
+		return
+	}
+	why, behind, err := stage.BringAlong(ctx, r, target, tip, "flume run-here "+id+": "+target+" brought along to "+remote+"'s")
 	if err != nil || behind && why != "" {
-		fmt.Fprintf(r.Env.Out, "git-flume: %s: %s is behind the order's base %.12s and stays: %s\n", id, target, base, cmp.Or(why, fmt.Sprint(err)))
+		fmt.Fprintf(r.Env.Out, "git-flume: %s: %s is behind %s's %.12s and stays: %s\n", id, target, remote, tip, cmp.Or(why, fmt.Sprint(err)))
 	}
 }
