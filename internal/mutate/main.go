@@ -53,7 +53,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(2)
 	}
-	defer os.RemoveAll(copyDir)
+	defer func() { _ = os.RemoveAll(copyDir) }()
 	missed, passes := 0, map[[2]string]bool{}
 	for _, m := range ms {
 		verdict := baseline(copyDir, m, passes)
@@ -159,7 +159,7 @@ func run(dir string, m mutation) string {
 	if err != nil || strings.Count(string(data), m.old+"\n") != 1 {
 		return "stale"
 	}
-	defer os.WriteFile(path, data, 0o644)
+	defer func() { _ = os.WriteFile(path, data, 0o644) }() // the file as it was, for the next change
 	if err := os.WriteFile(path, []byte(strings.Replace(string(data), m.old+"\n", m.new+"\n", 1)), 0o644); err != nil {
 		return "stale"
 	}
