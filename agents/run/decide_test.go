@@ -131,6 +131,7 @@ func TestDecide_A3_A6_A7_A8_A10_W1(t *testing.T) {
 		// W1: the budget.
 		{"budget used up: cut", stage, working(nil), up(Observation{Now: t0.Add(40 * time.Minute)}), "cut", "cut: its budget of 40m0s was used up", StateCut, ""},
 		{"three quarters: told once", stage, working(nil), up(Observation{Now: t0.Add(30 * time.Minute), Turn: agent.TurnRunning}), "tell", "three quarters of the budget used: told the agent to finish", StateWorking, BudgetMessage},
+		{"three quarters, told already: never told again (W1)", stage, working(func(r *Run) { r.Told = true }), up(Observation{Now: t0.Add(35 * time.Minute), Turn: agent.TurnRunning}), "", "", StateWorking, ""},
 		{"three quarters, busy: the state decides", stage, working(nil), up(Observation{Now: t0.Add(31 * time.Minute), Busy: true, Need: "a key", Turn: agent.TurnDone}), "write", "waiting: a key", StateWaiting, ""},
 		// Blocked, parked.
 		{"blocked by a dialog, answered by hand: works again", stage, working(func(r *Run) { r.Blocked(BlockDialog, DialogReason("trust?")) }),
