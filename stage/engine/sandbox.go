@@ -172,7 +172,7 @@ func denyFolders(ctx context.Context, repo *git.Repo, p *record.Place, role *sta
 	if err != nil {
 		return "", fmt.Errorf("place %s: %w", p.ID, err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // only made folders and read through it
 	for _, dir := range slices.Concat(hidden, readOnly) {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return refused(fmt.Sprintf("%s cannot be made a folder of its place: %v", dir, err)), nil
