@@ -1,24 +1,17 @@
-// Command mutate checks that the tests notice a broken clause (issue 65):
-// for each one-line change in mutations.txt it copies the tree, makes the
-// change in the copy, runs the tests that cite the clause, and says
-// whether they caught it. A change whose line is no longer in its file
-// exactly once is reported stale, never skipped silently.
-//
-//	go run ./internal/mutate [-list] [CLAUSE...]    (scripts/mutate)
-//
-// It runs outside make test: each change runs its tests again, minutes
-// in all.
 package main
 
 import (
+	"bytes"
+	"context"
 	_ "embed"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/git-flume/git-flume/internal/proc"
 )
 
 //go:embed mutations.txt
@@ -106,7 +99,7 @@ func parse(text string) ([]mutation, error) {
 // copyTree copies the files git tracks (as they are in the work tree) to
 // a new temporary folder: the changes are made there, never here.
 func copyTree() (string, error) {
-	out, err := exec.Command("git", "ls-files", "-z").Output()
+	out, err := proc.Output(context.Background(), proc.Cmd{Path: "git", Args: []string{"ls-files", "-z"}, Env: os.Environ()})
 	if err != nil {
 		return "", fmt.Errorf("git ls-files: %w", err)
 	}
@@ -114,7 +107,7 @@ func copyTree() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, f := range strings.Split(strings.TrimRight(out, "\x00"), "\x00") {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			continue // deleted in the work tree
@@ -176,7 +169,7 @@ func run(dir string, m mutation) string {
 }
 
 func goCmd(dir string, args ...string) ([]byte, error) {
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	return cmd.CombinedOutput()
+	var out bytes.Buffer
+	err := proc.Run(context.Background(), proc.Cmd{Path: "go", Args: args, Dir: dir, Env: os.Environ(), Stdout: &out, Stderr: &out})
+	return out.Bytes(), err
 }

@@ -137,7 +137,7 @@ func Write(w io.Writer, rows []Row, said string) {
 	}
 }
 
-// Command is a line typed on the board, resolved against its rows:
+// A Command is a line typed on the board, resolved against its rows:
 // the git flume command that carries it out, run in the row's repository.
 type Command struct {
 	Quit bool
