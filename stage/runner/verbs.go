@@ -193,7 +193,7 @@ func withForwards(argv []string, p *record.Place, local map[int]int) []string {
 	return slices.Concat(argv[:at], fwd, argv[at:])
 }
 
-// localPorts gives each port leased to place p on its host the port here
+// localPorts (M3) gives each port leased to place p on its host the port here
 // that forwards to it: the same one where no lease of this host holds it
 // and nothing listens on it, else one the system finds free and no lease
 // holds. A place of this host's own could otherwise be reached by a
